@@ -1,0 +1,80 @@
+// Starts a real kilnd server on a loopback port and talks to it over gRPC.
+#include "server/server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/health/v1/health.grpc.pb.h"
+#include "proto/kiln/v1/service.grpc.pb.h"
+
+namespace kiln::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<KilnServer>> server =
+        KilnServer::Start(ServerOptions{"127.0.0.1:0"});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                                   grpc::InsecureChannelCredentials());
+  }
+
+  std::unique_ptr<KilnServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_F(ServerTest, HealthCheckReportsServing) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status = health->Check(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+TEST_F(ServerTest, HealthCheckOfUnknownServiceIsNotFound) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service("no.such.Service");
+  grpc::health::v1::HealthCheckResponse response;
+  EXPECT_EQ(health->Check(&context, request, &response).error_code(), grpc::NOT_FOUND);
+}
+
+TEST_F(ServerTest, ServerInfoNamesLinkedToolchain) {
+  auto kiln = kiln::v1::Kiln::NewStub(channel_);
+  grpc::ClientContext context;
+  kiln::v1::ServerInfo info;
+  grpc::Status status = kiln->GetServerInfo(&context, kiln::v1::GetServerInfoRequest(), &info);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(info.compiler_version().empty());
+  EXPECT_FALSE(info.host_target_triple().empty());
+  std::map<std::string, std::string> versions;
+  for (const auto& component : info.components()) versions[component.name()] = component.version();
+  EXPECT_THAT(versions["llvm"], StartsWith("16."));
+  EXPECT_THAT(versions["grpc"], StartsWith("1."));
+  EXPECT_THAT(versions["protobuf"], StartsWith("3."));
+  EXPECT_THAT(versions["abseil"], StartsWith("lts_"));
+  EXPECT_EQ(versions["kiln"], info.compiler_version());
+}
+
+TEST(ServerStartTest, ReportsAddressThatCannotBeBound) {
+  absl::StatusOr<std::unique_ptr<KilnServer>> server =
+      KilnServer::Start(ServerOptions{"256.1.2.3:1"});
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(server.status().message(), HasSubstr("256.1.2.3:1"));
+}
+
+}  // namespace
+}  // namespace kiln::server

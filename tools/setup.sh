@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that Kiln's build, tests and main job need.
+# Idempotent: when everything is present it prints nothing and touches nothing.
+set -euo pipefail
+
+PACKAGES=(
+  # Build system and toolchain.
+  bazel-bootstrap g++ clang-format
+  # RPC and serialization.
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  # Core libraries.
+  libabsl-dev
+  # Code generation (LLVM 16 and its link dependencies).
+  llvm-16-dev lld-16 libzstd-dev zlib1g-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
+  # Runtime tensors.
+  libdlpack-dev
+  # Tests and benchmarks.
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # Command line.
+  libcli11-dev
+  # Embedded state store.
+  libsqlite3-dev
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

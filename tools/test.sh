@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine and runs every test. Ends with the line "N passed, N failed",
+# counted from Bazel's test summary (one count per test target). Exit status 0 only when the
+# build succeeded and every test passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+# The disk cache lives under $HOME so repeated runs on one machine are incremental.
+DISK_CACHE="${HOME}/.cache/kiln/bazel-disk"
+mkdir -p "$DISK_CACHE"
+LOG=$(mktemp)
+bazel test //... --disk_cache="$DISK_CACHE" --test_summary=short --color=no --curses=no \
+  "$@" 2>&1 | tee "$LOG"
+bazel_rc=${PIPESTATUS[0]}
+
+passed=$(grep -Ec '^//[^ ]+ +(\(cached\) )?PASSED' "$LOG")
+failed=$(grep -Ec '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED TO BUILD)' "$LOG")
+rm -f "$LOG"
+# A build or analysis failure that kept Bazel from listing any test still counts as a failure.
+if [ "$bazel_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+echo "${passed} passed, ${failed} failed"
+[ "$bazel_rc" -eq 0 ] && [ "$failed" -eq 0 ]
