@@ -1,0 +1,47 @@
+#include "compiler/ir/node.h"
+
+#include <algorithm>
+
+namespace kiln::ir {
+
+const char* NodeKindName(NodeKind kind) {
+  switch (kind) {
+#define KILN_KIND_NAME(Name) \
+  case NodeKind::k##Name:    \
+    return #Name;
+    KILN_ALL_NODE_KINDS(KILN_KIND_NAME)
+#undef KILN_KIND_NAME
+    case NodeKind::kNumKinds:
+      break;
+  }
+  return "?";
+}
+
+void ArrayNode::VisitFields(FieldVisitor& v) const { v.Visit("items", items); }
+
+std::vector<FieldVisitor::Field> FieldsOf(const Object& node) {
+  FieldVisitor v;
+  node.VisitFields(v);
+  return v.fields();
+}
+
+ObjectRef GetAttr(const Attrs& attrs, absl::string_view key) {
+  for (const auto& [k, value] : attrs) {
+    if (k == key) return value;
+  }
+  return nullptr;
+}
+
+Attrs WithAttr(Attrs attrs, std::string key, ObjectRef value) {
+  auto it =
+      std::lower_bound(attrs.begin(), attrs.end(), key,
+                       [](const auto& entry, const std::string& k) { return entry.first < k; });
+  if (it != attrs.end() && it->first == key) {
+    it->second = std::move(value);
+  } else {
+    attrs.insert(it, {std::move(key), std::move(value)});
+  }
+  return attrs;
+}
+
+}  // namespace kiln::ir
