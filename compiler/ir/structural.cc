@@ -26,9 +26,12 @@ uint64_t DoubleBits(double d) {
 
 class EqualChecker {
  public:
+  explicit EqualChecker(bool vars_by_identity = false) : vars_by_identity_(vars_by_identity) {}
+
   bool Equal(const Object* a, const Object* b) {
     if (a == nullptr || b == nullptr) return Fail(a == b, a, b);
     if (a->kind() != b->kind()) return Fail(false, a, b);
+    if (vars_by_identity_ && IsMappedKind(a->kind())) return Fail(a == b, a, b, "other variable");
     if (IsMappedKind(a->kind())) {
       auto it = a_to_b_.find(a);
       if (it != a_to_b_.end()) return Fail(it->second == b, a, b, "variable bound elsewhere");
@@ -126,6 +129,7 @@ class EqualChecker {
     return false;
   }
 
+  const bool vars_by_identity_;
   absl::flat_hash_map<const Object*, const Object*> a_to_b_;
   absl::flat_hash_map<const Object*, const Object*> b_to_a_;
   std::vector<Step> path_;
@@ -226,6 +230,10 @@ absl::Status CheckStructuralEqual(const ObjectRef& a, const ObjectRef& b) {
   EqualChecker checker;
   if (checker.Equal(a.get(), b.get())) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat("structural mismatch at ", checker.mismatch()));
+}
+
+bool ExprDeepEqual(const ObjectRef& a, const ObjectRef& b) {
+  return a == b || EqualChecker(/*vars_by_identity=*/true).Equal(a.get(), b.get());
 }
 
 uint64_t StructuralHash(const ObjectRef& node) {

@@ -32,6 +32,10 @@ absl::Status CheckStructuralEqual(const ObjectRef& a, const ObjectRef& b);
 
 uint64_t StructuralHash(const ObjectRef& node);
 
+// Equality where variables and buffers are compared by identity instead of by position: two
+// expressions over the same free variables (the arithmetic analyzer's notion of "same term").
+bool ExprDeepEqual(const ObjectRef& a, const ObjectRef& b);
+
 }  // namespace kiln::ir
 
 #endif  // KILN_COMPILER_IR_STRUCTURAL_H_

@@ -264,9 +264,8 @@ Stmt StmtExprMutator::DefaultVisitStmt(const Stmt& s) {
     std::vector<IterVar> iter_vars;
     for (const IterVar& iv : n->iter_vars) {
       Range dom = VisitRange(iv->dom);
-      iter_vars.push_back(dom == iv->dom ? iv
-                                         : Make<IterVarNode>(iv->var, dom, iv->iter_kind,
-                                                             iv->thread_tag));
+      iter_vars.push_back(
+          dom == iv->dom ? iv : Make<IterVarNode>(iv->var, dom, iv->iter_kind, iv->thread_tag));
       changed |= iter_vars.back() != iv;
     }
     auto regions = [&](const std::vector<BufferRegion>& in) {

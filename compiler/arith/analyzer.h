@@ -1,0 +1,67 @@
+// Arithmetic analysis of integer index expressions, shared by Relax shape reasoning and TIR loop
+// transformations:
+//   - constant integer bounds      Bound(i*4 + 3) = [3, 63] when i in [0, 16)
+//   - modular (divisibility) facts Modular(i*4 + 3) = 4k + 3
+//   - canonical simplification     (i*32 + j) // 32 -> i   when j in [0, 32)
+//                                  n*4 - 4*n -> 0
+//   - a prover for (in)equalities   CanProve(i < 16), CanProveEqual(n*4, 4*n)
+//
+// Simplify turns an integer expression into a sum of monomials with integer coefficients,
+// splits floordiv/floormod by positive constants into the divisible part and a remainder whose
+// bounds decide the result, and folds constants, comparisons and logic. Anything it cannot
+// reason about (loads, calls, non-constant divisors) becomes an opaque atom.
+#ifndef KILN_COMPILER_ARITH_ANALYZER_H_
+#define KILN_COMPILER_ARITH_ANALYZER_H_
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "compiler/ir/tir_stmt.h"
+
+namespace kiln::arith {
+
+using ir::PrimExpr;
+using ir::Var;
+
+struct ConstIntBound {
+  static constexpr int64_t kNegInf = std::numeric_limits<int64_t>::min();
+  static constexpr int64_t kPosInf = std::numeric_limits<int64_t>::max();
+  int64_t min = kNegInf;
+  int64_t max = kPosInf;
+  bool is_const() const { return min == max; }
+};
+
+// The set { coeff * k + base | k integer }; coeff 0 means the constant `base`.
+struct ModularSet {
+  int64_t coeff = 1;
+  int64_t base = 0;
+};
+
+class Analyzer {
+ public:
+  // Declares v in [min, max] (inclusive).
+  void Bind(const Var& v, int64_t min, int64_t max);
+  // Declares v in [range.min, range.min + range.extent) when both are constants.
+  void Bind(const Var& v, const ir::Range& range);
+
+  ConstIntBound Bound(const PrimExpr& e);
+  ModularSet Modular(const PrimExpr& e);
+  PrimExpr Simplify(const PrimExpr& e);
+  // True only when `cond` holds for every value of its variables within their bounds.
+  bool CanProve(const PrimExpr& cond);
+  bool CanProveEqual(const PrimExpr& a, const PrimExpr& b);
+
+ private:
+  friend class Canonicalizer;
+  struct VarBound {
+    const ir::Object* var;
+    ConstIntBound bound;
+  };
+  const ConstIntBound* FindBound(const ir::Object* var) const;
+  std::vector<VarBound> bounds_;
+};
+
+}  // namespace kiln::arith
+
+#endif  // KILN_COMPILER_ARITH_ANALYZER_H_
