@@ -214,7 +214,7 @@ class Canonicalizer {
         return DivMod(false, bin->a, bin->b, e);
       case NodeKind::kMin:
       case NodeKind::kMax:
-        return MinMax(bin->kind() == NodeKind::kMin, bin->a, bin->b, e);
+        return MinMax(bin->kind() == NodeKind::kMin, bin->a, bin->b);
       default:
         return AtomSum(SimplifyChildren(e));
     }
@@ -222,14 +222,14 @@ class Canonicalizer {
 
   Sum DivMod(bool is_div, const PrimExpr& a, const PrimExpr& b, const PrimExpr& original) {
     Sum divisor = ToSum(b);
-    if (!divisor.terms.empty() || divisor.constant == 0 || !divisor.valid) {
+    // Only division by a positive constant is reasoned about.
+    if (!divisor.terms.empty() || divisor.constant <= 0 || !divisor.valid) {
       return AtomSum(SimplifyChildren(original));
     }
     int64_t c = divisor.constant;
     Sum s = ToSum(a);
     if (!s.valid) return s;
     Sum quotient, remainder;
-    if (c < 0) return AtomSum(SimplifyChildren(original));
     Split(s, c, &quotient, &remainder);
     ConstIntBound r = BoundOf(remainder);
     int64_t k = FloorDivInt(r.min, c);
@@ -250,7 +250,7 @@ class Canonicalizer {
     return AtomSum(ir::FloorMod(ToExpr(remainder, a->dtype), ir::IntImm(a->dtype, c)));
   }
 
-  Sum MinMax(bool is_min, const PrimExpr& a, const PrimExpr& b, const PrimExpr& original) {
+  Sum MinMax(bool is_min, const PrimExpr& a, const PrimExpr& b) {
     Sum sa = ToSum(a);
     Sum sb = ToSum(b);
     Sum diff = sa;
@@ -262,7 +262,6 @@ class Canonicalizer {
     }
     PrimExpr ea = ToExpr(sa, a->dtype);
     PrimExpr eb = ToExpr(sb, b->dtype);
-    (void)original;
     return AtomSum(is_min ? ir::Min(ea, eb) : ir::Max(ea, eb));
   }
 

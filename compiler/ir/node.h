@@ -23,44 +23,105 @@ namespace kiln::ir {
 
 // Every node kind, grouped so that each category is a contiguous range. The groups are used by
 // the dispatchers of the visitors; names double as the kinds' printed names.
-#define KILN_TIR_EXPR_KINDS(X)                                                                  \
-  X(IntImm)                                                                                     \
-  X(FloatImm)                                                                                   \
-  X(StringImm)                                                                                  \
-  X(Var) X(Cast) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) X(EQ) \
-      X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(BufferLoad) X(Ramp)         \
-          X(Broadcast) X(Let) X(Call)
+// clang-format off
+#define KILN_TIR_EXPR_KINDS(X) \
+  X(IntImm) \
+  X(FloatImm) \
+  X(StringImm) \
+  X(Var) \
+  X(Cast) \
+  X(Add) \
+  X(Sub) \
+  X(Mul) \
+  X(Div) \
+  X(Mod) \
+  X(FloorDiv) \
+  X(FloorMod) \
+  X(Min) \
+  X(Max) \
+  X(EQ) \
+  X(NE) \
+  X(LT) \
+  X(LE) \
+  X(GT) \
+  X(GE) \
+  X(And) \
+  X(Or) \
+  X(Not) \
+  X(Select) \
+  X(BufferLoad) \
+  X(Ramp) \
+  X(Broadcast) \
+  X(Let) \
+  X(Call)
 
-#define KILN_TIR_STMT_KINDS(X)                                                             \
-  X(LetStmt)                                                                               \
-  X(AttrStmt)                                                                              \
-  X(AssertStmt)                                                                            \
-  X(BufferStore) X(Allocate) X(For) X(While) X(IfThenElse) X(SeqStmt) X(Evaluate) X(Block) \
-      X(BlockRealize)
+#define KILN_TIR_STMT_KINDS(X) \
+  X(LetStmt) \
+  X(AttrStmt) \
+  X(AssertStmt) \
+  X(BufferStore) \
+  X(Allocate) \
+  X(For) \
+  X(While) \
+  X(IfThenElse) \
+  X(SeqStmt) \
+  X(Evaluate) \
+  X(Block) \
+  X(BlockRealize)
 
 #define KILN_TIR_OTHER_KINDS(X) \
-  X(Range) X(Buffer) X(IterVar) X(BufferRegion) X(MatchBufferRegion) X(PrimFunc)
+  X(Range) \
+  X(Buffer) \
+  X(IterVar) \
+  X(BufferRegion) \
+  X(MatchBufferRegion) \
+  X(PrimFunc)
 
 #define KILN_STRUCT_INFO_KINDS(X) \
-  X(ObjectStructInfo)             \
-  X(PrimStructInfo) X(ShapeStructInfo) X(TensorStructInfo) X(TupleStructInfo) X(FuncStructInfo)
+  X(ObjectStructInfo) \
+  X(PrimStructInfo) \
+  X(ShapeStructInfo) \
+  X(TensorStructInfo) \
+  X(TupleStructInfo) \
+  X(FuncStructInfo)
 
-#define KILN_RELAX_EXPR_KINDS(X)                                                                   \
-  X(Constant)                                                                                      \
-  X(RelaxVar)                                                                                      \
-  X(DataflowVar)                                                                                   \
-  X(GlobalVar) X(Tuple) X(SeqExpr) X(PrimValue) X(RelaxStringImm) X(DataTypeImm) X(Function) X(If) \
-      X(ExternFunc) X(RelaxCall) X(ShapeExpr) X(TupleGetItem) X(Op)
+#define KILN_RELAX_EXPR_KINDS(X) \
+  X(Constant) \
+  X(RelaxVar) \
+  X(DataflowVar) \
+  X(GlobalVar) \
+  X(Tuple) \
+  X(SeqExpr) \
+  X(PrimValue) \
+  X(RelaxStringImm) \
+  X(DataTypeImm) \
+  X(Function) \
+  X(If) \
+  X(ExternFunc) \
+  X(RelaxCall) \
+  X(ShapeExpr) \
+  X(TupleGetItem) \
+  X(Op)
 
-#define KILN_RELAX_OTHER_KINDS(X) X(VarBinding) X(MatchCast) X(BindingBlock) X(DataflowBlock)
+#define KILN_RELAX_OTHER_KINDS(X) \
+  X(VarBinding) \
+  X(MatchCast) \
+  X(BindingBlock) \
+  X(DataflowBlock)
 
-#define KILN_MISC_KINDS(X) X(Array) X(IRModule)
+#define KILN_MISC_KINDS(X) \
+  X(Array) \
+  X(IRModule)
 
 #define KILN_ALL_NODE_KINDS(X) \
-  KILN_TIR_EXPR_KINDS(X)       \
-  KILN_TIR_STMT_KINDS(X)       \
-  KILN_TIR_OTHER_KINDS(X)      \
-  KILN_STRUCT_INFO_KINDS(X) KILN_RELAX_EXPR_KINDS(X) KILN_RELAX_OTHER_KINDS(X) KILN_MISC_KINDS(X)
+  KILN_TIR_EXPR_KINDS(X) \
+  KILN_TIR_STMT_KINDS(X) \
+  KILN_TIR_OTHER_KINDS(X) \
+  KILN_STRUCT_INFO_KINDS(X) \
+  KILN_RELAX_EXPR_KINDS(X) \
+  KILN_RELAX_OTHER_KINDS(X) \
+  KILN_MISC_KINDS(X)
+// clang-format on
 
 enum class NodeKind : uint16_t {
 #define KILN_KIND_ENUM(Name) k##Name,
