@@ -161,11 +161,14 @@ class Printer {
     return absl::StrCat("(", Exprs(dims), dims.size() == 1 ? ",)" : ")");
   }
 
-  std::string BufferDecl(const BufferNode& b) {
-    std::string s = absl::StrCat("T.Buffer(", Shape(b.shape), ", \"", b.dtype.ToString(), "\"");
+  // "((4, 4), \"float32\")": the arguments of T.Buffer and T.alloc_buffer.
+  std::string BufferArgs(const BufferNode& b) {
+    std::string s = absl::StrCat("(", Shape(b.shape), ", \"", b.dtype.ToString(), "\"");
     if (b.scope != "global") absl::StrAppend(&s, ", scope=\"", b.scope, "\"");
     return s + ")";
   }
+
+  std::string BufferDecl(const BufferNode& b) { return "T.Buffer" + BufferArgs(b); }
 
   std::string Region(const BufferRegion& r) {
     std::vector<std::string> parts;
@@ -205,7 +208,7 @@ class Printer {
                                 "] = ", Expr(n->value)));
     } else if (const auto* n = s.as<AllocateNode>()) {
       Line(indent, absl::StrCat(Name(n->buffer.get(), n->buffer->name), " = T.alloc_buffer",
-                                BufferDecl(*n->buffer).substr(8)));
+                                BufferArgs(*n->buffer)));
       PrintStmt(n->body, indent);
     } else if (const auto* n = s.as<ForNode>()) {
       std::string range = absl::StrCat(Expr(n->extent));
@@ -253,8 +256,7 @@ class Printer {
     Line(in, absl::StrCat("T.reads(", Regions(b.reads), ")"));
     Line(in, absl::StrCat("T.writes(", Regions(b.writes), ")"));
     for (const Buffer& buf : b.alloc_buffers) {
-      Line(in, absl::StrCat(Name(buf.get(), buf->name), " = T.alloc_buffer",
-                            BufferDecl(*buf).substr(8)));
+      Line(in, absl::StrCat(Name(buf.get(), buf->name), " = T.alloc_buffer", BufferArgs(*buf)));
     }
     for (const MatchBufferRegion& m : b.match_buffers) {
       Line(in, absl::StrCat(Name(m->buffer.get(), m->buffer->name), " = T.match_buffer(",
