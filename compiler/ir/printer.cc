@@ -353,16 +353,18 @@ class Printer {
     if (const auto* n = e.as<TupleGetItemNode>())
       return absl::StrCat(RExpr(n->tuple), "[", n->index, "]");
     if (const auto* n = e.as<relax::CallNode>()) {
-      std::string s = absl::StrCat(RExpr(n->op), "(", RExprs(n->args));
+      std::vector<std::string> parts;
+      for (const relax::Expr& a : n->args) parts.push_back(RExpr(a));
       for (const auto& [key, value] : n->attrs) {
-        absl::StrAppend(&s, ", ", key, "=",
-                        value.as<PrimExprNode>() ? Expr(value.as_ref<PrimExprNode>()) : "...");
+        parts.push_back(absl::StrCat(
+            key, "=", value.as<PrimExprNode>() ? Expr(value.as_ref<PrimExprNode>()) : "..."));
       }
       if (!n->sinfo_args.empty()) {
-        std::vector<std::string> parts;
-        for (const StructInfo& si : n->sinfo_args) parts.push_back(SInfo(si));
-        absl::StrAppend(&s, ", sinfo_args=[", absl::StrJoin(parts, ", "), "]");
+        std::vector<std::string> sinfos;
+        for (const StructInfo& si : n->sinfo_args) sinfos.push_back(SInfo(si));
+        parts.push_back(absl::StrCat("sinfo_args=[", absl::StrJoin(sinfos, ", "), "]"));
       }
+      std::string s = absl::StrCat(RExpr(n->op), "(", absl::StrJoin(parts, ", "));
       return s + ")";
     }
     // If, SeqExpr and Function are statement-like: print them on their own lines.
@@ -381,6 +383,10 @@ class Printer {
 
   void PrintBinding(const relax::Binding& b, int indent) {
     using namespace relax;
+    if (!b) {
+      Line(indent, "<null binding>");
+      return;
+    }
     std::string lhs =
         b->var ? absl::StrCat(RExpr(b->var), ": ", SInfo(b->var->struct_info())) : "_";
     if (const auto* mc = b.as<MatchCastNode>()) {
@@ -414,12 +420,14 @@ class Printer {
     using namespace relax;
     if (const auto* seq = e.as<SeqExprNode>()) {
       for (const BindingBlock& block : seq->blocks) {
-        if (block->is_dataflow()) {
+        if (!block) {
+          Line(indent, "<null block>");
+        } else if (block->is_dataflow()) {
           Line(indent, "with R.dataflow():");
           std::vector<std::string> outputs;
           for (const Binding& b : block->bindings) {
             PrintBinding(b, indent + 1);
-            if (b->var && !b->var->is_dataflow()) outputs.push_back(RExpr(b->var));
+            if (b && b->var && !b->var->is_dataflow()) outputs.push_back(RExpr(b->var));
           }
           Line(indent + 1, absl::StrCat("R.output(", absl::StrJoin(outputs, ", "), ")"));
         } else {
@@ -436,7 +444,7 @@ class Printer {
     Line(indent, f.is_pure ? "@R.function" : "@R.function(pure=False)");
     std::vector<std::string> params;
     for (const relax::Var& p : f.params) {
-      params.push_back(absl::StrCat(RExpr(p), ": ", SInfo(p->struct_info())));
+      params.push_back(p ? absl::StrCat(RExpr(p), ": ", SInfo(p->struct_info())) : "None");
     }
     std::string ret = f.ret_struct_info ? absl::StrCat(" -> ", SInfo(f.ret_struct_info)) : "";
     Line(indent, absl::StrCat("def ", name, "(", absl::StrJoin(params, ", "), ")", ret, ":"));

@@ -2,13 +2,17 @@
 
 namespace kiln::ir::relax {
 
+// Visitors and mutators tolerate null children (malformed IR built through the API): they skip
+// them, and leave reporting to the checkers.
 void ExprVisitor::VisitBinding(const Binding& b) {
+  if (!b) return;
   VisitExpr(b->value);
   if (const auto* mc = b.as<MatchCastNode>()) VisitStructInfo(mc->struct_info);
   if (b->var) VisitVarDef(b->var);
 }
 
 void ExprVisitor::VisitBindingBlock(const BindingBlock& block) {
+  if (!block) return;
   for (const Binding& b : block->bindings) VisitBinding(b);
 }
 
@@ -44,6 +48,7 @@ void ExprVisitor::DefaultVisitExpr(const Expr& e) {
     for (const PrimExpr& v : n->values) VisitPrimExpr(v);
   } else if (const auto* n = e.as<FunctionNode>()) {
     for (const Var& p : n->params) {
+      if (!p) continue;
       VisitStructInfo(p->struct_info());
       VisitVarDef(p);
     }
@@ -74,6 +79,7 @@ bool ExprMutator::VisitExprs(const std::vector<Expr>& in, std::vector<Expr>* out
 }
 
 Binding ExprMutator::VisitBinding(const Binding& b) {
+  if (!b) return b;
   Expr value = VisitExpr(b->value);
   if (value == b->value) return b;
   if (const auto* mc = b.as<MatchCastNode>()) return MakeMatchCast(b->var, value, mc->struct_info);
@@ -81,6 +87,7 @@ Binding ExprMutator::VisitBinding(const Binding& b) {
 }
 
 BindingBlock ExprMutator::VisitBindingBlock(const BindingBlock& block) {
+  if (!block) return block;
   std::vector<Binding> bindings;
   bool changed = false;
   for (const Binding& b : block->bindings) {

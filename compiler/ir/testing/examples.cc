@@ -120,7 +120,7 @@ IRModule SmallRelaxModule() {
   Expr branch_true = MakeSeq({}, y);
   Expr branch_false = MakeSeq({}, y);
   BindingBlock tail = MakeBlock(
-      {MakeBinding(t, MakeTuple({gv, MakeShape({n, I64(4)}), Make<PrimValueNode>(n),
+      {MakeBinding(t, MakeTuple({gv, MakeShape({n, I64(4)}), Make<PrimValueNode>(I64(3)),
                                  Make<relax::StringImmNode>("s"), Make<DataTypeImmNode>(f32),
                                  MakeConstant(f32, {2}, std::string(8, '\0'))})),
        MakeBinding(item, Make<TupleGetItemNode>(t, 0)),
@@ -149,11 +149,13 @@ IRModule ChainModule(int num_bindings) {
     bool last = b + 1 == num_bindings;
     relax::Var v =
         last ? relax::MakeVar("out", nullptr) : MakeDataflowVar(absl::StrCat("lv", b), nullptr);
-    bindings.push_back(MakeBinding(
-        v, MakeCall(call_tir, {kernel, MakeTuple({prev})}, {TensorSInfo({n, I64(64)}, f32)})));
+    bindings.push_back(MakeBinding(v, MakeCall(call_tir, {kernel, MakeTuple({prev, prev})},
+                                               {TensorSInfo({n, I64(64)}, f32)})));
     prev = v;
   }
-  Function main = MakeFunction({x}, MakeSeq({MakeDataflowBlock(std::move(bindings))}, prev));
+  Function main = MakeFunction({x}, MakeSeq({MakeDataflowBlock(std::move(bindings))}, prev),
+                               nullptr, /*is_pure=*/true,
+                               WithAttr({}, "global_symbol", Make<ir::StringImmNode>("main")));
   IRModuleBuilder builder;
   (void)builder.Add(MakeGlobalVar("main"), main);
   (void)builder.Add(kernel, MatmulPrimFunc(64, 64, 64));

@@ -1,0 +1,65 @@
+// The Relax operator registry: what the compiler knows about each built-in `Op` by name — how to
+// infer the StructInfo of a call, whether it is pure (may appear in a dataflow block), and how it
+// fuses. Operator families register themselves in op_registry.cc's table; later issues add
+// legalization (lowering to TIR) beside inference.
+#ifndef KILN_COMPILER_RELAX_OP_REGISTRY_H_
+#define KILN_COMPILER_RELAX_OP_REGISTRY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "compiler/arith/analyzer.h"
+#include "compiler/ir/module.h"
+
+namespace kiln::ir::relax {
+
+// How an operator composes in operator fusion (the TVM pattern kinds, in increasing generality).
+enum class OpPattern {
+  kElemWise = 0,         // out[i] = f(in[i])
+  kBroadcast = 1,        // elementwise after broadcasting inputs
+  kInjective = 2,        // each output element depends on one input element (reshape, flatten)
+  kCommReduce = 3,       // commutative reduction
+  kOutEWiseFusable = 4,  // complex op whose output can absorb elementwise ops (matmul, conv)
+  kTuple = 7,            // tuple construction
+  kOpaque = 8,           // never fused
+};
+
+// What inference sees besides the call: the module being built (to resolve GlobalVars; may be
+// null) and an analyzer for symbolic shape arithmetic.
+struct OpInferContext {
+  const IRModuleNode* module = nullptr;
+  arith::Analyzer* analyzer = nullptr;
+};
+
+// Infers the StructInfo of `call`, whose arguments are normalized (leaves with StructInfo).
+// Errors name the operator and the offending argument.
+using InferStructInfoFn = absl::StatusOr<StructInfo> (*)(const CallNode& call,
+                                                         const OpInferContext& ctx);
+
+struct OpInfo {
+  std::string name;  // "relax.call_tir"
+  int num_args;      // -1: variadic
+  InferStructInfoFn infer;
+  bool pure;
+  OpPattern pattern;
+  std::string summary;  // one line for docs and `kiln ops`
+};
+
+// The registered operator called `name`, or null.
+const OpInfo* LookupOp(absl::string_view name);
+// Every registered operator, sorted by name.
+std::vector<const OpInfo*> ListOps();
+
+// Infers `call`'s StructInfo through the registry entry of its Op, after checking the argument
+// count. Fails for an unknown operator.
+absl::StatusOr<StructInfo> InferOpCall(const CallNode& call, const OpInferContext& ctx);
+
+// The registration entry points of the operator families (op_registry.cc calls them once).
+void RegisterBuiltinOps(std::vector<OpInfo>* ops);  // call_tir, packed calls, shape helpers
+void RegisterTensorOps(std::vector<OpInfo>* ops);   // elementwise, broadcast, reshape, flatten
+
+}  // namespace kiln::ir::relax
+
+#endif  // KILN_COMPILER_RELAX_OP_REGISTRY_H_
