@@ -3,9 +3,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "compiler/ir/printer.h"
+#include "compiler/relax/block_builder.h"
+#include "compiler/relax/well_formed.h"
+#include "compiler/wire/ir_proto.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "server/build_info.h"
 
@@ -40,6 +47,65 @@ int PrintServerInfo(const std::string& address, int timeout_seconds) {
   return 0;
 }
 
+// Reads a module from protobuf IR (.pb). TVMScript (.py) and ONNX (.onnx) arrive with their
+// front ends.
+absl::StatusOr<kiln::ir::IRModule> LoadModule(const std::string& path) {
+  if (!absl::EndsWith(path, ".pb")) {
+    return absl::UnimplementedError(
+        "only protobuf IR (.pb) can be read so far; TVMScript and ONNX front ends are pending");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot open the file");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return kiln::wire::DeserializeModule(bytes.str());
+}
+
+// kiln print FILE: the normalized module as text.
+int PrintModule(const std::string& path) {
+  absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
+  if (mod.ok()) mod = kiln::ir::relax::NormalizeModule(*mod);
+  if (!mod.ok()) {
+    std::fprintf(stderr, "kiln: %s: %s\n", path.c_str(),
+                 std::string(mod.status().message()).c_str());
+    return kExitUserError;
+  }
+  std::printf("%s", kiln::ir::DebugPrint(*mod).c_str());
+  return 0;
+}
+
+// kiln check FILE: every well-formedness violation, then StructInfo errors; exit 1 if any.
+int CheckModule(const std::string& path) {
+  absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
+  if (!mod.ok()) {
+    std::fprintf(stderr, "kiln: %s: %s\n", path.c_str(),
+                 std::string(mod.status().message()).c_str());
+    return kExitUserError;
+  }
+  // Structure first (without normal form: the input need not be normalized yet).
+  kiln::ir::relax::WellFormedOptions options;
+  options.check_normal_form = false;
+  int errors = 0;
+  for (const auto& v : kiln::ir::relax::FindWellFormedViolations(*mod, options)) {
+    std::printf("%s: %s\n", path.c_str(), v.ToString().c_str());
+    ++errors;
+  }
+  if (errors == 0) {
+    absl::StatusOr<kiln::ir::IRModule> normalized = kiln::ir::relax::NormalizeModule(*mod);
+    if (!normalized.ok()) {
+      std::printf("%s: [StructInfo] %s\n", path.c_str(),
+                  std::string(normalized.status().message()).c_str());
+      ++errors;
+    }
+  }
+  if (errors > 0) {
+    std::fprintf(stderr, "kiln: %s: %d error%s\n", path.c_str(), errors, errors == 1 ? "" : "s");
+    return kExitUserError;
+  }
+  std::printf("%s: ok (%zu functions)\n", path.c_str(), (*mod)->functions.size());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,6 +120,13 @@ int main(int argc, char** argv) {
   info->add_option("--timeout", timeout_seconds, "seconds to wait for the server")
       ->check(CLI::PositiveNumber);
 
+  std::string file;
+  CLI::App* print = app.add_subcommand("print", "parse a module and print it normalized");
+  print->add_option("FILE", file, "protobuf IR (.pb)")->required();
+  CLI::App* check =
+      app.add_subcommand("check", "report every well-formedness and StructInfo error");
+  check->add_option("FILE", file, "protobuf IR (.pb)")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -65,5 +138,7 @@ int main(int argc, char** argv) {
 
   if (*version) return PrintLocalVersions();
   if (*info) return PrintServerInfo(server_address, timeout_seconds);
+  if (*print) return PrintModule(file);
+  if (*check) return CheckModule(file);
   return kExitUsage;
 }
