@@ -1,0 +1,880 @@
+#include "compiler/script/python_parser.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::script {
+
+Source::Source(std::string filename, std::string text)
+    : filename_(std::move(filename)), text_(std::move(text)) {
+  line_starts_.push_back(0);
+  for (size_t i = 0; i < text_.size(); ++i) {
+    if (text_[i] == '\n') line_starts_.push_back(i + 1);
+  }
+}
+
+absl::Status Source::Error(Pos pos, absl::string_view message) const {
+  std::string where = absl::StrCat(filename_, ":", pos.line, ":", pos.col, ": ", message);
+  if (pos.line >= 1 && pos.line <= static_cast<int>(line_starts_.size())) {
+    size_t start = line_starts_[pos.line - 1];
+    size_t end = text_.find('\n', start);
+    std::string line =
+        text_.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (line.size() > 200) line = line.substr(0, 200) + "...";
+    absl::StrAppend(&where, "\n    ", line, "\n    ",
+                    std::string(std::max(0, std::min(pos.col - 1, 200)), ' '), "^");
+  }
+  return absl::InvalidArgumentError(where);
+}
+
+namespace {
+
+constexpr int kMaxDepth = 200;  // nesting of expressions and blocks
+
+struct Token {
+  enum class Kind { kName, kInt, kFloat, kString, kOp, kNewline, kIndent, kDedent, kEnd };
+  Kind kind;
+  Pos pos;
+  std::string text;  // names, operators, decoded strings, number spelling
+  int64_t int_value = 0;
+  double float_value = 0;
+};
+
+class Lexer {
+ public:
+  Lexer(const Source& source, absl::string_view text, Pos origin, bool single_expression)
+      : source_(source),
+        text_(text),
+        line_(origin.line),
+        col_(origin.col),
+        single_expression_(single_expression) {}
+
+  absl::StatusOr<std::vector<Token>> Run() {
+    indents_.push_back(0);
+    bool at_line_start = !single_expression_;
+    while (pos_ < text_.size()) {
+      if (at_line_start) {
+        at_line_start = false;
+        absl::Status s = HandleIndentation();
+        if (!s.ok()) return s;
+        continue;
+      }
+      char c = text_[pos_];
+      if (c == '\n') {
+        if (depth_ == 0 && !single_expression_) Emit(Token::Kind::kNewline, "\n");
+        Advance(1);
+        at_line_start = depth_ == 0 && !single_expression_;
+        continue;
+      }
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+        Advance(1);
+        continue;
+      }
+      if (c == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') Advance(1);
+        continue;
+      }
+      if (c == '\\' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') {
+        Advance(2);
+        continue;
+      }
+      absl::Status s;
+      if (IsNameStart(c)) {
+        s = LexName();
+      } else if (IsDigit(c) || (c == '.' && pos_ + 1 < text_.size() && IsDigit(text_[pos_ + 1]))) {
+        s = LexNumber();
+      } else if (c == '"' || c == '\'') {
+        s = LexString();
+      } else {
+        s = LexOperator();
+      }
+      if (!s.ok()) return s;
+    }
+    if (!single_expression_) {
+      if (!tokens_.empty() && tokens_.back().kind != Token::Kind::kNewline) {
+        Emit(Token::Kind::kNewline, "\n");
+      }
+      while (indents_.size() > 1) {
+        indents_.pop_back();
+        Emit(Token::Kind::kDedent, "");
+      }
+    }
+    Emit(Token::Kind::kEnd, "");
+    return std::move(tokens_);
+  }
+
+ private:
+  static bool IsNameStart(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  }
+  static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+  void Advance(size_t n) {
+    for (size_t i = 0; i < n && pos_ < text_.size(); ++i, ++pos_) {
+      if (text_[pos_] == '\n') {
+        ++line_;
+        col_ = 1;
+      } else {
+        ++col_;
+      }
+    }
+  }
+  Pos Here() const { return {line_, col_}; }
+  void Emit(Token::Kind kind, std::string text, Pos at = {}) {
+    Token t;
+    t.kind = kind;
+    t.pos = at.line == 0 ? Here() : at;
+    t.text = std::move(text);
+    tokens_.push_back(std::move(t));
+  }
+
+  // At the start of a logical line: measure indentation; skip blank and comment-only lines.
+  absl::Status HandleIndentation() {
+    int width = 0;
+    size_t p = pos_;
+    while (true) {
+      width = 0;
+      p = pos_;
+      while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t')) {
+        width = text_[p] == '\t' ? (width / 8 + 1) * 8 : width + 1;
+        ++p;
+      }
+      bool blank = p >= text_.size() || text_[p] == '\n' || text_[p] == '#' || text_[p] == '\r';
+      if (!blank) break;
+      // Blank or comment-only: no tokens, and its indentation does not count.
+      while (pos_ < text_.size() && text_[pos_] != '\n') Advance(1);
+      if (pos_ >= text_.size()) return absl::OkStatus();
+      Advance(1);
+    }
+    Advance(p - pos_);
+    if (width > indents_.back()) {
+      indents_.push_back(width);
+      Emit(Token::Kind::kIndent, "");
+    } else {
+      while (width < indents_.back()) {
+        indents_.pop_back();
+        Emit(Token::Kind::kDedent, "");
+      }
+      if (width != indents_.back()) {
+        return source_.Error(Here(), "unindent does not match any outer indentation level");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status LexName() {
+    Pos at = Here();
+    size_t start = pos_;
+    while (pos_ < text_.size() && (IsNameStart(text_[pos_]) || IsDigit(text_[pos_]))) Advance(1);
+    std::string name(text_.substr(start, pos_ - start));
+    // String prefixes: r"..." and b"..." (raw strings keep backslashes).
+    if ((name == "r" || name == "b") && pos_ < text_.size() &&
+        (text_[pos_] == '"' || text_[pos_] == '\'')) {
+      return LexString(name == "r", at);
+    }
+    Emit(Token::Kind::kName, std::move(name), at);
+    return absl::OkStatus();
+  }
+
+  absl::Status LexNumber() {
+    Pos at = Here();
+    size_t start = pos_;
+    bool is_float = false;
+    if (text_[pos_] == '0' && pos_ + 1 < text_.size() &&
+        (text_[pos_ + 1] == 'x' || text_[pos_ + 1] == 'X')) {
+      Advance(2);
+      while (pos_ < text_.size() && std::isxdigit(static_cast<unsigned char>(text_[pos_]))) {
+        Advance(1);
+      }
+    } else {
+      while (pos_ < text_.size() && (IsDigit(text_[pos_]) || text_[pos_] == '_')) Advance(1);
+      if (pos_ < text_.size() && text_[pos_] == '.') {
+        is_float = true;
+        Advance(1);
+        while (pos_ < text_.size() && IsDigit(text_[pos_])) Advance(1);
+      }
+      if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
+        is_float = true;
+        Advance(1);
+        if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) Advance(1);
+        if (pos_ >= text_.size() || !IsDigit(text_[pos_])) {
+          return source_.Error(Here(), "malformed number: missing exponent digits");
+        }
+        while (pos_ < text_.size() && IsDigit(text_[pos_])) Advance(1);
+      }
+    }
+    std::string spelling;
+    for (char c : text_.substr(start, pos_ - start)) {
+      if (c != '_') spelling += c;
+    }
+    if (pos_ < text_.size() && IsNameStart(text_[pos_])) {
+      return source_.Error(Here(), "malformed number");
+    }
+    Token t;
+    t.pos = at;
+    t.text = spelling;
+    errno = 0;
+    if (is_float) {
+      t.kind = Token::Kind::kFloat;
+      t.float_value = std::strtod(spelling.c_str(), nullptr);
+    } else {
+      t.kind = Token::Kind::kInt;
+      unsigned long long v = std::strtoull(spelling.c_str(), nullptr, 0);
+      if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX)) {
+        return source_.Error(at, absl::StrCat("integer literal ", spelling, " is too large"));
+      }
+      t.int_value = static_cast<int64_t>(v);
+    }
+    tokens_.push_back(std::move(t));
+    return absl::OkStatus();
+  }
+
+  absl::Status LexString(bool raw = false, Pos at = {}) {
+    if (at.line == 0) at = Here();
+    char quote = text_[pos_];
+    bool triple = pos_ + 2 < text_.size() && text_[pos_ + 1] == quote && text_[pos_ + 2] == quote;
+    Advance(triple ? 3 : 1);
+    std::string value;
+    while (true) {
+      if (pos_ >= text_.size()) return source_.Error(at, "unterminated string literal");
+      char c = text_[pos_];
+      if (c == quote && (!triple || (pos_ + 2 < text_.size() && text_[pos_ + 1] == quote &&
+                                     text_[pos_ + 2] == quote))) {
+        Advance(triple ? 3 : 1);
+        break;
+      }
+      if (c == '\n' && !triple) return source_.Error(at, "unterminated string literal");
+      if (c == '\\' && !raw && pos_ + 1 < text_.size()) {
+        char e = text_[pos_ + 1];
+        Advance(2);
+        switch (e) {
+          case 'n':
+            value += '\n';
+            break;
+          case 't':
+            value += '\t';
+            break;
+          case 'r':
+            value += '\r';
+            break;
+          case '0':
+            value += '\0';
+            break;
+          case '\n':
+            break;  // line continuation inside a string
+          case 'x': {
+            if (pos_ + 1 >= text_.size() ||
+                !std::isxdigit(static_cast<unsigned char>(text_[pos_])) ||
+                !std::isxdigit(static_cast<unsigned char>(text_[pos_ + 1]))) {
+              return source_.Error(Here(), "malformed \\x escape");
+            }
+            value += static_cast<char>(
+                std::strtol(std::string(text_.substr(pos_, 2)).c_str(), nullptr, 16));
+            Advance(2);
+            break;
+          }
+          default:
+            value += e;
+            break;  // \\ \" \' and the rest literally
+        }
+        continue;
+      }
+      value += c;
+      Advance(1);
+    }
+    Emit(Token::Kind::kString, std::move(value), at);
+    return absl::OkStatus();
+  }
+
+  absl::Status LexOperator() {
+    static const char* kTwo[] = {"**", "//", "==", "!=", "<=", ">=", "->"};
+    Pos at = Here();
+    for (const char* op : kTwo) {
+      if (text_.substr(pos_, 2) == op) {
+        Advance(2);
+        Emit(Token::Kind::kOp, op, at);
+        return absl::OkStatus();
+      }
+    }
+    char c = text_[pos_];
+    static const std::string kOne = "+-*/%<>=()[]{},:.@";
+    if (kOne.find(c) == std::string::npos) {
+      return source_.Error(
+          at, absl::StrCat("unexpected character '",
+                           std::string(1, c) == "\0" ? "\\0" : std::string(1, c), "'"));
+    }
+    if (c == '(' || c == '[' || c == '{') ++depth_;
+    if ((c == ')' || c == ']' || c == '}') && depth_ > 0) --depth_;
+    Advance(1);
+    Emit(Token::Kind::kOp, std::string(1, c), at);
+    return absl::OkStatus();
+  }
+
+  const Source& source_;
+  absl::string_view text_;
+  size_t pos_ = 0;
+  int line_, col_;
+  bool single_expression_;
+  int depth_ = 0;
+  std::vector<int> indents_;
+  std::vector<Token> tokens_;
+};
+
+class Parser {
+ public:
+  Parser(const Source& source, std::vector<Token> tokens)
+      : source_(source), tokens_(std::move(tokens)) {}
+
+  absl::StatusOr<PyBody> File() {
+    PyBody body;
+    while (!At(Token::Kind::kEnd)) {
+      if (Accept(Token::Kind::kNewline)) continue;
+      if (AtName("from") || AtName("import")) {
+        while (!At(Token::Kind::kNewline) && !At(Token::Kind::kEnd)) ++i_;
+        continue;
+      }
+      PyStmtPtr s = Statement();
+      if (!ok()) return error_;
+      body.push_back(std::move(s));
+    }
+    return body;
+  }
+
+  absl::StatusOr<PyExprPtr> SingleExpr() {
+    PyExprPtr e = Expr();
+    if (ok() && !At(Token::Kind::kEnd)) Fail(Peek().pos, "unexpected text after the expression");
+    if (!ok()) return error_;
+    return e;
+  }
+
+ private:
+  // ---- Token helpers ----
+  const Token& Peek(int ahead = 0) const {
+    size_t j = std::min(i_ + ahead, tokens_.size() - 1);
+    return tokens_[j];
+  }
+  bool At(Token::Kind k) const { return Peek().kind == k; }
+  bool AtOp(const char* op) const { return At(Token::Kind::kOp) && Peek().text == op; }
+  bool AtName(const char* name) const { return At(Token::Kind::kName) && Peek().text == name; }
+  bool Accept(Token::Kind k) {
+    if (!At(k)) return false;
+    ++i_;
+    return true;
+  }
+  bool AcceptOp(const char* op) {
+    if (!AtOp(op)) return false;
+    ++i_;
+    return true;
+  }
+  bool AcceptName(const char* name) {
+    if (!AtName(name)) return false;
+    ++i_;
+    return true;
+  }
+  bool ok() const { return error_.ok(); }
+  void Fail(Pos pos, absl::string_view message) {
+    if (ok()) error_ = source_.Error(pos, message);
+    i_ = tokens_.size() - 1;  // stop consuming
+  }
+  static std::string Describe(const Token& t) {
+    switch (t.kind) {
+      case Token::Kind::kNewline:
+        return "end of line";
+      case Token::Kind::kIndent:
+        return "an indented block";
+      case Token::Kind::kDedent:
+        return "the end of a block";
+      case Token::Kind::kEnd:
+        return "end of input";
+      case Token::Kind::kString:
+        return "a string";
+      default:
+        return absl::StrCat("'", t.text, "'");
+    }
+  }
+  void ExpectOp(const char* op) {
+    if (!AcceptOp(op))
+      Fail(Peek().pos, absl::StrCat("expected '", op, "', found ", Describe(Peek())));
+  }
+  std::string ExpectName(const char* what) {
+    if (!At(Token::Kind::kName)) {
+      Fail(Peek().pos, absl::StrCat("expected ", what, ", found ", Describe(Peek())));
+      return "";
+    }
+    return tokens_[i_++].text;
+  }
+  void ExpectNewline() {
+    if (!Accept(Token::Kind::kNewline) && !At(Token::Kind::kEnd)) {
+      Fail(Peek().pos, absl::StrCat("expected end of line, found ", Describe(Peek())));
+    }
+  }
+  bool Enter(Pos pos) {
+    if (++depth_ > kMaxDepth) {
+      Fail(pos, "nesting is too deep");
+      return false;
+    }
+    return true;
+  }
+
+  static PyExprPtr Node(PyExpr::Kind kind, Pos pos, std::string text = "") {
+    auto e = std::make_unique<PyExpr>();
+    e->kind = kind;
+    e->pos = pos;
+    e->text = std::move(text);
+    return e;
+  }
+
+  // ---- Statements ----
+  PyStmtPtr NewStmt(PyStmt::Kind kind, Pos pos) {
+    auto s = std::make_unique<PyStmt>();
+    s->kind = kind;
+    s->pos = pos;
+    return s;
+  }
+
+  PyBody Suite() {
+    PyBody body;
+    ExpectOp(":");
+    if (!ok()) return body;
+    if (!Accept(Token::Kind::kNewline)) {  // `if x: y` on one line
+      body.push_back(Simple());
+      return body;
+    }
+    if (!Accept(Token::Kind::kIndent)) {
+      Fail(Peek().pos, "expected an indented block");
+      return body;
+    }
+    while (ok() && !Accept(Token::Kind::kDedent) && !At(Token::Kind::kEnd)) {
+      if (Accept(Token::Kind::kNewline)) continue;
+      body.push_back(Statement());
+    }
+    return body;
+  }
+
+  PyStmtPtr Statement() {
+    Pos pos = Peek().pos;
+    if (!Enter(pos)) return nullptr;
+    PyStmtPtr s = StatementInner();
+    --depth_;
+    return s;
+  }
+
+  PyStmtPtr StatementInner() {
+    Pos pos = Peek().pos;
+    if (AtOp("@") || AtName("def") || AtName("class")) return Definition();
+    if (AcceptName("for")) {
+      PyStmtPtr s = NewStmt(PyStmt::Kind::kFor, pos);
+      s->target = TargetList();
+      if (!AcceptName("in")) Fail(Peek().pos, "expected 'in'");
+      s->value = Expr();
+      s->body = Suite();
+      return s;
+    }
+    if (AcceptName("while")) {
+      PyStmtPtr s = NewStmt(PyStmt::Kind::kWhile, pos);
+      s->value = Expr();
+      s->body = Suite();
+      return s;
+    }
+    if (AcceptName("with")) {
+      PyStmtPtr s = NewStmt(PyStmt::Kind::kWith, pos);
+      s->value = Expr();
+      if (AcceptName("as")) s->target = TargetList();
+      s->body = Suite();
+      return s;
+    }
+    if (AcceptName("if")) return IfRest(pos);
+    return Simple();
+  }
+
+  PyStmtPtr IfRest(Pos pos) {
+    PyStmtPtr s = NewStmt(PyStmt::Kind::kIf, pos);
+    s->value = Expr();
+    s->body = Suite();
+    if (!ok()) return s;
+    Pos else_pos = Peek().pos;
+    if (AcceptName("elif")) {
+      s->orelse.push_back(IfRest(else_pos));
+    } else if (AcceptName("else")) {
+      s->orelse = Suite();
+    }
+    return s;
+  }
+
+  PyStmtPtr Definition() {
+    std::vector<PyExprPtr> decorators;
+    while (AcceptOp("@")) {
+      decorators.push_back(Expr());
+      ExpectNewline();
+      if (!ok()) return nullptr;
+    }
+    Pos pos = Peek().pos;
+    if (AcceptName("class")) {
+      PyStmtPtr s = NewStmt(PyStmt::Kind::kClass, pos);
+      s->name = ExpectName("a class name");
+      if (AcceptOp("(")) {
+        while (ok() && !AcceptOp(")")) Expr(), AcceptOp(",");
+      }
+      s->decorators = std::move(decorators);
+      s->body = Suite();
+      return s;
+    }
+    if (!AcceptName("def")) {
+      Fail(Peek().pos, "expected 'def' or 'class' after a decorator");
+      return nullptr;
+    }
+    PyStmtPtr s = NewStmt(PyStmt::Kind::kFunction, pos);
+    s->name = ExpectName("a function name");
+    s->decorators = std::move(decorators);
+    ExpectOp("(");
+    while (ok() && !AcceptOp(")")) {
+      PyParam p;
+      p.pos = Peek().pos;
+      p.name = ExpectName("a parameter name");
+      if (AcceptOp(":")) p.annotation = Expr();
+      s->params.push_back(std::move(p));
+      if (!AcceptOp(",") && !AtOp(")")) {
+        Fail(Peek().pos, absl::StrCat("expected ',' or ')', found ", Describe(Peek())));
+      }
+    }
+    if (AcceptOp("->")) s->returns = Expr();
+    s->body = Suite();
+    return s;
+  }
+
+  PyStmtPtr Simple() {
+    Pos pos = Peek().pos;
+    PyStmtPtr s;
+    if (AcceptName("pass")) {
+      s = NewStmt(PyStmt::Kind::kPass, pos);
+    } else if (AcceptName("return")) {
+      s = NewStmt(PyStmt::Kind::kReturn, pos);
+      if (!At(Token::Kind::kNewline) && !At(Token::Kind::kEnd)) s->value = ExprList();
+    } else if (AcceptName("assert")) {
+      s = NewStmt(PyStmt::Kind::kAssert, pos);
+      s->value = Expr();
+      if (AcceptOp(",")) s->message = Expr();
+    } else {
+      PyExprPtr first = ExprList();
+      if (AcceptOp(":")) {
+        s = NewStmt(PyStmt::Kind::kAssign, pos);
+        s->target = std::move(first);
+        s->annotation = Expr();
+        if (AcceptOp("=")) {
+          s->value = ExprList();
+        } else {
+          Fail(Peek().pos, "expected '=' after the annotation");
+        }
+      } else if (AcceptOp("=")) {
+        s = NewStmt(PyStmt::Kind::kAssign, pos);
+        s->target = std::move(first);
+        s->value = ExprList();
+      } else {
+        s = NewStmt(PyStmt::Kind::kExpr, pos);
+        s->value = std::move(first);
+      }
+    }
+    ExpectNewline();
+    return s;
+  }
+
+  // ---- Expressions ----
+  // `a, b` (a tuple without parentheses) or a single expression.
+  PyExprPtr ExprList() {
+    Pos pos = Peek().pos;
+    PyExprPtr first = Expr();
+    if (!AtOp(",")) return first;
+    PyExprPtr tuple = Node(PyExpr::Kind::kTuple, pos);
+    tuple->args.push_back(std::move(first));
+    while (ok() && AcceptOp(",")) {
+      if (AtOp("=") || AtOp(":") || At(Token::Kind::kNewline) || AtName("in")) break;
+      tuple->args.push_back(Expr());
+    }
+    return tuple;
+  }
+  PyExprPtr TargetList() {
+    Pos pos = Peek().pos;
+    PyExprPtr first = Primary();
+    if (!AtOp(",")) return first;
+    PyExprPtr tuple = Node(PyExpr::Kind::kTuple, pos);
+    tuple->args.push_back(std::move(first));
+    while (ok() && AcceptOp(",")) {
+      if (AtName("in") || AtOp(":") || AtOp("=")) break;
+      tuple->args.push_back(Primary());
+    }
+    return tuple;
+  }
+
+  PyExprPtr Expr() {
+    Pos pos = Peek().pos;
+    if (!Enter(pos)) return Node(PyExpr::Kind::kNone, pos);
+    PyExprPtr e = OrTest();
+    --depth_;
+    return e;
+  }
+
+  PyExprPtr Binary(PyExprPtr lhs, PyExpr::Kind kind, std::string op, PyExprPtr rhs, Pos pos) {
+    PyExprPtr e = Node(kind, pos, std::move(op));
+    e->args.push_back(std::move(lhs));
+    e->args.push_back(std::move(rhs));
+    return e;
+  }
+
+  PyExprPtr OrTest() {
+    PyExprPtr e = AndTest();
+    while (ok() && AtName("or")) {
+      Pos pos = Peek().pos;
+      ++i_;
+      e = Binary(std::move(e), PyExpr::Kind::kBoolOp, "or", AndTest(), pos);
+    }
+    return e;
+  }
+  PyExprPtr AndTest() {
+    PyExprPtr e = NotTest();
+    while (ok() && AtName("and")) {
+      Pos pos = Peek().pos;
+      ++i_;
+      e = Binary(std::move(e), PyExpr::Kind::kBoolOp, "and", NotTest(), pos);
+    }
+    return e;
+  }
+  PyExprPtr NotTest() {
+    Pos pos = Peek().pos;
+    if (AcceptName("not")) {
+      if (!Enter(pos)) return Node(PyExpr::Kind::kNone, pos);
+      PyExprPtr e = Node(PyExpr::Kind::kUnaryOp, pos, "not");
+      e->args.push_back(NotTest());
+      --depth_;
+      return e;
+    }
+    return Comparison();
+  }
+  PyExprPtr Comparison() {
+    PyExprPtr e = Arith();
+    static const char* kOps[] = {"==", "!=", "<=", ">=", "<", ">"};
+    for (const char* op : kOps) {
+      if (AtOp(op)) {
+        Pos pos = Peek().pos;
+        ++i_;
+        e = Binary(std::move(e), PyExpr::Kind::kCompare, op, Arith(), pos);
+        for (const char* again : kOps) {
+          if (AtOp(again))
+            Fail(Peek().pos, "chained comparisons are not supported; add parentheses");
+        }
+        break;
+      }
+    }
+    return e;
+  }
+  PyExprPtr Arith() {
+    PyExprPtr e = Term();
+    while (ok() && (AtOp("+") || AtOp("-"))) {
+      Pos pos = Peek().pos;
+      std::string op = tokens_[i_++].text;
+      e = Binary(std::move(e), PyExpr::Kind::kBinOp, op, Term(), pos);
+    }
+    return e;
+  }
+  PyExprPtr Term() {
+    PyExprPtr e = Factor();
+    while (ok() && (AtOp("*") || AtOp("/") || AtOp("//") || AtOp("%"))) {
+      Pos pos = Peek().pos;
+      std::string op = tokens_[i_++].text;
+      e = Binary(std::move(e), PyExpr::Kind::kBinOp, op, Factor(), pos);
+    }
+    return e;
+  }
+  PyExprPtr Factor() {
+    Pos pos = Peek().pos;
+    if (AtOp("-") || AtOp("+")) {
+      std::string op = tokens_[i_++].text;
+      if (!Enter(pos)) return Node(PyExpr::Kind::kNone, pos);
+      PyExprPtr operand = Factor();
+      --depth_;
+      // Fold signs into numeric literals: -1 is a literal, not an operation.
+      if (operand && op == "-" && operand->kind == PyExpr::Kind::kInt && !operand->parenthesized) {
+        operand->int_value = -operand->int_value;
+        operand->pos = pos;
+        return operand;
+      }
+      if (operand && op == "-" && operand->kind == PyExpr::Kind::kFloat &&
+          !operand->parenthesized) {
+        operand->float_value = -operand->float_value;
+        operand->pos = pos;
+        return operand;
+      }
+      PyExprPtr e = Node(PyExpr::Kind::kUnaryOp, pos, op);
+      e->args.push_back(std::move(operand));
+      return e;
+    }
+    PyExprPtr base = Primary();
+    if (ok() && AtOp("**")) {
+      Pos op_pos = Peek().pos;
+      ++i_;
+      return Binary(std::move(base), PyExpr::Kind::kBinOp, "**", Factor(), op_pos);
+    }
+    return base;
+  }
+
+  PyExprPtr Primary() {
+    PyExprPtr e = Atom();
+    while (ok()) {
+      Pos pos = Peek().pos;
+      if (AcceptOp(".")) {
+        PyExprPtr attr = Node(PyExpr::Kind::kAttribute, pos, ExpectName("an attribute name"));
+        attr->args.push_back(std::move(e));
+        e = std::move(attr);
+      } else if (AcceptOp("(")) {
+        PyExprPtr call = Node(PyExpr::Kind::kCall, e->pos);
+        call->args.push_back(std::move(e));
+        Arguments(call.get());
+        e = std::move(call);
+      } else if (AcceptOp("[")) {
+        PyExprPtr sub = Node(PyExpr::Kind::kSubscript, e->pos);
+        sub->args.push_back(std::move(e));
+        while (ok() && !AcceptOp("]")) {
+          sub->args.push_back(SliceOrExpr());
+          if (!AcceptOp(",") && !AtOp("]")) {
+            Fail(Peek().pos, absl::StrCat("expected ',' or ']', found ", Describe(Peek())));
+          }
+        }
+        e = std::move(sub);
+      } else {
+        break;
+      }
+    }
+    return e;
+  }
+
+  void Arguments(PyExpr* call) {
+    while (ok() && !AcceptOp(")")) {
+      if (At(Token::Kind::kName) && Peek(1).kind == Token::Kind::kOp && Peek(1).text == "=") {
+        std::string key = tokens_[i_].text;
+        i_ += 2;
+        call->keywords.emplace_back(key, Expr());
+      } else {
+        if (!call->keywords.empty()) {
+          Fail(Peek().pos, "a positional argument follows a keyword argument");
+          return;
+        }
+        call->args.push_back(Expr());
+      }
+      if (!AcceptOp(",") && !AtOp(")")) {
+        Fail(Peek().pos, absl::StrCat("expected ',' or ')', found ", Describe(Peek())));
+      }
+    }
+  }
+
+  PyExprPtr SliceOrExpr() {
+    Pos pos = Peek().pos;
+    PyExprPtr start;
+    if (!AtOp(":")) start = Expr();
+    if (!AcceptOp(":")) return start;
+    PyExprPtr slice = Node(PyExpr::Kind::kSlice, pos);
+    slice->args.push_back(std::move(start));
+    slice->args.push_back(AtOp(",") || AtOp("]") ? nullptr : Expr());
+    return slice;
+  }
+
+  PyExprPtr Atom() {
+    const Token& t = Peek();
+    Pos pos = t.pos;
+    switch (t.kind) {
+      case Token::Kind::kName: {
+        ++i_;
+        if (t.text == "True" || t.text == "False") {
+          PyExprPtr e = Node(PyExpr::Kind::kBool, pos);
+          e->int_value = t.text == "True";
+          return e;
+        }
+        if (t.text == "None") return Node(PyExpr::Kind::kNone, pos);
+        return Node(PyExpr::Kind::kName, pos, t.text);
+      }
+      case Token::Kind::kInt: {
+        ++i_;
+        PyExprPtr e = Node(PyExpr::Kind::kInt, pos, t.text);
+        e->int_value = t.int_value;
+        return e;
+      }
+      case Token::Kind::kFloat: {
+        ++i_;
+        PyExprPtr e = Node(PyExpr::Kind::kFloat, pos, t.text);
+        e->float_value = t.float_value;
+        return e;
+      }
+      case Token::Kind::kString: {
+        std::string value;
+        while (At(Token::Kind::kString)) value += tokens_[i_++].text;  // "a" "b" concatenates
+        return Node(PyExpr::Kind::kString, pos, std::move(value));
+      }
+      default:
+        break;
+    }
+    if (AcceptOp("(")) {
+      if (AcceptOp(")")) return Node(PyExpr::Kind::kTuple, pos);
+      PyExprPtr first = Expr();
+      if (AcceptOp(")")) {
+        if (first) first->parenthesized = true;
+        return first;
+      }
+      PyExprPtr tuple = Node(PyExpr::Kind::kTuple, pos);
+      tuple->parenthesized = true;
+      tuple->args.push_back(std::move(first));
+      while (ok() && AcceptOp(",")) {
+        if (AtOp(")")) break;
+        tuple->args.push_back(Expr());
+      }
+      ExpectOp(")");
+      return tuple;
+    }
+    if (AcceptOp("[")) {
+      PyExprPtr list = Node(PyExpr::Kind::kList, pos);
+      while (ok() && !AcceptOp("]")) {
+        list->args.push_back(Expr());
+        if (!AcceptOp(",") && !AtOp("]")) {
+          Fail(Peek().pos, absl::StrCat("expected ',' or ']', found ", Describe(Peek())));
+        }
+      }
+      return list;
+    }
+    if (AcceptOp("{")) {
+      PyExprPtr dict = Node(PyExpr::Kind::kDict, pos);
+      while (ok() && !AcceptOp("}")) {
+        dict->args.push_back(Expr());
+        ExpectOp(":");
+        dict->args.push_back(Expr());
+        if (!AcceptOp(",") && !AtOp("}")) {
+          Fail(Peek().pos, absl::StrCat("expected ',' or '}', found ", Describe(Peek())));
+        }
+      }
+      return dict;
+    }
+    Fail(pos, absl::StrCat("expected an expression, found ", Describe(t)));
+    return Node(PyExpr::Kind::kNone, pos);
+  }
+
+  const Source& source_;
+  std::vector<Token> tokens_;
+  size_t i_ = 0;
+  int depth_ = 0;
+  absl::Status error_;
+};
+
+}  // namespace
+
+absl::StatusOr<PyBody> ParsePython(const Source& source) {
+  absl::StatusOr<std::vector<Token>> tokens = Lexer(source, source.text(), {1, 1}, false).Run();
+  if (!tokens.ok()) return tokens.status();
+  return Parser(source, *std::move(tokens)).File();
+}
+
+absl::StatusOr<PyExprPtr> ParsePythonExpr(const Source& source, absl::string_view text, Pos at) {
+  absl::StatusOr<std::vector<Token>> tokens = Lexer(source, text, at, true).Run();
+  if (!tokens.ok()) return tokens.status();
+  return Parser(source, *std::move(tokens)).SingleExpr();
+}
+
+}  // namespace kiln::script
