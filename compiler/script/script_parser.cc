@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/structural.h"
 #include "compiler/relax/op_registry.h"
+#include "compiler/relax/struct_info.h"
 #include "compiler/script/python_parser.h"
 #include "compiler/script/script_common.h"
 
@@ -1559,10 +1560,16 @@ class Builder {
       bool is_private = false, is_pure = true;
       if (!Decorated(s, "R.function", &is_private, &is_pure))
         return Fail<Binding>(s.pos, "a local function needs @R.function");
+      // With a return annotation the function's type is known from its signature: the variable
+      // carries it (as the normalizer would give it), and the body may call it recursively.
       relax::Var var = NewVar(s.name, nullptr);
-      Define(s.name, var);  // local functions may recurse
+      Define(s.name, var);
       ObjectRef f = RelaxFunction(s, false, is_pure, /*global=*/false);
       if (!f) return nullptr;
+      const auto* fn = f.as<FunctionNode>();
+      bool typed = fn->ret_struct_info != nullptr;
+      for (const relax::Var& p : fn->params) typed = typed && p->struct_info();
+      if (typed) var->SetStructInfoOnce(FunctionStructInfo(*fn, nullptr));
       return MakeBinding(var, f.as_ref<FunctionNode>());
     }
     if (s.kind == PyStmt::Kind::kIf) {

@@ -1,4 +1,9 @@
+#include <dirent.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "compiler/ir/printer.h"
 #include "compiler/ir/structural.h"
@@ -44,11 +49,49 @@ TEST(ScriptTest, ExamplesRoundTrip) {
   ExpectRoundTrip(*normalized, "small_relax_normalized");
 }
 
-TEST(ScriptTest, PrintsTvmStyle) {
-  std::string text = PrintScript(WithPrimFunc("every", testing::EveryTirKindPrimFunc()));
-  std::printf("%s\n", text.c_str());
-  std::string relax = PrintScript(*relax::NormalizeModule(testing::SmallRelaxModule()));
-  std::printf("%s\n", relax.c_str());
+std::vector<std::string> TestFiles() {
+  std::vector<std::string> files;
+  const char* dir = "compiler/script/testdata";
+  if (DIR* d = opendir(dir)) {
+    while (dirent* entry = readdir(d)) {
+      std::string name = entry->d_name;
+      if (name.size() > 3 && name.substr(name.size() - 3) == ".py")
+        files.push_back(std::string(dir) + "/" + name);
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Every module under testdata/ parses; printing and parsing it again gives an equal module and
+// the same text; Relax modules also normalize and pass the well-formedness checker.
+TEST(ScriptTest, TestdataModulesRoundTrip) {
+  std::vector<std::string> files = TestFiles();
+  EXPECT_GE(files.size(), 15u);
+  for (const std::string& file : files) {
+    SCOPED_TRACE(file);
+    absl::StatusOr<IRModule> mod = ParseScript(ReadFile(file), file);
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    ExpectRoundTrip(*mod, file);
+    absl::StatusOr<IRModule> normalized = relax::NormalizeModule(*mod);
+    ASSERT_TRUE(normalized.ok()) << normalized.status();
+    ExpectRoundTrip(*normalized, file + " (normalized)");
+    bool has_relax = false;
+    for (const auto& [name, entry] : (*mod)->functions)
+      has_relax |= entry.second.as<relax::FunctionNode>() != nullptr;
+    if (has_relax) {  // the checker's rules are Relax's
+      absl::Status wf = relax::CheckWellFormed(*normalized);
+      EXPECT_TRUE(wf.ok()) << wf;
+    }
+  }
 }
 
 }  // namespace
