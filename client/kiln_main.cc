@@ -9,9 +9,10 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
-#include "compiler/ir/printer.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/well_formed.h"
+#include "compiler/script/printer.h"
+#include "compiler/script/script_parser.h"
 #include "compiler/wire/ir_proto.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "server/build_info.h"
@@ -47,18 +48,25 @@ int PrintServerInfo(const std::string& address, int timeout_seconds) {
   return 0;
 }
 
-// Reads a module from protobuf IR (.pb). TVMScript (.py) and ONNX (.onnx) arrive with their
-// front ends.
+// Reads a module: TVMScript (.py) or protobuf IR (.pb). ONNX (.onnx) arrives with its importer.
 absl::StatusOr<kiln::ir::IRModule> LoadModule(const std::string& path) {
-  if (!absl::EndsWith(path, ".pb")) {
-    return absl::UnimplementedError(
-        "only protobuf IR (.pb) can be read so far; TVMScript and ONNX front ends are pending");
+  bool script = absl::EndsWith(path, ".py");
+  if (!script && !absl::EndsWith(path, ".pb")) {
+    return absl::UnimplementedError("expected TVMScript (.py) or protobuf IR (.pb)");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError("cannot open the file");
   std::ostringstream bytes;
   bytes << in.rdbuf();
+  if (script) return kiln::script::ParseScript(bytes.str(), path);
   return kiln::wire::DeserializeModule(bytes.str());
+}
+
+// One line naming the file: parse errors already start with `path:line:col:`.
+std::string Reason(const std::string& path, const absl::Status& status) {
+  std::string message(status.message());
+  message = message.substr(0, message.find('\n'));
+  return absl::StartsWith(message, path + ":") ? message : path + ": " + message;
 }
 
 // kiln print FILE: the normalized module as text.
@@ -66,11 +74,10 @@ int PrintModule(const std::string& path) {
   absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
   if (mod.ok()) mod = kiln::ir::relax::NormalizeModule(*mod);
   if (!mod.ok()) {
-    std::fprintf(stderr, "kiln: %s: %s\n", path.c_str(),
-                 std::string(mod.status().message()).c_str());
+    std::fprintf(stderr, "kiln: %s\n", Reason(path, mod.status()).c_str());
     return kExitUserError;
   }
-  std::printf("%s", kiln::ir::DebugPrint(*mod).c_str());
+  std::printf("%s", kiln::script::PrintScript(*mod).c_str());
   return 0;
 }
 
@@ -78,8 +85,9 @@ int PrintModule(const std::string& path) {
 int CheckModule(const std::string& path) {
   absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
   if (!mod.ok()) {
-    std::fprintf(stderr, "kiln: %s: %s\n", path.c_str(),
-                 std::string(mod.status().message()).c_str());
+    // A parse error: the located message with the offending line, then the one-line summary.
+    std::printf("%s\n", std::string(mod.status().message()).c_str());
+    std::fprintf(stderr, "kiln: %s\n", Reason(path, mod.status()).c_str());
     return kExitUserError;
   }
   // Structure first (without normal form: the input need not be normalized yet).
@@ -122,10 +130,10 @@ int main(int argc, char** argv) {
 
   std::string file;
   CLI::App* print = app.add_subcommand("print", "parse a module and print it normalized");
-  print->add_option("FILE", file, "protobuf IR (.pb)")->required();
+  print->add_option("FILE", file, "TVMScript (.py) or protobuf IR (.pb)")->required();
   CLI::App* check =
       app.add_subcommand("check", "report every well-formedness and StructInfo error");
-  check->add_option("FILE", file, "protobuf IR (.pb)")->required();
+  check->add_option("FILE", file, "TVMScript (.py) or protobuf IR (.pb)")->required();
 
   try {
     app.parse(argc, argv);

@@ -19,11 +19,27 @@ run() {  # run CMD... ; sets rc, out, err
 # A good module prints normalized: StructInfo is inferred for every binding.
 run "$KILN" print "$WORK/good.pb"
 [ "$rc" -eq 0 ] || fail "print good.pb exited $rc: $err"
-grep -q 'lv1: R.Tensor(((n \* 4),), "float32") = relax.flatten(lv0)' "$WORK/out.txt" ||
+grep -q 'lv1: R.Tensor((n \* 4,), dtype="float32") = R.flatten(lv0)' "$WORK/out.txt" ||
   { echo "$out"; fail "flatten's inferred StructInfo is missing"; }
+cp "$WORK/out.txt" "$WORK/good.py"
 run "$KILN" check "$WORK/good.pb"
 [ "$rc" -eq 0 ] || fail "check good.pb exited $rc: $out $err"
 grep -q 'ok (2 functions)' "$WORK/out.txt" || fail "check good.pb: $out"
+
+# The printed TVMScript reads back: print -> check -> print again gives the same text.
+run "$KILN" check "$WORK/good.py"
+[ "$rc" -eq 0 ] || fail "check good.py exited $rc: $out $err"
+run "$KILN" print "$WORK/good.py"
+[ "$rc" -eq 0 ] || fail "print good.py exited $rc: $err"
+cmp -s "$WORK/out.txt" "$WORK/good.py" || { diff "$WORK/good.py" "$WORK/out.txt"; fail "print is not stable"; }
+
+# A TVMScript syntax error names file:line:col and shows the line.
+sed 's/R.flatten(lv0)/R.flatten(lv0/' "$WORK/good.py" >"$WORK/broken.py"
+run "$KILN" check "$WORK/broken.py"
+[ "$rc" -eq 1 ] || fail "check broken.py exited $rc"
+grep -Eq "broken.py:[0-9]+:[0-9]+: '\\(' was never closed" "$WORK/out.txt" || { echo "$out"; fail "no located error"; }
+grep -q 'R.flatten(lv0' "$WORK/out.txt" || fail "the offending line is not shown"
+[ "$(wc -l <"$WORK/err.txt")" -eq 1 ] || fail "broken.py: more than one line on stderr"
 
 # Every violation is reported, with its place; exit 1.
 run "$KILN" check "$WORK/illformed.pb"

@@ -395,6 +395,19 @@ class Parser {
         return absl::StrCat("'", t.text, "'");
     }
   }
+  // After an item inside brackets: a separator or the closing bracket must follow. When the
+  // input has moved past the line that opened the bracket, blame the unclosed bracket.
+  void ExpectSeparator(const char* close, Pos open) {
+    if (AcceptOp(",") || AtOp(close)) return;
+    const Token& t = Peek();
+    if (t.kind == Token::Kind::kEnd || t.pos.line > open.line) {
+      std::string opener = std::string(1, close[0] == ')' ? '(' : close[0] == ']' ? '[' : '{');
+      Fail(open, absl::StrCat("'", opener, "' was never closed"));
+      return;
+    }
+    Fail(t.pos, absl::StrCat("expected ',' or '", close, "', found ", Describe(t)));
+  }
+
   void ExpectOp(const char* op) {
     if (!AcceptOp(op))
       Fail(Peek().pos, absl::StrCat("expected '", op, "', found ", Describe(Peek())));
@@ -722,24 +735,25 @@ class Parser {
   PyExprPtr Primary() {
     PyExprPtr e = Atom();
     while (ok()) {
-      Pos pos = Peek().pos;
       if (AcceptOp(".")) {
-        PyExprPtr attr = Node(PyExpr::Kind::kAttribute, pos, ExpectName("an attribute name"));
+        PyExprPtr attr = Node(PyExpr::Kind::kAttribute, e->pos, ExpectName("an attribute name"));
         attr->args.push_back(std::move(e));
         e = std::move(attr);
-      } else if (AcceptOp("(")) {
+      } else if (AtOp("(")) {
+        Pos open = Peek().pos;
+        ++i_;
         PyExprPtr call = Node(PyExpr::Kind::kCall, e->pos);
         call->args.push_back(std::move(e));
-        Arguments(call.get());
+        Arguments(call.get(), open);
         e = std::move(call);
-      } else if (AcceptOp("[")) {
+      } else if (AtOp("[")) {
+        Pos open = Peek().pos;
+        ++i_;
         PyExprPtr sub = Node(PyExpr::Kind::kSubscript, e->pos);
         sub->args.push_back(std::move(e));
         while (ok() && !AcceptOp("]")) {
           sub->args.push_back(SliceOrExpr());
-          if (!AcceptOp(",") && !AtOp("]")) {
-            Fail(Peek().pos, absl::StrCat("expected ',' or ']', found ", Describe(Peek())));
-          }
+          ExpectSeparator("]", open);
         }
         e = std::move(sub);
       } else {
@@ -749,7 +763,7 @@ class Parser {
     return e;
   }
 
-  void Arguments(PyExpr* call) {
+  void Arguments(PyExpr* call, Pos open) {
     while (ok() && !AcceptOp(")")) {
       if (At(Token::Kind::kName) && Peek(1).kind == Token::Kind::kOp && Peek(1).text == "=") {
         std::string key = tokens_[i_].text;
@@ -762,9 +776,7 @@ class Parser {
         }
         call->args.push_back(Expr());
       }
-      if (!AcceptOp(",") && !AtOp(")")) {
-        Fail(Peek().pos, absl::StrCat("expected ',' or ')', found ", Describe(Peek())));
-      }
+      ExpectSeparator(")", open);
     }
   }
 
@@ -834,9 +846,7 @@ class Parser {
       PyExprPtr list = Node(PyExpr::Kind::kList, pos);
       while (ok() && !AcceptOp("]")) {
         list->args.push_back(Expr());
-        if (!AcceptOp(",") && !AtOp("]")) {
-          Fail(Peek().pos, absl::StrCat("expected ',' or ']', found ", Describe(Peek())));
-        }
+        ExpectSeparator("]", pos);
       }
       return list;
     }
@@ -846,9 +856,7 @@ class Parser {
         dict->args.push_back(Expr());
         ExpectOp(":");
         dict->args.push_back(Expr());
-        if (!AcceptOp(",") && !AtOp("}")) {
-          Fail(Peek().pos, absl::StrCat("expected ',' or '}', found ", Describe(Peek())));
-        }
+        ExpectSeparator("}", pos);
       }
       return dict;
     }

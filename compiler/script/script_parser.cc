@@ -1029,7 +1029,10 @@ class Builder {
           return Fail<PrimExpr>(d.pos, "a quoted dimension is only allowed in a signature");
         absl::StatusOr<PyExprPtr> parsed =
             ParsePythonExpr(src_, d.text, {d.pos.line, d.pos.col + 1});
-        if (!parsed.ok()) return Fail<PrimExpr>(d.pos, parsed.status().message());
+        if (!parsed.ok()) {
+          if (ok()) error_ = parsed.status();  // already located inside the string
+          return nullptr;
+        }
         return Expr(**parsed, DataType::Int(64));
       }
       return Expr(d, DataType::Int(64));
