@@ -16,6 +16,10 @@ PACKAGES=(
   libdlpack-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
+  # JSON (TVM's metadata section in printed modules).
+  nlohmann-json3-dev
+  # Fuzzing (clang with libFuzzer and AddressSanitizer).
+  clang libclang-rt-14-dev
   # Command line.
   libcli11-dev
   # Embedded state store.

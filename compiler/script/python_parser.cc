@@ -34,11 +34,18 @@ namespace {
 
 constexpr int kMaxDepth = 200;  // nesting of expressions and blocks
 
+// An operator's one or two characters packed into an integer.
+constexpr uint16_t OpCode(const char* op) {
+  return static_cast<uint16_t>(static_cast<unsigned char>(op[0]) |
+                               (op[0] != '\0' ? static_cast<unsigned char>(op[1]) << 8 : 0));
+}
+
 struct Token {
   enum class Kind { kName, kInt, kFloat, kString, kOp, kNewline, kIndent, kDedent, kEnd };
   Kind kind;
   Pos pos;
   std::string text;  // names, operators, decoded strings, number spelling
+  uint16_t op = 0;   // operators: OpCode(text), compared instead of the text
   int64_t int_value = 0;
   double float_value = 0;
 };
@@ -127,6 +134,7 @@ class Lexer {
     Token t;
     t.kind = kind;
     t.pos = at.line == 0 ? Here() : at;
+    if (kind == Token::Kind::kOp) t.op = OpCode(text.c_str());
     t.text = std::move(text);
     tokens_.push_back(std::move(t));
   }
@@ -357,7 +365,10 @@ class Parser {
     return tokens_[j];
   }
   bool At(Token::Kind k) const { return Peek().kind == k; }
-  bool AtOp(const char* op) const { return At(Token::Kind::kOp) && Peek().text == op; }
+  bool AtOp(const char* op) const {
+    const Token& t = Peek();
+    return t.kind == Token::Kind::kOp && t.op == OpCode(op);
+  }
   bool AtName(const char* name) const { return At(Token::Kind::kName) && Peek().text == name; }
   bool Accept(Token::Kind k) {
     if (!At(k)) return false;
