@@ -11,6 +11,7 @@
 #include "compiler/ir/structural.h"
 #include "compiler/relax/op_registry.h"
 #include "compiler/relax/struct_info.h"
+#include "compiler/script/metadata.h"
 #include "compiler/script/python_parser.h"
 #include "compiler/script/script_common.h"
 
@@ -56,7 +57,16 @@ class Builder {
       }
       if (s->kind == PyStmt::Kind::kAssign && s->target && s->target->kind == K::kName &&
           s->target->text == "metadata") {
-        return src_.Error(s->pos, "the metadata section is not supported yet");
+        const PyExpr& call = *s->value;
+        if (CalleeName(call) != "tvm.ir.load_json" || call.args.size() != 2 ||
+            call.args[1]->kind != K::kString) {
+          return src_.Error(s->value->pos, "expected metadata = tvm.ir.load_json(\"\"\"...\"\"\")");
+        }
+        absl::StatusOr<std::vector<relax::Expr>> constants = ParseTvmMetadata(call.args[1]->text);
+        if (!constants.ok()) return src_.Error(call.args[1]->pos, constants.status().message());
+        metadata_ = *std::move(constants);
+        has_metadata_ = true;
+        continue;
       }
       return src_.Error(s->pos, "expected an @I.ir_module class");
     }
@@ -1188,6 +1198,11 @@ class Builder {
         return MakeTuple(std::move(fields));
       }
       case K::kSubscript: {
+        const PyExpr& base = *e.args[0];
+        if (base.kind == K::kSubscript && base.args.size() == 2 &&
+            base.args[0]->kind == K::kName && base.args[0]->text == "metadata") {
+          return MetadataConstant(e);
+        }
         if (e.args.size() != 2 || e.args[1]->kind != K::kInt)
           return Fail<relax::Expr>(e.pos, "a tuple index must be an integer literal");
         relax::Expr tuple = RExpr(*e.args[0]);
@@ -1201,6 +1216,24 @@ class Builder {
       default:
         return Fail<relax::Expr>(e.pos, "expected a Relax expression");
     }
+  }
+
+  // metadata["relax.expr.Constant"][i]
+  relax::Expr MetadataConstant(const PyExpr& e) {
+    const PyExpr& key = *e.args[0]->args[1];
+    if (key.kind != K::kString || key.text != "relax.expr.Constant")
+      return Fail<relax::Expr>(key.pos, "only metadata[\"relax.expr.Constant\"] is supported");
+    if (!has_metadata_)
+      return Fail<relax::Expr>(e.pos, "metadata is used but the file has no metadata section");
+    if (e.args.size() != 2 || e.args[1]->kind != K::kInt)
+      return Fail<relax::Expr>(e.pos, "a metadata index must be an integer literal");
+    int64_t i = e.args[1]->int_value;
+    if (i < 0 || i >= static_cast<int64_t>(metadata_.size())) {
+      return Fail<relax::Expr>(
+          e.args[1]->pos, absl::StrCat("metadata has ", metadata_.size(), " constants; index ", i,
+                                       " is out of range"));
+    }
+    return metadata_[i];
   }
 
   relax::Expr RCall(const PyExpr& e) {
@@ -1626,6 +1659,8 @@ class Builder {
   std::unordered_map<const Object*, Range> loop_extents_;
   std::vector<ir::Var>* auto_shape_vars_ = nullptr;
   bool in_dataflow_ = false;
+  std::vector<relax::Expr> metadata_;  // metadata["relax.expr.Constant"]
+  bool has_metadata_ = false;
 };
 
 }  // namespace

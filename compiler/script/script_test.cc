@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "compiler/ir/printer.h"
+#include "compiler/ir/relax_functor.h"
 #include "compiler/ir/structural.h"
 #include "compiler/ir/testing/examples.h"
 #include "compiler/relax/block_builder.h"
@@ -92,6 +94,72 @@ TEST(ScriptTest, TestdataModulesRoundTrip) {
       EXPECT_TRUE(wf.ok()) << wf;
     }
   }
+}
+
+// The module TVM 0.20 prints for an ONNX MLP: weights come from the metadata section, decoded
+// from TVM's NDArray layout (values checked against an independent Python decoding).
+TEST(ScriptTest, TvmPrintedModuleWithMetadata) {
+  absl::StatusOr<IRModule> mod =
+      ParseScript(ReadFile("compiler/script/testdata/tvm_mlp.py"), "tvm_mlp.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  std::vector<const relax::ConstantNode*> constants;
+  struct Finder : relax::ExprVisitor {
+    void VisitExpr(const relax::Expr& e) override {
+      if (const auto* c = e.as<relax::ConstantNode>()) {
+        if (std::find(out->begin(), out->end(), c) == out->end()) out->push_back(c);
+      }
+      relax::ExprVisitor::VisitExpr(e);
+    }
+    std::vector<const relax::ConstantNode*>* out;
+  } finder;
+  finder.out = &constants;
+  finder.VisitExpr((*mod)->Lookup("main").as_ref<relax::FunctionNode>());
+  ASSERT_EQ(constants.size(), 4u);
+  auto first = [](const relax::ConstantNode* c) {
+    float f;
+    std::memcpy(&f, c->bytes->data(), 4);
+    return f;
+  };
+  EXPECT_EQ(constants[0]->shape, (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(constants[0]->dtype, DataType::Float(32));
+  EXPECT_FLOAT_EQ(first(constants[0]), -0.0970839262008667f);
+  EXPECT_EQ(constants[3]->shape, (std::vector<int64_t>{8}));
+  EXPECT_FLOAT_EQ(first(constants[3]), -0.10304847359657288f);
+  // Inferred through the newly registered permute_dims and matmul.
+  absl::StatusOr<IRModule> normalized = relax::NormalizeModule(*mod);
+  ASSERT_TRUE(normalized.ok()) << normalized.status();
+  EXPECT_THAT(PrintScript(*normalized),
+              HasSubstr("lv: R.Tensor((64, 32), dtype=\"float32\") = R.permute_dims("));
+}
+
+TEST(ScriptTest, MetadataErrors) {
+  const std::string body =
+      "@I.ir_module\nclass Module:\n    @R.function\n    def main():\n"
+      "        c = metadata[\"relax.expr.Constant\"][5]\n        return c\n";
+  absl::StatusOr<IRModule> none = ParseScript(body, "m.py");
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(),
+              HasSubstr("m.py:5:13: metadata is used but the file has no metadata section"));
+  std::string empty_section =
+      "metadata = tvm.ir.load_json(\"\"\"{\"root\": 1, \"nodes\": [{\"type_key\": \"\"}, "
+      "{\"type_key\": \"Map\", \"keys\": [\"relax.expr.Constant\"], \"data\": [2]}, "
+      "{\"type_key\": \"Array\", \"data\": []}], \"b64ndarrays\": []}\"\"\")\n";
+  absl::StatusOr<IRModule> out_of_range = ParseScript(empty_section + body, "m.py");
+  ASSERT_FALSE(out_of_range.ok());
+  EXPECT_THAT(out_of_range.status().message(),
+              HasSubstr("metadata has 0 constants; index 5 is out of range"));
+  absl::StatusOr<IRModule> bad_json =
+      ParseScript("metadata = tvm.ir.load_json(\"{nope\")\n" + body, "m.py");
+  ASSERT_FALSE(bad_json.ok());
+  EXPECT_THAT(bad_json.status().message(), HasSubstr("m.py:1:29: metadata: not a JSON object"));
+  std::string bad_array =
+      "metadata = tvm.ir.load_json(\"\"\"{\"root\": 1, \"nodes\": [{\"type_key\": \"\"}, "
+      "{\"type_key\": \"Map\", \"keys\": [\"relax.expr.Constant\"], \"data\": [2]}, "
+      "{\"type_key\": \"Array\", \"data\": [3]}, {\"type_key\": \"relax.expr.Constant\", "
+      "\"attrs\": {\"data\": \"0\"}}], \"b64ndarrays\": [\"AAAA\"]}\"\"\")\n";
+  absl::StatusOr<IRModule> bad_ndarray = ParseScript(bad_array + body, "m.py");
+  ASSERT_FALSE(bad_ndarray.ok());
+  EXPECT_THAT(bad_ndarray.status().message(), HasSubstr("an NDArray without TVM's magic number"));
 }
 
 }  // namespace

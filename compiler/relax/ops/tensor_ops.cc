@@ -142,6 +142,120 @@ absl::StatusOr<StructInfo> InferReshape(const CallNode& call, const OpInferConte
   return TensorSInfoUnknown((*x)->dtype, shape->ndim);
 }
 
+// relax.matmul(a, b, out_dtype=...): (..., M, K) x (..., K, N) -> (..., M, N), batch dims
+// broadcast; a 1-D operand is a vector (NumPy semantics).
+absl::StatusOr<StructInfo> InferMatmul(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<const TensorStructInfoNode*> a_or = TensorArg(call, 0);
+  if (!a_or.ok()) return a_or.status();
+  absl::StatusOr<const TensorStructInfoNode*> b_or = TensorArg(call, 1);
+  if (!b_or.ok()) return b_or.status();
+  const TensorStructInfoNode& a = **a_or;
+  const TensorStructInfoNode& b = **b_or;
+  DataType dtype = a.dtype.is_void() ? b.dtype : a.dtype;
+  if (!a.dtype.is_void() && !b.dtype.is_void() && a.dtype != b.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("relax.matmul: operand dtypes differ (",
+                                                   a.dtype.ToString(), " vs ", b.dtype.ToString(),
+                                                   ")"));
+  }
+  if (const auto* out = GetAttr(call.attrs, "out_dtype").as<ir::StringImmNode>()) {
+    absl::StatusOr<DataType> parsed = DataType::Parse(out->value);
+    if (!parsed.ok()) return absl::InvalidArgumentError("relax.matmul: bad out_dtype");
+    if (!parsed->is_void()) dtype = *parsed;
+  }
+  if (a.ndim == 0 || b.ndim == 0)
+    return absl::InvalidArgumentError("relax.matmul: operands must have rank >= 1");
+  const std::vector<PrimExpr>* ad = DimsOf(a);
+  const std::vector<PrimExpr>* bd = DimsOf(b);
+  if (ad == nullptr || bd == nullptr) {
+    int ndim = a.ndim < 0 || b.ndim < 0
+                   ? -1
+                   : std::max(a.ndim, b.ndim) - (a.ndim == 1 || b.ndim == 1 ? 1 : 0);
+    return TensorSInfoUnknown(dtype, ndim);
+  }
+  std::vector<PrimExpr> x = *ad, y = *bd;
+  bool vec_a = x.size() == 1, vec_b = y.size() == 1;
+  if (vec_a) x.insert(x.begin(), IntImm(DataType::Int(64), 1));
+  if (vec_b) y.push_back(IntImm(DataType::Int(64), 1));
+  const PrimExpr& k1 = x.back();
+  const PrimExpr& k2 = y[y.size() - 2];
+  const int64_t* c1 = AsConstInt(k1);
+  const int64_t* c2 = AsConstInt(k2);
+  if ((c1 != nullptr && c2 != nullptr && *c1 != *c2) ||
+      ctx.analyzer->CanProve(Binary(NodeKind::kNE, k1, k2))) {
+    return absl::InvalidArgumentError(absl::StrCat("relax.matmul: reduction dimensions differ (",
+                                                   DebugPrint(k1), " vs ", DebugPrint(k2), ")"));
+  }
+  // Broadcast the batch dimensions.
+  std::vector<PrimExpr> xb(x.begin(), x.end() - 2), yb(y.begin(), y.end() - 2);
+  size_t batch = std::max(xb.size(), yb.size());
+  std::vector<PrimExpr> out;
+  for (size_t i = 0; i < batch; ++i) {
+    int ia = static_cast<int>(xb.size()) - static_cast<int>(batch) + static_cast<int>(i);
+    int ib = static_cast<int>(yb.size()) - static_cast<int>(batch) + static_cast<int>(i);
+    if (ia < 0) {
+      out.push_back(yb[ib]);
+      continue;
+    }
+    if (ib < 0) {
+      out.push_back(xb[ia]);
+      continue;
+    }
+    const int64_t* p = AsConstInt(xb[ia]);
+    const int64_t* q = AsConstInt(yb[ib]);
+    if (p != nullptr && *p == 1) {
+      out.push_back(yb[ib]);
+    } else if ((q != nullptr && *q == 1) || ctx.analyzer->CanProveEqual(xb[ia], yb[ib])) {
+      out.push_back(xb[ia]);
+    } else if (p != nullptr && q != nullptr) {
+      return absl::InvalidArgumentError("relax.matmul: batch dimensions cannot broadcast");
+    } else {
+      return TensorSInfoUnknown(dtype, static_cast<int>(batch + 2 - vec_a - vec_b));
+    }
+  }
+  if (!vec_a) out.push_back(x[x.size() - 2]);
+  if (!vec_b) out.push_back(y.back());
+  return TensorSInfo(std::move(out), dtype);
+}
+
+// relax.permute_dims(x, axes=[...]): axes default to reversed.
+absl::StatusOr<StructInfo> InferPermuteDims(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  const TensorStructInfoNode& t = **x;
+  std::vector<int64_t> axes;
+  ObjectRef attr = GetAttr(call.attrs, "axes");
+  if (const auto* list = attr.as<ArrayNode>()) {
+    for (const ObjectRef& item : list->items) {
+      const int64_t* v = AsConstInt(item.as_ref<PrimExprNode>());
+      if (v == nullptr)
+        return absl::InvalidArgumentError("relax.permute_dims: axes must be integers");
+      axes.push_back(*v);
+    }
+  } else if (attr) {
+    return absl::InvalidArgumentError("relax.permute_dims: axes must be a list");
+  }
+  if (t.ndim < 0) return TensorSInfoUnknown(t.dtype, attr ? static_cast<int>(axes.size()) : -1);
+  if (!attr) {
+    for (int i = t.ndim - 1; i >= 0; --i) axes.push_back(i);
+  }
+  if (static_cast<int>(axes.size()) != t.ndim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("relax.permute_dims: ", axes.size(), " axes for a tensor of rank ", t.ndim));
+  }
+  std::vector<bool> seen(t.ndim, false);
+  for (int64_t& a : axes) {
+    if (a < 0) a += t.ndim;
+    if (a < 0 || a >= t.ndim || seen[a])
+      return absl::InvalidArgumentError("relax.permute_dims: axes must be a permutation");
+    seen[a] = true;
+  }
+  const std::vector<PrimExpr>* dims = DimsOf(t);
+  if (dims == nullptr) return TensorSInfoUnknown(t.dtype, t.ndim);
+  std::vector<PrimExpr> out;
+  for (int64_t a : axes) out.push_back((*dims)[a]);
+  return TensorSInfo(std::move(out), t.dtype);
+}
+
 }  // namespace
 
 void RegisterTensorOps(std::vector<OpInfo>* ops) {
@@ -157,6 +271,10 @@ void RegisterTensorOps(std::vector<OpInfo>* ops) {
                   "flattens a tensor to one dimension"});
   ops->push_back({"relax.reshape", 2, InferReshape, true, OpPattern::kInjective,
                   "reshapes a tensor to a shape with the same element count"});
+  ops->push_back({"relax.permute_dims", 1, InferPermuteDims, true, OpPattern::kInjective,
+                  "transposes a tensor (axes=[...], reversed by default)"});
+  ops->push_back({"relax.matmul", 2, InferMatmul, true, OpPattern::kOutEWiseFusable,
+                  "matrix product with NumPy batch broadcasting"});
 }
 
 }  // namespace kiln::ir::relax
