@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "absl/strings/str_join.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/relax_functor.h"
 #include "compiler/ir/structural.h"
@@ -14,6 +16,7 @@
 #include "compiler/relax/well_formed.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
+#include "compiler/wire/ir_proto.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -94,6 +97,50 @@ TEST(ScriptTest, TestdataModulesRoundTrip) {
       EXPECT_TRUE(wf.ok()) << wf;
     }
   }
+}
+
+// Every node kind of the IR appears somewhere in the corpus, so the round trips above cover
+// all of them; and the protobuf wire form round-trips the same modules.
+TEST(ScriptTest, CorpusCoversEveryNodeKindAndRoundTripsThroughProto) {
+  std::set<NodeKind> seen;
+  std::vector<const Object*> stack;
+  std::set<const Object*> visited;
+  std::vector<IRModule> keep_alive;
+  for (const std::string& file : TestFiles()) {
+    absl::StatusOr<IRModule> mod = ParseScript(ReadFile(file), file);
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    absl::StatusOr<IRModule> normalized = relax::NormalizeModule(*mod);
+    ASSERT_TRUE(normalized.ok()) << normalized.status();
+    for (const IRModule& m : {*mod, *normalized}) {
+      absl::StatusOr<IRModule> back = wire::DeserializeModule(wire::SerializeModule(m));
+      ASSERT_TRUE(back.ok()) << file << ": " << back.status();
+      EXPECT_TRUE(StructuralEqual(m, *back)) << file;
+      EXPECT_EQ(PrintScript(*back), PrintScript(m)) << file;
+      stack.push_back(m.get());
+      keep_alive.push_back(m);
+    }
+  }
+  while (!stack.empty()) {
+    const Object* node = stack.back();
+    stack.pop_back();
+    if (node == nullptr || !visited.insert(node).second) continue;
+    seen.insert(node->kind());
+    for (const FieldVisitor::Field& f : FieldsOf(*node)) {
+      if (f.type == FieldVisitor::Type::kObject) stack.push_back(f.object);
+      if (f.type == FieldVisitor::Type::kObjectList)
+        stack.insert(stack.end(), f.objects.begin(), f.objects.end());
+      if (f.type == FieldVisitor::Type::kAttrs) {
+        for (const auto& [key, value] : *f.attrs) stack.push_back(value.get());
+      }
+    }
+  }
+  std::vector<std::string> missing;
+  for (int k = 0; k < static_cast<int>(NodeKind::kNumKinds); ++k) {
+    if (seen.count(static_cast<NodeKind>(k)) == 0)
+      missing.push_back(NodeKindName(static_cast<NodeKind>(k)));
+  }
+  EXPECT_TRUE(missing.empty()) << "node kinds no test module uses: "
+                               << absl::StrJoin(missing, ", ");
 }
 
 // The module TVM 0.20 prints for an ONNX MLP: weights come from the metadata section, decoded

@@ -13,3 +13,6 @@ class Module:
         for i in range(8):
             if not (A[i] > 0 and A[i] < 5):
                 A[i] = A[i] * -3 + (A[i] - 1) * (A[i] + 1)
+        for i in range(8):
+            if i != 3 and i <= 6 and i >= 1:
+                A[i] = 5
