@@ -1,0 +1,124 @@
+#include "compiler/tir/transforms.h"
+
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/tir_functor.h"
+
+namespace kiln::tir {
+namespace {
+
+using namespace ir;  // NOLINT: passes build TIR nodes
+
+PrimFunc WithBody(const PrimFunc& f, Stmt body) {
+  if (body == f->body) return f;
+  auto* node = new PrimFuncNode();
+  node->params = f->params;
+  node->buffer_map = f->buffer_map;
+  node->attrs = f->attrs;
+  node->body = std::move(body);
+  return PrimFunc(node);
+}
+
+class InitLowerer : public StmtExprMutator {
+ public:
+  Stmt VisitStmt(const Stmt& s) override {
+    Stmt visited = StmtExprMutator::VisitStmt(s);
+    const auto* block = visited.as<BlockNode>();
+    if (block == nullptr || !block->init) return visited;
+    PrimExpr cond;
+    for (const IterVar& iv : block->iter_vars) {
+      if (iv->iter_kind != IterKind::kReduce) continue;
+      PrimExpr at_start = Binary(NodeKind::kEQ, iv->var, iv->dom->min);
+      cond = cond ? Binary(NodeKind::kAnd, cond, at_start) : at_start;
+    }
+    Stmt init = cond ? Stmt(Make<IfThenElseNode>(cond, block->init, nullptr)) : block->init;
+    auto* out = new BlockNode();
+    out->name = block->name;
+    out->iter_vars = block->iter_vars;
+    out->reads = block->reads;
+    out->writes = block->writes;
+    out->alloc_buffers = block->alloc_buffers;
+    out->match_buffers = block->match_buffers;
+    out->annotations = block->annotations;
+    out->body = Seq({init, block->body});
+    return Stmt(out);
+  }
+};
+
+class BlockFlattener : public StmtExprMutator {
+ public:
+  absl::Status status;
+
+  Stmt VisitStmt(const Stmt& s) override {
+    const auto* realize = s.as<BlockRealizeNode>();
+    if (realize == nullptr) return StmtExprMutator::VisitStmt(s);
+    const BlockNode* block = realize->block.get();
+    if (block->init) {
+      Fail(absl::StrCat("block '", block->name, "' still has an init; run LowerInitBlock first"));
+      return s;
+    }
+    if (!block->match_buffers.empty()) {
+      Fail(absl::StrCat("block '", block->name, "': match_buffer is not supported by lowering yet"));
+      return s;
+    }
+    if (realize->iter_values.size() != block->iter_vars.size()) {
+      Fail(absl::StrCat("block '", block->name, "' binds ", realize->iter_values.size(),
+                        " values to ", block->iter_vars.size(), " iter vars"));
+      return s;
+    }
+    std::unordered_map<const VarNode*, PrimExpr> values;
+    for (size_t i = 0; i < block->iter_vars.size(); ++i) {
+      values[block->iter_vars[i]->var.get()] = VisitExpr(realize->iter_values[i]);
+    }
+    Stmt body = VisitStmt(block->body);
+    body = Substitute(body, [&](const Var& v) -> PrimExpr {
+      auto it = values.find(v.get());
+      return it != values.end() ? it->second : PrimExpr();
+    });
+    const auto* pred = realize->predicate.as<IntImmNode>();
+    if (!(pred != nullptr && pred->value == 1)) {
+      PrimExpr cond = Substitute(VisitExpr(realize->predicate), [&](const Var& v) -> PrimExpr {
+        auto it = values.find(v.get());
+        return it != values.end() ? it->second : PrimExpr();
+      });
+      body = Make<IfThenElseNode>(cond, body, nullptr);
+    }
+    for (auto it = block->alloc_buffers.rbegin(); it != block->alloc_buffers.rend(); ++it) {
+      body = Make<AllocateNode>(*it, body);
+    }
+    return body;
+  }
+
+ private:
+  void Fail(std::string message) {
+    if (status.ok()) status = absl::InvalidArgumentError(std::move(message));
+  }
+};
+
+}  // namespace
+
+PrimFunc LowerInitBlock(const PrimFunc& f) { return WithBody(f, InitLowerer().VisitStmt(f->body)); }
+
+absl::StatusOr<PrimFunc> ConvertBlocksToLoops(const PrimFunc& f) {
+  BlockFlattener flattener;
+  Stmt body = flattener.VisitStmt(f->body);
+  if (!flattener.status.ok()) return flattener.status;
+  return WithBody(f, body);
+}
+
+absl::StatusOr<IRModule> LowerTir(const IRModule& mod) {
+  IRModuleBuilder builder(mod);
+  for (const auto& [name, entry] : mod->functions) {
+    const auto* prim = entry.second.as<PrimFuncNode>();
+    if (prim == nullptr) continue;
+    absl::StatusOr<PrimFunc> lowered = ConvertBlocksToLoops(LowerInitBlock(entry.second.as_ref<PrimFuncNode>()));
+    if (!lowered.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("in PrimFunc '", name, "': ", lowered.status().message()));
+    }
+    builder.Update(entry.first, *lowered);
+  }
+  return builder.Build();
+}
+
+}  // namespace kiln::tir

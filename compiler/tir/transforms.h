@@ -1,0 +1,26 @@
+// TIR lowering passes: scheduled TensorIR (blocks, iter vars, init) down to plain loops and buffer
+// accesses that code generation consumes. Each is PrimFunc -> PrimFunc; LowerTir runs them in
+// order over every PrimFunc of a module.
+#ifndef KILN_COMPILER_TIR_TRANSFORMS_H_
+#define KILN_COMPILER_TIR_TRANSFORMS_H_
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/module.h"
+
+namespace kiln::tir {
+
+// A reduction block's init runs when every reduce iter var is at the start of its domain:
+//   init; body   ->   if (vk == 0 && ...) { init }  body
+ir::PrimFunc LowerInitBlock(const ir::PrimFunc& f);
+
+// Replaces each BlockRealize by its block's body with the iter vars substituted by their bound
+// values, guarded by the predicate, with alloc_buffers as Allocate. Requires LowerInitBlock
+// first; match_buffer is not supported yet (an error).
+absl::StatusOr<ir::PrimFunc> ConvertBlocksToLoops(const ir::PrimFunc& f);
+
+// Both passes on every PrimFunc of `mod`; Relax functions are kept.
+absl::StatusOr<ir::IRModule> LowerTir(const ir::IRModule& mod);
+
+}  // namespace kiln::tir
+
+#endif  // KILN_COMPILER_TIR_TRANSFORMS_H_

@@ -1,0 +1,71 @@
+#include "compiler/tir/transforms.h"
+
+#include "compiler/script/printer.h"
+#include "compiler/script/script_parser.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::tir {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kMatmul = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def matmul(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 2), "float32"), C: T.Buffer((4, 2), "float32")):
+        for i, j, k in T.grid(4, 2, 8):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.where(i < 3)
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                acc = T.alloc_buffer((1,), "float32", scope="local")
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+)";
+
+TEST(TransformsTest, BlocksBecomeGuardedLoopsWithInitOnTheFirstReductionStep) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kMatmul);
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(*mod);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  std::string text = script::PrintScript(*lowered);
+  EXPECT_THAT(text, Not(HasSubstr("T.block")));
+  EXPECT_THAT(text, HasSubstr("if i < 3:"));
+  EXPECT_THAT(text, HasSubstr("with T.decl_buffer((1,), \"float32\", scope=\"local\") as acc:"));
+  EXPECT_THAT(text, HasSubstr("if k == 0:\n"));
+  EXPECT_THAT(text, HasSubstr("C[i, j] = 0.0"));
+  EXPECT_THAT(text, HasSubstr("C[i, j] = C[i, j] + A[i, k] * B[k, j]"));
+  // Lowering is idempotent on lowered code.
+  absl::StatusOr<ir::IRModule> again = LowerTir(*lowered);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(script::PrintScript(*again), text);
+}
+
+TEST(TransformsTest, MatchBufferIsReportedNotDropped) {
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((4, 4), "float32")):
+        for i in range(4):
+            with T.block("row"):
+                vi = T.axis.spatial(4, i)
+                T.reads(A[vi, 0:4])
+                T.writes(A[vi, 0:4])
+                row = T.match_buffer(A[vi, 0:4], (4,), "float32")
+                row[0] = T.float32(1)
+)";
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(*mod);
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(lowered.status().message(), HasSubstr("in PrimFunc 'f': block 'row': match_buffer is not supported"));
+}
+
+}  // namespace
+}  // namespace kiln::tir
