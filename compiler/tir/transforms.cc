@@ -59,7 +59,8 @@ class BlockFlattener : public StmtExprMutator {
       return s;
     }
     if (!block->match_buffers.empty()) {
-      Fail(absl::StrCat("block '", block->name, "': match_buffer is not supported by lowering yet"));
+      Fail(
+          absl::StrCat("block '", block->name, "': match_buffer is not supported by lowering yet"));
       return s;
     }
     if (realize->iter_values.size() != block->iter_vars.size()) {
@@ -112,9 +113,11 @@ absl::StatusOr<IRModule> LowerTir(const IRModule& mod) {
   for (const auto& [name, entry] : mod->functions) {
     const auto* prim = entry.second.as<PrimFuncNode>();
     if (prim == nullptr) continue;
-    absl::StatusOr<PrimFunc> lowered = ConvertBlocksToLoops(LowerInitBlock(entry.second.as_ref<PrimFuncNode>()));
+    absl::StatusOr<PrimFunc> lowered =
+        ConvertBlocksToLoops(LowerInitBlock(entry.second.as_ref<PrimFuncNode>()));
     if (!lowered.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("in PrimFunc '", name, "': ", lowered.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("in PrimFunc '", name, "': ", lowered.status().message()));
     }
     builder.Update(entry.first, *lowered);
   }

@@ -64,7 +64,8 @@ class Module:
   ASSERT_TRUE(mod.ok()) << mod.status();
   absl::StatusOr<ir::IRModule> lowered = LowerTir(*mod);
   ASSERT_FALSE(lowered.ok());
-  EXPECT_THAT(lowered.status().message(), HasSubstr("in PrimFunc 'f': block 'row': match_buffer is not supported"));
+  EXPECT_THAT(lowered.status().message(),
+              HasSubstr("in PrimFunc 'f': block 'row': match_buffer is not supported"));
 }
 
 }  // namespace

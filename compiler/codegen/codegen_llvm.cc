@@ -1,0 +1,802 @@
+#include "compiler/codegen/codegen_llvm.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "compiler/ir/printer.h"
+#include "compiler/tir/transforms.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "runtime/kernel_abi.h"
+
+extern char** environ;
+
+namespace kiln::codegen {
+namespace {
+
+using namespace ir;  // NOLINT: code generation reads every TIR node
+
+// The DLPack DLDataType packed as DLTensor holds it in memory: code | bits << 8 | lanes << 16.
+uint32_t PackedDType(DataType t) {
+  return static_cast<uint32_t>(t.code()) | static_cast<uint32_t>(t.bits()) << 8 |
+         static_cast<uint32_t>(t.lanes()) << 16;
+}
+
+class KernelCodeGen {
+ public:
+  KernelCodeGen(llvm::LLVMContext& ctx, llvm::Module* module)
+      : ctx_(ctx), module_(module), b_(ctx) {
+    i1_ = b_.getInt1Ty();
+    i8_ = b_.getInt8Ty();
+    i32_ = b_.getInt32Ty();
+    i64_ = b_.getInt64Ty();
+    ptr_ = llvm::PointerType::getUnqual(ctx);
+    // DLTensor: data, device{type, id}, ndim, dtype{code, bits, lanes}, shape, strides, byte_offset
+    llvm::StructType* device = llvm::StructType::get(ctx, {i32_, i32_});
+    llvm::StructType* dtype = llvm::StructType::get(ctx, {i8_, i8_, b_.getInt16Ty()});
+    dltensor_ =
+        llvm::StructType::create(ctx, {ptr_, device, i32_, dtype, ptr_, ptr_, i64_}, "DLTensor");
+    context_ = llvm::StructType::create(ctx, {ptr_, ptr_, ptr_}, "KilnContext");
+  }
+
+  absl::Status Generate(const std::string& name, const PrimFuncNode& f) {
+    name_ = name;
+    vars_.clear();
+    buffers_.clear();
+    llvm::FunctionType* type = llvm::FunctionType::get(i32_, {ptr_, ptr_, i32_, ptr_}, false);
+    fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
+    fn_->setVisibility(llvm::GlobalValue::DefaultVisibility);
+    llvm::Argument* args = fn_->getArg(0);
+    llvm::Argument* kinds = fn_->getArg(1);
+    llvm::Argument* num_args = fn_->getArg(2);
+    ctx_arg_ = fn_->getArg(3);
+    for (int i = 0; i < 2; ++i) fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+    fail_ = llvm::BasicBlock::Create(ctx_, "fail", fn_);
+    b_.SetInsertPoint(fail_);
+    fail_message_ = b_.CreatePHI(ptr_, 4, "message");
+    llvm::Value* set_error = b_.CreateLoad(ptr_, b_.CreateStructGEP(context_, ctx_arg_, 0));
+    b_.CreateCall(llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_}, false), set_error,
+                  {ctx_arg_, fail_message_});
+    b_.CreateRet(b_.getInt32(1));
+
+    b_.SetInsertPoint(entry_);
+    Check(b_.CreateICmpEQ(num_args, b_.getInt32(static_cast<int32_t>(f.params.size()))),
+          absl::StrCat(name, ": expected ", f.params.size(), " arguments"));
+    // Bind buffers first: their shapes define the symbolic variables scalars may use.
+    for (size_t i = 0; i < f.params.size() && status_.ok(); ++i) {
+      const Var& param = f.params[i];
+      llvm::Value* kind = b_.CreateLoad(i32_, b_.CreateGEP(i32_, kinds, b_.getInt64(i)));
+      llvm::Value* slot = b_.CreateGEP(i64_, args, b_.getInt64(i));
+      Buffer buffer = f.BufferOf(param);
+      std::string what =
+          absl::StrCat(name, ": argument ", i, " (", buffer ? buffer->name : param->name, ")");
+      if (buffer) {
+        Check(b_.CreateICmpEQ(kind, b_.getInt32(KILN_ARG_TENSOR)), what + " must be a tensor");
+        BindBuffer(buffer, b_.CreateLoad(ptr_, slot), what);
+      }
+    }
+    for (size_t i = 0; i < f.params.size() && status_.ok(); ++i) {
+      const Var& param = f.params[i];
+      if (f.BufferOf(param)) continue;
+      llvm::Value* kind = b_.CreateLoad(i32_, b_.CreateGEP(i32_, kinds, b_.getInt64(i)));
+      llvm::Value* slot = b_.CreateGEP(i64_, args, b_.getInt64(i));
+      std::string what = absl::StrCat(name, ": argument ", i, " (", param->name, ")");
+      DataType t = param->dtype;
+      if (t.is_float()) {
+        Check(b_.CreateICmpEQ(kind, b_.getInt32(KILN_ARG_FLOAT)), what + " must be a float");
+        vars_[param.get()] = b_.CreateFPCast(b_.CreateLoad(b_.getDoubleTy(), slot), Type(t));
+      } else if (t.is_integral()) {
+        Check(b_.CreateICmpEQ(kind, b_.getInt32(KILN_ARG_INT)), what + " must be an integer");
+        vars_[param.get()] = b_.CreateIntCast(b_.CreateLoad(i64_, slot), Type(t), t.is_int());
+      } else {
+        Fail(absl::StrCat(what, ": parameters of type ", t.ToString(), " are not supported"));
+        return status_;
+      }
+    }
+    if (!status_.ok()) return status_;
+    Stmt(f.body);
+    if (!status_.ok()) return status_;
+    b_.CreateRet(b_.getInt32(0));
+    if (fail_message_->getNumIncomingValues() == 0) {
+      fail_message_->addIncoming(llvm::ConstantPointerNull::get(ptr_), entry_);  // unreachable
+    }
+    return status_;
+  }
+
+ private:
+  struct BufferInfo {
+    llvm::Value* data;
+    std::vector<llvm::Value*> strides;  // elements, row-major
+    DataType dtype;
+  };
+
+  void Fail(const std::string& message) {
+    if (status_.ok()) status_ = absl::InvalidArgumentError(message);
+  }
+
+  llvm::Type* Type(DataType t) {
+    if (t.lanes() != 1) {
+      Fail(absl::StrCat(name_, ": vector type ", t.ToString(), " is not supported yet"));
+      return i32_;
+    }
+    if (t.is_bool()) return i1_;
+    if (t.is_int() || t.is_uint()) return b_.getIntNTy(t.bits());
+    if (t.code() == DataType::Code::kBFloat) return b_.getBFloatTy();
+    if (t.is_float()) {
+      if (t.bits() == 16) return b_.getHalfTy();
+      if (t.bits() == 32) return b_.getFloatTy();
+      if (t.bits() == 64) return b_.getDoubleTy();
+    }
+    Fail(absl::StrCat(name_, ": type ", t.ToString(), " is not supported"));
+    return i32_;
+  }
+  // How elements of `t` sit in memory (bool takes a byte).
+  llvm::Type* MemType(DataType t) { return t.is_bool() ? i8_ : Type(t); }
+
+  // Branches to the shared failure exit with `message` unless `ok`.
+  void Check(llvm::Value* ok, const std::string& message) {
+    llvm::BasicBlock* pass = llvm::BasicBlock::Create(ctx_, "ok", fn_);
+    llvm::Constant* text = b_.CreateGlobalStringPtr(message, "msg", 0, module_);
+    fail_message_->addIncoming(text, b_.GetInsertBlock());
+    b_.CreateCondBr(ok, pass, fail_, llvm::MDBuilder(ctx_).createBranchWeights(1 << 20, 1));
+    b_.SetInsertPoint(pass);
+  }
+
+  void BindBuffer(const Buffer& buffer, llvm::Value* tensor, const std::string& what) {
+    if (!buffer->strides.empty()) {
+      Fail(what + ": buffers with explicit strides are not supported yet");
+      return;
+    }
+    int rank = static_cast<int>(buffer->shape.size());
+    llvm::Value* ndim = b_.CreateLoad(i32_, b_.CreateStructGEP(dltensor_, tensor, 2));
+    Check(b_.CreateICmpEQ(ndim, b_.getInt32(rank)),
+          absl::StrCat(what, " must have ", rank, " dimensions"));
+    llvm::Value* dtype = b_.CreateLoad(i32_, b_.CreateStructGEP(dltensor_, tensor, 3));
+    Check(b_.CreateICmpEQ(dtype, b_.getInt32(PackedDType(buffer->dtype))),
+          absl::StrCat(what, " must have dtype ", buffer->dtype.ToString()));
+    llvm::Value* shape = b_.CreateLoad(ptr_, b_.CreateStructGEP(dltensor_, tensor, 4));
+    std::vector<llvm::Value*> dims;
+    for (int d = 0; d < rank && status_.ok(); ++d) {
+      llvm::Value* actual = b_.CreateLoad(i64_, b_.CreateGEP(i64_, shape, b_.getInt64(d)));
+      dims.push_back(actual);
+      const PrimExpr& expected = buffer->shape[d];
+      if (const auto* v = expected.as<VarNode>(); v != nullptr && vars_.count(v) == 0) {
+        vars_[v] = b_.CreateIntCast(actual, Type(v->dtype), true);  // binds the symbolic size
+        continue;
+      }
+      llvm::Value* want = Index(expected);
+      if (!want) return;
+      Check(b_.CreateICmpEQ(actual, want),
+            absl::StrCat(what, " dimension ", d, " must be ", DebugPrint(expected)));
+    }
+    BufferInfo info;
+    info.dtype = buffer->dtype;
+    info.strides.assign(rank, nullptr);
+    llvm::Value* stride = b_.getInt64(1);
+    for (int d = rank - 1; d >= 0; --d) {
+      info.strides[d] = stride;
+      if (d > 0) stride = b_.CreateMul(stride, dims[d]);
+    }
+    // Only compact row-major tensors: strides NULL, or equal to the compact ones.
+    llvm::Value* strides = b_.CreateLoad(ptr_, b_.CreateStructGEP(dltensor_, tensor, 5));
+    llvm::Value* compact = b_.CreateICmpEQ(strides, llvm::ConstantPointerNull::get(ptr_));
+    if (rank > 0) {
+      llvm::BasicBlock* check_strides = llvm::BasicBlock::Create(ctx_, "strides", fn_);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "strides_ok", fn_);
+      llvm::BasicBlock* from = b_.GetInsertBlock();
+      b_.CreateCondBr(compact, done, check_strides);
+      b_.SetInsertPoint(check_strides);
+      llvm::Value* all_match = b_.getTrue();
+      for (int d = 0; d < rank; ++d) {
+        llvm::Value* s = b_.CreateLoad(i64_, b_.CreateGEP(i64_, strides, b_.getInt64(d)));
+        // A dimension of extent 1 may carry any stride.
+        llvm::Value* ok = b_.CreateOr(b_.CreateICmpEQ(s, info.strides[d]),
+                                      b_.CreateICmpEQ(dims[d], b_.getInt64(1)));
+        all_match = b_.CreateAnd(all_match, ok);
+      }
+      llvm::BasicBlock* checked = b_.GetInsertBlock();
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      llvm::PHINode* result = b_.CreatePHI(i1_, 2);
+      result->addIncoming(b_.getTrue(), from);
+      result->addIncoming(all_match, checked);
+      Check(result, what + " must be compact (row-major, no gaps)");
+    }
+    llvm::Value* data = b_.CreateLoad(ptr_, b_.CreateStructGEP(dltensor_, tensor, 0));
+    Check(b_.CreateICmpNE(data, llvm::ConstantPointerNull::get(ptr_)), what + " has no data");
+    llvm::Value* offset = b_.CreateLoad(i64_, b_.CreateStructGEP(dltensor_, tensor, 6));
+    data = b_.CreateGEP(i8_, data, offset);
+    if (const auto* eo = buffer->elem_offset.as<IntImmNode>(); eo == nullptr || eo->value != 0) {
+      if (!buffer->elem_offset) return (void)Fail(what + ": a buffer without elem_offset");
+      data = b_.CreateGEP(MemType(buffer->dtype), data, Index(buffer->elem_offset));
+    }
+    info.data = data;
+    buffers_[buffer.get()] = info;
+    if (buffer->data) vars_[buffer->data.get()] = data;
+  }
+
+  // ---- Expressions ----
+  llvm::Value* Index(const PrimExpr& e) {
+    llvm::Value* v = Expr(e);
+    if (!v) return nullptr;
+    return b_.CreateIntCast(v, i64_, !e->dtype.is_uint());
+  }
+
+  llvm::Value* FlatIndex(const BufferInfo& info, const std::vector<PrimExpr>& indices) {
+    if (indices.size() != info.strides.size()) {
+      Fail(absl::StrCat(name_, ": a buffer access with ", indices.size(),
+                        " indices on a buffer of rank ", info.strides.size()));
+      return nullptr;
+    }
+    llvm::Value* flat = b_.getInt64(0);
+    for (size_t d = 0; d < indices.size(); ++d) {
+      llvm::Value* i = Index(indices[d]);
+      if (!i) return nullptr;
+      flat = b_.CreateAdd(flat, b_.CreateMul(i, info.strides[d], "", false, true), "", false, true);
+    }
+    return flat;
+  }
+
+  const BufferInfo* BufferOf(const Buffer& b) {
+    auto it = buffers_.find(b.get());
+    if (it == buffers_.end()) {
+      Fail(absl::StrCat(name_, ": buffer '", b ? b->name : "?",
+                        "' is not a parameter or allocation"));
+      return nullptr;
+    }
+    return &it->second;
+  }
+
+  llvm::Value* Cast(llvm::Value* v, DataType from, DataType to) {
+    llvm::Type* target = Type(to);
+    if (from == to) return v;
+    if (to.is_bool()) {
+      return from.is_float() ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0))
+                             : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    }
+    if (from.is_integral() && to.is_integral()) return b_.CreateIntCast(v, target, from.is_int());
+    if (from.is_integral())
+      return from.is_int() ? b_.CreateSIToFP(v, target) : b_.CreateUIToFP(v, target);
+    if (to.is_integral())
+      return to.is_int() ? b_.CreateFPToSI(v, target) : b_.CreateFPToUI(v, target);
+    return b_.CreateFPCast(v, target);
+  }
+
+  llvm::Value* MathCall(const ir::CallNode& c) {
+    std::vector<llvm::Value*> args;
+    for (const PrimExpr& a : c.args) {
+      llvm::Value* v = Expr(a);
+      if (!v) return nullptr;
+      args.push_back(v);
+    }
+    llvm::Type* t = Type(c.dtype);
+    static const std::unordered_map<std::string, llvm::Intrinsic::ID> kIntrinsics = {
+        {"exp", llvm::Intrinsic::exp},     {"exp2", llvm::Intrinsic::exp2},
+        {"log", llvm::Intrinsic::log},     {"log2", llvm::Intrinsic::log2},
+        {"sqrt", llvm::Intrinsic::sqrt},   {"fabs", llvm::Intrinsic::fabs},
+        {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
+        {"round", llvm::Intrinsic::round}, {"trunc", llvm::Intrinsic::trunc},
+        {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
+        {"pow", llvm::Intrinsic::pow}};
+    if (!c.dtype.is_float() && c.op != "if_then_else") {
+      Fail(absl::StrCat(name_, ": ", c.op, " needs a float type, not ", c.dtype.ToString()));
+      return nullptr;
+    }
+    auto it = kIntrinsics.find(c.op);
+    if (it != kIntrinsics.end()) {
+      llvm::Function* f = llvm::Intrinsic::getDeclaration(module_, it->second, {t});
+      return b_.CreateCall(f, args);
+    }
+    if (c.op == "rsqrt") {
+      llvm::Function* f = llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::sqrt, {t});
+      return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), b_.CreateCall(f, args));
+    }
+    if (c.op == "sigmoid") {
+      llvm::Function* f = llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::exp, {t});
+      llvm::Value* e = b_.CreateCall(f, {b_.CreateFNeg(args[0])});
+      return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0),
+                           b_.CreateFAdd(llvm::ConstantFP::get(t, 1.0), e));
+    }
+    if (c.op == "isnan") return b_.CreateFCmpUNO(args[0], args[0]);
+    if (c.op == "tanh" || c.op == "erf" || c.op == "log1p") {
+      // libm, resolved when the library is loaded.
+      std::string fname = c.dtype.bits() == 32 ? c.op + "f" : c.op;
+      if (c.dtype.bits() != 32 && c.dtype.bits() != 64) {
+        Fail(absl::StrCat(name_, ": ", c.op, " on ", c.dtype.ToString(), " is not supported"));
+        return nullptr;
+      }
+      llvm::FunctionCallee f =
+          module_->getOrInsertFunction(fname, llvm::FunctionType::get(t, {t}, false));
+      return b_.CreateCall(f, args);
+    }
+    Fail(absl::StrCat(name_, ": the intrinsic '", c.op, "' is not supported by code generation"));
+    return nullptr;
+  }
+
+  llvm::Value* Expr(const PrimExpr& e) {
+    if (!status_.ok() || !e) return Fail(absl::StrCat(name_, ": a null expression")), nullptr;
+    DataType t = e->dtype;
+    if (const auto* i = e.as<IntImmNode>())
+      return llvm::ConstantInt::get(Type(t), static_cast<uint64_t>(i->value), t.is_int());
+    if (const auto* f = e.as<FloatImmNode>()) return llvm::ConstantFP::get(Type(t), f->value);
+    if (const auto* v = e.as<VarNode>()) {
+      auto it = vars_.find(v);
+      if (it == vars_.end())
+        return Fail(absl::StrCat(name_, ": variable '", v->name, "' is not bound")), nullptr;
+      return it->second;
+    }
+    if (const auto* c = e.as<CastNode>()) {
+      llvm::Value* v = Expr(c->value);
+      return v ? Cast(v, c->value->dtype, t) : nullptr;
+    }
+    if (const auto* n = e.as<NotNode>()) {
+      llvm::Value* v = Expr(n->a);
+      return v ? b_.CreateNot(v) : nullptr;
+    }
+    if (const auto* s = e.as<SelectNode>()) {
+      llvm::Value* c = Expr(s->condition);
+      llvm::Value* a = c ? Expr(s->true_value) : nullptr;
+      llvm::Value* b = a ? Expr(s->false_value) : nullptr;
+      return b ? b_.CreateSelect(c, a, b) : nullptr;
+    }
+    if (const auto* l = e.as<BufferLoadNode>()) {
+      const BufferInfo* info = BufferOf(l->buffer);
+      llvm::Value* flat = info ? FlatIndex(*info, l->indices) : nullptr;
+      if (!flat) return nullptr;
+      llvm::Type* mem = MemType(info->dtype);
+      llvm::Value* v = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, info->data, flat));
+      return info->dtype.is_bool() ? b_.CreateTrunc(v, i1_) : v;
+    }
+    if (const auto* l = e.as<LetNode>()) {
+      llvm::Value* v = Expr(l->value);
+      if (!v) return nullptr;
+      vars_[l->var.get()] = v;
+      return Expr(l->body);
+    }
+    if (const auto* c = e.as<ir::CallNode>()) {
+      if (c->op == "if_then_else" && c->args.size() == 3) {
+        llvm::Value* cond = Expr(c->args[0]);
+        llvm::Value* a = cond ? Expr(c->args[1]) : nullptr;
+        llvm::Value* b = a ? Expr(c->args[2]) : nullptr;
+        return b ? b_.CreateSelect(cond, a, b) : nullptr;
+      }
+      return MathCall(*c);
+    }
+    if (const auto* bin = e.as<BinaryNode>()) return BinaryOp(*bin);
+    return Fail(absl::StrCat(name_, ": ", NodeKindName(e->kind()),
+                             " is not supported by code generation yet")),
+           nullptr;
+  }
+
+  llvm::Value* BinaryOp(const BinaryNode& n) {
+    llvm::Value* a = Expr(n.a);
+    llvm::Value* b = a ? Expr(n.b) : nullptr;
+    if (!b) return nullptr;
+    DataType t = n.a->dtype;
+    bool fp = t.is_float();
+    bool sign = t.is_int();
+    switch (n.kind()) {
+      case NodeKind::kAdd:
+        return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, sign);
+      case NodeKind::kSub:
+        return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, sign);
+      case NodeKind::kMul:
+        return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, sign);
+      case NodeKind::kDiv:
+        return fp ? b_.CreateFDiv(a, b) : sign ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
+      case NodeKind::kMod:
+        return fp ? b_.CreateFRem(a, b) : sign ? b_.CreateSRem(a, b) : b_.CreateURem(a, b);
+      case NodeKind::kFloorDiv: {
+        if (fp) {
+          llvm::Function* floor =
+              llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::floor, {a->getType()});
+          return b_.CreateCall(floor, {b_.CreateFDiv(a, b)});
+        }
+        if (!sign) return b_.CreateUDiv(a, b);
+        // Round toward negative infinity: adjust when the remainder's sign differs from b's.
+        llvm::Value* q = b_.CreateSDiv(a, b);
+        llvm::Value* r = b_.CreateSRem(a, b);
+        llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
+        llvm::Value* adjust =
+            b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                         b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
+        return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
+      }
+      case NodeKind::kFloorMod: {
+        if (fp) {
+          llvm::Function* floor =
+              llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::floor, {a->getType()});
+          return b_.CreateFSub(a, b_.CreateFMul(b, b_.CreateCall(floor, {b_.CreateFDiv(a, b)})));
+        }
+        if (!sign) return b_.CreateURem(a, b);
+        llvm::Value* r = b_.CreateSRem(a, b);
+        llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
+        llvm::Value* adjust =
+            b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                         b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
+        return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
+      }
+      case NodeKind::kMin:
+        return b_.CreateSelect(fp     ? b_.CreateFCmpOLT(a, b)
+                               : sign ? b_.CreateICmpSLT(a, b)
+                                      : b_.CreateICmpULT(a, b),
+                               a, b);
+      case NodeKind::kMax:
+        return b_.CreateSelect(fp     ? b_.CreateFCmpOGT(a, b)
+                               : sign ? b_.CreateICmpSGT(a, b)
+                                      : b_.CreateICmpUGT(a, b),
+                               a, b);
+      case NodeKind::kEQ:
+        return fp ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
+      case NodeKind::kNE:
+        return fp ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+      case NodeKind::kLT:
+        return fp ? b_.CreateFCmpOLT(a, b) : sign ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
+      case NodeKind::kLE:
+        return fp ? b_.CreateFCmpOLE(a, b) : sign ? b_.CreateICmpSLE(a, b) : b_.CreateICmpULE(a, b);
+      case NodeKind::kGT:
+        return fp ? b_.CreateFCmpOGT(a, b) : sign ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
+      case NodeKind::kGE:
+        return fp ? b_.CreateFCmpOGE(a, b) : sign ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
+      case NodeKind::kAnd:
+        return b_.CreateAnd(a, b);
+      case NodeKind::kOr:
+        return b_.CreateOr(a, b);
+      default:
+        return Fail(absl::StrCat(name_, ": unsupported operator")), nullptr;
+    }
+  }
+
+  // ---- Statements ----
+  void Stmt(const ir::Stmt& s) {
+    if (!status_.ok()) return;
+    if (!s) return (void)Fail(absl::StrCat(name_, ": a null statement"));
+    if (const auto* seq = s.as<SeqStmtNode>()) {
+      for (const ir::Stmt& x : seq->seq) Stmt(x);
+    } else if (const auto* st = s.as<BufferStoreNode>()) {
+      const BufferInfo* info = BufferOf(st->buffer);
+      llvm::Value* flat = info ? FlatIndex(*info, st->indices) : nullptr;
+      llvm::Value* value = flat ? Expr(st->value) : nullptr;
+      if (!value) return;
+      if (st->value->dtype != info->dtype) value = Cast(value, st->value->dtype, info->dtype);
+      llvm::Type* mem = MemType(info->dtype);
+      if (info->dtype.is_bool()) value = b_.CreateZExt(value, i8_);
+      b_.CreateStore(value, b_.CreateInBoundsGEP(mem, info->data, flat));
+    } else if (const auto* f = s.as<ForNode>()) {
+      For(*f);
+    } else if (const auto* l = s.as<LetStmtNode>()) {
+      llvm::Value* v = Expr(l->value);
+      if (!v) return;
+      vars_[l->var.get()] = v;
+      Stmt(l->body);
+    } else if (const auto* i = s.as<IfThenElseNode>()) {
+      llvm::Value* cond = Expr(i->condition);
+      if (!cond) return;
+      llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
+      llvm::BasicBlock* else_bb =
+          i->else_case ? llvm::BasicBlock::Create(ctx_, "else", fn_) : nullptr;
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "endif", fn_);
+      b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : done);
+      b_.SetInsertPoint(then_bb);
+      Stmt(i->then_case);
+      b_.CreateBr(done);
+      if (else_bb) {
+        b_.SetInsertPoint(else_bb);
+        Stmt(i->else_case);
+        b_.CreateBr(done);
+      }
+      b_.SetInsertPoint(done);
+    } else if (const auto* w = s.as<WhileNode>()) {
+      llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "while", fn_);
+      llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "while_body", fn_);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "while_end", fn_);
+      b_.CreateBr(head);
+      b_.SetInsertPoint(head);
+      llvm::Value* cond = Expr(w->condition);
+      if (!cond) return;
+      b_.CreateCondBr(cond, body, done);
+      b_.SetInsertPoint(body);
+      Stmt(w->body);
+      b_.CreateBr(head);
+      b_.SetInsertPoint(done);
+    } else if (const auto* a = s.as<AssertStmtNode>()) {
+      llvm::Value* cond = Expr(a->condition);
+      if (!cond) return;
+      Check(cond, absl::StrCat(name_, ": ", a->message));
+      Stmt(a->body);
+    } else if (const auto* a = s.as<AttrStmtNode>()) {
+      Stmt(a->body);
+    } else if (const auto* e = s.as<EvaluateNode>()) {
+      if (!e->value.as<IntImmNode>()) Expr(e->value);
+    } else if (const auto* a = s.as<AllocateNode>()) {
+      Allocate(*a);
+    } else {
+      Fail(absl::StrCat(name_, ": ", NodeKindName(s->kind()),
+                        " must be lowered before code generation (tir::LowerTir)"));
+    }
+  }
+
+  void For(const ForNode& f) {
+    llvm::Value* min = Expr(f.min);
+    llvm::Value* extent = min ? Expr(f.extent) : nullptr;
+    if (!extent) return;
+    llvm::Type* t = Type(f.loop_var->dtype);
+    min = b_.CreateIntCast(min, t, true);
+    llvm::Value* end = b_.CreateAdd(min, b_.CreateIntCast(extent, t, true));
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "for", fn_);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "for_body", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "for_end", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* i = b_.CreatePHI(t, 2, f.loop_var->name);
+    i->addIncoming(min, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, end), body, done);
+    b_.SetInsertPoint(body);
+    vars_[f.loop_var.get()] = i;
+    Stmt(f.body);
+    if (!status_.ok()) return;
+    llvm::Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(t, 1), "", false, true);
+    llvm::BranchInst* back = b_.CreateBr(head);
+    i->addIncoming(next, b_.GetInsertBlock());
+    // Hints for the loop passes: vectorize / unroll what the schedule asked for. (Parallel loops
+    // run serially until outlining onto parallel_for lands.)
+    if (f.for_kind == ForKind::kVectorized || f.for_kind == ForKind::kUnrolled) {
+      llvm::MDNode* hint =
+          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, f.for_kind == ForKind::kVectorized
+                                                                 ? "llvm.loop.vectorize.enable"
+                                                                 : "llvm.loop.unroll.full"),
+                                   llvm::ConstantAsMetadata::get(b_.getTrue())});
+      llvm::MDNode* loop = llvm::MDNode::getDistinct(ctx_, {nullptr, hint});
+      loop->replaceOperandWith(0, loop);
+      back->setMetadata(llvm::LLVMContext::MD_loop, loop);
+    }
+    b_.SetInsertPoint(done);
+  }
+
+  void Allocate(const AllocateNode& a) {
+    const Buffer& buffer = a.buffer;
+    int64_t count = 1;
+    for (const PrimExpr& d : buffer->shape) {
+      const auto* c = d.as<IntImmNode>();
+      if (c == nullptr || c->value < 0)
+        return (void)Fail(
+            absl::StrCat(name_, ": allocation '", buffer->name, "' needs a constant shape"));
+      count *= c->value;
+    }
+    if (count * buffer->dtype.bytes() > (1 << 20)) {
+      return (void)Fail(absl::StrCat(name_, ": allocation '", buffer->name, "' of ",
+                                     count * buffer->dtype.bytes(),
+                                     " bytes is too large for the stack"));
+    }
+    llvm::IRBuilder<> entry(entry_, entry_->begin());
+    llvm::AllocaInst* mem =
+        entry.CreateAlloca(MemType(buffer->dtype), entry.getInt64(count), buffer->name);
+    mem->setAlignment(llvm::Align(64));
+    BufferInfo info;
+    info.data = mem;
+    info.dtype = buffer->dtype;
+    int64_t stride = 1;
+    info.strides.assign(buffer->shape.size(), nullptr);
+    for (int d = static_cast<int>(buffer->shape.size()) - 1; d >= 0; --d) {
+      info.strides[d] = b_.getInt64(stride);
+      stride *= buffer->shape[d].as<IntImmNode>()->value;
+    }
+    buffers_[buffer.get()] = info;
+    Stmt(a.body);
+  }
+
+  llvm::LLVMContext& ctx_;
+  llvm::Module* module_;
+  llvm::IRBuilder<> b_;
+  llvm::Type *i1_, *i8_, *i32_, *i64_;
+  llvm::PointerType* ptr_;
+  llvm::StructType* dltensor_;
+  llvm::StructType* context_;
+  llvm::Function* fn_ = nullptr;
+  llvm::Value* ctx_arg_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::BasicBlock* fail_ = nullptr;
+  llvm::PHINode* fail_message_ = nullptr;
+  std::string name_;
+  std::unordered_map<const Object*, llvm::Value*> vars_;
+  std::unordered_map<const Object*, BufferInfo> buffers_;
+  absl::Status status_;
+};
+
+std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const LlvmTargetInfo& target) {
+  std::string error;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(target.triple, error);
+  if (t == nullptr) return nullptr;
+  return std::unique_ptr<llvm::TargetMachine>(
+      t->createTargetMachine(target.triple, target.cpu, target.features, llvm::TargetOptions(),
+                             llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOpt::Aggressive));
+}
+
+absl::StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx,
+                                                          const IRModule& mod,
+                                                          const LlvmTargetInfo& target) {
+  auto module = std::make_unique<llvm::Module>("kiln", ctx);
+  module->setTargetTriple(target.triple);
+  module->setDataLayout(target.data_layout);
+  KernelCodeGen gen(ctx, module.get());
+  for (const auto& [name, entry] : mod->functions) {
+    const auto* f = entry.second.as<PrimFuncNode>();
+    if (f == nullptr) continue;
+    absl::Status s = gen.Generate(name, *f);
+    if (!s.ok()) return s;
+  }
+  auto* version = new llvm::GlobalVariable(
+      *module, llvm::Type::getInt32Ty(ctx), true, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), KILN_KERNEL_ABI_VERSION),
+      "kiln_abi_version");
+  (void)version;
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (llvm::verifyModule(*module, &os)) {
+    return absl::InternalError(
+        absl::StrCat("code generation produced invalid LLVM IR: ", os.str()));
+  }
+  return module;
+}
+
+int RunProcess(const std::vector<std::string>& argv, std::string* output) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipe_fds[1]);
+  if (rc != 0) {
+    close(pipe_fds[0]);
+    return -1;
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(pipe_fds[0], buf, sizeof(buf))) > 0) output->append(buf, static_cast<size_t>(n));
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+absl::StatusOr<LlvmTargetInfo> ParseTarget(absl::string_view target) {
+  std::vector<std::string> parts = absl::StrSplit(target, ' ', absl::SkipEmpty());
+  if (parts.empty() || parts[0] != "llvm") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown target '", target, "': expected \"llvm [-mtriple=...] [-mcpu=...]\""));
+  }
+  std::string triple, cpu;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (absl::StartsWith(parts[i], "-mtriple=")) {
+      triple = parts[i].substr(9);
+    } else if (absl::StartsWith(parts[i], "-mcpu=")) {
+      cpu = parts[i].substr(6);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("target '", target, "': unknown option '", parts[i], "'"));
+    }
+  }
+  if (triple.empty()) {
+    triple = HostTriple();
+    if (cpu.empty()) cpu = "native";
+  }
+  return LookupLlvmTarget(triple, cpu);
+}
+
+absl::StatusOr<std::string> EmitLlvmIr(const IRModule& lowered, const LlvmTargetInfo& target) {
+  llvm::LLVMContext ctx;
+  absl::StatusOr<std::unique_ptr<llvm::Module>> module = BuildModule(ctx, lowered, target);
+  if (!module.ok()) return module.status();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (*module)->print(os, nullptr);
+  return os.str();
+}
+
+absl::StatusOr<std::string> CompileToObject(const IRModule& lowered, const LlvmTargetInfo& target) {
+  llvm::LLVMContext ctx;
+  absl::StatusOr<std::unique_ptr<llvm::Module>> module = BuildModule(ctx, lowered, target);
+  if (!module.ok()) return module.status();
+  std::unique_ptr<llvm::TargetMachine> tm = MakeTargetMachine(target);
+  if (!tm) return absl::InternalError(absl::StrCat("no LLVM target machine for ", target.triple));
+  // The new pass manager's O3 pipeline.
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm.get());
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(**module, mam);
+  // Object code.
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream out(buffer);
+  llvm::legacy::PassManager emit;
+  if (tm->addPassesToEmitFile(emit, out, nullptr, llvm::CGFT_ObjectFile)) {
+    return absl::InternalError("LLVM cannot emit object files for this target");
+  }
+  emit.run(**module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object) {
+  char dir_template[] = "/tmp/kiln-link-XXXXXX";
+  char* dir = mkdtemp(dir_template);
+  if (dir == nullptr) return absl::InternalError("cannot create a temporary directory for linking");
+  std::string obj_path = absl::StrCat(dir, "/kernels.o");
+  std::string so_path = absl::StrCat(dir, "/kernels.so");
+  auto cleanup = [&] {
+    unlink(obj_path.c_str());
+    unlink(so_path.c_str());
+    rmdir(dir);
+  };
+  {
+    std::ofstream out(obj_path, std::ios::binary);
+    out.write(object.data(), static_cast<std::streamsize>(object.size()));
+    if (!out) {
+      cleanup();
+      return absl::InternalError("cannot write the object file for linking");
+    }
+  }
+  std::string output;
+  int rc =
+      RunProcess({"ld.lld-16", "-shared", "--hash-style=gnu", "-o", so_path, obj_path}, &output);
+  if (rc != 0) {
+    cleanup();
+    return absl::InternalError(absl::StrCat("ld.lld-16 failed (", rc, "): ", output));
+  }
+  std::ifstream in(so_path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  cleanup();
+  return bytes.str();
+}
+
+absl::StatusOr<std::string> BuildKernelLibrary(const IRModule& mod, absl::string_view target) {
+  absl::StatusOr<LlvmTargetInfo> info = ParseTarget(target);
+  if (!info.ok()) return info.status();
+  absl::StatusOr<IRModule> lowered = tir::LowerTir(mod);
+  if (!lowered.ok()) return lowered.status();
+  absl::StatusOr<std::string> object = CompileToObject(*lowered, *info);
+  if (!object.ok()) return object.status();
+  return LinkSharedLibrary(*object);
+}
+
+}  // namespace kiln::codegen

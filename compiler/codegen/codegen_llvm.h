@@ -1,0 +1,41 @@
+// TIR -> LLVM IR -> object code -> shared library, in the kernel C ABI of
+// runtime/kernel_abi.h (docs/KERNEL_ABI.md).
+//
+// Every PrimFunc of the module becomes an exported kernel named after it. Its prologue checks
+// every argument (count, kind, rank, dtype, each dimension against constants or the symbolic
+// variables it binds, compact strides, non-null data) and reports a message through the
+// context instead of touching memory it was not given. The input must be lowered (no blocks:
+// tir::LowerTir). The header stays free of LLVM types.
+#ifndef KILN_COMPILER_CODEGEN_CODEGEN_LLVM_H_
+#define KILN_COMPILER_CODEGEN_CODEGEN_LLVM_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "compiler/codegen/llvm_target.h"
+#include "compiler/ir/module.h"
+
+namespace kiln::codegen {
+
+// A TVM-style target string: "llvm" (the host, its CPU and features), or
+// "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72".
+absl::StatusOr<LlvmTargetInfo> ParseTarget(absl::string_view target);
+
+// The textual LLVM IR of the lowered module before optimization (for tests and --dump-after).
+absl::StatusOr<std::string> EmitLlvmIr(const ir::IRModule& lowered, const LlvmTargetInfo& target);
+
+// An ELF relocatable object, optimized at O3 with LLVM's new pass manager.
+absl::StatusOr<std::string> CompileToObject(const ir::IRModule& lowered,
+                                            const LlvmTargetInfo& target);
+
+// Links objects into a shared library with ld.lld-16 (works for any target triple); the
+// temporary files live in a private directory removed before returning.
+absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object);
+
+// LowerTir + CompileToObject + LinkSharedLibrary: the bytes of a loadable kernel library.
+absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target);
+
+}  // namespace kiln::codegen
+
+#endif  // KILN_COMPILER_CODEGEN_CODEGEN_LLVM_H_

@@ -1,0 +1,235 @@
+// End to end through real code generation: TVMScript -> lowering -> LLVM -> ld.lld -> a kernel
+// library loaded from memory by the runtime, run against plain C++ references.
+#include "compiler/codegen/codegen_llvm.h"
+
+#include <elf.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "compiler/script/script_parser.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/library.h"
+
+namespace kiln::codegen {
+namespace {
+
+using runtime::Function;
+using runtime::Tensor;
+using runtime::Value;
+using ::testing::HasSubstr;
+
+constexpr const char* kKernels = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add_bias(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8,), "float32"), C: T.Buffer((4, 8), "float32")):
+        for i, j in T.grid(4, 8):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(A[vi, vj], B[vj])
+                T.writes(C[vi, vj])
+                C[vi, vj] = A[vi, vj] + B[vj]
+
+    @T.prim_func
+    def matmul(A: T.Buffer((16, 32), "float32"), B: T.Buffer((32, 8), "float32"), C: T.Buffer((16, 8), "float32")):
+        for i, j, k in T.grid(16, 8, 32):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    @T.prim_func
+    def scale(a: T.handle, b: T.handle, alpha: T.float32):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in T.parallel(n):
+            B[i] = A[i] * alpha
+
+    @T.prim_func
+    def int_ops(A: T.Buffer((9,), "int32"), D: T.Buffer((9,), "int32"), M: T.Buffer((9,), "int32")):
+        for i in range(9):
+            D[i] = A[i] // 4
+            M[i] = A[i] % 4
+
+    @T.prim_func
+    def math(A: T.Buffer((5,), "float32"), E: T.Buffer((5,), "float32"), H: T.Buffer((5,), "float32"), S: T.Buffer((5,), "float32")):
+        for i in T.vectorized(5):
+            E[i] = T.exp(A[i])
+            H[i] = T.tanh(A[i])
+            S[i] = T.sigmoid(A[i]) + T.max(A[i], T.float32(0)) * T.float32(0)
+)";
+
+class CodegenTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    absl::StatusOr<std::string> so = BuildKernelLibrary(*mod, "llvm");
+    ASSERT_TRUE(so.ok()) << so.status();
+    absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
+        runtime::KernelLibrary::LoadFromMemory(*so, "kernels");
+    ASSERT_TRUE(lib.ok()) << lib.status();
+    library_ = new std::shared_ptr<runtime::KernelLibrary>(*lib);
+  }
+  Function Kernel(const char* name) {
+    absl::StatusOr<Function> f = (*library_)->GetFunction(name, nullptr);
+    EXPECT_TRUE(f.ok()) << f.status();
+    return *f;
+  }
+  static Tensor Make(std::vector<int64_t> shape, const char* dtype) {
+    return *Tensor::Empty(shape, *runtime::ParseDataType(dtype));
+  }
+  static Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
+    Tensor t = Make(shape, "float32");
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    float* p = static_cast<float*>(t.data());
+    for (int64_t i = 0; i < t.NumElements(); ++i) p[i] = dist(rng);
+    return t;
+  }
+  static const float* F(const Tensor& t) { return static_cast<const float*>(t.data()); }
+  static std::shared_ptr<runtime::KernelLibrary>* library_;
+};
+std::shared_ptr<runtime::KernelLibrary>* CodegenTest::library_ = nullptr;
+
+TEST_F(CodegenTest, BroadcastAdd) {
+  Tensor a = Random({4, 8}, 1), b = Random({8}, 2), c = Make({4, 8}, "float32");
+  ASSERT_TRUE(Kernel("add_bias")({Value(a), Value(b), Value(c)}).ok());
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 8; ++j) EXPECT_EQ(F(c)[i * 8 + j], F(a)[i * 8 + j] + F(b)[j]);
+  }
+}
+
+TEST_F(CodegenTest, MatmulMatchesReference) {
+  Tensor a = Random({16, 32}, 3), b = Random({32, 8}, 4), c = Make({16, 8}, "float32");
+  ASSERT_TRUE(Kernel("matmul")({Value(a), Value(b), Value(c)}).ok());
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 8; ++j) {
+      double ref = 0;
+      for (int k = 0; k < 32; ++k) ref += static_cast<double>(F(a)[i * 32 + k]) * F(b)[k * 8 + j];
+      EXPECT_NEAR(F(c)[i * 8 + j], ref, 1e-4) << i << "," << j;
+    }
+  }
+}
+
+TEST_F(CodegenTest, SymbolicSizeBoundFromTheShape) {
+  for (int64_t n : {1, 7, 1000}) {
+    Tensor a = Random({n}, 5), b = Make({n}, "float32");
+    ASSERT_TRUE(Kernel("scale")({Value(a), Value(b), Value(0.5)}).ok());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(F(b)[i], F(a)[i] * 0.5f);
+  }
+  // n is bound by A and checked against B.
+  Tensor a = Random({4}, 6), b = Make({5}, "float32");
+  EXPECT_THAT(Kernel("scale")({Value(a), Value(b), Value(1.0)}).status().message(),
+              HasSubstr("scale: argument 1 (B) dimension 0 must be n"));
+}
+
+TEST_F(CodegenTest, FloorDivisionRoundsDown) {
+  Tensor a = Make({9}, "int32"), d = Make({9}, "int32"), m = Make({9}, "int32");
+  int32_t* pa = static_cast<int32_t*>(a.data());
+  for (int i = 0; i < 9; ++i) pa[i] = i * 3 - 13;  // -13 .. 11
+  ASSERT_TRUE(Kernel("int_ops")({Value(a), Value(d), Value(m)}).ok());
+  for (int i = 0; i < 9; ++i) {
+    int32_t x = pa[i];
+    int32_t q = static_cast<int32_t>(std::floor(x / 4.0));
+    EXPECT_EQ(static_cast<int32_t*>(d.data())[i], q) << x;
+    EXPECT_EQ(static_cast<int32_t*>(m.data())[i], x - 4 * q) << x;
+  }
+}
+
+TEST_F(CodegenTest, MathIntrinsics) {
+  Tensor a = Random({5}, 7), e = Make({5}, "float32"), h = Make({5}, "float32"),
+         s = Make({5}, "float32");
+  ASSERT_TRUE(Kernel("math")({Value(a), Value(e), Value(h), Value(s)}).ok());
+  for (int i = 0; i < 5; ++i) {
+    float x = F(a)[i];
+    EXPECT_NEAR(F(e)[i], std::exp(x), 1e-6 * std::exp(x));
+    EXPECT_NEAR(F(h)[i], std::tanh(x), 1e-6);
+    EXPECT_NEAR(F(s)[i], 1 / (1 + std::exp(-x)), 1e-6);
+  }
+}
+
+TEST_F(CodegenTest, EveryWrongArgumentIsAClearError) {
+  Function add = Kernel("add_bias");
+  Tensor a = Random({4, 8}, 1), b = Random({8}, 2), c = Make({4, 8}, "float32");
+  auto message = [&](std::vector<Value> args) { return std::string(add(args).status().message()); };
+  EXPECT_THAT(message({Value(a), Value(b)}), HasSubstr("add_bias: expected 3 arguments"));
+  EXPECT_THAT(message({Value(a), Value(int64_t{1}), Value(c)}),
+              HasSubstr("argument 1 (B) must be a tensor"));
+  EXPECT_THAT(message({Value(Random({32}, 1)), Value(b), Value(c)}),
+              HasSubstr("argument 0 (A) must have 2 dimensions"));
+  EXPECT_THAT(message({Value(Make({4, 8}, "float64")), Value(b), Value(c)}),
+              HasSubstr("argument 0 (A) must have dtype float32"));
+  EXPECT_THAT(message({Value(Random({4, 9}, 1)), Value(b), Value(c)}),
+              HasSubstr("argument 0 (A) dimension 1 must be 8"));
+  EXPECT_THAT(message({Value(a), Value(Random({7}, 1)), Value(c)}),
+              HasSubstr("argument 1 (B) dimension 0 must be 8"));
+  // A null data pointer and non-compact strides, through the C ABI directly.
+  absl::StatusOr<KilnKernelFn> raw = (*library_)->Lookup("add_bias");
+  ASSERT_TRUE(raw.ok());
+  DLTensor ta = a.dl(), tb = b.dl(), tc = c.dl();
+  KilnValue values[3];
+  values[0].v_tensor = &ta;
+  values[1].v_tensor = &tb;
+  values[2].v_tensor = &tc;
+  int32_t kinds[3] = {KILN_ARG_TENSOR, KILN_ARG_TENSOR, KILN_ARG_TENSOR};
+  struct Ctx {
+    KilnContext ctx;
+    std::string error;
+  } state;
+  state.ctx.set_error = [](KilnContext* c, const char* m) { reinterpret_cast<Ctx*>(c)->error = m; };
+  state.ctx.parallel_for = nullptr;
+  ta.data = nullptr;
+  EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 1);
+  EXPECT_THAT(state.error, HasSubstr("argument 0 (A) has no data"));
+  ta = a.dl();
+  int64_t strides[2] = {16, 1};  // rows 16 apart: not compact
+  ta.strides = strides;
+  EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 1);
+  EXPECT_THAT(state.error, HasSubstr("argument 0 (A) must be compact"));
+  int64_t compact[2] = {8, 1};
+  ta.strides = compact;
+  EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 0);
+}
+
+TEST(CodegenCrossTest, BuildsAnAarch64SharedLibrary) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<std::string> so =
+      BuildKernelLibrary(*mod, "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
+  ASSERT_TRUE(so.ok()) << so.status();
+  ASSERT_GE(so->size(), sizeof(Elf64_Ehdr));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, so->data(), sizeof(eh));
+  EXPECT_EQ(std::memcmp(eh.e_ident, ELFMAG, SELFMAG), 0);
+  EXPECT_EQ(eh.e_machine, EM_AARCH64);
+  EXPECT_EQ(eh.e_type, ET_DYN);
+  // The exported kernels and the ABI version are in the dynamic symbol table's strings.
+  for (const char* symbol : {"add_bias", "matmul", "scale", "kiln_abi_version"}) {
+    EXPECT_NE(so->find(std::string(symbol) + '\0'), std::string::npos) << symbol;
+  }
+  // And this x86-64 host refuses to load it, clearly.
+  EXPECT_THAT(runtime::KernelLibrary::LoadFromMemory(*so, "arm").status().message(),
+              HasSubstr("machine type 183"));
+}
+
+TEST(CodegenTargetTest, ParsesTargets) {
+  EXPECT_TRUE(ParseTarget("llvm").ok());
+  absl::StatusOr<LlvmTargetInfo> arm =
+      ParseTarget("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
+  ASSERT_TRUE(arm.ok()) << arm.status();
+  EXPECT_EQ(arm->cpu, "cortex-a72");
+  EXPECT_THAT(ParseTarget("cuda").status().message(), HasSubstr("unknown target 'cuda'"));
+  EXPECT_THAT(ParseTarget("llvm -mattr=+avx").status().message(),
+              HasSubstr("unknown option '-mattr=+avx'"));
+}
+
+}  // namespace
+}  // namespace kiln::codegen
