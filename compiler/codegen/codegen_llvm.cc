@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "compiler/ir/printer.h"
+#include "compiler/ir/tir_functor.h"
 #include "compiler/tir/transforms.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
@@ -59,6 +62,26 @@ class KernelCodeGen {
     context_ = llvm::StructType::create(ctx, {ptr_, ptr_, ptr_}, "KilnContext");
   }
 
+  // Starts emitting into `fn`: an entry block (where `make_ctx` produces the KilnContext
+  // pointer), and the shared failure exit that reports a message through it and returns 1.
+  void OpenFunction(llvm::Function* fn, const std::function<llvm::Value*()>& make_ctx) {
+    fn_ = fn;
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(entry_);
+    ctx_arg_ = make_ctx();
+    fail_ = llvm::BasicBlock::Create(ctx_, "fail", fn_);
+    b_.SetInsertPoint(fail_);
+    fail_message_ = b_.CreatePHI(ptr_, 4, "message");
+    llvm::Value* set_error = b_.CreateLoad(ptr_, b_.CreateStructGEP(context_, ctx_arg_, 0));
+    b_.CreateCall(llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_}, false), set_error,
+                  {ctx_arg_, fail_message_});
+    b_.CreateRet(b_.getInt32(1));
+    b_.SetInsertPoint(entry_);
+  }
+  void CloseFunction() {
+    if (fail_message_->getNumIncomingValues() == 0) fail_->eraseFromParent();
+  }
+
   absl::Status Generate(const std::string& name, const PrimFuncNode& f) {
     name_ = name;
     vars_.clear();
@@ -69,18 +92,9 @@ class KernelCodeGen {
     llvm::Argument* args = fn_->getArg(0);
     llvm::Argument* kinds = fn_->getArg(1);
     llvm::Argument* num_args = fn_->getArg(2);
-    ctx_arg_ = fn_->getArg(3);
     for (int i = 0; i < 2; ++i) fn_->addParamAttr(i, llvm::Attribute::NoAlias);
 
-    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
-    fail_ = llvm::BasicBlock::Create(ctx_, "fail", fn_);
-    b_.SetInsertPoint(fail_);
-    fail_message_ = b_.CreatePHI(ptr_, 4, "message");
-    llvm::Value* set_error = b_.CreateLoad(ptr_, b_.CreateStructGEP(context_, ctx_arg_, 0));
-    b_.CreateCall(llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_}, false), set_error,
-                  {ctx_arg_, fail_message_});
-    b_.CreateRet(b_.getInt32(1));
-
+    OpenFunction(fn_, [&] { return static_cast<llvm::Value*>(fn_->getArg(3)); });
     b_.SetInsertPoint(entry_);
     Check(b_.CreateICmpEQ(num_args, b_.getInt32(static_cast<int32_t>(f.params.size()))),
           absl::StrCat(name, ": expected ", f.params.size(), " arguments"));
@@ -119,9 +133,7 @@ class KernelCodeGen {
     Stmt(f.body);
     if (!status_.ok()) return status_;
     b_.CreateRet(b_.getInt32(0));
-    if (fail_message_->getNumIncomingValues() == 0) {
-      fail_message_->addIncoming(llvm::ConstantPointerNull::get(ptr_), entry_);  // unreachable
-    }
+    CloseFunction();
     return status_;
   }
 
@@ -539,12 +551,18 @@ class KernelCodeGen {
   }
 
   void For(const ForNode& f) {
+    if (f.for_kind == ForKind::kParallel) return ParallelLoop(f);
     llvm::Value* min = Expr(f.min);
     llvm::Value* extent = min ? Expr(f.extent) : nullptr;
     if (!extent) return;
     llvm::Type* t = Type(f.loop_var->dtype);
     min = b_.CreateIntCast(min, t, true);
-    llvm::Value* end = b_.CreateAdd(min, b_.CreateIntCast(extent, t, true));
+    SerialLoop(f, min, b_.CreateAdd(min, b_.CreateIntCast(extent, t, true)));
+  }
+
+  // for (loop_var = begin; loop_var < end; ++loop_var) body, with the schedule's loop hints.
+  void SerialLoop(const ForNode& f, llvm::Value* begin, llvm::Value* end) {
+    llvm::Type* t = begin->getType();
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "for", fn_);
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "for_body", fn_);
@@ -552,7 +570,7 @@ class KernelCodeGen {
     b_.CreateBr(head);
     b_.SetInsertPoint(head);
     llvm::PHINode* i = b_.CreatePHI(t, 2, f.loop_var->name);
-    i->addIncoming(min, pre);
+    i->addIncoming(begin, pre);
     b_.CreateCondBr(b_.CreateICmpSLT(i, end), body, done);
     b_.SetInsertPoint(body);
     vars_[f.loop_var.get()] = i;
@@ -561,8 +579,6 @@ class KernelCodeGen {
     llvm::Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(t, 1), "", false, true);
     llvm::BranchInst* back = b_.CreateBr(head);
     i->addIncoming(next, b_.GetInsertBlock());
-    // Hints for the loop passes: vectorize / unroll what the schedule asked for. (Parallel loops
-    // run serially until outlining onto parallel_for lands.)
     if (f.for_kind == ForKind::kVectorized || f.for_kind == ForKind::kUnrolled) {
       llvm::MDNode* hint =
           llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, f.for_kind == ForKind::kVectorized
@@ -574,6 +590,123 @@ class KernelCodeGen {
       back->setMetadata(llvm::LLVMContext::MD_loop, loop);
     }
     b_.SetInsertPoint(done);
+  }
+
+  // A parallel loop: its body becomes a task function running one chunk of the iterations,
+  // launched through ctx->parallel_for with the values it uses passed in a closure struct.
+  void ParallelLoop(const ForNode& f) {
+    llvm::Value* min = Expr(f.min);
+    llvm::Value* extent = min ? Expr(f.extent) : nullptr;
+    if (!extent) return;
+    min = b_.CreateIntCast(min, i64_, true);
+    extent = b_.CreateIntCast(extent, i64_, true);
+    // What the body uses from outside: variables and buffers.
+    struct Uses : StmtExprVisitor {
+      void VisitExpr(const PrimExpr& e) override {
+        if (const auto* v = e.as<VarNode>()) vars.push_back(v);
+        if (const auto* l = e.as<BufferLoadNode>()) buffers.push_back(l->buffer.get());
+        StmtExprVisitor::VisitExpr(e);
+      }
+      void VisitStmt(const ir::Stmt& s) override {
+        if (const auto* st = s.as<BufferStoreNode>()) buffers.push_back(st->buffer.get());
+        StmtExprVisitor::VisitStmt(s);
+      }
+      std::vector<const VarNode*> vars;
+      std::vector<const BufferNode*> buffers;
+    } uses;
+    uses.VisitStmt(f.body);
+    std::vector<const Object*> vars, buffers;
+    std::vector<llvm::Type*> fields = {ptr_, i64_, i64_};  // ctx, min, extent
+    for (const VarNode* v : uses.vars) {
+      if (vars_.count(v) == 0 || std::find(vars.begin(), vars.end(), v) != vars.end()) continue;
+      vars.push_back(v);
+      fields.push_back(vars_[v]->getType());
+    }
+    for (const BufferNode* bn : uses.buffers) {
+      if (buffers_.count(bn) == 0 || std::find(buffers.begin(), buffers.end(), bn) != buffers.end())
+        continue;
+      buffers.push_back(bn);
+      fields.push_back(ptr_);
+      for (size_t d = 0; d < buffers_[bn].strides.size(); ++d) fields.push_back(i64_);
+    }
+    llvm::StructType* closure_ty = llvm::StructType::get(ctx_, fields);
+    llvm::AllocaInst* closure;
+    {
+      llvm::IRBuilder<> entry(entry_, entry_->begin());
+      closure = entry.CreateAlloca(closure_ty);
+    }
+    unsigned slot = 0;
+    auto store = [&](llvm::Value* v) {
+      b_.CreateStore(v, b_.CreateStructGEP(closure_ty, closure, slot++));
+    };
+    store(ctx_arg_);
+    store(min);
+    store(extent);
+    for (const Object* v : vars) store(vars_[v]);
+    for (const Object* bn : buffers) {
+      store(buffers_[bn].data);
+      for (llvm::Value* stride : buffers_[bn].strides) store(stride);
+    }
+    // At most 64 tasks: enough to balance the pool, few enough to amortize the launch.
+    llvm::Value* num_tasks =
+        b_.CreateSelect(b_.CreateICmpSLT(extent, b_.getInt64(64)), extent, b_.getInt64(64));
+    num_tasks =
+        b_.CreateSelect(b_.CreateICmpSLT(num_tasks, b_.getInt64(1)), b_.getInt64(1), num_tasks);
+
+    // Emit the task with the generator's state saved.
+    llvm::Function* saved_fn = fn_;
+    llvm::Value* saved_ctx = ctx_arg_;
+    llvm::BasicBlock *saved_entry = entry_, *saved_fail = fail_, *saved_block = b_.GetInsertBlock();
+    llvm::PHINode* saved_message = fail_message_;
+    auto saved_vars = vars_;
+    auto saved_buffers = buffers_;
+
+    llvm::Function* task = llvm::Function::Create(
+        llvm::FunctionType::get(i32_, {i64_, i64_, ptr_}, false), llvm::Function::InternalLinkage,
+        absl::StrCat(name_, "_parallel"), module_);
+    llvm::Argument* arg = task->getArg(2);
+    unsigned field = 0;
+    auto load = [&](llvm::Type* t) {
+      return b_.CreateLoad(t, b_.CreateStructGEP(closure_ty, arg, field++));
+    };
+    OpenFunction(task, [&] { return static_cast<llvm::Value*>(load(ptr_)); });
+    vars_.clear();  // the task sees only what the closure carries
+    buffers_.clear();
+    llvm::Value* task_min = load(i64_);
+    llvm::Value* task_extent = load(i64_);
+    for (const Object* v : vars) vars_[v] = load(fields[field]);
+    for (const Object* bn : buffers) {
+      BufferInfo info = saved_buffers[bn];
+      info.data = load(ptr_);
+      for (llvm::Value*& stride : info.strides) stride = load(i64_);
+      buffers_[bn] = info;
+    }
+    llvm::Value* index = task->getArg(0);
+    llvm::Value* count = task->getArg(1);
+    llvm::Value* chunk =
+        b_.CreateSDiv(b_.CreateAdd(task_extent, b_.CreateSub(count, b_.getInt64(1))), count);
+    llvm::Value* begin = b_.CreateAdd(task_min, b_.CreateMul(index, chunk));
+    llvm::Value* stop = b_.CreateAdd(task_min, task_extent);
+    llvm::Value* end = b_.CreateAdd(begin, chunk);
+    end = b_.CreateSelect(b_.CreateICmpSLT(end, stop), end, stop);
+    llvm::Type* t = Type(f.loop_var->dtype);
+    SerialLoop(f, b_.CreateIntCast(begin, t, true), b_.CreateIntCast(end, t, true));
+    b_.CreateRet(b_.getInt32(0));
+    CloseFunction();
+
+    fn_ = saved_fn;
+    ctx_arg_ = saved_ctx;
+    entry_ = saved_entry;
+    fail_ = saved_fail;
+    fail_message_ = saved_message;
+    vars_ = saved_vars;
+    buffers_ = saved_buffers;
+    b_.SetInsertPoint(saved_block);
+    if (!status_.ok()) return;
+    llvm::Value* launch = b_.CreateLoad(ptr_, b_.CreateStructGEP(context_, ctx_arg_, 1));
+    llvm::FunctionType* launch_ty = llvm::FunctionType::get(i32_, {ptr_, i64_, ptr_, ptr_}, false);
+    llvm::Value* rc = b_.CreateCall(launch_ty, launch, {ctx_arg_, num_tasks, task, closure});
+    Check(b_.CreateICmpEQ(rc, b_.getInt32(0)), absl::StrCat(name_, ": a parallel task failed"));
   }
 
   void Allocate(const AllocateNode& a) {

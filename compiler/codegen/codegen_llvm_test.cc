@@ -125,6 +125,12 @@ TEST_F(CodegenTest, SymbolicSizeBoundFromTheShape) {
     ASSERT_TRUE(Kernel("scale")({Value(a), Value(b), Value(0.5)}).ok());
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(F(b)[i], F(a)[i] * 0.5f);
   }
+  // The parallel loop on a real pool, with more iterations than tasks.
+  auto pool = std::make_shared<runtime::ThreadPool>(2);
+  Function parallel = *(*library_)->GetFunction("scale", pool);
+  Tensor big = Random({100003}, 8), out = Make({100003}, "float32");
+  ASSERT_TRUE(parallel({Value(big), Value(out), Value(2.0)}).ok());
+  for (int64_t i = 0; i < 100003; ++i) ASSERT_EQ(F(out)[i], F(big)[i] * 2.0f) << i;
   // n is bound by A and checked against B.
   Tensor a = Random({4}, 6), b = Make({5}, "float32");
   EXPECT_THAT(Kernel("scale")({Value(a), Value(b), Value(1.0)}).status().message(),
