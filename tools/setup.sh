@@ -20,6 +20,8 @@ PACKAGES=(
   nlohmann-json3-dev
   # Fuzzing (clang with libFuzzer and AddressSanitizer).
   clang libclang-rt-14-dev
+  # Peers for kernel benchmarks.
+  libopenblas-dev
   # Command line.
   libcli11-dev
   # Embedded state store.
