@@ -2,8 +2,6 @@
 //   - float32 matmul n x n x n against OpenBLAS cblas_sgemm, on 1 and 2 threads;
 //   - a 16M-element float32 add against memcpy of the same bytes (bandwidth);
 //   - compile time of a module of 100 kernels.
-// Kiln's kernels here are written in the loop order a default schedule would produce
-// (parallel rows, k outside the contiguous j loop) until the scheduler provides them.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -17,6 +15,8 @@
 namespace kiln {
 namespace {
 
+// Written as TVM prints unscheduled TensorIR: the default schedule (tir/default_schedule.h)
+// decides the loop order, parallelism and vectorization.
 constexpr const char* kKernels = R"(
 @I.ir_module
 class Module:
@@ -26,12 +26,14 @@ class Module:
         A = T.match_buffer(a, (n, n), "float32")
         B = T.match_buffer(b, (n, n), "float32")
         C = T.match_buffer(c, (n, n), "float32")
-        for i in T.parallel(n):
-            for j in range(n):
-                C[i, j] = T.float32(0)
-            for k in range(n):
-                for j in range(n):
-                    C[i, j] = C[i, j] + A[i, k] * B[k, j]
+        for i, j, k in T.grid(n, n, n):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
     @T.prim_func
     def add(a: T.handle, b: T.handle, c: T.handle):
@@ -39,8 +41,12 @@ class Module:
         A = T.match_buffer(a, (n,), "float32")
         B = T.match_buffer(b, (n,), "float32")
         C = T.match_buffer(c, (n,), "float32")
-        for i in T.parallel(n):
-            C[i] = A[i] + B[i]
+        for i in range(n):
+            with T.block("C"):
+                vi = T.axis.spatial(n, i)
+                T.reads(A[vi], B[vi])
+                T.writes(C[vi])
+                C[vi] = A[vi] + B[vi]
 )";
 
 runtime::KernelLibrary& Library() {
@@ -48,7 +54,8 @@ runtime::KernelLibrary& Library() {
     absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels);
     absl::StatusOr<std::string> so = codegen::BuildKernelLibrary(*mod, "llvm");
     if (!so.ok()) std::abort();
-    return new std::shared_ptr<runtime::KernelLibrary>(*runtime::KernelLibrary::LoadFromMemory(*so, "bench"));
+    return new std::shared_ptr<runtime::KernelLibrary>(
+        *runtime::KernelLibrary::LoadFromMemory(*so, "bench"));
   }();
   return **lib;
 }
@@ -72,7 +79,8 @@ void BM_KilnMatmul(benchmark::State& state) {
   for (auto _ : state) {
     if (!fn(args).ok()) state.SkipWithError("kernel failed");
   }
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate);
 }
 
 void BM_OpenBlasSgemm(benchmark::State& state) {
@@ -80,10 +88,12 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
   openblas_set_num_threads(static_cast<int>(state.range(1)));
   runtime::Tensor a = RandomTensor({n, n}), b = RandomTensor({n, n}), c = RandomTensor({n, n});
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, static_cast<float*>(a.data()), n,
-                static_cast<float*>(b.data()), n, 0.0f, static_cast<float*>(c.data()), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                static_cast<float*>(a.data()), n, static_cast<float*>(b.data()), n, 0.0f,
+                static_cast<float*>(c.data()), n);
   }
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate);
 }
 
 void MatmulArgs(benchmark::internal::Benchmark* b) {
@@ -99,7 +109,8 @@ constexpr int64_t kAddElements = 16 * 1024 * 1024;
 void BM_KilnAdd16M(benchmark::State& state) {
   auto pool = std::make_shared<runtime::ThreadPool>(static_cast<int>(state.range(0)));
   runtime::Function fn = *Library().GetFunction("add", pool);
-  runtime::Tensor a = RandomTensor({kAddElements}), b = RandomTensor({kAddElements}), c = RandomTensor({kAddElements});
+  runtime::Tensor a = RandomTensor({kAddElements}), b = RandomTensor({kAddElements}),
+                  c = RandomTensor({kAddElements});
   std::vector<runtime::Value> args = {a, b, c};
   for (auto _ : state) {
     if (!fn(args).ok()) state.SkipWithError("kernel failed");
@@ -124,12 +135,19 @@ BENCHMARK(BM_Memcpy16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 void BM_Compile100Kernels(benchmark::State& state) {
   std::string text = "@I.ir_module\nclass Module:\n";
   for (int k = 0; k < 50; ++k) {
-    absl::StrAppend(&text, "    @T.prim_func\n    def mm", k, "(A: T.Buffer((64, 64), \"float32\"), B: T.Buffer((64, 64), \"float32\"), C: T.Buffer((64, 64), \"float32\")):\n",
-                    "        for i, j, kk in T.grid(64, 64, 64):\n            with T.block(\"C\"):\n",
-                    "                vi, vj, vk = T.axis.remap(\"SSR\", [i, j, kk])\n                T.reads(A[vi, vk], B[vk, vj])\n                T.writes(C[vi, vj])\n",
-                    "                with T.init():\n                    C[vi, vj] = T.float32(0)\n                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]\n");
-    absl::StrAppend(&text, "    @T.prim_func\n    def add", k, "(A: T.Buffer((4096,), \"float32\"), B: T.Buffer((4096,), \"float32\")):\n",
-                    "        for i in range(4096):\n            B[i] = A[i] + T.float32(", k, ")\n");
+    absl::StrAppend(
+        &text, "    @T.prim_func\n    def mm", k,
+        "(A: T.Buffer((64, 64), \"float32\"), B: T.Buffer((64, 64), \"float32\"), C: T.Buffer((64, "
+        "64), \"float32\")):\n",
+        "        for i, j, kk in T.grid(64, 64, 64):\n            with T.block(\"C\"):\n",
+        "                vi, vj, vk = T.axis.remap(\"SSR\", [i, j, kk])\n                "
+        "T.reads(A[vi, vk], B[vk, vj])\n                T.writes(C[vi, vj])\n",
+        "                with T.init():\n                    C[vi, vj] = T.float32(0)\n            "
+        "    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]\n");
+    absl::StrAppend(&text, "    @T.prim_func\n    def add", k,
+                    "(A: T.Buffer((4096,), \"float32\"), B: T.Buffer((4096,), \"float32\")):\n",
+                    "        for i in range(4096):\n            B[i] = A[i] + T.float32(", k,
+                    ")\n");
   }
   absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
   if (!mod.ok()) {

@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/tir_functor.h"
+#include "compiler/tir/default_schedule.h"
 #include "compiler/tir/transforms.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
@@ -925,7 +926,7 @@ absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object) {
 absl::StatusOr<std::string> BuildKernelLibrary(const IRModule& mod, absl::string_view target) {
   absl::StatusOr<LlvmTargetInfo> info = ParseTarget(target);
   if (!info.ok()) return info.status();
-  absl::StatusOr<IRModule> lowered = tir::LowerTir(mod);
+  absl::StatusOr<IRModule> lowered = tir::LowerTir(tir::ApplyDefaultSchedule(mod));
   if (!lowered.ok()) return lowered.status();
   absl::StatusOr<std::string> object = CompileToObject(*lowered, *info);
   if (!object.ok()) return object.status();

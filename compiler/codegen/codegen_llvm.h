@@ -33,7 +33,8 @@ absl::StatusOr<std::string> CompileToObject(const ir::IRModule& lowered,
 // temporary files live in a private directory removed before returning.
 absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object);
 
-// LowerTir + CompileToObject + LinkSharedLibrary: the bytes of a loadable kernel library.
+// ApplyDefaultSchedule + LowerTir + CompileToObject + LinkSharedLibrary: the bytes of a loadable
+// kernel library.
 absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target);
 
 }  // namespace kiln::codegen

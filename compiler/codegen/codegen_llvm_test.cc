@@ -191,7 +191,12 @@ TEST_F(CodegenTest, EveryWrongArgumentIsAClearError) {
     std::string error;
   } state;
   state.ctx.set_error = [](KilnContext* c, const char* m) { reinterpret_cast<Ctx*>(c)->error = m; };
-  state.ctx.parallel_for = nullptr;
+  state.ctx.parallel_for = [](KilnContext*, int64_t n, KilnParallelTask task, void* closure) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (int32_t rc = task(i, n, closure); rc != 0) return rc;
+    }
+    return 0;
+  };
   ta.data = nullptr;
   EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 1);
   EXPECT_THAT(state.error, HasSubstr("argument 0 (A) has no data"));

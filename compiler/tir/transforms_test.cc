@@ -2,6 +2,7 @@
 
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
+#include "compiler/tir/default_schedule.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -66,6 +67,35 @@ class Module:
   ASSERT_FALSE(lowered.ok());
   EXPECT_THAT(lowered.status().message(),
               HasSubstr("in PrimFunc 'f': block 'row': match_buffer is not supported"));
+}
+
+TEST(DefaultScheduleTest, MatmulBecomesParallelRowsWithKOutsideAVectorizedJ) {
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def matmul(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 2), "float32"), C: T.Buffer((4, 2), "float32")):
+        for i, j, k in T.grid(4, 2, 8):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+)";
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  std::string scheduled = script::PrintScript(ApplyDefaultSchedule(*mod));
+  EXPECT_THAT(scheduled, HasSubstr("for i in T.parallel(4):\n            for k in range(8):\n"
+                                   "                for j in T.vectorized(2):\n"));
+  // Already scheduled functions are left alone.
+  std::string marked = std::string(text);
+  marked.replace(marked.find("        for i, j, k"), 0,
+                 "        T.func_attr({\"tir.is_scheduled\": T.bool(True)})\n");
+  absl::StatusOr<ir::IRModule> kept = script::ParseScript(marked);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(script::PrintScript(ApplyDefaultSchedule(*kept)), script::PrintScript(*kept));
 }
 
 }  // namespace
