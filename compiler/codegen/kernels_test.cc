@@ -1,0 +1,158 @@
+// The operator kernels of testdata/kernels.py, compiled with the default schedule and run on 1
+// and 2 threads against plain C++ references.
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/script/script_parser.h"
+#include "gtest/gtest.h"
+#include "runtime/library.h"
+
+namespace kiln::codegen {
+namespace {
+
+using runtime::Tensor;
+using runtime::Value;
+
+class KernelsTest : public ::testing::TestWithParam<int> {
+ protected:
+  static void SetUpTestSuite() {
+    std::ifstream in("compiler/codegen/testdata/kernels.py");
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<ir::IRModule> mod = script::ParseScript(text.str(), "kernels.py");
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    absl::StatusOr<std::string> so = BuildKernelLibrary(*mod, "llvm");
+    ASSERT_TRUE(so.ok()) << so.status();
+    lib_ = new std::shared_ptr<runtime::KernelLibrary>(
+        *runtime::KernelLibrary::LoadFromMemory(*so, "kernels"));
+  }
+  absl::Status Run(const char* kernel, std::vector<Value> args) {
+    auto pool = std::make_shared<runtime::ThreadPool>(GetParam());
+    absl::StatusOr<runtime::Function> fn = (*lib_)->GetFunction(kernel, pool);
+    if (!fn.ok()) return fn.status();
+    return (*fn)(args).status();
+  }
+  template <typename T>
+  static Tensor Filled(std::vector<int64_t> shape, const char* dtype, uint32_t seed, double lo,
+                       double hi) {
+    Tensor t = *Tensor::Empty(shape, *runtime::ParseDataType(dtype));
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> dist(lo, hi);
+    for (int64_t i = 0; i < t.NumElements(); ++i)
+      static_cast<T*>(t.data())[i] = static_cast<T>(dist(rng));
+    return t;
+  }
+  template <typename T>
+  static const T* P(const Tensor& t) {
+    return static_cast<const T*>(t.data());
+  }
+  static std::shared_ptr<runtime::KernelLibrary>* lib_;
+};
+std::shared_ptr<runtime::KernelLibrary>* KernelsTest::lib_ = nullptr;
+
+TEST_P(KernelsTest, Int8BroadcastAddWraps) {
+  Tensor a = Filled<int8_t>({3, 5}, "int8", 1, -128, 127),
+         b = Filled<int8_t>({5}, "int8", 2, -128, 127);
+  Tensor c = Filled<int8_t>({3, 5}, "int8", 3, 0, 0);
+  ASSERT_TRUE(Run("add_int8", {a, b, c}).ok());
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 5; ++j) {
+      EXPECT_EQ(P<int8_t>(c)[i * 5 + j],
+                static_cast<int8_t>(P<int8_t>(a)[i * 5 + j] + P<int8_t>(b)[j]));
+    }
+  }
+}
+
+TEST_P(KernelsTest, Float64MultiplyAdd) {
+  Tensor a = Filled<double>({7}, "float64", 4, -3, 3), b = Filled<double>({7}, "float64", 5, -3, 3);
+  Tensor c = Filled<double>({7}, "float64", 6, 0, 0);
+  ASSERT_TRUE(Run("mul_f64", {a, b, c}).ok());
+  for (int i = 0; i < 7; ++i)
+    EXPECT_DOUBLE_EQ(P<double>(c)[i], P<double>(a)[i] * P<double>(b)[i] + 0.5);
+}
+
+TEST_P(KernelsTest, BoolOutputs) {
+  Tensor a = Filled<float>({6}, "float32", 7, -1, 1), b = Filled<float>({6}, "float32", 8, -1, 1);
+  Tensor c = *Tensor::Empty({6}, *runtime::ParseDataType("bool"));
+  ASSERT_TRUE(Run("greater", {a, b, c}).ok());
+  for (int i = 0; i < 6; ++i) {
+    bool ref = P<float>(a)[i] > P<float>(b)[i] && P<float>(a)[i] > 0;
+    EXPECT_EQ(P<uint8_t>(c)[i], ref ? 1 : 0) << i;
+  }
+}
+
+TEST_P(KernelsTest, RowSumReduction) {
+  Tensor a = Filled<float>({5, 33}, "float32", 9, -1, 1),
+         s = Filled<float>({5}, "float32", 10, 5, 5);
+  ASSERT_TRUE(Run("row_sum", {a, s}).ok());
+  for (int i = 0; i < 5; ++i) {
+    double ref = 0;
+    for (int k = 0; k < 33; ++k) ref += P<float>(a)[i * 33 + k];
+    EXPECT_NEAR(P<float>(s)[i], ref, 1e-5) << i;
+  }
+}
+
+TEST_P(KernelsTest, Softmax) {
+  Tensor a = Filled<float>({4, 16}, "float32", 11, -4, 4),
+         y = Filled<float>({4, 16}, "float32", 12, 0, 0);
+  ASSERT_TRUE(Run("softmax", {a, y}).ok());
+  for (int i = 0; i < 4; ++i) {
+    double m = -1e30, sum = 0;
+    for (int j = 0; j < 16; ++j) m = std::max(m, static_cast<double>(P<float>(a)[i * 16 + j]));
+    for (int j = 0; j < 16; ++j) sum += std::exp(P<float>(a)[i * 16 + j] - m);
+    for (int j = 0; j < 16; ++j) {
+      EXPECT_NEAR(P<float>(y)[i * 16 + j], std::exp(P<float>(a)[i * 16 + j] - m) / sum, 1e-6)
+          << i << "," << j;
+    }
+  }
+}
+
+TEST_P(KernelsTest, Conv2dNchw) {
+  Tensor x = Filled<float>({1, 3, 8, 8}, "float32", 13, -1, 1),
+         w = Filled<float>({4, 3, 3, 3}, "float32", 14, -1, 1);
+  Tensor y = Filled<float>({1, 4, 6, 6}, "float32", 15, 9, 9);
+  ASSERT_TRUE(Run("conv2d_nchw", {x, w, y}).ok());
+  for (int k = 0; k < 4; ++k) {
+    for (int oh = 0; oh < 6; ++oh) {
+      for (int ow = 0; ow < 6; ++ow) {
+        double ref = 0;
+        for (int c = 0; c < 3; ++c) {
+          for (int r = 0; r < 3; ++r) {
+            for (int s = 0; s < 3; ++s) {
+              ref += static_cast<double>(P<float>(x)[(c * 8 + oh + r) * 8 + ow + s]) *
+                     P<float>(w)[((k * 3 + c) * 3 + r) * 3 + s];
+            }
+          }
+        }
+        EXPECT_NEAR(P<float>(y)[(k * 6 + oh) * 6 + ow], ref, 1e-5);
+      }
+    }
+  }
+}
+
+TEST_P(KernelsTest, MaxPool) {
+  Tensor x = Filled<float>({1, 2, 8, 8}, "float32", 16, -5, 5),
+         y = Filled<float>({1, 2, 4, 4}, "float32", 17, 0, 0);
+  ASSERT_TRUE(Run("max_pool", {x, y}).ok());
+  for (int c = 0; c < 2; ++c) {
+    for (int oh = 0; oh < 4; ++oh) {
+      for (int ow = 0; ow < 4; ++ow) {
+        float ref = -std::numeric_limits<float>::infinity();
+        for (int r = 0; r < 2; ++r) {
+          for (int s = 0; s < 2; ++s)
+            ref = std::max(ref, P<float>(x)[(c * 8 + oh * 2 + r) * 8 + ow * 2 + s]);
+        }
+        EXPECT_EQ(P<float>(y)[(c * 4 + oh) * 4 + ow], ref);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, KernelsTest, ::testing::Values(1, 2));
+
+}  // namespace
+}  // namespace kiln::codegen

@@ -1,0 +1,99 @@
+# Kernels for compiler/codegen/kernels_test.cc: each is compiled with the default schedule,
+# run, and compared with a plain C++ reference.
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add_int8(A: T.Buffer((3, 5), "int8"), B: T.Buffer((5,), "int8"), C: T.Buffer((3, 5), "int8")):
+        for i, j in T.grid(3, 5):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(A[vi, vj], B[vj])
+                T.writes(C[vi, vj])
+                C[vi, vj] = A[vi, vj] + B[vj]
+
+    @T.prim_func
+    def mul_f64(A: T.Buffer((7,), "float64"), B: T.Buffer((7,), "float64"), C: T.Buffer((7,), "float64")):
+        for i in range(7):
+            with T.block("C"):
+                vi = T.axis.spatial(7, i)
+                T.reads(A[vi], B[vi])
+                T.writes(C[vi])
+                C[vi] = A[vi] * B[vi] + T.float64(0.5)
+
+    @T.prim_func
+    def greater(A: T.Buffer((6,), "float32"), B: T.Buffer((6,), "float32"), C: T.Buffer((6,), "bool")):
+        for i in range(6):
+            with T.block("C"):
+                vi = T.axis.spatial(6, i)
+                T.reads(A[vi], B[vi])
+                T.writes(C[vi])
+                C[vi] = A[vi] > B[vi] and A[vi] > T.float32(0)
+
+    @T.prim_func
+    def row_sum(A: T.Buffer((5, 33), "float32"), S: T.Buffer((5,), "float32")):
+        for i, k in T.grid(5, 33):
+            with T.block("S"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                T.reads(A[vi, vk])
+                T.writes(S[vi])
+                with T.init():
+                    S[vi] = T.float32(0)
+                S[vi] = S[vi] + A[vi, vk]
+
+    @T.prim_func
+    def softmax(A: T.Buffer((4, 16), "float32"), Y: T.Buffer((4, 16), "float32")):
+        with T.block("root"):
+            T.reads()
+            T.writes()
+            row_max = T.alloc_buffer((4,), "float32")
+            row_sum = T.alloc_buffer((4,), "float32")
+            for i, k in T.grid(4, 16):
+                with T.block("max"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    T.reads(A[vi, vk])
+                    T.writes(row_max[vi])
+                    with T.init():
+                        row_max[vi] = T.float32("-inf")
+                    row_max[vi] = T.max(row_max[vi], A[vi, vk])
+            for i, j in T.grid(4, 16):
+                with T.block("exp"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(A[vi, vj], row_max[vi])
+                    T.writes(Y[vi, vj])
+                    Y[vi, vj] = T.exp(A[vi, vj] - row_max[vi])
+            for i, k in T.grid(4, 16):
+                with T.block("sum"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    T.reads(Y[vi, vk])
+                    T.writes(row_sum[vi])
+                    with T.init():
+                        row_sum[vi] = T.float32(0)
+                    row_sum[vi] = row_sum[vi] + Y[vi, vk]
+            for i, j in T.grid(4, 16):
+                with T.block("norm"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(Y[vi, vj], row_sum[vi])
+                    T.writes(Y[vi, vj])
+                    Y[vi, vj] = Y[vi, vj] / row_sum[vi]
+
+    @T.prim_func
+    def conv2d_nchw(X: T.Buffer((1, 3, 8, 8), "float32"), W: T.Buffer((4, 3, 3, 3), "float32"), Y: T.Buffer((1, 4, 6, 6), "float32")):
+        for n, k, oh, ow, c, r, s in T.grid(1, 4, 6, 6, 3, 3, 3):
+            with T.block("conv"):
+                vn, vk, voh, vow, vc, vr, vs = T.axis.remap("SSSSRRR", [n, k, oh, ow, c, r, s])
+                T.reads(X[vn, vc, voh + vr, vow + vs], W[vk, vc, vr, vs])
+                T.writes(Y[vn, vk, voh, vow])
+                with T.init():
+                    Y[vn, vk, voh, vow] = T.float32(0)
+                Y[vn, vk, voh, vow] = Y[vn, vk, voh, vow] + X[vn, vc, voh + vr, vow + vs] * W[vk, vc, vr, vs]
+
+    @T.prim_func
+    def max_pool(X: T.Buffer((1, 2, 8, 8), "float32"), Y: T.Buffer((1, 2, 4, 4), "float32")):
+        for n, c, oh, ow, r, s in T.grid(1, 2, 4, 4, 2, 2):
+            with T.block("pool"):
+                vn, vc, voh, vow, vr, vs = T.axis.remap("SSSSRR", [n, c, oh, ow, r, s])
+                T.reads(X[vn, vc, voh * 2 + vr, vow * 2 + vs])
+                T.writes(Y[vn, vc, voh, vow])
+                with T.init():
+                    Y[vn, vc, voh, vow] = T.float32("-inf")
+                Y[vn, vc, voh, vow] = T.max(Y[vn, vc, voh, vow], X[vn, vc, voh * 2 + vr, vow * 2 + vs])
