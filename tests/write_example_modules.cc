@@ -27,9 +27,10 @@ bool Write(const std::string& path, const std::string& bytes) {
 
 IRModule Main(std::vector<Var> params, Expr body) {
   IRModuleBuilder b;
-  (void)b.Add(MakeGlobalVar("main"),
-              MakeFunction(std::move(params), body, nullptr, true,
-                           kiln::ir::WithAttr({}, "global_symbol", Make<kiln::ir::StringImmNode>("main"))));
+  (void)b.Add(
+      MakeGlobalVar("main"),
+      MakeFunction(std::move(params), body, nullptr, true,
+                   kiln::ir::WithAttr({}, "global_symbol", Make<kiln::ir::StringImmNode>("main"))));
   return b.Build();
 }
 
@@ -54,9 +55,10 @@ int main(int argc, char** argv) {
               a));
   IRModule mistyped = Main(
       {x, i}, MakeSeq({MakeBlock({MakeBinding(sum, MakeCall(GetOp("relax.add"), {x, i}))})}, sum));
-  bool ok = Write(dir + "/good.pb", kiln::wire::SerializeModule(kiln::ir::testing::SmallRelaxModule())) &&
-            Write(dir + "/illformed.pb", kiln::wire::SerializeModule(illformed)) &&
-            Write(dir + "/mistyped.pb", kiln::wire::SerializeModule(mistyped)) &&
-            Write(dir + "/garbage.pb", "\x08\xff\xff\xff this is not a module");
+  bool ok =
+      Write(dir + "/good.pb", kiln::wire::SerializeModule(kiln::ir::testing::SmallRelaxModule())) &&
+      Write(dir + "/illformed.pb", kiln::wire::SerializeModule(illformed)) &&
+      Write(dir + "/mistyped.pb", kiln::wire::SerializeModule(mistyped)) &&
+      Write(dir + "/garbage.pb", "\x08\xff\xff\xff this is not a module");
   return ok ? 0 : 1;
 }

@@ -1199,8 +1199,8 @@ class Builder {
       }
       case K::kSubscript: {
         const PyExpr& base = *e.args[0];
-        if (base.kind == K::kSubscript && base.args.size() == 2 &&
-            base.args[0]->kind == K::kName && base.args[0]->text == "metadata") {
+        if (base.kind == K::kSubscript && base.args.size() == 2 && base.args[0]->kind == K::kName &&
+            base.args[0]->text == "metadata") {
           return MetadataConstant(e);
         }
         if (e.args.size() != 2 || e.args[1]->kind != K::kInt)
