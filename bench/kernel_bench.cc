@@ -21,12 +21,33 @@ constexpr const char* kKernels = R"(
 @I.ir_module
 class Module:
     @T.prim_func
-    def matmul(a: T.handle, b: T.handle, c: T.handle):
-        n = T.int64()
-        A = T.match_buffer(a, (n, n), "float32")
-        B = T.match_buffer(b, (n, n), "float32")
-        C = T.match_buffer(c, (n, n), "float32")
-        for i, j, k in T.grid(n, n, n):
+    def matmul256(A: T.Buffer((256, 256), "float32"), B: T.Buffer((256, 256), "float32"), C: T.Buffer((256, 256), "float32")):
+        T.func_attr({"tir.noalias": T.bool(True)})
+        for i, j, k in T.grid(256, 256, 256):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    @T.prim_func
+    def matmul512(A: T.Buffer((512, 512), "float32"), B: T.Buffer((512, 512), "float32"), C: T.Buffer((512, 512), "float32")):
+        T.func_attr({"tir.noalias": T.bool(True)})
+        for i, j, k in T.grid(512, 512, 512):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    @T.prim_func
+    def matmul1024(A: T.Buffer((1024, 1024), "float32"), B: T.Buffer((1024, 1024), "float32"), C: T.Buffer((1024, 1024), "float32")):
+        T.func_attr({"tir.noalias": T.bool(True)})
+        for i, j, k in T.grid(1024, 1024, 1024):
             with T.block("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 T.reads(A[vi, vk], B[vk, vj])
@@ -41,6 +62,7 @@ class Module:
         A = T.match_buffer(a, (n,), "float32")
         B = T.match_buffer(b, (n,), "float32")
         C = T.match_buffer(c, (n,), "float32")
+        T.func_attr({"tir.noalias": T.bool(True)})
         for i in range(n):
             with T.block("C"):
                 vi = T.axis.spatial(n, i)
@@ -73,7 +95,7 @@ void BM_KilnMatmul(benchmark::State& state) {
   int64_t n = state.range(0);
   int threads = static_cast<int>(state.range(1));
   auto pool = std::make_shared<runtime::ThreadPool>(threads);
-  runtime::Function fn = *Library().GetFunction("matmul", pool);
+  runtime::Function fn = *Library().GetFunction(absl::StrCat("matmul", n), pool);
   runtime::Tensor a = RandomTensor({n, n}), b = RandomTensor({n, n}), c = RandomTensor({n, n});
   std::vector<runtime::Value> args = {a, b, c};
   for (auto _ : state) {

@@ -61,6 +61,11 @@ class KernelCodeGen {
     dltensor_ =
         llvm::StructType::create(ctx, {ptr_, device, i32_, dtype, ptr_, ptr_, i64_}, "DLTensor");
     context_ = llvm::StructType::create(ctx, {ptr_, ptr_, ptr_}, "KilnContext");
+    // a * b + c may become one fused multiply-add (as TVM and C compilers with -ffp-contract=fast
+    // do); no other fast-math liberties.
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    b_.setFastMathFlags(fmf);
   }
 
   // Starts emitting into `fn`: an entry block (where `make_ctx` produces the KilnContext
@@ -131,6 +136,7 @@ class KernelCodeGen {
       }
     }
     if (!status_.ok()) return status_;
+    AddAliasScopes(f);
     Stmt(f.body);
     if (!status_.ok()) return status_;
     b_.CreateRet(b_.getInt32(0));
@@ -143,7 +149,40 @@ class KernelCodeGen {
     llvm::Value* data;
     std::vector<llvm::Value*> strides;  // elements, row-major
     DataType dtype;
+    // With tir.noalias: this buffer's alias scope, and the scopes of the other parameters.
+    llvm::MDNode* scope = nullptr;
+    llvm::MDNode* noalias = nullptr;
   };
+
+  void Tag(llvm::Instruction* access, const BufferInfo& info) {
+    if (info.scope == nullptr) return;
+    access->setMetadata(llvm::LLVMContext::MD_alias_scope, info.scope);
+    access->setMetadata(llvm::LLVMContext::MD_noalias, info.noalias);
+  }
+
+  // tir.noalias: distinct buffer parameters never overlap; tell LLVM so that it can keep values
+  // in registers and vectorize without runtime overlap checks.
+  void AddAliasScopes(const PrimFuncNode& f) {
+    ObjectRef flag = GetAttr(f.attrs, "tir.noalias");
+    const auto* imm = flag.as<IntImmNode>();
+    if (imm == nullptr || imm->value == 0) return;
+    llvm::MDBuilder md(ctx_);
+    llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(name_);
+    std::vector<std::pair<BufferInfo*, llvm::MDNode*>> scopes;
+    for (const auto& [param, buffer] : f.buffer_map) {
+      auto it = buffers_.find(buffer.get());
+      if (it == buffers_.end()) continue;
+      scopes.emplace_back(&it->second, md.createAnonymousAliasScope(domain, buffer->name));
+    }
+    for (auto& [info, scope] : scopes) {
+      std::vector<llvm::Metadata*> others;
+      for (auto& [other_info, other] : scopes) {
+        if (other != scope) others.push_back(other);
+      }
+      info->scope = llvm::MDNode::get(ctx_, {scope});
+      info->noalias = llvm::MDNode::get(ctx_, others);
+    }
+  }
 
   void Fail(const std::string& message) {
     if (status_.ok()) status_ = absl::InvalidArgumentError(message);
@@ -379,7 +418,8 @@ class KernelCodeGen {
       llvm::Value* flat = info ? FlatIndex(*info, l->indices) : nullptr;
       if (!flat) return nullptr;
       llvm::Type* mem = MemType(info->dtype);
-      llvm::Value* v = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, info->data, flat));
+      llvm::LoadInst* v = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, info->data, flat));
+      Tag(v, *info);
       return info->dtype.is_bool() ? b_.CreateTrunc(v, i1_) : v;
     }
     if (const auto* l = e.as<LetNode>()) {
@@ -496,7 +536,7 @@ class KernelCodeGen {
       if (st->value->dtype != info->dtype) value = Cast(value, st->value->dtype, info->dtype);
       llvm::Type* mem = MemType(info->dtype);
       if (info->dtype.is_bool()) value = b_.CreateZExt(value, i8_);
-      b_.CreateStore(value, b_.CreateInBoundsGEP(mem, info->data, flat));
+      Tag(b_.CreateStore(value, b_.CreateInBoundsGEP(mem, info->data, flat)), *info);
     } else if (const auto* f = s.as<ForNode>()) {
       For(*f);
     } else if (const auto* l = s.as<LetStmtNode>()) {
@@ -764,9 +804,11 @@ std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const LlvmTargetInfo& tar
   std::string error;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(target.triple, error);
   if (t == nullptr) return nullptr;
+  llvm::TargetOptions options;
+  options.AllowFPOpFusion = llvm::FPOpFusion::Fast;  // honor the contract flags on fmul/fadd
   return std::unique_ptr<llvm::TargetMachine>(
-      t->createTargetMachine(target.triple, target.cpu, target.features, llvm::TargetOptions(),
-                             llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOpt::Aggressive));
+      t->createTargetMachine(target.triple, target.cpu, target.features, options, llvm::Reloc::PIC_,
+                             std::nullopt, llvm::CodeGenOpt::Aggressive));
 }
 
 absl::StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx,

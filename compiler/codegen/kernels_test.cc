@@ -152,6 +152,22 @@ TEST_P(KernelsTest, MaxPool) {
   }
 }
 
+// With tir.noalias: the buffers carry LLVM alias scopes.
+TEST_P(KernelsTest, NoaliasMatmul) {
+  Tensor a = Filled<float>({8, 16}, "float32", 18, -1, 1),
+         b = Filled<float>({16, 64}, "float32", 19, -1, 1);
+  Tensor c = Filled<float>({8, 64}, "float32", 20, 3, 3);
+  ASSERT_TRUE(Run("matmul_tiled", {a, b, c}).ok());
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 64; ++j) {
+      double ref = 0;
+      for (int k = 0; k < 16; ++k)
+        ref += static_cast<double>(P<float>(a)[i * 16 + k]) * P<float>(b)[k * 64 + j];
+      EXPECT_NEAR(P<float>(c)[i * 64 + j], ref, 1e-5) << i << "," << j;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, KernelsTest, ::testing::Values(1, 2));
 
 }  // namespace

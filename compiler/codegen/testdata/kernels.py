@@ -97,3 +97,15 @@ class Module:
                 with T.init():
                     Y[vn, vc, voh, vow] = T.float32("-inf")
                 Y[vn, vc, voh, vow] = T.max(Y[vn, vc, voh, vow], X[vn, vc, voh * 2 + vr, vow * 2 + vs])
+
+    @T.prim_func
+    def matmul_tiled(A: T.Buffer((8, 16), "float32"), B: T.Buffer((16, 64), "float32"), C: T.Buffer((8, 64), "float32")):
+        T.func_attr({"tir.noalias": T.bool(True)})
+        for i, j, k in T.grid(8, 64, 16):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
