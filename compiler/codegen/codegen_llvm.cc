@@ -189,8 +189,15 @@ class KernelCodeGen {
   }
 
   llvm::Type* Type(DataType t) {
+    if (t.lanes() > 1) {
+      if (t.is_bool()) {
+        Fail(absl::StrCat(name_, ": vectors of bool are not supported yet"));
+        return i32_;
+      }
+      return llvm::FixedVectorType::get(Type(t.element_of()), t.lanes());
+    }
     if (t.lanes() != 1) {
-      Fail(absl::StrCat(name_, ": vector type ", t.ToString(), " is not supported yet"));
+      Fail(absl::StrCat(name_, ": type ", t.ToString(), " has no lanes"));
       return i32_;
     }
     if (t.is_bool()) return i1_;
@@ -280,6 +287,11 @@ class KernelCodeGen {
     Check(b_.CreateICmpNE(data, llvm::ConstantPointerNull::get(ptr_)), what + " has no data");
     llvm::Value* offset = b_.CreateLoad(i64_, b_.CreateStructGEP(dltensor_, tensor, 6));
     data = b_.CreateGEP(i8_, data, offset);
+    if (int bytes = buffer->dtype.bytes(); bytes > 1) {  // typed loads need natural alignment
+      llvm::Value* misaligned = b_.CreateAnd(b_.CreatePtrToInt(data, i64_), b_.getInt64(bytes - 1));
+      Check(b_.CreateICmpEQ(misaligned, b_.getInt64(0)),
+            absl::StrCat(what, " must be aligned to ", bytes, " bytes"));
+    }
     if (const auto* eo = buffer->elem_offset.as<IntImmNode>(); eo == nullptr || eo->value != 0) {
       if (!buffer->elem_offset) return (void)Fail(what + ": a buffer without elem_offset");
       data = b_.CreateGEP(MemType(buffer->dtype), data, Index(buffer->elem_offset));
@@ -290,10 +302,43 @@ class KernelCodeGen {
   }
 
   // ---- Expressions ----
+  // An index as i64, or a vector of i64 for a vector index.
   llvm::Value* Index(const PrimExpr& e) {
     llvm::Value* v = Expr(e);
     if (!v) return nullptr;
-    return b_.CreateIntCast(v, i64_, !e->dtype.is_uint());
+    llvm::Type* t = i64_;
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) {
+      t = llvm::FixedVectorType::get(i64_, vt->getNumElements());
+    }
+    return b_.CreateIntCast(v, t, !e->dtype.is_uint());
+  }
+
+  // Makes `a` and `b` the same shape: a scalar meeting a vector is broadcast.
+  void Match(llvm::Value** a, llvm::Value** b) {
+    auto* va = llvm::dyn_cast<llvm::FixedVectorType>((*a)->getType());
+    auto* vb = llvm::dyn_cast<llvm::FixedVectorType>((*b)->getType());
+    if (va != nullptr && vb == nullptr) *b = b_.CreateVectorSplat(va->getNumElements(), *b);
+    if (vb != nullptr && va == nullptr) *a = b_.CreateVectorSplat(vb->getNumElements(), *a);
+  }
+
+  // The address of element `flat` of `info`: one pointer, or a vector of pointers.
+  llvm::Value* Address(const BufferInfo& info, llvm::Value* flat) {
+    return b_.CreateInBoundsGEP(MemType(info.dtype.element_of()), info.data, flat);
+  }
+
+  // For a vector access whose last index is Ramp(base, 1, lanes) and whose other indices are
+  // scalars: the scalar flat index of the first lane (a contiguous access), else null.
+  llvm::Value* ContiguousBase(const BufferInfo& info, const std::vector<PrimExpr>& indices) {
+    if (indices.empty()) return nullptr;
+    const auto* ramp = indices.back().as<RampNode>();
+    const auto* stride = ramp != nullptr ? ramp->stride.as<IntImmNode>() : nullptr;
+    if (stride == nullptr || stride->value != 1) return nullptr;
+    for (size_t d = 0; d + 1 < indices.size(); ++d) {
+      if (indices[d]->dtype.lanes() != 1) return nullptr;
+    }
+    std::vector<PrimExpr> scalar = indices;
+    scalar.back() = ramp->base;
+    return FlatIndex(info, scalar);
   }
 
   llvm::Value* FlatIndex(const BufferInfo& info, const std::vector<PrimExpr>& indices) {
@@ -306,7 +351,11 @@ class KernelCodeGen {
     for (size_t d = 0; d < indices.size(); ++d) {
       llvm::Value* i = Index(indices[d]);
       if (!i) return nullptr;
-      flat = b_.CreateAdd(flat, b_.CreateMul(i, info.strides[d], "", false, true), "", false, true);
+      llvm::Value* stride = info.strides[d];
+      Match(&i, &stride);
+      llvm::Value* term = b_.CreateMul(i, stride, "", false, true);
+      Match(&flat, &term);
+      flat = b_.CreateAdd(flat, term, "", false, true);
     }
     return flat;
   }
@@ -372,6 +421,10 @@ class KernelCodeGen {
                            b_.CreateFAdd(llvm::ConstantFP::get(t, 1.0), e));
     }
     if (c.op == "isnan") return b_.CreateFCmpUNO(args[0], args[0]);
+    if ((c.op == "tanh" || c.op == "erf" || c.op == "log1p") && c.dtype.lanes() > 1) {
+      Fail(absl::StrCat(name_, ": vector ", c.op, " is not supported yet"));
+      return nullptr;
+    }
     if (c.op == "tanh" || c.op == "erf" || c.op == "log1p") {
       // libm, resolved when the library is loaded.
       std::string fname = c.dtype.bits() == 32 ? c.op + "f" : c.op;
@@ -415,12 +468,41 @@ class KernelCodeGen {
     }
     if (const auto* l = e.as<BufferLoadNode>()) {
       const BufferInfo* info = BufferOf(l->buffer);
-      llvm::Value* flat = info ? FlatIndex(*info, l->indices) : nullptr;
+      if (!info) return nullptr;
+      if (t.lanes() > 1) {  // a vector load: contiguous, or a gather
+        llvm::Type* vec = Type(t);
+        if (llvm::Value* base = ContiguousBase(*info, l->indices)) {
+          llvm::LoadInst* v =
+              b_.CreateAlignedLoad(vec, Address(*info, base), llvm::Align(info->dtype.bytes()));
+          Tag(v, *info);
+          return v;
+        }
+        llvm::Value* flat = FlatIndex(*info, l->indices);
+        if (!flat) return nullptr;
+        if (!flat->getType()->isVectorTy()) flat = b_.CreateVectorSplat(t.lanes(), flat);
+        return b_.CreateMaskedGather(vec, Address(*info, flat), llvm::Align(info->dtype.bytes()));
+      }
+      llvm::Value* flat = FlatIndex(*info, l->indices);
       if (!flat) return nullptr;
       llvm::Type* mem = MemType(info->dtype);
       llvm::LoadInst* v = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, info->data, flat));
       Tag(v, *info);
-      return info->dtype.is_bool() ? b_.CreateTrunc(v, i1_) : v;
+      return info->dtype.is_bool() ? b_.CreateTrunc(v, i1_) : static_cast<llvm::Value*>(v);
+    }
+    if (const auto* r = e.as<RampNode>()) {
+      llvm::Value* base = Expr(r->base);
+      llvm::Value* stride = base ? Expr(r->stride) : nullptr;
+      if (!stride) return nullptr;
+      std::vector<llvm::Constant*> lanes;
+      for (int i = 0; i < r->lanes; ++i)
+        lanes.push_back(llvm::ConstantInt::get(base->getType(), i));
+      llvm::Value* steps = llvm::ConstantVector::get(lanes);
+      return b_.CreateAdd(b_.CreateVectorSplat(r->lanes, base),
+                          b_.CreateMul(b_.CreateVectorSplat(r->lanes, stride), steps));
+    }
+    if (const auto* bc = e.as<BroadcastNode>()) {
+      llvm::Value* v = Expr(bc->value);
+      return v ? b_.CreateVectorSplat(bc->lanes, v) : nullptr;
     }
     if (const auto* l = e.as<LetNode>()) {
       llvm::Value* v = Expr(l->value);
@@ -530,10 +612,24 @@ class KernelCodeGen {
       for (const ir::Stmt& x : seq->seq) Stmt(x);
     } else if (const auto* st = s.as<BufferStoreNode>()) {
       const BufferInfo* info = BufferOf(st->buffer);
-      llvm::Value* flat = info ? FlatIndex(*info, st->indices) : nullptr;
-      llvm::Value* value = flat ? Expr(st->value) : nullptr;
+      llvm::Value* value = info ? Expr(st->value) : nullptr;
       if (!value) return;
-      if (st->value->dtype != info->dtype) value = Cast(value, st->value->dtype, info->dtype);
+      DataType target = info->dtype.with_lanes(st->value->dtype.lanes());
+      if (st->value->dtype != target) value = Cast(value, st->value->dtype, target);
+      if (target.lanes() > 1) {  // a vector store: contiguous, or a scatter
+        if (llvm::Value* base = ContiguousBase(*info, st->indices)) {
+          Tag(b_.CreateAlignedStore(value, Address(*info, base), llvm::Align(info->dtype.bytes())),
+              *info);
+          return;
+        }
+        llvm::Value* flat = FlatIndex(*info, st->indices);
+        if (!flat) return;
+        if (!flat->getType()->isVectorTy()) flat = b_.CreateVectorSplat(target.lanes(), flat);
+        b_.CreateMaskedScatter(value, Address(*info, flat), llvm::Align(info->dtype.bytes()));
+        return;
+      }
+      llvm::Value* flat = FlatIndex(*info, st->indices);
+      if (!flat) return;
       llvm::Type* mem = MemType(info->dtype);
       if (info->dtype.is_bool()) value = b_.CreateZExt(value, i8_);
       Tag(b_.CreateStore(value, b_.CreateInBoundsGEP(mem, info->data, flat)), *info);

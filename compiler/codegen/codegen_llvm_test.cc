@@ -208,6 +208,9 @@ TEST_F(CodegenTest, EveryWrongArgumentIsAClearError) {
   int64_t compact[2] = {8, 1};
   ta.strides = compact;
   EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 0);
+  ta.byte_offset = 2;  // float32 data at an odd address
+  EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 1);
+  EXPECT_THAT(state.error, HasSubstr("argument 0 (A) must be aligned to 4 bytes"));
 }
 
 TEST(CodegenCrossTest, BuildsAnAarch64SharedLibrary) {

@@ -168,6 +168,20 @@ TEST_P(KernelsTest, NoaliasMatmul) {
   }
 }
 
+// Explicit vectors: contiguous Ramp loads/stores, a strided gather, vector math.
+TEST_P(KernelsTest, RampAndBroadcast) {
+  Tensor a = Filled<float>({64}, "float32", 21, -2, 2),
+         b = Filled<float>({64}, "float32", 22, 0, 0);
+  Tensor g = Filled<float>({16}, "float32", 23, 0, 0);
+  ASSERT_TRUE(Run("vector_ops", {a, b, g}).ok());
+  for (int j = 0; j < 64; ++j)
+    EXPECT_NEAR(P<float>(b)[j], std::exp(P<float>(a)[j]) + 1.0f,
+                1e-5f * (1 + std::exp(P<float>(a)[j])));
+  for (int i = 0; i < 4; ++i) {
+    for (int l = 0; l < 4; ++l) EXPECT_EQ(P<float>(g)[i * 4 + l], P<float>(a)[i + 16 * l]);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, KernelsTest, ::testing::Values(1, 2));
 
 }  // namespace

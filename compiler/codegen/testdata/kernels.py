@@ -109,3 +109,10 @@ class Module:
                 with T.init():
                     C[vi, vj] = T.float32(0)
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    @T.prim_func
+    def vector_ops(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"), G: T.Buffer((16,), "float32")):
+        for i in range(16):
+            B[T.Ramp(i * 4, 1, 4)] = T.exp(A[T.Ramp(i * 4, 1, 4)]) + T.Broadcast(T.float32(1), 4)
+        for i in range(4):
+            G[T.Ramp(i * 4, 1, 4)] = A[T.Ramp(i, 16, 4)]
