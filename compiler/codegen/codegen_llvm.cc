@@ -85,7 +85,23 @@ class KernelCodeGen {
     b_.SetInsertPoint(entry_);
   }
   void CloseFunction() {
-    if (fail_message_->getNumIncomingValues() == 0) fail_->eraseFromParent();
+    if (fail_message_->getNumIncomingValues() == 0) {
+      fail_->eraseFromParent();
+    } else if (!heap_.empty()) {
+      llvm::IRBuilder<> at(fail_, fail_->getFirstInsertionPt());
+      FreeHeap(at);
+    }
+    heap_.clear();
+  }
+  // Heap allocations are made in the entry block and released on every way out.
+  void FreeHeap(llvm::IRBuilder<>& at) {
+    llvm::FunctionCallee free_fn = module_->getOrInsertFunction(
+        "free", llvm::FunctionType::get(at.getVoidTy(), {ptr_}, false));
+    for (llvm::Value* p : heap_) at.CreateCall(free_fn, {p});
+  }
+  void ReturnSuccess() {
+    FreeHeap(b_);
+    b_.CreateRet(b_.getInt32(0));
   }
 
   absl::Status Generate(const std::string& name, const PrimFuncNode& f) {
@@ -139,7 +155,7 @@ class KernelCodeGen {
     AddAliasScopes(f);
     Stmt(f.body);
     if (!status_.ok()) return status_;
-    b_.CreateRet(b_.getInt32(0));
+    ReturnSuccess();
     CloseFunction();
     return status_;
   }
@@ -795,6 +811,8 @@ class KernelCodeGen {
     llvm::Value* saved_ctx = ctx_arg_;
     llvm::BasicBlock *saved_entry = entry_, *saved_fail = fail_, *saved_block = b_.GetInsertBlock();
     llvm::PHINode* saved_message = fail_message_;
+    std::vector<llvm::Value*> saved_heap = std::move(heap_);
+    heap_.clear();
     auto saved_vars = vars_;
     auto saved_buffers = buffers_;
 
@@ -828,7 +846,7 @@ class KernelCodeGen {
     end = b_.CreateSelect(b_.CreateICmpSLT(end, stop), end, stop);
     llvm::Type* t = Type(f.loop_var->dtype);
     SerialLoop(f, b_.CreateIntCast(begin, t, true), b_.CreateIntCast(end, t, true));
-    b_.CreateRet(b_.getInt32(0));
+    ReturnSuccess();
     CloseFunction();
 
     fn_ = saved_fn;
@@ -836,6 +854,7 @@ class KernelCodeGen {
     entry_ = saved_entry;
     fail_ = saved_fail;
     fail_message_ = saved_message;
+    heap_ = std::move(saved_heap);
     vars_ = saved_vars;
     buffers_ = saved_buffers;
     b_.SetInsertPoint(saved_block);
@@ -856,15 +875,28 @@ class KernelCodeGen {
             absl::StrCat(name_, ": allocation '", buffer->name, "' needs a constant shape"));
       count *= c->value;
     }
-    if (count * buffer->dtype.bytes() > (1 << 20)) {
-      return (void)Fail(absl::StrCat(name_, ": allocation '", buffer->name, "' of ",
-                                     count * buffer->dtype.bytes(),
-                                     " bytes is too large for the stack"));
+    int64_t bytes = count * std::max(buffer->dtype.bytes(), 1);
+    if (bytes > (int64_t{1} << 34)) {
+      return (void)Fail(absl::StrCat(name_, ": allocation '", buffer->name, "' of ", bytes,
+                                     " bytes is too large"));
     }
+    llvm::Value* mem;
     llvm::IRBuilder<> entry(entry_, entry_->begin());
-    llvm::AllocaInst* mem =
-        entry.CreateAlloca(MemType(buffer->dtype), entry.getInt64(count), buffer->name);
-    mem->setAlignment(llvm::Align(64));
+    if (bytes <= kMaxStackBytes) {
+      llvm::AllocaInst* alloca =
+          entry.CreateAlloca(MemType(buffer->dtype), entry.getInt64(count), buffer->name);
+      alloca->setAlignment(llvm::Align(64));
+      mem = alloca;
+    } else {
+      llvm::FunctionCallee alloc = module_->getOrInsertFunction(
+          "aligned_alloc", llvm::FunctionType::get(ptr_, {i64_, i64_}, false));
+      mem = entry.CreateCall(alloc, {entry.getInt64(64), entry.getInt64((bytes + 63) / 64 * 64)},
+                             buffer->name);
+      heap_.push_back(mem);
+      Check(b_.CreateICmpNE(mem, llvm::ConstantPointerNull::get(ptr_)),
+            absl::StrCat(name_, ": out of memory allocating '", buffer->name, "' (", bytes,
+                         " bytes)"));
+    }
     BufferInfo info;
     info.data = mem;
     info.dtype = buffer->dtype;
@@ -878,9 +910,12 @@ class KernelCodeGen {
     Stmt(a.body);
   }
 
+  static constexpr int64_t kMaxStackBytes = 64 * 1024;  // larger allocations go to the heap
+
   llvm::LLVMContext& ctx_;
   llvm::Module* module_;
   llvm::IRBuilder<> b_;
+  std::vector<llvm::Value*> heap_;  // this function's heap allocations
   llvm::Type *i1_, *i8_, *i32_, *i64_;
   llvm::PointerType* ptr_;
   llvm::StructType* dltensor_;

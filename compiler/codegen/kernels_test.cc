@@ -182,6 +182,16 @@ TEST_P(KernelsTest, RampAndBroadcast) {
   }
 }
 
+// A 512 KB intermediate lives on the heap (freed on every exit) and is shared by parallel tasks.
+TEST_P(KernelsTest, LargeIntermediateOnTheHeap) {
+  Tensor a = Filled<float>({131072}, "float32", 24, -1, 1),
+         b = Filled<float>({131072}, "float32", 25, 0, 0);
+  for (int repeat = 0; repeat < 20; ++repeat) ASSERT_TRUE(Run("big_scratch", {a, b}).ok());
+  for (int i = 0; i < 131072; ++i) ASSERT_EQ(P<float>(b)[i], P<float>(a)[i] * 2 + 1) << i;
+  Tensor wrong = Filled<float>({7}, "float32", 26, 0, 0);
+  EXPECT_FALSE(Run("big_scratch", {a, wrong}).ok());  // the failure exit frees the scratch too
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, KernelsTest, ::testing::Values(1, 2));
 
 }  // namespace

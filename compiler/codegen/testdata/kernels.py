@@ -116,3 +116,22 @@ class Module:
             B[T.Ramp(i * 4, 1, 4)] = T.exp(A[T.Ramp(i * 4, 1, 4)]) + T.Broadcast(T.float32(1), 4)
         for i in range(4):
             G[T.Ramp(i * 4, 1, 4)] = A[T.Ramp(i, 16, 4)]
+
+    @T.prim_func
+    def big_scratch(A: T.Buffer((131072,), "float32"), B: T.Buffer((131072,), "float32")):
+        with T.block("root"):
+            T.reads()
+            T.writes()
+            tmp = T.alloc_buffer((131072,), "float32")
+            for i in range(131072):
+                with T.block("t"):
+                    vi = T.axis.spatial(131072, i)
+                    T.reads(A[vi])
+                    T.writes(tmp[vi])
+                    tmp[vi] = A[vi] * T.float32(2)
+            for i in range(131072):
+                with T.block("b"):
+                    vi = T.axis.spatial(131072, i)
+                    T.reads(tmp[vi])
+                    T.writes(B[vi])
+                    B[vi] = tmp[vi] + T.float32(1)
