@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/tir_functor.h"
@@ -240,8 +241,8 @@ class KernelCodeGen {
   }
 
   void BindBuffer(const Buffer& buffer, llvm::Value* tensor, const std::string& what) {
-    if (!buffer->strides.empty()) {
-      Fail(what + ": buffers with explicit strides are not supported yet");
+    if (!buffer->strides.empty() && buffer->strides.size() != buffer->shape.size()) {
+      Fail(what + ": the buffer declares strides for a different rank");
       return;
     }
     int rank = static_cast<int>(buffer->shape.size());
@@ -274,31 +275,54 @@ class KernelCodeGen {
       info.strides[d] = stride;
       if (d > 0) stride = b_.CreateMul(stride, dims[d]);
     }
-    // Only compact row-major tensors: strides NULL, or equal to the compact ones.
+    // The tensor's strides: as given, or compact when the DLTensor has none. They must equal the
+    // buffer's: compact ones, or those it declares (a lone unbound variable binds).
     llvm::Value* strides = b_.CreateLoad(ptr_, b_.CreateStructGEP(dltensor_, tensor, 5));
-    llvm::Value* compact = b_.CreateICmpEQ(strides, llvm::ConstantPointerNull::get(ptr_));
+    std::vector<llvm::Value*> actual(rank);
     if (rank > 0) {
-      llvm::BasicBlock* check_strides = llvm::BasicBlock::Create(ctx_, "strides", fn_);
+      llvm::BasicBlock* load_strides = llvm::BasicBlock::Create(ctx_, "strides", fn_);
       llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "strides_ok", fn_);
       llvm::BasicBlock* from = b_.GetInsertBlock();
-      b_.CreateCondBr(compact, done, check_strides);
-      b_.SetInsertPoint(check_strides);
-      llvm::Value* all_match = b_.getTrue();
-      for (int d = 0; d < rank; ++d) {
-        llvm::Value* s = b_.CreateLoad(i64_, b_.CreateGEP(i64_, strides, b_.getInt64(d)));
-        // A dimension of extent 1 may carry any stride.
-        llvm::Value* ok = b_.CreateOr(b_.CreateICmpEQ(s, info.strides[d]),
-                                      b_.CreateICmpEQ(dims[d], b_.getInt64(1)));
-        all_match = b_.CreateAnd(all_match, ok);
-      }
-      llvm::BasicBlock* checked = b_.GetInsertBlock();
+      b_.CreateCondBr(b_.CreateICmpEQ(strides, llvm::ConstantPointerNull::get(ptr_)), done,
+                      load_strides);
+      b_.SetInsertPoint(load_strides);
+      std::vector<llvm::Value*> loaded(rank);
+      for (int d = 0; d < rank; ++d)
+        loaded[d] = b_.CreateLoad(i64_, b_.CreateGEP(i64_, strides, b_.getInt64(d)));
+      llvm::BasicBlock* loaded_in = b_.GetInsertBlock();
       b_.CreateBr(done);
       b_.SetInsertPoint(done);
-      llvm::PHINode* result = b_.CreatePHI(i1_, 2);
-      result->addIncoming(b_.getTrue(), from);
-      result->addIncoming(all_match, checked);
-      Check(result, what + " must be compact (row-major, no gaps)");
+      for (int d = 0; d < rank; ++d) {
+        llvm::PHINode* phi = b_.CreatePHI(i64_, 2);
+        phi->addIncoming(info.strides[d], from);
+        phi->addIncoming(loaded[d], loaded_in);
+        actual[d] = phi;
+      }
     }
+    std::vector<llvm::Value*> expected = info.strides;
+    std::string expected_text = "be compact (row-major, no gaps)";
+    if (!buffer->strides.empty()) {
+      std::vector<std::string> parts;
+      for (int d = 0; d < rank; ++d) {
+        const PrimExpr& declared = buffer->strides[d];
+        parts.push_back(DebugPrint(declared));
+        if (const auto* v = declared.as<VarNode>(); v != nullptr && vars_.count(v) == 0) {
+          vars_[v] = b_.CreateIntCast(actual[d], Type(v->dtype), true);
+        }
+        expected[d] = Index(declared);
+        if (!expected[d]) return;
+      }
+      expected_text = absl::StrCat("have strides (", absl::StrJoin(parts, ", "), ")");
+    }
+    llvm::Value* all_match = b_.getTrue();
+    for (int d = 0; d < rank; ++d) {
+      // A dimension of extent 1 may carry any stride.
+      llvm::Value* ok = b_.CreateOr(b_.CreateICmpEQ(actual[d], expected[d]),
+                                    b_.CreateICmpEQ(dims[d], b_.getInt64(1)));
+      all_match = b_.CreateAnd(all_match, ok);
+    }
+    if (rank > 0) Check(all_match, absl::StrCat(what, " must ", expected_text));
+    info.strides = expected;
     llvm::Value* data = b_.CreateLoad(ptr_, b_.CreateStructGEP(dltensor_, tensor, 0));
     Check(b_.CreateICmpNE(data, llvm::ConstantPointerNull::get(ptr_)), what + " has no data");
     llvm::Value* offset = b_.CreateLoad(i64_, b_.CreateStructGEP(dltensor_, tensor, 6));

@@ -192,6 +192,43 @@ TEST_P(KernelsTest, LargeIntermediateOnTheHeap) {
   EXPECT_FALSE(Run("big_scratch", {a, wrong}).ok());  // the failure exit frees the scratch too
 }
 
+// A buffer that declares strides reads a strided view (the left half of a 4 x 16 array), and
+// refuses a compact tensor.
+TEST_P(KernelsTest, DeclaredStrides) {
+  Tensor storage = Filled<float>({4, 16}, "float32", 27, -1, 1),
+         b = Filled<float>({4, 8}, "float32", 28, 0, 0);
+  DLTensor view = storage.dl();
+  int64_t shape[2] = {4, 8}, strides[2] = {16, 1};
+  view.shape = shape;
+  view.strides = strides;
+  DLTensor out = b.dl();
+  KilnValue values[2];
+  values[0].v_tensor = &view;
+  values[1].v_tensor = &out;
+  int32_t kinds[2] = {KILN_ARG_TENSOR, KILN_ARG_TENSOR};
+  struct Ctx {
+    KilnContext ctx;
+    std::string error;
+  } state;
+  state.ctx.set_error = [](KilnContext* c, const char* m) { reinterpret_cast<Ctx*>(c)->error = m; };
+  state.ctx.parallel_for = [](KilnContext*, int64_t n, KilnParallelTask task, void* closure) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (int32_t rc = task(i, n, closure); rc != 0) return rc;
+    }
+    return 0;
+  };
+  KilnKernelFn fn = *(*lib_)->Lookup("strided_copy");
+  ASSERT_EQ(fn(values, kinds, 2, &state.ctx), 0) << state.error;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 8; ++j) EXPECT_EQ(P<float>(b)[i * 8 + j], P<float>(storage)[i * 16 + j]);
+  }
+  Tensor compact = Filled<float>({4, 8}, "float32", 29, 0, 0);
+  absl::Status refused = Run("strided_copy", {compact, b});
+  EXPECT_NE(std::string(refused.message()).find("argument 0 (A) must have strides (16, 1)"),
+            std::string::npos)
+      << refused;
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, KernelsTest, ::testing::Values(1, 2));
 
 }  // namespace

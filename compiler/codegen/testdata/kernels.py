@@ -135,3 +135,12 @@ class Module:
                     T.reads(tmp[vi])
                     T.writes(B[vi])
                     B[vi] = tmp[vi] + T.float32(1)
+
+    @T.prim_func
+    def strided_copy(A: T.Buffer((4, 8), "float32", strides=(16, 1)), B: T.Buffer((4, 8), "float32")):
+        for i, j in T.grid(4, 8):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(A[vi, vj])
+                T.writes(B[vi, vj])
+                B[vi, vj] = A[vi, vj]
