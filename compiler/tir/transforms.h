@@ -18,7 +18,12 @@ ir::PrimFunc LowerInitBlock(const ir::PrimFunc& f);
 // first; match_buffer is not supported yet (an error).
 absl::StatusOr<ir::PrimFunc> ConvertBlocksToLoops(const ir::PrimFunc& f);
 
-// Both passes on every PrimFunc of `mod`; Relax functions are kept.
+// Simplifies integer expressions (indices, loop bounds, conditions) with the arithmetic analyzer,
+// knowing each loop variable's range: `(i * 32 + j) // 32` inside `for j in range(32)` becomes `i`.
+ir::PrimFunc Simplify(const ir::PrimFunc& f);
+
+// LowerInitBlock, ConvertBlocksToLoops and Simplify on every PrimFunc of `mod`; Relax functions
+// are kept.
 absl::StatusOr<ir::IRModule> LowerTir(const ir::IRModule& mod);
 
 }  // namespace kiln::tir
