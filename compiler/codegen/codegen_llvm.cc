@@ -729,6 +729,17 @@ class KernelCodeGen {
 
   void For(const ForNode& f) {
     if (f.for_kind == ForKind::kParallel) return ParallelLoop(f);
+    // Short unrolled loops with constant bounds are unrolled here, so that what follows (LICM,
+    // register allocation) sees straight-line code.
+    const int64_t* umin = AsConstInt(f.min);
+    const int64_t* uext = AsConstInt(f.extent);
+    if (f.for_kind == ForKind::kUnrolled && umin != nullptr && uext != nullptr && *uext <= 16) {
+      for (int64_t i = 0; i < *uext && status_.ok(); ++i) {
+        vars_[f.loop_var.get()] = llvm::ConstantInt::get(Type(f.loop_var->dtype), *umin + i, true);
+        Stmt(f.body);
+      }
+      return;
+    }
     llvm::Value* min = Expr(f.min);
     llvm::Value* extent = min ? Expr(f.extent) : nullptr;
     if (!extent) return;

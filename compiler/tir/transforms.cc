@@ -6,6 +6,7 @@
 #include "compiler/arith/analyzer.h"
 #include "compiler/ir/structural.h"
 #include "compiler/ir/tir_functor.h"
+#include "compiler/tir/vectorize.h"
 
 namespace kiln::tir {
 namespace {
@@ -144,7 +145,7 @@ absl::StatusOr<IRModule> LowerTir(const IRModule& mod) {
     if (prim == nullptr) continue;
     absl::StatusOr<PrimFunc> lowered =
         ConvertBlocksToLoops(LowerInitBlock(entry.second.as_ref<PrimFuncNode>()));
-    if (lowered.ok()) lowered = Simplify(*lowered);
+    if (lowered.ok()) lowered = Simplify(VectorizeLoops(*lowered));
     if (!lowered.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("in PrimFunc '", name, "': ", lowered.status().message()));

@@ -114,5 +114,39 @@ class Module:
   EXPECT_THAT(script::PrintScript(*lowered), HasSubstr("B[i, j] = A[i * 32 + j]"));
 }
 
+TEST(DefaultScheduleTest, LargeMatmulGetsARegisterTileWithDecomposedInit) {
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def matmul(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+        for i, j, k in T.grid(64, 64, 64):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+)";
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  std::string scheduled = script::PrintScript(ApplyDefaultSchedule(*mod));
+  EXPECT_THAT(scheduled, HasSubstr("for i_o in T.parallel(16):\n            for j_o in range(2):\n"
+                                   "                for i_i in T.unroll(4):\n"
+                                   "                    for j_i in T.vectorized(32):\n"
+                                   "                        with T.block(\"C_init\"):\n"));
+  EXPECT_THAT(scheduled, HasSubstr("for k, j_o_1 in T.grid(64, 2):\n"
+                                   "                for i_i_1 in T.unroll(4):\n"
+                                   "                    for j_i_1 in T.vectorized(32):\n"
+                                   "                        with T.block(\"C\"):\n"));
+  // Lowered, the vectorized loops become 32-lane Ramp accesses.
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  std::string text_lowered = script::PrintScript(*lowered);
+  EXPECT_THAT(text_lowered, HasSubstr("T.Ramp(j_o_1 * 32, 1, 32)"));
+  EXPECT_THAT(text_lowered, Not(HasSubstr("T.vectorized")));
+}
+
 }  // namespace
 }  // namespace kiln::tir

@@ -1,0 +1,151 @@
+#include "compiler/tir/vectorize.h"
+
+#include "compiler/ir/tir_functor.h"
+
+namespace kiln::tir {
+namespace {
+
+using namespace ir;  // NOLINT: a pass over TIR
+
+constexpr int64_t kMaxLanes = 64;
+
+// Rewrites one loop body with the loop variable as a vector; `ok` turns false on anything it
+// does not handle (the caller then keeps the loop).
+class Vectorizer {
+ public:
+  Vectorizer(const Var& var, PrimExpr ramp, int lanes) : var_(var), ramp_(std::move(ramp)), lanes_(lanes) {}
+  bool ok = true;
+
+  Stmt Stmt_(const Stmt& s) {
+    if (!ok) return s;
+    if (const auto* seq = s.as<SeqStmtNode>()) {
+      std::vector<Stmt> out;
+      for (const Stmt& x : seq->seq) out.push_back(Stmt_(x));
+      return Make<SeqStmtNode>(std::move(out));
+    }
+    if (const auto* st = s.as<BufferStoreNode>()) {
+      std::vector<PrimExpr> indices;
+      bool vector_index = false;
+      for (const PrimExpr& i : st->indices) {
+        indices.push_back(Expr(i));
+        vector_index |= indices.back()->dtype.lanes() > 1;
+      }
+      PrimExpr value = Expr(st->value);
+      // A store at a scalar address with a vector value would race between lanes.
+      if (!vector_index) {
+        ok = false;
+        return s;
+      }
+      if (value->dtype.lanes() == 1) value = Make<BroadcastNode>(value, lanes_);
+      return Make<BufferStoreNode>(st->buffer, value, std::move(indices));
+    }
+    ok = false;
+    return s;
+  }
+
+  PrimExpr Expr(const PrimExpr& e) {
+    if (!ok) return e;
+    if (e.get() == var_.get()) return ramp_;
+    if (e.as<IntImmNode>() || e.as<FloatImmNode>() || e.as<VarNode>()) return e;
+    if (const auto* b = e.as<BinaryNode>()) {
+      PrimExpr a = Expr(b->a), c = Expr(b->b);
+      // Keep index arithmetic a Ramp, so that accesses stay recognizably contiguous:
+      // x + ramp(b, s) = ramp(x + b, s), ramp(b, s) * x = ramp(b * x, s * x).
+      const auto* ra = a.as<RampNode>();
+      const auto* rc = c.as<RampNode>();
+      bool sa = a->dtype.lanes() == 1, sc = c->dtype.lanes() == 1;
+      if (b->kind() == NodeKind::kAdd && ra != nullptr && sc) return Make<RampNode>(ra->base + c, ra->stride, ra->lanes);
+      if (b->kind() == NodeKind::kAdd && rc != nullptr && sa) return Make<RampNode>(a + rc->base, rc->stride, rc->lanes);
+      if (b->kind() == NodeKind::kSub && ra != nullptr && sc) return Make<RampNode>(ra->base - c, ra->stride, ra->lanes);
+      if (b->kind() == NodeKind::kMul && ra != nullptr && sc) return Make<RampNode>(ra->base * c, ra->stride * c, ra->lanes);
+      if (b->kind() == NodeKind::kMul && rc != nullptr && sa) return Make<RampNode>(a * rc->base, a * rc->stride, rc->lanes);
+      Match(&a, &c);
+      return Binary(b->kind(), a, c);
+    }
+    if (const auto* c = e.as<CastNode>()) {
+      PrimExpr v = Expr(c->value);
+      return Cast(c->dtype.with_lanes(v->dtype.lanes()), v);
+    }
+    if (const auto* s = e.as<SelectNode>()) {
+      PrimExpr cond = Expr(s->condition), t = Expr(s->true_value), f = Expr(s->false_value);
+      Match(&t, &f);
+      if (cond->dtype.lanes() != t->dtype.lanes()) {
+        if (cond->dtype.lanes() == 1) {
+          cond = Make<BroadcastNode>(cond, t->dtype.lanes());
+        } else {
+          t = Widen(t);
+          f = Widen(f);
+        }
+      }
+      return Select(cond, t, f);
+    }
+    if (const auto* l = e.as<BufferLoadNode>()) {
+      std::vector<PrimExpr> indices;
+      int lanes = 1;
+      for (const PrimExpr& i : l->indices) {
+        indices.push_back(Expr(i));
+        lanes = std::max(lanes, indices.back()->dtype.lanes());
+      }
+      return Make<BufferLoadNode>(l->dtype.with_lanes(lanes), l->buffer, std::move(indices));
+    }
+    if (const auto* c = e.as<ir::CallNode>()) {
+      if (!IsMathIntrinsic(c->op) || c->op == "tanh" || c->op == "erf" || c->op == "log1p") {
+        ok = false;
+        return e;
+      }
+      std::vector<PrimExpr> args;
+      int lanes = 1;
+      for (const PrimExpr& a : c->args) {
+        args.push_back(Expr(a));
+        lanes = std::max(lanes, args.back()->dtype.lanes());
+      }
+      for (PrimExpr& a : args) {
+        if (lanes > 1 && a->dtype.lanes() == 1) a = Make<BroadcastNode>(a, lanes);
+      }
+      return Make<ir::CallNode>(c->dtype.with_lanes(lanes), c->op, std::move(args));
+    }
+    ok = false;
+    return e;
+  }
+
+ private:
+  PrimExpr Widen(const PrimExpr& e) { return e->dtype.lanes() == 1 ? PrimExpr(Make<BroadcastNode>(e, lanes_)) : e; }
+  void Match(PrimExpr* a, PrimExpr* b) {
+    if ((*a)->dtype.lanes() > 1 && (*b)->dtype.lanes() == 1) *b = Make<BroadcastNode>(*b, (*a)->dtype.lanes());
+    if ((*b)->dtype.lanes() > 1 && (*a)->dtype.lanes() == 1) *a = Make<BroadcastNode>(*a, (*b)->dtype.lanes());
+  }
+  Var var_;
+  PrimExpr ramp_;
+  int lanes_;
+};
+
+class LoopVectorizer : public StmtExprMutator {
+ public:
+  Stmt VisitStmt(const Stmt& s) override {
+    Stmt visited = StmtExprMutator::VisitStmt(s);
+    const auto* f = visited.as<ForNode>();
+    if (f == nullptr || f->for_kind != ForKind::kVectorized) return visited;
+    const int64_t* extent = AsConstInt(f->extent);
+    if (extent == nullptr || *extent < 2 || *extent > kMaxLanes) return visited;
+    int lanes = static_cast<int>(*extent);
+    PrimExpr ramp = Make<RampNode>(f->min, IntImm(f->min->dtype, 1), lanes);
+    Vectorizer v(f->loop_var, ramp, lanes);
+    Stmt body = v.Stmt_(f->body);
+    return v.ok ? body : visited;
+  }
+};
+
+}  // namespace
+
+PrimFunc VectorizeLoops(const PrimFunc& f) {
+  Stmt body = LoopVectorizer().VisitStmt(f->body);
+  if (body == f->body) return f;
+  auto* node = new PrimFuncNode();
+  node->params = f->params;
+  node->buffer_map = f->buffer_map;
+  node->attrs = f->attrs;
+  node->body = body;
+  return PrimFunc(node);
+}
+
+}  // namespace kiln::tir
