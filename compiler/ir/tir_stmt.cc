@@ -191,4 +191,14 @@ Stmt Seq(std::vector<Stmt> stmts) {
   return Make<SeqStmtNode>(std::move(stmts));
 }
 
+PrimFunc WithBody(const PrimFunc& f, Stmt body) {
+  if (body == f->body) return f;
+  auto* node = new PrimFuncNode();
+  node->params = f->params;
+  node->buffer_map = f->buffer_map;
+  node->attrs = f->attrs;
+  node->body = std::move(body);
+  return PrimFunc(node);
+}
+
 }  // namespace kiln::ir

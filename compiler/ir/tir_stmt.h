@@ -265,6 +265,9 @@ using PrimFunc = Ref<PrimFuncNode>;
 
 Stmt Seq(std::vector<Stmt> stmts);
 
+// `f` with its body replaced (the same node when `body` is unchanged): what a pass returns.
+PrimFunc WithBody(const PrimFunc& f, Stmt body);
+
 }  // namespace kiln::ir
 
 #endif  // KILN_COMPILER_IR_TIR_STMT_H_

@@ -168,14 +168,7 @@ class Scheduler : public StmtExprMutator {
 
 PrimFunc ApplyDefaultSchedule(const PrimFunc& f) {
   if (GetAttr(f->attrs, "tir.is_scheduled")) return f;
-  Stmt body = Scheduler().VisitStmt(f->body);
-  if (body == f->body) return f;
-  auto* node = new PrimFuncNode();
-  node->params = f->params;
-  node->buffer_map = f->buffer_map;
-  node->attrs = f->attrs;
-  node->body = body;
-  return PrimFunc(node);
+  return WithBody(f, Scheduler().VisitStmt(f->body));
 }
 
 IRModule ApplyDefaultSchedule(const IRModule& mod) {

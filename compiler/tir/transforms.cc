@@ -13,16 +13,6 @@ namespace {
 
 using namespace ir;  // NOLINT: passes build TIR nodes
 
-PrimFunc WithBody(const PrimFunc& f, Stmt body) {
-  if (body == f->body) return f;
-  auto* node = new PrimFuncNode();
-  node->params = f->params;
-  node->buffer_map = f->buffer_map;
-  node->attrs = f->attrs;
-  node->body = std::move(body);
-  return PrimFunc(node);
-}
-
 class InitLowerer : public StmtExprMutator {
  public:
   Stmt VisitStmt(const Stmt& s) override {

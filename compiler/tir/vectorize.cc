@@ -13,7 +13,8 @@ constexpr int64_t kMaxLanes = 64;
 // does not handle (the caller then keeps the loop).
 class Vectorizer {
  public:
-  Vectorizer(const Var& var, PrimExpr ramp, int lanes) : var_(var), ramp_(std::move(ramp)), lanes_(lanes) {}
+  Vectorizer(const Var& var, PrimExpr ramp, int lanes)
+      : var_(var), ramp_(std::move(ramp)), lanes_(lanes) {}
   bool ok = true;
 
   Stmt Stmt_(const Stmt& s) {
@@ -54,11 +55,16 @@ class Vectorizer {
       const auto* ra = a.as<RampNode>();
       const auto* rc = c.as<RampNode>();
       bool sa = a->dtype.lanes() == 1, sc = c->dtype.lanes() == 1;
-      if (b->kind() == NodeKind::kAdd && ra != nullptr && sc) return Make<RampNode>(ra->base + c, ra->stride, ra->lanes);
-      if (b->kind() == NodeKind::kAdd && rc != nullptr && sa) return Make<RampNode>(a + rc->base, rc->stride, rc->lanes);
-      if (b->kind() == NodeKind::kSub && ra != nullptr && sc) return Make<RampNode>(ra->base - c, ra->stride, ra->lanes);
-      if (b->kind() == NodeKind::kMul && ra != nullptr && sc) return Make<RampNode>(ra->base * c, ra->stride * c, ra->lanes);
-      if (b->kind() == NodeKind::kMul && rc != nullptr && sa) return Make<RampNode>(a * rc->base, a * rc->stride, rc->lanes);
+      if (b->kind() == NodeKind::kAdd && ra != nullptr && sc)
+        return Make<RampNode>(ra->base + c, ra->stride, ra->lanes);
+      if (b->kind() == NodeKind::kAdd && rc != nullptr && sa)
+        return Make<RampNode>(a + rc->base, rc->stride, rc->lanes);
+      if (b->kind() == NodeKind::kSub && ra != nullptr && sc)
+        return Make<RampNode>(ra->base - c, ra->stride, ra->lanes);
+      if (b->kind() == NodeKind::kMul && ra != nullptr && sc)
+        return Make<RampNode>(ra->base * c, ra->stride * c, ra->lanes);
+      if (b->kind() == NodeKind::kMul && rc != nullptr && sa)
+        return Make<RampNode>(a * rc->base, a * rc->stride, rc->lanes);
       Match(&a, &c);
       return Binary(b->kind(), a, c);
     }
@@ -109,10 +115,14 @@ class Vectorizer {
   }
 
  private:
-  PrimExpr Widen(const PrimExpr& e) { return e->dtype.lanes() == 1 ? PrimExpr(Make<BroadcastNode>(e, lanes_)) : e; }
+  PrimExpr Widen(const PrimExpr& e) {
+    return e->dtype.lanes() == 1 ? PrimExpr(Make<BroadcastNode>(e, lanes_)) : e;
+  }
   void Match(PrimExpr* a, PrimExpr* b) {
-    if ((*a)->dtype.lanes() > 1 && (*b)->dtype.lanes() == 1) *b = Make<BroadcastNode>(*b, (*a)->dtype.lanes());
-    if ((*b)->dtype.lanes() > 1 && (*a)->dtype.lanes() == 1) *a = Make<BroadcastNode>(*a, (*b)->dtype.lanes());
+    if ((*a)->dtype.lanes() > 1 && (*b)->dtype.lanes() == 1)
+      *b = Make<BroadcastNode>(*b, (*a)->dtype.lanes());
+    if ((*b)->dtype.lanes() > 1 && (*a)->dtype.lanes() == 1)
+      *a = Make<BroadcastNode>(*a, (*b)->dtype.lanes());
   }
   Var var_;
   PrimExpr ramp_;
@@ -138,14 +148,7 @@ class LoopVectorizer : public StmtExprMutator {
 }  // namespace
 
 PrimFunc VectorizeLoops(const PrimFunc& f) {
-  Stmt body = LoopVectorizer().VisitStmt(f->body);
-  if (body == f->body) return f;
-  auto* node = new PrimFuncNode();
-  node->params = f->params;
-  node->buffer_map = f->buffer_map;
-  node->attrs = f->attrs;
-  node->body = body;
-  return PrimFunc(node);
+  return WithBody(f, LoopVectorizer().VisitStmt(f->body));
 }
 
 }  // namespace kiln::tir
