@@ -30,4 +30,12 @@ echo "== kilnd on 127.0.0.1:$port: kiln info"
 kill -TERM "$KILND_PID"
 wait "$KILND_PID"
 cat "$LOG"
+
+# The compiler front end on a model as TVM prints it (an ONNX MLP, weights in the metadata
+# section): parse, check, and print the normalized module with every StructInfo inferred.
+MODEL=compiler/script/testdata/tvm_mlp.py
+echo "== kiln check $MODEL"
+"$BIN/client/kiln" check "$MODEL"
+echo "== kiln print $MODEL (main)"
+"$BIN/client/kiln" print "$MODEL" | sed -n '/def main/,/return/p'
 echo "== demo finished"

@@ -79,6 +79,40 @@ absl::StatusOr<ir::relax::Expr> DecodeTvmNDArray(absl::string_view bytes) {
   return ir::relax::MakeConstant(dtype, std::move(shape), std::string(bytes.substr(at)));
 }
 
+std::string EncodeTvmNDArray(const ir::relax::ConstantNode& constant) {
+  std::string out;
+  auto put = [&](const auto& value) { out.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
+  put(kNDArrayMagic);
+  put(uint64_t{0});
+  put(int32_t{1});  // kDLCPU
+  put(int32_t{0});
+  put(static_cast<int32_t>(constant.shape.size()));
+  put(static_cast<uint8_t>(constant.dtype.code()));
+  put(static_cast<uint8_t>(constant.dtype.bits()));
+  put(static_cast<uint16_t>(constant.dtype.lanes()));
+  for (int64_t d : constant.shape) put(d);
+  const std::string& data = constant.bytes ? *constant.bytes : std::string();
+  put(static_cast<int64_t>(data.size()));
+  out += data;
+  return out;
+}
+
+std::string PrintTvmMetadata(const std::vector<const ir::relax::ConstantNode*>& constants) {
+  json nodes = json::array();
+  nodes.push_back({{"type_key", ""}});
+  nodes.push_back({{"type_key", "Map"}, {"keys", {"relax.expr.Constant"}}, {"data", {2}}});
+  json items = json::array();
+  json arrays = json::array();
+  for (size_t i = 0; i < constants.size(); ++i) items.push_back(3 + i);
+  nodes.push_back({{"type_key", "Array"}, {"data", items}});
+  for (size_t i = 0; i < constants.size(); ++i) {
+    nodes.push_back({{"type_key", "relax.expr.Constant"}, {"attrs", {{"data", std::to_string(i)}}}});
+    arrays.push_back(absl::Base64Escape(EncodeTvmNDArray(*constants[i])));
+  }
+  json doc = {{"root", 1}, {"nodes", nodes}, {"b64ndarrays", arrays}, {"attrs", {{"tvm_version", "0.20.0"}}}};
+  return doc.dump(2);
+}
+
 absl::StatusOr<std::vector<ir::relax::Expr>> ParseTvmMetadata(absl::string_view text) {
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return Bad("not a JSON object");

@@ -20,6 +20,11 @@ absl::StatusOr<std::vector<ir::relax::Expr>> ParseTvmMetadata(absl::string_view 
 
 // One NDArray in TVM's binary layout (magic, reserved, device, ndim, dtype, shape, size, data).
 absl::StatusOr<ir::relax::Expr> DecodeTvmNDArray(absl::string_view bytes);
+std::string EncodeTvmNDArray(const ir::relax::ConstantNode& constant);
+
+// The JSON of a metadata section holding `constants` in order, in the form ParseTvmMetadata
+// (and TVM's loader) reads: root Map -> "relax.expr.Constant" Array -> Constants -> b64ndarrays.
+std::string PrintTvmMetadata(const std::vector<const ir::relax::ConstantNode*>& constants);
 
 }  // namespace kiln::script
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/ir/relax_functor.h"
 #include "compiler/ir/tir_functor.h"
+#include "compiler/script/metadata.h"
 #include "compiler/script/script_common.h"
 
 namespace kiln::script {
@@ -181,7 +182,15 @@ class Printer {
         PrintRelaxFunction(name, *f, 1, /*global=*/true);
       }
     }
-    return out_;
+    if (metadata_.empty()) return out_;
+    // The weights travel ahead of the module, in TVM's form (JSON quotes escaped as TVM does).
+    std::string json = PrintTvmMetadata(metadata_);
+    std::string escaped;
+    for (char ch : json) {
+      if (ch == '"' || ch == '\\') escaped += '\\';
+      escaped += ch;
+    }
+    return absl::StrCat("metadata = tvm.ir.load_json(\"\"\"", escaped, "\"\"\")\n", out_);
   }
 
  private:
@@ -775,7 +784,17 @@ class Printer {
     return absl::StrCat(name, "(", absl::StrJoin(args, ", "), ")");
   }
 
+  // Constants beyond this many elements go to the metadata section, as TVM prints them.
+  static constexpr int64_t kMaxInlineElements = 16;
+
   std::string ConstantText(const relax::ConstantNode& c) {
+    int64_t count = 1;
+    for (int64_t d : c.shape) count *= d;
+    if (count > kMaxInlineElements) {
+      auto [it, added] = metadata_index_.emplace(&c, metadata_.size());
+      if (added) metadata_.push_back(&c);
+      return absl::StrCat("metadata[\"relax.expr.Constant\"][", it->second, "]");
+    }
     ConstantFormat fmt;
     std::string data =
         FormatConstantData(c.dtype, c.shape, c.bytes ? *c.bytes : std::string(), &fmt);
@@ -917,6 +936,8 @@ class Printer {
   }
 
   std::string out_;
+  std::vector<const relax::ConstantNode*> metadata_;
+  std::unordered_map<const relax::ConstantNode*, size_t> metadata_index_;
   Namer namer_;
   std::unordered_set<const Object*> declared_;
 };
