@@ -81,7 +81,9 @@ absl::StatusOr<ir::relax::Expr> DecodeTvmNDArray(absl::string_view bytes) {
 
 std::string EncodeTvmNDArray(const ir::relax::ConstantNode& constant) {
   std::string out;
-  auto put = [&](const auto& value) { out.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
+  auto put = [&](const auto& value) {
+    out.append(reinterpret_cast<const char*>(&value), sizeof(value));
+  };
   put(kNDArrayMagic);
   put(uint64_t{0});
   put(int32_t{1});  // kDLCPU
@@ -106,10 +108,14 @@ std::string PrintTvmMetadata(const std::vector<const ir::relax::ConstantNode*>& 
   for (size_t i = 0; i < constants.size(); ++i) items.push_back(3 + i);
   nodes.push_back({{"type_key", "Array"}, {"data", items}});
   for (size_t i = 0; i < constants.size(); ++i) {
-    nodes.push_back({{"type_key", "relax.expr.Constant"}, {"attrs", {{"data", std::to_string(i)}}}});
+    nodes.push_back(
+        {{"type_key", "relax.expr.Constant"}, {"attrs", {{"data", std::to_string(i)}}}});
     arrays.push_back(absl::Base64Escape(EncodeTvmNDArray(*constants[i])));
   }
-  json doc = {{"root", 1}, {"nodes", nodes}, {"b64ndarrays", arrays}, {"attrs", {{"tvm_version", "0.20.0"}}}};
+  json doc = {{"root", 1},
+              {"nodes", nodes},
+              {"b64ndarrays", arrays},
+              {"attrs", {{"tvm_version", "0.20.0"}}}};
   return doc.dump(2);
 }
 
