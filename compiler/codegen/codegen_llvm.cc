@@ -88,17 +88,19 @@ class KernelCodeGen {
   void CloseFunction() {
     if (fail_message_->getNumIncomingValues() == 0) {
       fail_->eraseFromParent();
-    } else if (!heap_.empty()) {
+    } else if (!heap_.empty() || !heap_slots_.empty()) {
       llvm::IRBuilder<> at(fail_, fail_->getFirstInsertionPt());
       FreeHeap(at);
     }
     heap_.clear();
+    heap_slots_.clear();
   }
   // Heap allocations are made in the entry block and released on every way out.
   void FreeHeap(llvm::IRBuilder<>& at) {
     llvm::FunctionCallee free_fn = module_->getOrInsertFunction(
         "free", llvm::FunctionType::get(at.getVoidTy(), {ptr_}, false));
     for (llvm::Value* p : heap_) at.CreateCall(free_fn, {p});
+    for (llvm::Value* slot : heap_slots_) at.CreateCall(free_fn, {at.CreateLoad(ptr_, slot)});
   }
   void ReturnSuccess() {
     FreeHeap(b_);
@@ -847,7 +849,9 @@ class KernelCodeGen {
     llvm::BasicBlock *saved_entry = entry_, *saved_fail = fail_, *saved_block = b_.GetInsertBlock();
     llvm::PHINode* saved_message = fail_message_;
     std::vector<llvm::Value*> saved_heap = std::move(heap_);
+    std::vector<llvm::Value*> saved_slots = std::move(heap_slots_);
     heap_.clear();
+    heap_slots_.clear();
     auto saved_vars = vars_;
     auto saved_buffers = buffers_;
 
@@ -890,6 +894,7 @@ class KernelCodeGen {
     fail_ = saved_fail;
     fail_message_ = saved_message;
     heap_ = std::move(saved_heap);
+    heap_slots_ = std::move(saved_slots);
     vars_ = saved_vars;
     buffers_ = saved_buffers;
     b_.SetInsertPoint(saved_block);
@@ -905,9 +910,11 @@ class KernelCodeGen {
     int64_t count = 1;
     for (const PrimExpr& d : buffer->shape) {
       const auto* c = d.as<IntImmNode>();
-      if (c == nullptr || c->value < 0)
+      if (c == nullptr) return DynamicAllocate(a);
+      if (c->value < 0) {
         return (void)Fail(
-            absl::StrCat(name_, ": allocation '", buffer->name, "' needs a constant shape"));
+            absl::StrCat(name_, ": allocation '", buffer->name, "' has a negative dimension"));
+      }
       count *= c->value;
     }
     int64_t bytes = count * std::max(buffer->dtype.bytes(), 1);
@@ -945,12 +952,63 @@ class KernelCodeGen {
     Stmt(a.body);
   }
 
+  // An allocation whose size is only known at run time: on the heap for the extent of its body.
+  // Its pointer lives in a slot (null outside the body) that the failure exit also frees.
+  void DynamicAllocate(const AllocateNode& a) {
+    const Buffer& buffer = a.buffer;
+    std::vector<llvm::Value*> dims;
+    llvm::Value* count = b_.getInt64(1);
+    llvm::Value* non_negative = b_.getTrue();
+    for (const PrimExpr& d : buffer->shape) {
+      llvm::Value* v = Index(d);
+      if (!v) return;
+      dims.push_back(v);
+      non_negative = b_.CreateAnd(non_negative, b_.CreateICmpSGE(v, b_.getInt64(0)));
+      count = b_.CreateMul(count, v);
+    }
+    Check(non_negative,
+          absl::StrCat(name_, ": allocation '", buffer->name, "' has a negative dimension"));
+    llvm::Value* bytes = b_.CreateMul(count, b_.getInt64(std::max(buffer->dtype.bytes(), 1)));
+    llvm::Value* rounded = b_.CreateMul(
+        b_.CreateUDiv(b_.CreateAdd(bytes, b_.getInt64(64)), b_.getInt64(64)), b_.getInt64(64));
+    llvm::AllocaInst* slot;
+    {
+      llvm::IRBuilder<> entry(entry_, entry_->begin());
+      slot = entry.CreateAlloca(ptr_, nullptr, buffer->name + "_slot");
+      entry.CreateStore(llvm::ConstantPointerNull::get(ptr_), slot);
+    }
+    heap_slots_.push_back(slot);
+    llvm::FunctionCallee alloc = module_->getOrInsertFunction(
+        "aligned_alloc", llvm::FunctionType::get(ptr_, {i64_, i64_}, false));
+    llvm::Value* mem = b_.CreateCall(alloc, {b_.getInt64(64), rounded}, buffer->name);
+    b_.CreateStore(mem, slot);
+    Check(b_.CreateICmpNE(mem, llvm::ConstantPointerNull::get(ptr_)),
+          absl::StrCat(name_, ": out of memory allocating '", buffer->name, "'"));
+    BufferInfo info;
+    info.data = mem;
+    info.dtype = buffer->dtype;
+    info.strides.assign(dims.size(), nullptr);
+    llvm::Value* stride = b_.getInt64(1);
+    for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+      info.strides[d] = stride;
+      stride = b_.CreateMul(stride, dims[d]);
+    }
+    buffers_[buffer.get()] = info;
+    Stmt(a.body);
+    if (!status_.ok()) return;
+    llvm::FunctionCallee free_fn = module_->getOrInsertFunction(
+        "free", llvm::FunctionType::get(b_.getVoidTy(), {ptr_}, false));
+    b_.CreateCall(free_fn, {b_.CreateLoad(ptr_, slot)});
+    b_.CreateStore(llvm::ConstantPointerNull::get(ptr_), slot);
+  }
+
   static constexpr int64_t kMaxStackBytes = 64 * 1024;  // larger allocations go to the heap
 
   llvm::LLVMContext& ctx_;
   llvm::Module* module_;
   llvm::IRBuilder<> b_;
-  std::vector<llvm::Value*> heap_;  // this function's heap allocations
+  std::vector<llvm::Value*> heap_;        // this function's heap allocations of constant size
+  std::vector<llvm::Value*> heap_slots_;  // and slots of those sized at run time
   llvm::Type *i1_, *i8_, *i32_, *i64_;
   llvm::PointerType* ptr_;
   llvm::StructType* dltensor_;

@@ -229,6 +229,16 @@ TEST_P(KernelsTest, DeclaredStrides) {
       << refused;
 }
 
+// A scratch buffer sized by a symbolic dimension lives on the heap for its scope.
+TEST_P(KernelsTest, SymbolicSizeScratch) {
+  for (int64_t n : {1, 5, 100000}) {
+    Tensor a = Filled<float>({n}, "float32", 30, -1, 1),
+           b = Filled<float>({n}, "float32", 31, 0, 0);
+    ASSERT_TRUE(Run("dyn_scratch", {a, b}).ok());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(P<float>(b)[i], P<float>(a)[n - 1 - i] * 3) << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, KernelsTest, ::testing::Values(1, 2));
 
 }  // namespace

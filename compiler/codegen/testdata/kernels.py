@@ -144,3 +144,14 @@ class Module:
                 T.reads(A[vi, vj])
                 T.writes(B[vi, vj])
                 B[vi, vj] = A[vi, vj]
+
+    @T.prim_func
+    def dyn_scratch(a: T.handle, b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        with T.decl_buffer((n,), "float32") as tmp:
+            for i in range(n):
+                tmp[i] = A[i] * T.float32(3)
+            for i in range(n):
+                B[i] = tmp[n - 1 - i]
