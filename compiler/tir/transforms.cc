@@ -39,6 +39,45 @@ class InitLowerer : public StmtExprMutator {
   }
 };
 
+// Accesses to match_buffer views, rewritten as accesses to the source buffer: view[i, j] over
+// A[r0, c0:c0+n] is A[r0, c0 + j] (unit-extent region dimensions are the ones a lower-rank view
+// drops).
+class MatchBufferRewriter : public StmtExprMutator {
+ public:
+  struct View {
+    Buffer source;
+    std::vector<PrimExpr> mins;
+    std::vector<int> mapped;  // region dimension of each view dimension
+  };
+  std::unordered_map<const BufferNode*, View> views;
+
+  PrimExpr VisitExpr(const PrimExpr& e) override {
+    PrimExpr visited = StmtExprMutator::VisitExpr(e);
+    const auto* load = visited.as<BufferLoadNode>();
+    if (load == nullptr) return visited;
+    auto it = views.find(load->buffer.get());
+    if (it == views.end()) return visited;
+    return Make<BufferLoadNode>(load->dtype, it->second.source, Map(it->second, load->indices));
+  }
+  Stmt VisitStmt(const Stmt& s) override {
+    Stmt visited = StmtExprMutator::VisitStmt(s);
+    const auto* store = visited.as<BufferStoreNode>();
+    if (store == nullptr) return visited;
+    auto it = views.find(store->buffer.get());
+    if (it == views.end()) return visited;
+    return Make<BufferStoreNode>(it->second.source, store->value, Map(it->second, store->indices));
+  }
+
+ private:
+  static std::vector<PrimExpr> Map(const View& v, const std::vector<PrimExpr>& indices) {
+    std::vector<PrimExpr> out = v.mins;
+    for (size_t j = 0; j < indices.size() && j < v.mapped.size(); ++j) {
+      out[v.mapped[j]] = v.mins[v.mapped[j]] + indices[j];
+    }
+    return out;
+  }
+};
+
 class BlockFlattener : public StmtExprMutator {
  public:
   absl::Status status;
@@ -51,10 +90,37 @@ class BlockFlattener : public StmtExprMutator {
       Fail(absl::StrCat("block '", block->name, "' still has an init; run LowerInitBlock first"));
       return s;
     }
-    if (!block->match_buffers.empty()) {
-      Fail(
-          absl::StrCat("block '", block->name, "': match_buffer is not supported by lowering yet"));
-      return s;
+    MatchBufferRewriter views;
+    for (const MatchBufferRegion& m : block->match_buffers) {
+      const Buffer& view = m->buffer;
+      const BufferRegion& source = m->source;
+      MatchBufferRewriter::View v;
+      v.source = source->buffer;
+      std::vector<int> non_unit;
+      for (size_t d = 0; d < source->region.size(); ++d) {
+        v.mins.push_back(source->region[d]->min);
+        const auto* extent = source->region[d]->extent.as<IntImmNode>();
+        if (extent == nullptr || extent->value != 1) non_unit.push_back(static_cast<int>(d));
+      }
+      if (view->shape.size() == source->region.size()) {
+        for (size_t d = 0; d < view->shape.size(); ++d) v.mapped.push_back(static_cast<int>(d));
+      } else if (view->shape.size() == non_unit.size()) {
+        v.mapped = non_unit;
+      } else {
+        Fail(absl::StrCat("block '", block->name, "': match_buffer '", view->name, "' of rank ",
+                          view->shape.size(), " does not fit its region"));
+        return s;
+      }
+      for (size_t j = 0; j < v.mapped.size(); ++j) {
+        const auto* want = view->shape[j].as<IntImmNode>();
+        const auto* have = source->region[v.mapped[j]]->extent.as<IntImmNode>();
+        if (want != nullptr && have != nullptr && want->value != have->value) {
+          Fail(absl::StrCat("block '", block->name, "': match_buffer '", view->name, "' dimension ",
+                            j, " is ", want->value, " but its region spans ", have->value));
+          return s;
+        }
+      }
+      views.views[view.get()] = v;
     }
     if (realize->iter_values.size() != block->iter_vars.size()) {
       Fail(absl::StrCat("block '", block->name, "' binds ", realize->iter_values.size(),
@@ -66,6 +132,7 @@ class BlockFlattener : public StmtExprMutator {
       values[block->iter_vars[i]->var.get()] = VisitExpr(realize->iter_values[i]);
     }
     Stmt body = VisitStmt(block->body);
+    if (!views.views.empty()) body = views.VisitStmt(body);
     body = Substitute(body, [&](const Var& v) -> PrimExpr {
       auto it = values.find(v.get());
       return it != values.end() ? it->second : PrimExpr();

@@ -47,7 +47,7 @@ TEST(TransformsTest, BlocksBecomeGuardedLoopsWithInitOnTheFirstReductionStep) {
   EXPECT_EQ(script::PrintScript(*again), text);
 }
 
-TEST(TransformsTest, MatchBufferIsReportedNotDropped) {
+TEST(TransformsTest, MatchBufferViewsBecomeSourceAccesses) {
   const char* text = R"(
 @I.ir_module
 class Module:
@@ -64,9 +64,18 @@ class Module:
   absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
   ASSERT_TRUE(mod.ok()) << mod.status();
   absl::StatusOr<ir::IRModule> lowered = LowerTir(*mod);
-  ASSERT_FALSE(lowered.ok());
-  EXPECT_THAT(lowered.status().message(),
-              HasSubstr("in PrimFunc 'f': block 'row': match_buffer is not supported"));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  // row[0] over A[vi, 0:4] is A[i, 0].
+  EXPECT_THAT(script::PrintScript(*lowered), HasSubstr("A[i, 0] = 1.0"));
+  // A view whose shape does not fit its region is an error.
+  std::string bad = text;
+  bad.replace(bad.find("(4,), \"float32\")"), 4, "(5,)");
+  absl::StatusOr<ir::IRModule> bad_mod = script::ParseScript(bad);
+  ASSERT_TRUE(bad_mod.ok()) << bad_mod.status();
+  absl::StatusOr<ir::IRModule> refused = LowerTir(*bad_mod);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("match_buffer 'row' dimension 0 is 5 but its region spans 4"));
 }
 
 TEST(DefaultScheduleTest, MatmulBecomesParallelRowsWithKOutsideAVectorizedJ) {
