@@ -9,54 +9,6 @@
 namespace kiln::ir {
 namespace {
 
-const char* BinaryOpText(NodeKind k) {
-  switch (k) {
-    case NodeKind::kAdd:
-      return "+";
-    case NodeKind::kSub:
-      return "-";
-    case NodeKind::kMul:
-      return "*";
-    case NodeKind::kFloorDiv:
-      return "//";
-    case NodeKind::kFloorMod:
-      return "%";
-    case NodeKind::kEQ:
-      return "==";
-    case NodeKind::kNE:
-      return "!=";
-    case NodeKind::kLT:
-      return "<";
-    case NodeKind::kLE:
-      return "<=";
-    case NodeKind::kGT:
-      return ">";
-    case NodeKind::kGE:
-      return ">=";
-    case NodeKind::kAnd:
-      return "and";
-    case NodeKind::kOr:
-      return "or";
-    default:
-      return nullptr;  // printed as calls
-  }
-}
-
-const char* BinaryCallName(NodeKind k) {
-  switch (k) {
-    case NodeKind::kDiv:
-      return "T.Div";
-    case NodeKind::kMod:
-      return "T.truncmod";
-    case NodeKind::kMin:
-      return "T.min";
-    case NodeKind::kMax:
-      return "T.max";
-    default:
-      return "T.?";
-  }
-}
-
 class Printer {
  public:
   std::string Print(const ObjectRef& node) {
@@ -129,7 +81,7 @@ class Printer {
       return absl::StrCat("T.Cast(\"", n->dtype.ToString(), "\", ", Expr(n->value), ")");
     }
     if (const auto* n = e.as<BinaryNode>()) {
-      if (const char* op = BinaryOpText(n->kind())) {
+      if (const char* op = BinaryInfixSymbol(n->kind())) {
         return absl::StrCat("(", Expr(n->a), " ", op, " ", Expr(n->b), ")");
       }
       return absl::StrCat(BinaryCallName(n->kind()), "(", Expr(n->a), ", ", Expr(n->b), ")");

@@ -103,6 +103,54 @@ bool IsMathIntrinsic(absl::string_view op) {
   return false;
 }
 
+const char* BinaryInfixSymbol(NodeKind k) {
+  switch (k) {
+    case NodeKind::kAdd:
+      return "+";
+    case NodeKind::kSub:
+      return "-";
+    case NodeKind::kMul:
+      return "*";
+    case NodeKind::kFloorDiv:
+      return "//";
+    case NodeKind::kFloorMod:
+      return "%";
+    case NodeKind::kEQ:
+      return "==";
+    case NodeKind::kNE:
+      return "!=";
+    case NodeKind::kLT:
+      return "<";
+    case NodeKind::kLE:
+      return "<=";
+    case NodeKind::kGT:
+      return ">";
+    case NodeKind::kGE:
+      return ">=";
+    case NodeKind::kAnd:
+      return "and";
+    case NodeKind::kOr:
+      return "or";
+    default:
+      return nullptr;  // printed as calls
+  }
+}
+
+const char* BinaryCallName(NodeKind k) {
+  switch (k) {
+    case NodeKind::kDiv:
+      return "T.Div";
+    case NodeKind::kMod:
+      return "T.truncmod";
+    case NodeKind::kMin:
+      return "T.min";
+    case NodeKind::kMax:
+      return "T.max";
+    default:
+      return "T.?";
+  }
+}
+
 const int64_t* AsConstInt(const PrimExpr& e) {
   const IntImmNode* imm = e.as<IntImmNode>();
   return imm != nullptr ? &imm->value : nullptr;

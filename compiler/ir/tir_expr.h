@@ -206,6 +206,12 @@ PrimExpr Call(DataType dtype, std::string op, std::vector<PrimExpr> args);
 // Names of the math intrinsics CallNode::op may hold (unary float unless noted: "pow" binary).
 bool IsMathIntrinsic(absl::string_view op);
 
+// How a binary node is written in TVMScript: its Python infix operator ("+", "//", "<=", "and"),
+// or null when it is written as a call; then BinaryCallName gives the callee ("T.min", "T.Div",
+// "T.truncmod"). Shared by the debug and TVMScript printers.
+const char* BinaryInfixSymbol(NodeKind kind);
+const char* BinaryCallName(NodeKind kind);
+
 // Arithmetic sugar for building index expressions; int immediates take the other side's dtype.
 PrimExpr operator+(PrimExpr a, PrimExpr b);
 PrimExpr operator-(PrimExpr a, PrimExpr b);

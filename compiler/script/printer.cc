@@ -111,53 +111,32 @@ enum Prec {
   kPrecAtom = 10
 };
 
-const char* BinaryOp(NodeKind k, DataType dtype, int* prec) {
+int Precedence(NodeKind k) {
   switch (k) {
-    case NodeKind::kAdd:
-      *prec = kPrecAdd;
-      return "+";
-    case NodeKind::kSub:
-      *prec = kPrecAdd;
-      return "-";
-    case NodeKind::kMul:
-      *prec = kPrecMul;
-      return "*";
-    case NodeKind::kDiv:
-      *prec = kPrecMul;
-      return dtype.is_float() ? "/" : nullptr;
-    case NodeKind::kFloorDiv:
-      *prec = kPrecMul;
-      return "//";
-    case NodeKind::kFloorMod:
-      *prec = kPrecMul;
-      return "%";
-    case NodeKind::kEQ:
-      *prec = kPrecCmp;
-      return "==";
-    case NodeKind::kNE:
-      *prec = kPrecCmp;
-      return "!=";
-    case NodeKind::kLT:
-      *prec = kPrecCmp;
-      return "<";
-    case NodeKind::kLE:
-      *prec = kPrecCmp;
-      return "<=";
-    case NodeKind::kGT:
-      *prec = kPrecCmp;
-      return ">";
-    case NodeKind::kGE:
-      *prec = kPrecCmp;
-      return ">=";
-    case NodeKind::kAnd:
-      *prec = kPrecAnd;
-      return "and";
     case NodeKind::kOr:
-      *prec = kPrecOr;
-      return "or";
+      return kPrecOr;
+    case NodeKind::kAnd:
+      return kPrecAnd;
+    case NodeKind::kAdd:
+    case NodeKind::kSub:
+      return kPrecAdd;
+    case NodeKind::kEQ:
+    case NodeKind::kNE:
+    case NodeKind::kLT:
+    case NodeKind::kLE:
+    case NodeKind::kGT:
+    case NodeKind::kGE:
+      return kPrecCmp;
     default:
-      return nullptr;
+      return kPrecMul;  // * / // %
   }
+}
+
+// The infix operator of a binary node, or null when it prints as a call. A float Div is `/`;
+// an integer one prints as T.Div (Python's `/` is not truncating).
+const char* InfixOp(NodeKind k, DataType dtype) {
+  if (k == NodeKind::kDiv) return dtype.is_float() ? "/" : nullptr;
+  return BinaryInfixSymbol(k);
 }
 
 class Printer {
@@ -257,15 +236,11 @@ class Printer {
     if (const auto* v = e.as<ir::VarNode>()) return VarName(v);
     if (const auto* s = e.as<ir::StringImmNode>()) return Quote(s->value);
     if (const auto* b = e.as<BinaryNode>()) {
-      int p = 0;
-      const char* op = BinaryOp(b->kind(), b->dtype, &p);
+      const char* op = InfixOp(b->kind(), b->dtype);
       if (op == nullptr) {
-        const char* fn = b->kind() == NodeKind::kMin   ? "T.min"
-                         : b->kind() == NodeKind::kMax ? "T.max"
-                         : b->kind() == NodeKind::kDiv ? "T.Div"
-                                                       : "T.truncmod";
-        return absl::StrCat(fn, "(", Expr(b->a), ", ", Expr(b->b), ")");
+        return absl::StrCat(BinaryCallName(b->kind()), "(", Expr(b->a), ", ", Expr(b->b), ")");
       }
+      int p = Precedence(b->kind());
       *prec = p;
       // A bare literal takes its dtype from its sibling (or the context if both are literals).
       DataType ha = hint, hb = hint;
