@@ -8,6 +8,8 @@
 #include <cstring>
 #include <random>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "compiler/codegen/codegen_llvm.h"
 #include "compiler/script/script_parser.h"
 #include "runtime/library.h"
@@ -15,15 +17,16 @@
 namespace kiln {
 namespace {
 
-// Written as TVM prints unscheduled TensorIR: the default schedule (tir/default_schedule.h)
-// decides the loop order, parallelism and vectorization.
-constexpr const char* kKernels = R"(
-@I.ir_module
-class Module:
+// Kernels written as TVM prints unscheduled TensorIR: the default schedule
+// (tir/default_schedule.h) decides the loop order, parallelism and vectorization.
+
+// A square float32 matmul PrimFunc of size n, named `name`.
+std::string MatmulScript(const std::string& name, int64_t n) {
+  return absl::StrReplaceAll(R"(
     @T.prim_func
-    def matmul256(A: T.Buffer((256, 256), "float32"), B: T.Buffer((256, 256), "float32"), C: T.Buffer((256, 256), "float32")):
+    def NAME(A: T.Buffer((N, N), "float32"), B: T.Buffer((N, N), "float32"), C: T.Buffer((N, N), "float32")):
         T.func_attr({"tir.noalias": T.bool(True)})
-        for i, j, k in T.grid(256, 256, 256):
+        for i, j, k in T.grid(N, N, N):
             with T.block("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 T.reads(A[vi, vk], B[vk, vj])
@@ -31,31 +34,11 @@ class Module:
                 with T.init():
                     C[vi, vj] = T.float32(0)
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+)",
+                             {{"NAME", name}, {"N", absl::StrCat(n)}});
+}
 
-    @T.prim_func
-    def matmul512(A: T.Buffer((512, 512), "float32"), B: T.Buffer((512, 512), "float32"), C: T.Buffer((512, 512), "float32")):
-        T.func_attr({"tir.noalias": T.bool(True)})
-        for i, j, k in T.grid(512, 512, 512):
-            with T.block("C"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                T.reads(A[vi, vk], B[vk, vj])
-                T.writes(C[vi, vj])
-                with T.init():
-                    C[vi, vj] = T.float32(0)
-                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-
-    @T.prim_func
-    def matmul1024(A: T.Buffer((1024, 1024), "float32"), B: T.Buffer((1024, 1024), "float32"), C: T.Buffer((1024, 1024), "float32")):
-        T.func_attr({"tir.noalias": T.bool(True)})
-        for i, j, k in T.grid(1024, 1024, 1024):
-            with T.block("C"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                T.reads(A[vi, vk], B[vk, vj])
-                T.writes(C[vi, vj])
-                with T.init():
-                    C[vi, vj] = T.float32(0)
-                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-
+constexpr const char* kAdd = R"(
     @T.prim_func
     def add(a: T.handle, b: T.handle, c: T.handle):
         n = T.int64()
@@ -71,9 +54,14 @@ class Module:
                 C[vi] = A[vi] + B[vi]
 )";
 
+constexpr const char* kModuleHeader = "@I.ir_module\nclass Module:\n";
+
 runtime::KernelLibrary& Library() {
   static auto* lib = [] {
-    absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels);
+    std::string text = kModuleHeader;
+    for (int64_t n : {256, 512, 1024}) text += MatmulScript(absl::StrCat("matmul", n), n);
+    text += kAdd;
+    absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
     absl::StatusOr<std::string> so = codegen::BuildKernelLibrary(*mod, "llvm");
     if (!so.ok()) std::abort();
     return new std::shared_ptr<runtime::KernelLibrary>(
@@ -155,17 +143,9 @@ BENCHMARK(BM_Memcpy16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Compile time: a module of 100 distinct kernels (50 matmuls, 50 adds), TVMScript to .so.
 void BM_Compile100Kernels(benchmark::State& state) {
-  std::string text = "@I.ir_module\nclass Module:\n";
+  std::string text = kModuleHeader;
   for (int k = 0; k < 50; ++k) {
-    absl::StrAppend(
-        &text, "    @T.prim_func\n    def mm", k,
-        "(A: T.Buffer((64, 64), \"float32\"), B: T.Buffer((64, 64), \"float32\"), C: T.Buffer((64, "
-        "64), \"float32\")):\n",
-        "        for i, j, kk in T.grid(64, 64, 64):\n            with T.block(\"C\"):\n",
-        "                vi, vj, vk = T.axis.remap(\"SSR\", [i, j, kk])\n                "
-        "T.reads(A[vi, vk], B[vk, vj])\n                T.writes(C[vi, vj])\n",
-        "                with T.init():\n                    C[vi, vj] = T.float32(0)\n            "
-        "    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]\n");
+    text += MatmulScript(absl::StrCat("mm", k), 64);
     absl::StrAppend(&text, "    @T.prim_func\n    def add", k,
                     "(A: T.Buffer((4096,), \"float32\"), B: T.Buffer((4096,), \"float32\")):\n",
                     "        for i in range(4096):\n            B[i] = A[i] + T.float32(", k,
