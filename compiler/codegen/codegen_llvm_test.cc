@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/library.h"
+#include "runtime/testing/serial_context.h"
 
 namespace kiln::codegen {
 namespace {
@@ -186,30 +187,20 @@ TEST_F(CodegenTest, EveryWrongArgumentIsAClearError) {
   values[1].v_tensor = &tb;
   values[2].v_tensor = &tc;
   int32_t kinds[3] = {KILN_ARG_TENSOR, KILN_ARG_TENSOR, KILN_ARG_TENSOR};
-  struct Ctx {
-    KilnContext ctx;
-    std::string error;
-  } state;
-  state.ctx.set_error = [](KilnContext* c, const char* m) { reinterpret_cast<Ctx*>(c)->error = m; };
-  state.ctx.parallel_for = [](KilnContext*, int64_t n, KilnParallelTask task, void* closure) {
-    for (int64_t i = 0; i < n; ++i) {
-      if (int32_t rc = task(i, n, closure); rc != 0) return rc;
-    }
-    return 0;
-  };
+  runtime::testing::SerialContext state;
   ta.data = nullptr;
-  EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 1);
+  EXPECT_EQ(state.Call(*raw, values, kinds, 3), 1);
   EXPECT_THAT(state.error, HasSubstr("argument 0 (A) has no data"));
   ta = a.dl();
   int64_t strides[2] = {16, 1};  // rows 16 apart: not compact
   ta.strides = strides;
-  EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 1);
+  EXPECT_EQ(state.Call(*raw, values, kinds, 3), 1);
   EXPECT_THAT(state.error, HasSubstr("argument 0 (A) must be compact"));
   int64_t compact[2] = {8, 1};
   ta.strides = compact;
-  EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 0);
+  EXPECT_EQ(state.Call(*raw, values, kinds, 3), 0);
   ta.byte_offset = 2;  // float32 data at an odd address
-  EXPECT_EQ((*raw)(values, kinds, 3, &state.ctx), 1);
+  EXPECT_EQ(state.Call(*raw, values, kinds, 3), 1);
   EXPECT_THAT(state.error, HasSubstr("argument 0 (A) must be aligned to 4 bytes"));
 }
 

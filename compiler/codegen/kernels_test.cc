@@ -10,6 +10,7 @@
 #include "compiler/script/script_parser.h"
 #include "gtest/gtest.h"
 #include "runtime/library.h"
+#include "runtime/testing/serial_context.h"
 
 namespace kiln::codegen {
 namespace {
@@ -206,19 +207,9 @@ TEST_P(KernelsTest, DeclaredStrides) {
   values[0].v_tensor = &view;
   values[1].v_tensor = &out;
   int32_t kinds[2] = {KILN_ARG_TENSOR, KILN_ARG_TENSOR};
-  struct Ctx {
-    KilnContext ctx;
-    std::string error;
-  } state;
-  state.ctx.set_error = [](KilnContext* c, const char* m) { reinterpret_cast<Ctx*>(c)->error = m; };
-  state.ctx.parallel_for = [](KilnContext*, int64_t n, KilnParallelTask task, void* closure) {
-    for (int64_t i = 0; i < n; ++i) {
-      if (int32_t rc = task(i, n, closure); rc != 0) return rc;
-    }
-    return 0;
-  };
+  runtime::testing::SerialContext state;
   KilnKernelFn fn = *(*lib_)->Lookup("strided_copy");
-  ASSERT_EQ(fn(values, kinds, 2, &state.ctx), 0) << state.error;
+  ASSERT_EQ(state.Call(fn, values, kinds, 2), 0) << state.error;
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 8; ++j) EXPECT_EQ(P<float>(b)[i * 8 + j], P<float>(storage)[i * 16 + j]);
   }
