@@ -1048,11 +1048,11 @@ absl::StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx
     absl::Status s = gen.Generate(name, *f);
     if (!s.ok()) return s;
   }
-  auto* version = new llvm::GlobalVariable(
+  // Owned by the module.
+  new llvm::GlobalVariable(
       *module, llvm::Type::getInt32Ty(ctx), true, llvm::GlobalValue::ExternalLinkage,
       llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), KILN_KERNEL_ABI_VERSION),
       "kiln_abi_version");
-  (void)version;
   std::string errors;
   llvm::raw_string_ostream os(errors);
   if (llvm::verifyModule(*module, &os)) {

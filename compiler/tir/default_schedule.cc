@@ -174,10 +174,8 @@ PrimFunc ApplyDefaultSchedule(const PrimFunc& f) {
 IRModule ApplyDefaultSchedule(const IRModule& mod) {
   IRModuleBuilder builder(mod);
   for (const auto& [name, entry] : mod->functions) {
-    if (const auto* f = entry.second.as<PrimFuncNode>()) {
-      builder.Update(entry.first, ApplyDefaultSchedule(entry.second.as_ref<PrimFuncNode>()));
-      (void)f;
-    }
+    if (auto f = entry.second.as_ref<PrimFuncNode>())
+      builder.Update(entry.first, ApplyDefaultSchedule(f));
   }
   return builder.Build();
 }
