@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "compiler/codegen/fast_math.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/tir_functor.h"
 #include "compiler/tir/default_schedule.h"
@@ -447,6 +448,7 @@ class KernelCodeGen {
       Fail(absl::StrCat(name_, ": ", c.op, " needs a float type, not ", c.dtype.ToString()));
       return nullptr;
     }
+    if (c.dtype.bits() == 32 && HasFastMath(c.op)) return EmitFastMath(b_, c.op, args[0]);
     auto it = kIntrinsics.find(c.op);
     if (it != kIntrinsics.end()) {
       llvm::Function* f = llvm::Intrinsic::getDeclaration(module_, it->second, {t});
@@ -463,20 +465,23 @@ class KernelCodeGen {
                            b_.CreateFAdd(llvm::ConstantFP::get(t, 1.0), e));
     }
     if (c.op == "isnan") return b_.CreateFCmpUNO(args[0], args[0]);
-    if ((c.op == "tanh" || c.op == "erf" || c.op == "log1p") && c.dtype.lanes() > 1) {
-      Fail(absl::StrCat(name_, ": vector ", c.op, " is not supported yet"));
-      return nullptr;
-    }
     if (c.op == "tanh" || c.op == "erf" || c.op == "log1p") {
-      // libm, resolved when the library is loaded.
-      std::string fname = c.dtype.bits() == 32 ? c.op + "f" : c.op;
       if (c.dtype.bits() != 32 && c.dtype.bits() != 64) {
         Fail(absl::StrCat(name_, ": ", c.op, " on ", c.dtype.ToString(), " is not supported"));
         return nullptr;
       }
+      // libm, resolved when the library is loaded; one call per lane for vectors.
+      llvm::Type* scalar = t->getScalarType();
+      std::string fname = c.dtype.bits() == 32 ? c.op + "f" : c.op;
       llvm::FunctionCallee f =
-          module_->getOrInsertFunction(fname, llvm::FunctionType::get(t, {t}, false));
-      return b_.CreateCall(f, args);
+          module_->getOrInsertFunction(fname, llvm::FunctionType::get(scalar, {scalar}, false));
+      if (c.dtype.lanes() == 1) return b_.CreateCall(f, args);
+      llvm::Value* out = llvm::UndefValue::get(t);
+      for (int lane = 0; lane < c.dtype.lanes(); ++lane) {
+        llvm::Value* x = b_.CreateExtractElement(args[0], lane);
+        out = b_.CreateInsertElement(out, b_.CreateCall(f, {x}), lane);
+      }
+      return out;
     }
     Fail(absl::StrCat(name_, ": the intrinsic '", c.op, "' is not supported by code generation"));
     return nullptr;

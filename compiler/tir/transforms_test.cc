@@ -157,5 +157,30 @@ class Module:
   EXPECT_THAT(text_lowered, Not(HasSubstr("T.vectorized")));
 }
 
+TEST(VectorizeTest, SymbolicExtentSplitsIntoFullVectorsAndAScalarTail) {
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def scale(a: T.handle, b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in T.vectorized(n):
+            B[i] = A[i] * T.float32(2)
+)";
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(*mod);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  std::string printed = script::PrintScript(*lowered);
+  EXPECT_THAT(printed, HasSubstr("for i_vo in range(n // 16):\n"
+                                 "            B[T.Ramp(i_vo * 16, T.int64(1), 16)] = "
+                                 "A[T.Ramp(i_vo * 16, T.int64(1), 16)] * T.Broadcast(2.0, 16)\n"));
+  EXPECT_THAT(printed,
+              HasSubstr("for i_vt in range(n % 16):\n"
+                        "            B[n // 16 * 16 + i_vt] = A[n // 16 * 16 + i_vt] * 2.0\n"));
+}
+
 }  // namespace
 }  // namespace kiln::tir

@@ -95,7 +95,7 @@ class Vectorizer {
       return Make<BufferLoadNode>(l->dtype.with_lanes(lanes), l->buffer, std::move(indices));
     }
     if (const auto* c = e.as<ir::CallNode>()) {
-      if (!IsMathIntrinsic(c->op) || c->op == "tanh" || c->op == "erf" || c->op == "log1p") {
+      if (!IsMathIntrinsic(c->op)) {
         ok = false;
         return e;
       }
@@ -136,12 +136,37 @@ class LoopVectorizer : public StmtExprMutator {
     const auto* f = visited.as<ForNode>();
     if (f == nullptr || f->for_kind != ForKind::kVectorized) return visited;
     const int64_t* extent = AsConstInt(f->extent);
-    if (extent == nullptr || *extent < 2 || *extent > kMaxLanes) return visited;
-    int lanes = static_cast<int>(*extent);
-    PrimExpr ramp = Make<RampNode>(f->min, IntImm(f->min->dtype, 1), lanes);
-    Vectorizer v(f->loop_var, ramp, lanes);
-    Stmt body = v.Stmt_(f->body);
-    return v.ok ? body : visited;
+    if (extent != nullptr && *extent < 2) return visited;
+    if (extent != nullptr && *extent <= kMaxLanes) {
+      int lanes = static_cast<int>(*extent);
+      Vectorizer v(f->loop_var, Make<RampNode>(f->min, IntImm(f->min->dtype, 1), lanes), lanes);
+      Stmt body = v.Stmt_(f->body);
+      return v.ok ? body : visited;
+    }
+    return SplitWithTail(*f, visited);
+  }
+
+ private:
+  static constexpr int kChunk = 16;
+
+  // A long or symbolic extent: full vectors of kChunk lanes, then the remainder one lane at a
+  // time, so no lane reads or writes past the loop's range:
+  //   for v in vectorized(min, n)  ->  for vo in range(n // 16): body[v = ramp(min + vo*16, 1, 16)]
+  //                                    for vt in range(n % 16):  body[v = min + n // 16 * 16 + vt]
+  static Stmt SplitWithTail(const ForNode& f, const Stmt& unchanged) {
+    DataType t = f.loop_var->dtype;
+    PrimExpr chunk = IntImm(t, kChunk);
+    Var vo = MakeVar(f.loop_var->name + "_vo", t), vt = MakeVar(f.loop_var->name + "_vt", t);
+    Vectorizer v(f.loop_var, Make<RampNode>(f.min + vo * chunk, IntImm(t, 1), kChunk), kChunk);
+    Stmt vector_body = v.Stmt_(f.body);
+    if (!v.ok) return unchanged;
+    PrimExpr full = FloorDiv(f.extent, chunk);
+    PrimExpr tail_base = f.min + full * chunk;
+    Stmt tail_body = Substitute(f.body, [&](const Var& x) -> PrimExpr {
+      return x == f.loop_var ? tail_base + vt : PrimExpr();
+    });
+    return Seq({MakeFor(vo, IntImm(t, 0), full, ForKind::kSerial, vector_body),
+                MakeFor(vt, IntImm(t, 0), FloorMod(f.extent, chunk), ForKind::kSerial, tail_body)});
   }
 };
 
