@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -91,6 +92,19 @@ void BM_KilnMatmul(benchmark::State& state) {
   }
   state.counters["GFLOPS"] =
       benchmark::Counter(2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate);
+  // A fast wrong answer is no result: compare with OpenBLAS once.
+  runtime::Tensor ref = RandomTensor({n, n});
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+              static_cast<float*>(a.data()), n, static_cast<float*>(b.data()), n, 0.0f,
+              static_cast<float*>(ref.data()), n);
+  const float* got = static_cast<const float*>(c.data());
+  const float* want = static_cast<const float*>(ref.data());
+  for (int64_t i = 0; i < n * n; ++i) {
+    if (std::abs(got[i] - want[i]) > 1e-3f * (1 + std::abs(want[i]))) {
+      state.SkipWithError("the result differs from OpenBLAS");
+      break;
+    }
+  }
 }
 
 void BM_OpenBlasSgemm(benchmark::State& state) {

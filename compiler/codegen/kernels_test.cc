@@ -2,6 +2,7 @@
 // and 2 threads against plain C++ references.
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -150,6 +151,91 @@ TEST_P(KernelsTest, MaxPool) {
         EXPECT_EQ(P<float>(y)[(c * 4 + oh) * 4 + ow], ref);
       }
     }
+  }
+}
+
+// Register-tiled reductions (tir/default_schedule.cc): packed panels of B (and of a transposed
+// weight), a batch dimension, accumulation onto the output's old value, and a conv.
+TEST_P(KernelsTest, RegisterTiledMatmuls) {
+  auto check = [](const Tensor& c, int64_t batch, int64_t m, int64_t n,
+                  const std::function<double(int64_t, int64_t, int64_t)>& ref) {
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          ASSERT_NEAR(P<float>(c)[(b * m + i) * n + j], ref(b, i, j), 1e-4)
+              << b << "," << i << "," << j;
+        }
+      }
+    }
+  };
+  {
+    Tensor a = Filled<float>({64, 48}, "float32", 40, -1, 1),
+           b = Filled<float>({48, 64}, "float32", 41, -1, 1);
+    Tensor c = Filled<float>({64, 64}, "float32", 42, 5, 5);
+    SCOPED_TRACE("matmul_packed");
+    ASSERT_TRUE(Run("matmul_packed", {a, b, c}).ok());
+    check(c, 1, 64, 64, [&](int64_t, int64_t i, int64_t j) {
+      double sum = 0;
+      for (int k = 0; k < 48; ++k) sum += double(P<float>(a)[i * 48 + k]) * P<float>(b)[k * 64 + j];
+      return sum;
+    });
+  }
+  {
+    Tensor a = Filled<float>({32, 24}, "float32", 43, -1, 1),
+           w = Filled<float>({48, 24}, "float32", 44, -1, 1);
+    Tensor c = Filled<float>({32, 48}, "float32", 45, 5, 5);
+    SCOPED_TRACE("dense");
+    ASSERT_TRUE(Run("dense", {a, w, c}).ok());
+    check(c, 1, 32, 48, [&](int64_t, int64_t i, int64_t j) {
+      double sum = 0;
+      for (int k = 0; k < 24; ++k) sum += double(P<float>(a)[i * 24 + k]) * P<float>(w)[j * 24 + k];
+      return sum;
+    });
+  }
+  {
+    Tensor a = Filled<float>({2, 16, 24}, "float32", 46, -1, 1),
+           b = Filled<float>({2, 24, 32}, "float32", 47, -1, 1);
+    Tensor c = Filled<float>({2, 16, 32}, "float32", 48, 5, 5);
+    SCOPED_TRACE("batch_matmul");
+    ASSERT_TRUE(Run("batch_matmul", {a, b, c}).ok());
+    check(c, 2, 16, 32, [&](int64_t bi, int64_t i, int64_t j) {
+      double sum = 0;
+      for (int k = 0; k < 24; ++k)
+        sum += double(P<float>(a)[(bi * 16 + i) * 24 + k]) * P<float>(b)[(bi * 24 + k) * 32 + j];
+      return sum;
+    });
+  }
+  {
+    Tensor a = Filled<float>({20, 8}, "float32", 49, -1, 1),
+           b = Filled<float>({8, 8}, "float32", 50, -1, 1);
+    Tensor c = Filled<float>({20, 8}, "float32", 51, -1, 1);
+    Tensor before = Filled<float>({20, 8}, "float32", 51, -1, 1);
+    SCOPED_TRACE("matmul_accumulate");
+    ASSERT_TRUE(Run("matmul_accumulate", {a, b, c}).ok());
+    check(c, 1, 20, 8, [&](int64_t, int64_t i, int64_t j) {
+      double sum = P<float>(before)[i * 8 + j];
+      for (int k = 0; k < 8; ++k) sum += double(P<float>(a)[i * 8 + k]) * P<float>(b)[k * 8 + j];
+      return sum;
+    });
+  }
+  {
+    Tensor x = Filled<float>({1, 4, 10, 18}, "float32", 52, -1, 1),
+           w = Filled<float>({8, 4, 3, 3}, "float32", 53, -1, 1);
+    Tensor y = Filled<float>({1, 8, 8, 16}, "float32", 54, 5, 5);
+    SCOPED_TRACE("conv2d_tiled");
+    ASSERT_TRUE(Run("conv2d_tiled", {x, w, y}).ok());
+    check(y, 8, 8, 16, [&](int64_t co, int64_t oh, int64_t ow) {
+      double sum = 0;
+      for (int c = 0; c < 4; ++c) {
+        for (int r = 0; r < 3; ++r) {
+          for (int s = 0; s < 3; ++s) {
+            sum += double(P<float>(x)[(c * 10 + oh + r) * 18 + ow + s]) *
+                   P<float>(w)[((co * 4 + c) * 3 + r) * 3 + s];
+          }
+        }
+      }
+      return sum;
+    });
   }
 }
 

@@ -1,6 +1,8 @@
 #include "compiler/tir/default_schedule.h"
 
+#include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "compiler/ir/tir_functor.h"
 
@@ -51,15 +53,36 @@ class Scheduler : public StmtExprMutator {
   }
 
  private:
-  // Register blocking for matmul-like nests (two or more spatial loops around reductions, the
-  // last two with constant extents divisible by the tile): the init moves to its own nest
-  // (decompose_reduction), and a 4 x 32 tile of the output is updated per reduction step:
-  //   i, j, k  ->  i.o (parallel), [init rows], k, j.o, i.i (unrolled 4), j.i (vectorized 32)
-  // Each B row segment loaded is used for 4 output rows; the 4 output rows stay in L1 across k.
+  // Register blocking for matmul- and conv-like nests: two or more spatial loops around
+  // reductions, the last two (i, j) with constant extents, one store to the output at the spatial
+  // iter vars, and the output read only at that point. A rows x cols tile of the output (4 x 32
+  // for a matmul; fewer where the extents do not divide, e.g. 4 x 8 for a 56 x 56 conv image)
+  // lives in a local accumulator (registers, once unrolled and vectorized) across the whole
+  // reduction:
+  //
+  //   for j.o in parallel(N/32):           # the B panel of j.o stays in L2 across i.o
+  //     for i.o in range(M/4):
+  //       acc[4, 32] = init                # or the output's current value, without an init
+  //       for k: acc[i.i, j.i] = body      # i.i unrolled 4, j.i vectorized 32
+  //       C[i.o*4 + i.i, j.o*32 + j.i] = acc
+  //
+  // An operand indexed [k, j] or [j, k] is first packed into panels P[j.o, k, j.i], so that the
+  // inner loop reads it contiguously (the unpacked rows are a page apart for large N). Packing
+  // copies the operand once, so it is done only when each panel is reused by enough rows.
+  static constexpr int64_t kMinRowsToPack = 16;
+
+  // The largest tile dimension from `choices` that divides `extent`, or 0.
+  static int64_t TileSize(int64_t extent, std::initializer_list<int64_t> choices) {
+    for (int64_t c : choices) {
+      if (extent % c == 0) return c;
+    }
+    return 0;
+  }
+
   static Stmt TileReduction(const std::vector<Loop>& spatial, const std::vector<Loop>& reduce,
                             const BlockRealizeNode& realize) {
-    constexpr int64_t kRows = 4, kCols = 32;
     if (spatial.size() < 2 || reduce.empty()) return nullptr;
+    const BlockNode& block = *realize.block;
     const ForNode* li = spatial[spatial.size() - 2].node;
     const ForNode* lj = spatial.back().node;
     const int64_t* ei = AsConstInt(li->extent);
@@ -67,78 +90,249 @@ class Scheduler : public StmtExprMutator {
     const int64_t* mi = AsConstInt(li->min);
     const int64_t* mj = AsConstInt(lj->min);
     if (ei == nullptr || ej == nullptr || mi == nullptr || mj == nullptr || *mi != 0 || *mj != 0 ||
-        *ei % kRows != 0 || *ej % kCols != 0) {
+        !block.alloc_buffers.empty() || !block.match_buffers.empty()) {
       return nullptr;
     }
-    DataType ti = li->loop_var->dtype, tj = lj->loop_var->dtype;
-    Var io = MakeVar(li->loop_var->name + "_o", ti), ii = MakeVar(li->loop_var->name + "_i", ti);
-    Var jo = MakeVar(lj->loop_var->name + "_o", tj), ji = MakeVar(lj->loop_var->name + "_i", tj);
-    auto tiled_values = [&](const Var& i_inner, const Var& j_inner) {
-      std::vector<PrimExpr> values;
-      for (const PrimExpr& v : realize.iter_values) {
-        if (v.get() == li->loop_var.get()) {
-          values.push_back(io * IntImm(ti, kRows) + i_inner);
-        } else if (v.get() == lj->loop_var.get()) {
-          values.push_back(jo * IntImm(tj, kCols) + j_inner);
-        } else {
-          values.push_back(v);
-        }
-      }
-      return values;
-    };
-    const BlockNode& block = *realize.block;
-    Stmt init_nest;
-    Block update_block = realize.block;
-    if (block.init) {
-      auto* init = new BlockNode();
-      Block init_block(init);
-      auto* update = new BlockNode();
-      update_block = Block(update);
-      init->name = block.name + "_init";
-      update->name = block.name;
-      Var ii0 = MakeVar(ii->name, ti), ji0 = MakeVar(ji->name, tj), jo0 = MakeVar(jo->name, tj);
-      std::vector<PrimExpr> all = tiled_values(ii0, ji0), init_values;
-      for (PrimExpr& v : all) {
-        v = Substitute(
-            v, [&](const Var& x) -> PrimExpr { return x == jo ? PrimExpr(jo0) : PrimExpr(); });
-      }
-      for (size_t k = 0; k < block.iter_vars.size(); ++k) {
-        if (block.iter_vars[k]->iter_kind != IterKind::kSpatial) continue;
-        init->iter_vars.push_back(block.iter_vars[k]);
-        init_values.push_back(all[k]);
-      }
-      init->writes = block.writes;
-      init->body = block.init;
-      update->iter_vars = block.iter_vars;
-      update->reads = block.reads;
-      update->writes = block.writes;
-      update->alloc_buffers = block.alloc_buffers;
-      update->match_buffers = block.match_buffers;
-      update->annotations = block.annotations;
-      update->body = block.body;
-      init_nest = Make<BlockRealizeNode>(init_values, realize.predicate, init_block);
-      init_nest = MakeFor(ji0, IntImm(tj, 0), IntImm(tj, kCols), ForKind::kVectorized, init_nest);
-      init_nest = MakeFor(ii0, IntImm(ti, 0), IntImm(ti, kRows), ForKind::kUnrolled, init_nest);
-      init_nest = MakeFor(jo0, IntImm(tj, 0), IntImm(tj, *ej / kCols), ForKind::kSerial, init_nest);
+    const int64_t rows = TileSize(*ei, {4, 2, 1}), cols = TileSize(*ej, {32, 16, 8});
+    if (cols == 0) return nullptr;
+    // Block iter var -> the loop var driving it.
+    std::unordered_map<const Object*, const VarNode*> loop_of;
+    for (size_t k = 0; k < block.iter_vars.size(); ++k)
+      loop_of[block.iter_vars[k]->var.get()] = realize.iter_values[k].as<VarNode>();
+    const auto* store = block.body.as<BufferStoreNode>();
+    if (store == nullptr || !IndexedBySpatialVars(*store, block, loop_of)) return nullptr;
+    const auto* init = block.init ? block.init.as<BufferStoreNode>() : nullptr;
+    if (block.init && (init == nullptr || init->buffer.get() != store->buffer.get() ||
+                       !SameIndices(init->indices, store->indices))) {
+      return nullptr;
     }
-    Stmt body = Make<BlockRealizeNode>(tiled_values(ii, ji), realize.predicate, update_block);
-    body = MakeFor(ji, IntImm(tj, 0), IntImm(tj, kCols), ForKind::kVectorized, body);
-    body = MakeFor(ii, IntImm(ti, 0), IntImm(ti, kRows), ForKind::kUnrolled, body);
-    body = MakeFor(jo, IntImm(tj, 0), IntImm(tj, *ej / kCols), ForKind::kSerial, body);
+    bool output_read_elsewhere = false;
+    PostOrderVisit(store->value, [&](const PrimExpr& e) {
+      const auto* l = e.as<BufferLoadNode>();
+      if (l && l->buffer.get() == store->buffer.get() && !SameIndices(l->indices, store->indices))
+        output_read_elsewhere = true;
+    });
+    if (output_read_elsewhere) return nullptr;
+
+    const Buffer& out = store->buffer;
+    DataType ti = li->loop_var->dtype, tj = lj->loop_var->dtype;
+    Var io = MakeVar(li->loop_var->name + "_o", ti), jo = MakeVar(lj->loop_var->name + "_o", tj);
+    Buffer acc =
+        MakeBuffer(out->name + "_acc", out->dtype, {IntImm(ti, rows), IntImm(tj, cols)}, "local");
+    Panel panel;
+    if (*ei >= kMinRowsToPack) panel = FindPanel(*store, loop_of, lj, reduce, cols);
+
+    // One 4 x 32 tile statement: `make(ii, ji, rewrite)` where rewrite maps the block's iter
+    // vars to this tile's points and loads of the output to the accumulator.
+    auto tile = [&](const std::string& tag,
+                    const std::function<Stmt(const Var&, const Var&)>& make) {
+      Var ii = MakeVar(li->loop_var->name + "_i" + tag, ti);
+      Var ji = MakeVar(lj->loop_var->name + "_i" + tag, tj);
+      Stmt body = make(ii, ji);
+      body = MakeFor(ji, IntImm(tj, 0), IntImm(tj, cols), ForKind::kVectorized, body);
+      return MakeFor(ii, IntImm(ti, 0), IntImm(ti, rows), ForKind::kUnrolled, body);
+    };
+    auto rewriter = [&](const Var& ii, const Var& ji) {
+      return Rewriter(realize, li, lj, io * IntImm(ti, rows) + ii, jo * IntImm(tj, cols) + ji, out,
+                      acc, {ii, ji}, panel, jo, ji);
+    };
+    Stmt start = tile("_init", [&](const Var& ii, const Var& ji) {
+      Rewriter r = rewriter(ii, ji);
+      PrimExpr value = init ? r.VisitExpr(init->value)
+                            : Make<BufferLoadNode>(out->dtype, out, r.Indices(store->indices));
+      return Make<BufferStoreNode>(acc, value, std::vector<PrimExpr>{ii, ji});
+    });
+    Stmt update = tile("", [&](const Var& ii, const Var& ji) {
+      Rewriter r = rewriter(ii, ji);
+      return Make<BufferStoreNode>(acc, r.VisitExpr(store->value), std::vector<PrimExpr>{ii, ji});
+    });
     for (size_t r = reduce.size(); r-- > 0;) {
       const ForNode* f = reduce[r].node;
-      body = MakeFor(f->loop_var, f->min, f->extent, ForKind::kSerial, body);
+      update = MakeFor(f->loop_var, f->min, f->extent, ForKind::kSerial, update);
     }
-    if (init_nest) body = Seq({init_nest, body});
-    bool outermost = spatial.size() == 2;
-    body = MakeFor(io, IntImm(ti, 0), IntImm(ti, *ei / kRows),
-                   outermost ? ForKind::kParallel : ForKind::kSerial, body);
-    for (size_t k = spatial.size() - 2; k-- > 0;) {
-      const ForNode* f = spatial[k].node;
-      body = MakeFor(f->loop_var, f->min, f->extent, k == 0 ? ForKind::kParallel : ForKind::kSerial,
-                     body);
+    Stmt finish = tile("_store", [&](const Var& ii, const Var& ji) {
+      Rewriter r = rewriter(ii, ji);
+      std::vector<PrimExpr> indices;
+      for (const PrimExpr& x : store->indices) indices.push_back(r.VisitExpr(x));
+      return Make<BufferStoreNode>(
+          out, Make<BufferLoadNode>(acc->dtype, acc, std::vector<PrimExpr>{ii, ji}), indices);
+    });
+    Stmt body = Make<AllocateNode>(acc, Seq({start, update, finish}));
+    // Outer loops: the leading spatial ones, then j.o and i.o; the first that has more than one
+    // iteration runs in parallel (a batch-1 conv parallelizes over its channels).
+    struct Outer {
+      Var var;
+      PrimExpr min, extent;
+    };
+    std::vector<Outer> outer;
+    for (size_t k = 0; k + 2 < spatial.size(); ++k)
+      outer.push_back({spatial[k].node->loop_var, spatial[k].node->min, spatial[k].node->extent});
+    outer.push_back({jo, IntImm(tj, 0), IntImm(tj, *ej / cols)});
+    outer.push_back({io, IntImm(ti, 0), IntImm(ti, *ei / rows)});
+    size_t parallel = 0;
+    while (parallel + 1 < outer.size() && AsConstInt(outer[parallel].extent) &&
+           *AsConstInt(outer[parallel].extent) == 1) {
+      ++parallel;
     }
-    return body;
+    for (size_t k = outer.size(); k-- > 0;) {
+      body = MakeFor(outer[k].var, outer[k].min, outer[k].extent,
+                     k == parallel ? ForKind::kParallel : ForKind::kSerial, body);
+    }
+    if (!panel.packed) return body;
+    return Make<AllocateNode>(panel.packed, Seq({PackPanels(panel, lj, tj), body}));
+  }
+
+  // An operand read at [k, j] or [j, k] (k the only reduction loop, constant extent), packed into
+  // `packed` = [N/32, K, 32].
+  struct Panel {
+    Buffer source;
+    Buffer packed;
+    bool j_first = false;
+    const ForNode* k_loop = nullptr;
+    int64_t cols = 0;
+  };
+
+  static PrimExpr CastTo(DataType t, const PrimExpr& e) { return e->dtype == t ? e : Cast(t, e); }
+
+  static bool IsConstZero(const PrimExpr& e) {
+    const int64_t* v = AsConstInt(e);
+    return v != nullptr && *v == 0;
+  }
+
+  static Panel FindPanel(const BufferStoreNode& store,
+                         const std::unordered_map<const Object*, const VarNode*>& loop_of,
+                         const ForNode* lj, const std::vector<Loop>& reduce, int64_t cols) {
+    Panel panel;
+    if (reduce.size() != 1 || !AsConstInt(reduce[0].node->extent) ||
+        !IsConstZero(reduce[0].node->min)) {
+      return panel;
+    }
+    const VarNode* k_var = reduce[0].node->loop_var.get();
+    auto driven_by = [&](const PrimExpr& index, const VarNode* loop) {
+      const auto* v = index.as<VarNode>();
+      auto it = v ? loop_of.find(v) : loop_of.end();
+      return it != loop_of.end() && it->second == loop;
+    };
+    PostOrderVisit(store.value, [&](const PrimExpr& e) {
+      const auto* l = e.as<BufferLoadNode>();
+      if (panel.source || !l || l->indices.size() != 2 || l->buffer.get() == store.buffer.get())
+        return;
+      bool kj = driven_by(l->indices[0], k_var) && driven_by(l->indices[1], lj->loop_var.get());
+      bool jk = driven_by(l->indices[0], lj->loop_var.get()) && driven_by(l->indices[1], k_var);
+      if (!kj && !jk) return;
+      panel.source = l->buffer;
+      panel.j_first = jk;
+    });
+    if (!panel.source) return panel;
+    panel.k_loop = reduce[0].node;
+    panel.cols = cols;
+    DataType tj = lj->loop_var->dtype;
+    panel.packed = MakeBuffer(panel.source->name + "_panels", panel.source->dtype,
+                              {IntImm(tj, *AsConstInt(lj->extent) / cols),
+                               CastTo(tj, panel.k_loop->extent), IntImm(tj, cols)});
+    return panel;
+  }
+
+  //   for jo in parallel(N/32): for k in range(K): for ji in vectorized(32):
+  //     P[jo, k, ji] = B[k, jo*32 + ji]   (or B[jo*32 + ji, k])
+  static Stmt PackPanels(const Panel& panel, const ForNode* lj, DataType tj) {
+    const ForNode* lk = panel.k_loop;
+    Var jo = MakeVar("pack_" + lj->loop_var->name + "_o", tj);
+    Var k = MakeVar("pack_" + lk->loop_var->name, lk->loop_var->dtype);
+    Var ji = MakeVar("pack_" + lj->loop_var->name + "_i", tj);
+    const int64_t cols = panel.cols;
+    PrimExpr j = jo * IntImm(tj, cols) + ji;
+    std::vector<PrimExpr> src =
+        panel.j_first ? std::vector<PrimExpr>{j, k} : std::vector<PrimExpr>{k, j};
+    Stmt body = Make<BufferStoreNode>(panel.packed,
+                                      Make<BufferLoadNode>(panel.source->dtype, panel.source, src),
+                                      std::vector<PrimExpr>{jo, CastTo(tj, k), ji});
+    body = MakeFor(ji, IntImm(tj, 0), IntImm(tj, cols), ForKind::kVectorized, body);
+    body = MakeFor(k, lk->min, lk->extent, ForKind::kSerial, body);
+    return MakeFor(jo, IntImm(tj, 0), IntImm(tj, *AsConstInt(lj->extent) / cols),
+                   ForKind::kParallel, body);
+  }
+
+  // Substitutes a block's iter vars by one tile point, the output by the accumulator and the
+  // panel operand by its packed copy.
+  class Rewriter : public StmtExprMutator {
+   public:
+    Rewriter(const BlockRealizeNode& realize, const ForNode* li, const ForNode* lj, PrimExpr i,
+             PrimExpr j, Buffer out, Buffer acc, std::vector<PrimExpr> acc_index,
+             const Panel& panel, Var jo, Var ji)
+        : out_(std::move(out)),
+          acc_(std::move(acc)),
+          acc_index_(std::move(acc_index)),
+          panel_(panel),
+          jo_(std::move(jo)),
+          ji_(std::move(ji)) {
+      for (size_t k = 0; k < realize.block->iter_vars.size(); ++k) {
+        const PrimExpr& loop = realize.iter_values[k];
+        const Object* iv = realize.block->iter_vars[k]->var.get();
+        if (loop.get() == li->loop_var.get()) {
+          values_[iv] = i;
+        } else if (loop.get() == lj->loop_var.get()) {
+          values_[iv] = j;
+        } else {
+          values_[iv] = loop;
+        }
+      }
+    }
+    // Output indices at this tile point.
+    std::vector<PrimExpr> Indices(const std::vector<PrimExpr>& indices) {
+      std::vector<PrimExpr> out;
+      for (const PrimExpr& x : indices) out.push_back(VisitExpr(x));
+      return out;
+    }
+    PrimExpr VisitExpr(const PrimExpr& e) override {
+      if (const auto* v = e.as<VarNode>()) {
+        auto it = values_.find(v);
+        return it == values_.end() ? e : it->second;
+      }
+      if (const auto* l = e.as<BufferLoadNode>()) {
+        if (l->buffer.get() == out_.get()) return Make<BufferLoadNode>(l->dtype, acc_, acc_index_);
+        if (panel_.packed && l->buffer.get() == panel_.source.get()) {
+          PrimExpr k = VisitExpr(l->indices[panel_.j_first ? 1 : 0]);
+          return Make<BufferLoadNode>(l->dtype, panel_.packed,
+                                      std::vector<PrimExpr>{jo_, CastTo(jo_->dtype, k), ji_});
+        }
+      }
+      return DefaultVisitExpr(e);
+    }
+
+   private:
+    Buffer out_, acc_;
+    std::vector<PrimExpr> acc_index_;
+    const Panel& panel_;
+    Var jo_, ji_;
+    std::unordered_map<const Object*, PrimExpr> values_;
+  };
+
+  static bool SameIndices(const std::vector<PrimExpr>& a, const std::vector<PrimExpr>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t k = 0; k < a.size(); ++k) {
+      if (a[k].get() != b[k].get()) return false;
+    }
+    return true;
+  }
+
+  // The store writes one point per spatial iteration: its indices are the spatial iter vars,
+  // each once.
+  static bool IndexedBySpatialVars(
+      const BufferStoreNode& store, const BlockNode& block,
+      const std::unordered_map<const Object*, const VarNode*>& loop_of) {
+    size_t spatial = 0;
+    for (const IterVar& iv : block.iter_vars) spatial += iv->iter_kind == IterKind::kSpatial;
+    if (store.indices.size() != spatial) return false;
+    std::unordered_set<const VarNode*> seen;
+    for (const PrimExpr& index : store.indices) {
+      const auto* v = index.as<VarNode>();
+      if (v == nullptr || loop_of.count(v) == 0 || !seen.insert(v).second) return false;
+      for (const IterVar& iv : block.iter_vars) {
+        if (iv->var.get() == v && iv->iter_kind != IterKind::kSpatial) return false;
+      }
+    }
+    return true;
   }
 
   // Each loop must drive exactly one iter var directly (a remap) and the block must not read

@@ -123,7 +123,7 @@ class Module:
   EXPECT_THAT(script::PrintScript(*lowered), HasSubstr("B[i, j] = A[i * 32 + j]"));
 }
 
-TEST(DefaultScheduleTest, LargeMatmulGetsARegisterTileWithDecomposedInit) {
+TEST(DefaultScheduleTest, LargeMatmulGetsPackedPanelsAndARegisterTile) {
   const char* text = R"(
 @I.ir_module
 class Module:
@@ -141,19 +141,36 @@ class Module:
   absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
   ASSERT_TRUE(mod.ok()) << mod.status();
   std::string scheduled = script::PrintScript(ApplyDefaultSchedule(*mod));
-  EXPECT_THAT(scheduled, HasSubstr("for i_o in T.parallel(16):\n            for j_o in range(2):\n"
-                                   "                for i_i in T.unroll(4):\n"
-                                   "                    for j_i in T.vectorized(32):\n"
-                                   "                        with T.block(\"C_init\"):\n"));
-  EXPECT_THAT(scheduled, HasSubstr("for k, j_o_1 in T.grid(64, 2):\n"
-                                   "                for i_i_1 in T.unroll(4):\n"
-                                   "                    for j_i_1 in T.vectorized(32):\n"
-                                   "                        with T.block(\"C\"):\n"));
+  // B is packed into 32-column panels, read contiguously by the 4 x 32 tile.
+  EXPECT_THAT(scheduled, HasSubstr("for pack_j_o in T.parallel(2):\n"
+                                   "                for pack_k in range(64):\n"
+                                   "                    for pack_j_i in T.vectorized(32):\n"
+                                   "                        B_panels[pack_j_o, pack_k, pack_j_i] = "
+                                   "B[pack_k, pack_j_o * 32 + pack_j_i]\n"));
+  // The tile accumulates in a local buffer across k and is stored once.
+  EXPECT_THAT(
+      scheduled,
+      HasSubstr("for j_o in T.parallel(2):\n"
+                "                for i_o in range(16):\n"
+                "                    with T.decl_buffer((4, 32), \"float32\", "
+                "scope=\"local\") as C_acc:\n"
+                "                        for i_i_init in T.unroll(4):\n"
+                "                            for j_i_init in T.vectorized(32):\n"
+                "                                C_acc[i_i_init, j_i_init] = 0.0\n"
+                "                        for k in range(64):\n"
+                "                            for i_i in T.unroll(4):\n"
+                "                                for j_i in T.vectorized(32):\n"
+                "                                    C_acc[i_i, j_i] = C_acc[i_i, j_i] + "
+                "A[i_o * 4 + i_i, k] * B_panels[j_o, k, j_i]\n"
+                "                        for i_i_store in T.unroll(4):\n"
+                "                            for j_i_store in T.vectorized(32):\n"
+                "                                C[i_o * 4 + i_i_store, j_o * 32 + j_i_store] "
+                "= C_acc[i_i_store, j_i_store]\n"));
   // Lowered, the vectorized loops become 32-lane Ramp accesses.
   absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod));
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   std::string text_lowered = script::PrintScript(*lowered);
-  EXPECT_THAT(text_lowered, HasSubstr("T.Ramp(j_o_1 * 32, 1, 32)"));
+  EXPECT_THAT(text_lowered, HasSubstr("B_panels[j_o, k, T.Ramp(0, 1, 32)]"));
   EXPECT_THAT(text_lowered, Not(HasSubstr("T.vectorized")));
 }
 

@@ -155,3 +155,56 @@ class Module:
                 tmp[i] = A[i] * T.float32(3)
             for i in range(n):
                 B[i] = tmp[n - 1 - i]
+
+    @T.prim_func
+    def matmul_packed(A: T.Buffer((64, 48), "float32"), B: T.Buffer((48, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+        for i, j, k in T.grid(64, 64, 48):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    @T.prim_func
+    def dense(A: T.Buffer((32, 24), "float32"), W: T.Buffer((48, 24), "float32"), C: T.Buffer((32, 48), "float32")):
+        for i, j, k in T.grid(32, 48, 24):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], W[vj, vk])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * W[vj, vk]
+
+    @T.prim_func
+    def batch_matmul(A: T.Buffer((2, 16, 24), "float32"), B: T.Buffer((2, 24, 32), "float32"), C: T.Buffer((2, 16, 32), "float32")):
+        for b, i, j, k in T.grid(2, 16, 32, 24):
+            with T.block("C"):
+                vb, vi, vj, vk = T.axis.remap("SSSR", [b, i, j, k])
+                T.reads(A[vb, vi, vk], B[vb, vk, vj])
+                T.writes(C[vb, vi, vj])
+                with T.init():
+                    C[vb, vi, vj] = T.float32(0)
+                C[vb, vi, vj] = C[vb, vi, vj] + A[vb, vi, vk] * B[vb, vk, vj]
+
+    @T.prim_func
+    def matmul_accumulate(A: T.Buffer((20, 8), "float32"), B: T.Buffer((8, 8), "float32"), C: T.Buffer((20, 8), "float32")):
+        for i, j, k in T.grid(20, 8, 8):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    @T.prim_func
+    def conv2d_tiled(X: T.Buffer((1, 4, 10, 18), "float32"), W: T.Buffer((8, 4, 3, 3), "float32"), Y: T.Buffer((1, 8, 8, 16), "float32")):
+        for n, k, oh, ow, c, r, s in T.grid(1, 8, 8, 16, 4, 3, 3):
+            with T.block("conv"):
+                vn, vk, voh, vow, vc, vr, vs = T.axis.remap("SSSSRRR", [n, k, oh, ow, c, r, s])
+                T.reads(X[vn, vc, voh + vr, vow + vs], W[vk, vc, vr, vs])
+                T.writes(Y[vn, vk, voh, vow])
+                with T.init():
+                    Y[vn, vk, voh, vow] = T.float32(0)
+                Y[vn, vk, voh, vow] = Y[vn, vk, voh, vow] + X[vn, vc, voh + vr, vow + vs] * W[vk, vc, vr, vs]
