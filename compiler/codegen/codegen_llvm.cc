@@ -330,10 +330,15 @@ class KernelCodeGen {
     Check(b_.CreateICmpNE(data, llvm::ConstantPointerNull::get(ptr_)), what + " has no data");
     llvm::Value* offset = b_.CreateLoad(i64_, b_.CreateStructGEP(dltensor_, tensor, 6));
     data = b_.CreateGEP(i8_, data, offset);
-    if (int bytes = buffer->dtype.bytes(); bytes > 1) {  // typed loads need natural alignment
-      llvm::Value* misaligned = b_.CreateAnd(b_.CreatePtrToInt(data, i64_), b_.getInt64(bytes - 1));
+    // The buffer's declared alignment (64 unless written otherwise, as in TVM; runtime tensors
+    // are allocated so) is checked, then given to LLVM as a fact for aligned vector accesses.
+    int64_t alignment = std::max<int64_t>(buffer->data_alignment, buffer->dtype.bytes());
+    if (alignment > 1 && (alignment & (alignment - 1)) == 0) {
+      llvm::Value* misaligned =
+          b_.CreateAnd(b_.CreatePtrToInt(data, i64_), b_.getInt64(alignment - 1));
       Check(b_.CreateICmpEQ(misaligned, b_.getInt64(0)),
-            absl::StrCat(what, " must be aligned to ", bytes, " bytes"));
+            absl::StrCat(what, " must be aligned to ", alignment, " bytes"));
+      b_.CreateAlignmentAssumption(module_->getDataLayout(), data, alignment);
     }
     if (const auto* eo = buffer->elem_offset.as<IntImmNode>(); eo == nullptr || eo->value != 0) {
       if (!buffer->elem_offset) return (void)Fail(what + ": a buffer without elem_offset");

@@ -221,7 +221,10 @@ TEST_F(CodegenTest, EveryWrongArgumentIsAClearError) {
   EXPECT_EQ(state.Call(*raw, values, kinds, 3), 0);
   ta.byte_offset = 2;  // float32 data at an odd address
   EXPECT_EQ(state.Call(*raw, values, kinds, 3), 1);
-  EXPECT_THAT(state.error, HasSubstr("argument 0 (A) must be aligned to 4 bytes"));
+  EXPECT_THAT(state.error, HasSubstr("argument 0 (A) must be aligned to 64 bytes"));
+  ta.byte_offset = 16;  // naturally aligned, but not to the buffer's declared 64 bytes
+  EXPECT_EQ(state.Call(*raw, values, kinds, 3), 1);
+  EXPECT_THAT(state.error, HasSubstr("argument 0 (A) must be aligned to 64 bytes"));
 }
 
 TEST(CodegenCrossTest, BuildsAnAarch64SharedLibrary) {
