@@ -239,6 +239,19 @@ TEST_P(KernelsTest, RegisterTiledMatmuls) {
   }
 }
 
+// An intermediate compacted to one row per iteration (tir/compact_allocations.cc).
+TEST_P(KernelsTest, CompactedIntermediate) {
+  Tensor a = Filled<float>({32, 64}, "float32", 55, -1, 1),
+         b = Filled<float>({32, 64}, "float32", 56, 0, 0);
+  ASSERT_TRUE(Run("row_temp", {a, b}).ok());
+  for (int i = 0; i < 32; ++i) {
+    for (int j = 0; j < 64; ++j) {
+      ASSERT_EQ(P<float>(b)[i * 64 + j],
+                P<float>(a)[i * 64 + j] * 2 + P<float>(a)[i * 64 + 63 - j] * 2);
+    }
+  }
+}
+
 // With tir.noalias: the buffers carry LLVM alias scopes.
 TEST_P(KernelsTest, NoaliasMatmul) {
   Tensor a = Filled<float>({8, 16}, "float32", 18, -1, 1),

@@ -202,7 +202,7 @@ absl::StatusOr<IRModule> LowerTir(const IRModule& mod) {
     if (prim == nullptr) continue;
     absl::StatusOr<PrimFunc> lowered =
         ConvertBlocksToLoops(LowerInitBlock(entry.second.as_ref<PrimFuncNode>()));
-    if (lowered.ok()) lowered = Simplify(VectorizeLoops(*lowered));
+    if (lowered.ok()) lowered = Simplify(VectorizeLoops(CompactAllocations(*lowered)));
     if (!lowered.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("in PrimFunc '", name, "': ", lowered.status().message()));

@@ -14,16 +14,21 @@ namespace kiln::tir {
 ir::PrimFunc LowerInitBlock(const ir::PrimFunc& f);
 
 // Replaces each BlockRealize by its block's body with the iter vars substituted by their bound
-// values, guarded by the predicate, with alloc_buffers as Allocate. Requires LowerInitBlock
-// first; match_buffer is not supported yet (an error).
+// values, guarded by the predicate, with alloc_buffers as Allocate and match_buffer views as
+// accesses of their source. Requires LowerInitBlock first.
 absl::StatusOr<ir::PrimFunc> ConvertBlocksToLoops(const ir::PrimFunc& f);
+
+// Shrinks intermediate allocations to what is used: each Allocate sinks into the loops around
+// its accesses where iterations use disjoint parts of it, and each dimension is cut to the
+// constant-width window the accesses touch (indices shifted to the window's start).
+ir::PrimFunc CompactAllocations(const ir::PrimFunc& f);
 
 // Simplifies integer expressions (indices, loop bounds, conditions) with the arithmetic analyzer,
 // knowing each loop variable's range: `(i * 32 + j) // 32` inside `for j in range(32)` becomes `i`.
 ir::PrimFunc Simplify(const ir::PrimFunc& f);
 
-// LowerInitBlock, ConvertBlocksToLoops and Simplify on every PrimFunc of `mod`; Relax functions
-// are kept.
+// LowerInitBlock, ConvertBlocksToLoops, CompactAllocations, VectorizeLoops and Simplify on every
+// PrimFunc of `mod`; Relax functions are kept.
 absl::StatusOr<ir::IRModule> LowerTir(const ir::IRModule& mod);
 
 }  // namespace kiln::tir

@@ -208,3 +208,23 @@ class Module:
                 with T.init():
                     Y[vn, vk, voh, vow] = T.float32(0)
                 Y[vn, vk, voh, vow] = Y[vn, vk, voh, vow] + X[vn, vc, voh + vr, vow + vs] * W[vk, vc, vr, vs]
+
+    @T.prim_func
+    def row_temp(A: T.Buffer((32, 64), "float32"), B: T.Buffer((32, 64), "float32")):
+        with T.block("root"):
+            T.reads()
+            T.writes()
+            tmp = T.alloc_buffer((32, 64), "float32")
+            for i in range(32):
+                for j in range(64):
+                    with T.block("t"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        T.reads(A[vi, vj])
+                        T.writes(tmp[vi, vj])
+                        tmp[vi, vj] = A[vi, vj] * T.float32(2)
+                for j in range(64):
+                    with T.block("b"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        T.reads(tmp[vi, vj], tmp[vi, 63 - vj])
+                        T.writes(B[vi, vj])
+                        B[vi, vj] = tmp[vi, vj] + tmp[vi, 63 - vj]
