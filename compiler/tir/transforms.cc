@@ -157,6 +157,56 @@ class BlockFlattener : public StmtExprMutator {
   }
 };
 
+// Rewrites every allocated buffer of rank > 1 as a 1-D buffer indexed row-major.
+class BufferFlattener : public StmtExprMutator {
+ public:
+  Stmt VisitStmt(const Stmt& s) override {
+    if (const auto* a = s.as<AllocateNode>();
+        a && a->buffer->shape.size() > 1 && a->buffer->strides.empty()) {
+      const Buffer& b = a->buffer;
+      auto* node = new BufferNode();
+      Buffer flat(node);
+      node->name = b->name;
+      node->data = b->data;
+      node->dtype = b->dtype;
+      node->elem_offset = b->elem_offset;
+      node->scope = b->scope;
+      node->data_alignment = b->data_alignment;
+      PrimExpr size = b->shape[0];
+      for (size_t d = 1; d < b->shape.size(); ++d) size = size * b->shape[d];
+      node->shape = {analyzer_.Simplify(size)};
+      flat_[b.get()] = flat;
+      Stmt body = VisitStmt(a->body);
+      return Make<AllocateNode>(flat, body);
+    }
+    Stmt visited = StmtExprMutator::VisitStmt(s);
+    if (const auto* st = visited.as<BufferStoreNode>()) {
+      auto it = flat_.find(st->buffer.get());
+      if (it != flat_.end())
+        return Make<BufferStoreNode>(it->second, st->value, Flat(*st->buffer, st->indices));
+    }
+    return visited;
+  }
+  PrimExpr VisitExpr(const PrimExpr& e) override {
+    PrimExpr visited = StmtExprMutator::VisitExpr(e);
+    if (const auto* l = visited.as<BufferLoadNode>()) {
+      auto it = flat_.find(l->buffer.get());
+      if (it != flat_.end())
+        return Make<BufferLoadNode>(l->dtype, it->second, Flat(*l->buffer, l->indices));
+    }
+    return visited;
+  }
+
+ private:
+  std::vector<PrimExpr> Flat(const BufferNode& b, const std::vector<PrimExpr>& indices) {
+    PrimExpr flat = indices[0];
+    for (size_t d = 1; d < indices.size(); ++d) flat = flat * b.shape[d] + indices[d];
+    return {analyzer_.Simplify(flat)};
+  }
+  std::unordered_map<const Object*, Buffer> flat_;
+  arith::Analyzer analyzer_;
+};
+
 class Simplifier : public StmtExprMutator {
  public:
   PrimExpr VisitExpr(const PrimExpr& e) override {
@@ -186,6 +236,10 @@ class Simplifier : public StmtExprMutator {
 
 PrimFunc Simplify(const PrimFunc& f) { return WithBody(f, Simplifier().VisitStmt(f->body)); }
 
+PrimFunc FlattenBuffers(const PrimFunc& f) {
+  return WithBody(f, BufferFlattener().VisitStmt(f->body));
+}
+
 PrimFunc LowerInitBlock(const PrimFunc& f) { return WithBody(f, InitLowerer().VisitStmt(f->body)); }
 
 absl::StatusOr<PrimFunc> ConvertBlocksToLoops(const PrimFunc& f) {
@@ -202,7 +256,8 @@ absl::StatusOr<IRModule> LowerTir(const IRModule& mod) {
     if (prim == nullptr) continue;
     absl::StatusOr<PrimFunc> lowered =
         ConvertBlocksToLoops(LowerInitBlock(entry.second.as_ref<PrimFuncNode>()));
-    if (lowered.ok()) lowered = Simplify(VectorizeLoops(CompactAllocations(*lowered)));
+    if (lowered.ok())
+      lowered = Simplify(VectorizeLoops(FlattenBuffers(CompactAllocations(*lowered))));
     if (!lowered.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("in PrimFunc '", name, "': ", lowered.status().message()));

@@ -23,12 +23,16 @@ absl::StatusOr<ir::PrimFunc> ConvertBlocksToLoops(const ir::PrimFunc& f);
 // constant-width window the accesses touch (indices shifted to the window's start).
 ir::PrimFunc CompactAllocations(const ir::PrimFunc& f);
 
+// Rewrites allocated buffers of rank > 1 as 1-D, indexed row-major. Parameter buffers keep their
+// rank: their strides are known only at run time, checked and applied by the kernel prologue.
+ir::PrimFunc FlattenBuffers(const ir::PrimFunc& f);
+
 // Simplifies integer expressions (indices, loop bounds, conditions) with the arithmetic analyzer,
 // knowing each loop variable's range: `(i * 32 + j) // 32` inside `for j in range(32)` becomes `i`.
 ir::PrimFunc Simplify(const ir::PrimFunc& f);
 
-// LowerInitBlock, ConvertBlocksToLoops, CompactAllocations, VectorizeLoops and Simplify on every
-// PrimFunc of `mod`; Relax functions are kept.
+// LowerInitBlock, ConvertBlocksToLoops, CompactAllocations, FlattenBuffers, VectorizeLoops and
+// Simplify on every PrimFunc of `mod`; Relax functions are kept.
 absl::StatusOr<ir::IRModule> LowerTir(const ir::IRModule& mod);
 
 }  // namespace kiln::tir

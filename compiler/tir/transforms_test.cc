@@ -170,7 +170,10 @@ class Module:
   absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod));
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   std::string text_lowered = script::PrintScript(*lowered);
-  EXPECT_THAT(text_lowered, HasSubstr("B_panels[j_o, k, T.Ramp(0, 1, 32)]"));
+  // Flattened, the panels and the accumulator are 1-D, read as contiguous 32-lane vectors.
+  EXPECT_THAT(text_lowered, HasSubstr("C_acc[T.Ramp(i_i * 32, 1, 32)] = C_acc[T.Ramp(i_i * 32, 1, "
+                                      "32)] + T.Broadcast(A[i_o * 4 + i_i, k], 32) * "
+                                      "B_panels[T.Ramp(j_o * 2048 + k * 32, 1, 32)]"));
   EXPECT_THAT(text_lowered, Not(HasSubstr("T.vectorized")));
 }
 
@@ -230,17 +233,25 @@ class Module:
 )";
   absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<ir::IRModule> lowered = LowerTir(*mod);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  std::string printed = script::PrintScript(*lowered);
+  ir::IRModuleBuilder builder(*mod);
+  const auto& entry = (*mod)->functions.begin()->second;
+  absl::StatusOr<ir::PrimFunc> loops =
+      ConvertBlocksToLoops(LowerInitBlock(entry.second.as_ref<ir::PrimFuncNode>()));
+  ASSERT_TRUE(loops.ok()) << loops.status();
+  builder.Update(entry.first, CompactAllocations(*loops));
+  std::string printed = script::PrintScript(builder.Build());
   // Each iteration of i owns row i of tmp: one row is allocated per iteration.
   EXPECT_THAT(printed, HasSubstr("for i in range(32):\n"
                                  "            with T.decl_buffer((1, 64), \"float32\") as tmp:\n"
                                  "                for j in range(64):\n"
                                  "                    tmp[0, j] = A[i, j] * 2.0\n"));
-  EXPECT_THAT(printed, HasSubstr("B[i, j_1] = tmp[0, j_1] + tmp[0, 0 - j_1 + 63]"));
+  EXPECT_THAT(printed, HasSubstr("B[i, j_1] = tmp[0, j_1] + tmp[0, 63 - j_1]"));
   // The sliding window overlaps between iterations: it stays outside i, cut to the 34 used.
   EXPECT_THAT(printed, HasSubstr("with T.decl_buffer((34,), \"float32\") as win:\n"));
+  // Then FlattenBuffers makes the row 1-D.
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(*mod);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_THAT(script::PrintScript(*lowered), HasSubstr("B[i, j_1] = tmp[j_1] + tmp[0 - j_1 + 63]"));
 }
 
 }  // namespace
