@@ -174,8 +174,8 @@ TEST(TimeEvaluatorTest, RepeatsGrowNumberAndPropagateErrors) {
       [&] {
         ++calls;
         volatile double x = 0;
-        for (int i = 0; i < 1000; ++i) x += i;
-        return absl::OkStatus();
+        for (int i = 0; i < 1000; ++i) x = x + i;
+        return x >= 0 ? absl::OkStatus() : absl::InternalError("negative sum");
       },
       options);
   ASSERT_TRUE(times.ok());

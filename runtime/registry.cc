@@ -5,7 +5,8 @@
 namespace kiln::runtime {
 
 const char* Value::kind_name() const {
-  static const char* kNames[] = {"none", "int", "float", "tensor", "string", "shape"};
+  static const char* kNames[] = {"none",   "int",   "float", "tensor",
+                                 "string", "shape", "tuple", "closure"};
   return kNames[v_.index()];
 }
 

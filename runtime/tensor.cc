@@ -11,10 +11,11 @@
 namespace kiln::runtime {
 
 struct Tensor::Storage {
+  std::shared_ptr<void> memory;  // owns the bytes; views share it
+  size_t capacity = 0;           // bytes of `memory` from `tensor.data` on
   std::vector<int64_t> shape;
   DLTensor tensor{};
   size_t nbytes = 0;
-  ~Storage() { std::free(tensor.data); }
 };
 
 namespace {
@@ -64,7 +65,11 @@ size_t DataTypeBytes(DLDataType dtype) {
   return static_cast<size_t>((dtype.bits + 7) / 8) * dtype.lanes;
 }
 
-absl::StatusOr<Tensor> Tensor::Empty(absl::Span<const int64_t> shape, DLDataType dtype) {
+namespace {
+
+// Bytes of a compact tensor; fails for negative dimensions, dtypes that do not fill bytes and
+// sizes that overflow.
+absl::StatusOr<size_t> CompactBytes(absl::Span<const int64_t> shape, DLDataType dtype) {
   if (dtype.bits != 1 && dtype.bits % 8 != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot allocate a tensor of ", DataTypeToString(dtype), ": elements must fill bytes"));
@@ -82,17 +87,18 @@ absl::StatusOr<Tensor> Tensor::Empty(absl::Span<const int64_t> shape, DLDataType
     }
     nbytes *= static_cast<size_t>(dim);
   }
+  return nbytes;
+}
 
+}  // namespace
+
+Tensor Tensor::Make(std::shared_ptr<void> memory, size_t capacity, void* data,
+                    absl::Span<const int64_t> shape, DLDataType dtype, size_t nbytes) {
   auto storage = std::make_shared<Storage>();
+  storage->memory = std::move(memory);
+  storage->capacity = capacity;
   storage->shape.assign(shape.begin(), shape.end());
   storage->nbytes = nbytes;
-  // aligned_alloc wants a size that is a multiple of the alignment, and never 0.
-  size_t padded = (nbytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  void* data = std::aligned_alloc(kTensorAlignment, padded == 0 ? kTensorAlignment : padded);
-  if (data == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("out of memory allocating ", nbytes, " bytes for a tensor"));
-  }
   DLTensor& t = storage->tensor;
   t.data = data;
   t.device = DLDevice{kDLCPU, 0};
@@ -101,10 +107,41 @@ absl::StatusOr<Tensor> Tensor::Empty(absl::Span<const int64_t> shape, DLDataType
   t.shape = storage->shape.data();
   t.strides = nullptr;  // compact, row-major
   t.byte_offset = 0;
-
   Tensor tensor;
   tensor.storage_ = std::move(storage);
   return tensor;
+}
+
+absl::StatusOr<Tensor> Tensor::Empty(absl::Span<const int64_t> shape, DLDataType dtype) {
+  absl::StatusOr<size_t> nbytes = CompactBytes(shape, dtype);
+  if (!nbytes.ok()) return nbytes.status();
+  // aligned_alloc wants a size that is a multiple of the alignment, and never 0.
+  size_t padded = (*nbytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  if (padded == 0) padded = kTensorAlignment;
+  void* data = std::aligned_alloc(kTensorAlignment, padded);
+  if (data == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory allocating ", *nbytes, " bytes for a tensor"));
+  }
+  return Make(std::shared_ptr<void>(data, std::free), padded, data, shape, dtype, *nbytes);
+}
+
+absl::StatusOr<Tensor> Tensor::View(size_t byte_offset, absl::Span<const int64_t> shape,
+                                    DLDataType dtype) const {
+  if (!defined()) return absl::InvalidArgumentError("a view of the null tensor");
+  absl::StatusOr<size_t> nbytes = CompactBytes(shape, dtype);
+  if (!nbytes.ok()) return nbytes.status();
+  if (byte_offset % kTensorAlignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("a view at byte offset ", byte_offset,
+                                                   " is not aligned to ", kTensorAlignment));
+  }
+  if (byte_offset > storage_->capacity || *nbytes > storage_->capacity - byte_offset) {
+    return absl::OutOfRangeError(absl::StrCat("a view of ", *nbytes, " bytes at offset ",
+                                              byte_offset, " does not fit in ", storage_->capacity,
+                                              " bytes of storage"));
+  }
+  char* data = static_cast<char*>(storage_->tensor.data) + byte_offset;
+  return Make(storage_->memory, storage_->capacity - byte_offset, data, shape, dtype, *nbytes);
 }
 
 const DLTensor& Tensor::dl() const { return storage_->tensor; }

@@ -39,6 +39,11 @@ class Tensor {
   // dimensions, dtypes that do not fill whole bytes, or sizes that overflow.
   static absl::StatusOr<Tensor> Empty(absl::Span<const int64_t> shape, DLDataType dtype);
 
+  // A tensor over this one's memory from `byte_offset` on (a multiple of kTensorAlignment), for
+  // storage planned ahead: the memory lives while any view does. OutOfRange when it does not fit.
+  absl::StatusOr<Tensor> View(size_t byte_offset, absl::Span<const int64_t> shape,
+                              DLDataType dtype) const;
+
   bool defined() const { return storage_ != nullptr; }
   const DLTensor& dl() const;
   void* data() const;
@@ -50,6 +55,8 @@ class Tensor {
 
  private:
   struct Storage;
+  static Tensor Make(std::shared_ptr<void> memory, size_t capacity, void* data,
+                     absl::Span<const int64_t> shape, DLDataType dtype, size_t nbytes);
   std::shared_ptr<Storage> storage_;
 };
 

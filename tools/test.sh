@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine and runs every test. Ends with the line "N passed, N failed",
 # counted from Bazel's test summary (one count per test target) plus the bounded fuzzer run of
-# tools/fuzz.sh. Exit status 0 only when the build succeeded and every test passed.
+# tools/fuzz.sh and the sanitizer run of tools/asan.sh. Exit status 0 only when the build succeeded and every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +21,9 @@ rm -f "$LOG"
 
 # The parser fuzzer (clang + libFuzzer), bounded and deterministic: counts as one more test.
 if bash tools/fuzz.sh --runs 20000; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+# The runtime's tests (the VM included) under AddressSanitizer + LeakSanitizer: one more test.
+if bash tools/asan.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # A build or analysis failure that kept Bazel from listing any test still counts as a failure.
 if [ "$bazel_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi

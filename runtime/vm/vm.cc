@@ -1,0 +1,186 @@
+#include "runtime/vm/vm.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/vm/builtins.h"
+
+namespace kiln::runtime::vm {
+namespace {
+
+// Deep enough for any compiled model, shallow enough that a runaway recursion in a bad
+// executable ends in an error rather than a stack overflow.
+constexpr int kMaxCallDepth = 256;
+
+enum ClosureBuiltin : uint8_t { kNone = 0, kMake = 1, kInvoke = 2 };
+
+// An If condition: an integer, or a one-element tensor of integers, bools or floats.
+absl::StatusOr<bool> Truth(const Value& v) {
+  if (const auto* i = v.as_int()) return *i != 0;
+  if (const auto* t = v.as_tensor(); t && t->NumElements() == 1) {
+    DLDataType d = t->dtype();
+    const void* p = t->data();
+    if (d.code == kDLFloat && d.bits == 32) return *static_cast<const float*>(p) != 0;
+    if (d.code == kDLFloat && d.bits == 64) return *static_cast<const double*>(p) != 0;
+    if (d.code == kDLInt || d.code == kDLUInt) {
+      int64_t x = 0;
+      std::memcpy(&x, p, std::min<size_t>(DataTypeBytes(d), sizeof(x)));
+      return x != 0;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "an if condition must be an int or a one-element tensor, not a ", v.kind_name()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
+    std::shared_ptr<const Executable> exec, std::shared_ptr<KernelLibrary> kernels,
+    std::shared_ptr<ThreadPool> pool, const FunctionRegistry* user) {
+  absl::Status valid = exec->Validate();
+  if (!valid.ok()) return valid;
+  std::unique_ptr<VirtualMachine> vm(new VirtualMachine());
+  vm->exec_ = exec;
+  vm->kernels_ = kernels;
+  vm->packed_.resize(exec->functions.size());
+  vm->is_closure_builtin_.resize(exec->functions.size(), kNone);
+  for (size_t i = 0; i < exec->functions.size(); ++i) {
+    const FunctionInfo& f = exec->functions[i];
+    if (f.kind == FunctionInfo::Kind::kBytecode) continue;
+    if (f.name == kMakeClosure || f.name == kInvokeClosure) {
+      vm->is_closure_builtin_[i] = f.name == kMakeClosure ? kMake : kInvoke;
+      continue;
+    }
+    if (kernels) {
+      if (absl::StatusOr<Function> k = kernels->GetFunction(f.name, pool); k.ok()) {
+        vm->packed_[i] = std::move(*k);
+        continue;
+      }
+    }
+    if (user) {
+      if (absl::StatusOr<Function> u = user->Get(f.name); u.ok()) {
+        vm->packed_[i] = std::move(*u);
+        continue;
+      }
+    }
+    absl::StatusOr<Function> b = Builtins().Get(f.name);
+    if (!b.ok()) {
+      return absl::NotFoundError(absl::StrCat(
+          "the VM executable calls '", f.name,
+          "', which is neither a kernel of the library, a registered function nor a builtin"));
+    }
+    vm->packed_[i] = std::move(*b);
+  }
+  return vm;
+}
+
+absl::StatusOr<Value> VirtualMachine::Invoke(absl::string_view name,
+                                             absl::Span<const Value> args) const {
+  absl::StatusOr<int64_t> func = exec_->FindFunction(name);
+  if (!func.ok()) return func.status();
+  return Call(*func, args, 0);
+}
+
+absl::StatusOr<Value> VirtualMachine::Call(int64_t func, absl::Span<const Value> args,
+                                           int depth) const {
+  if (exec_->functions[func].kind == FunctionInfo::Kind::kBytecode) return Run(func, args, depth);
+  switch (is_closure_builtin_[func]) {
+    case kMake: {
+      const Closure* base = args.empty() ? nullptr : args[0].as_closure();
+      if (base == nullptr) return absl::InvalidArgumentError("make_closure takes a function first");
+      auto c = std::make_shared<Closure>(*base);
+      c->captured.insert(c->captured.end(), args.begin() + 1, args.end());
+      return Value(std::shared_ptr<const Closure>(std::move(c)));
+    }
+    case kInvoke: {
+      const Closure* c = args.empty() ? nullptr : args[0].as_closure();
+      if (c == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("invoke_closure takes a closure first, not a ",
+                         args.empty() ? "nothing" : args[0].kind_name()));
+      }
+      return CallClosure(*c, args.subspan(1), depth);
+    }
+    default:
+      return packed_[func](args);
+  }
+}
+
+absl::StatusOr<Value> VirtualMachine::CallClosure(const Closure& c, absl::Span<const Value> args,
+                                                  int depth) const {
+  absl::StatusOr<int64_t> func = exec_->FindFunction(c.function);
+  if (!func.ok()) return func.status();
+  if (c.captured.empty()) return Call(*func, args, depth);
+  std::vector<Value> all = c.captured;
+  all.insert(all.end(), args.begin(), args.end());
+  return Call(*func, all, depth);
+}
+
+absl::StatusOr<Value> VirtualMachine::Run(int64_t func, absl::Span<const Value> args,
+                                          int depth) const {
+  const FunctionInfo& f = exec_->functions[func];
+  if (depth > kMaxCallDepth) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("VM call depth exceeds ", kMaxCallDepth, " in '", f.name, "'"));
+  }
+  if (static_cast<int64_t>(args.size()) != f.num_args) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", f.name, "' takes ", f.num_args, " arguments, got ", args.size()));
+  }
+  std::vector<Value> regs(f.num_registers);
+  std::copy(args.begin(), args.end(), regs.begin());
+  std::vector<Value> call_args;
+  const std::vector<Instruction>& code = exec_->code;
+  int64_t pc = f.start;
+  while (true) {
+    const Instruction& in = code[pc];
+    switch (in.op) {
+      case Instruction::Op::kCall: {
+        call_args.clear();
+        for (const Arg& a : in.args) {
+          switch (a.kind) {
+            case Arg::Kind::kRegister:
+              call_args.push_back(regs[a.value]);
+              break;
+            case Arg::Kind::kImmediate:
+              call_args.emplace_back(a.value);
+              break;
+            case Arg::Kind::kConstant:
+              call_args.push_back(exec_->constants[a.value]);
+              break;
+            case Arg::Kind::kFunction:
+              call_args.emplace_back(
+                  std::make_shared<const Closure>(Closure{exec_->functions[a.value].name, {}}));
+              break;
+          }
+        }
+        absl::StatusOr<Value> result = Call(in.func, call_args, depth + 1);
+        if (!result.ok()) {
+          return absl::Status(
+              result.status().code(),
+              absl::StrCat("in '", f.name, "' at instruction ", pc - f.start, " (",
+                           exec_->functions[in.func].name, "): ", result.status().message()));
+        }
+        if (in.dst != kDiscard) regs[in.dst] = std::move(*result);
+        ++pc;
+        break;
+      }
+      case Instruction::Op::kRet:
+        return std::move(regs[in.result]);
+      case Instruction::Op::kGoto:
+        pc += in.offset;
+        break;
+      case Instruction::Op::kIf: {
+        absl::StatusOr<bool> cond = Truth(regs[in.cond]);
+        if (!cond.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "in '", f.name, "' at instruction ", pc - f.start, ": ", cond.status().message()));
+        }
+        pc += *cond ? 1 : in.offset;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace kiln::runtime::vm

@@ -1,0 +1,47 @@
+// The Relax virtual machine: runs a VM executable's bytecode, one register file per frame,
+// calling kernels of a kernel library, VM builtins (runtime/vm/builtins.h) and user functions
+// of a FunctionRegistry through the one runtime::Function convention.
+//
+// A VirtualMachine is immutable once created: Invoke may run on many threads at once.
+#ifndef KILN_RUNTIME_VM_VM_H_
+#define KILN_RUNTIME_VM_VM_H_
+
+#include <memory>
+#include <vector>
+
+#include "runtime/library.h"
+#include "runtime/registry.h"
+#include "runtime/vm/executable.h"
+
+namespace kiln::runtime::vm {
+
+class VirtualMachine {
+ public:
+  // Resolves every packed function of `exec` by name: a kernel of `kernels` (may be null), else
+  // a function of `user` (may be null), else a VM builtin. NotFound names what is missing.
+  // Kernels run their parallel loops on `pool` (null: serially).
+  static absl::StatusOr<std::unique_ptr<VirtualMachine>> Create(
+      std::shared_ptr<const Executable> exec, std::shared_ptr<KernelLibrary> kernels,
+      std::shared_ptr<ThreadPool> pool, const FunctionRegistry* user);
+
+  // Runs the function `name` (bytecode or packed) on `args`.
+  absl::StatusOr<Value> Invoke(absl::string_view name, absl::Span<const Value> args) const;
+
+  const Executable& executable() const { return *exec_; }
+
+ private:
+  VirtualMachine() = default;
+  absl::StatusOr<Value> Call(int64_t func, absl::Span<const Value> args, int depth) const;
+  absl::StatusOr<Value> Run(int64_t func, absl::Span<const Value> args, int depth) const;
+  absl::StatusOr<Value> CallClosure(const Closure& c, absl::Span<const Value> args,
+                                    int depth) const;
+
+  std::shared_ptr<const Executable> exec_;
+  std::shared_ptr<KernelLibrary> kernels_;
+  std::vector<Function> packed_;             // by function index; empty for bytecode functions
+  std::vector<uint8_t> is_closure_builtin_;  // make_closure and invoke_closure need the VM
+};
+
+}  // namespace kiln::runtime::vm
+
+#endif  // KILN_RUNTIME_VM_VM_H_
