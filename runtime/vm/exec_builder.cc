@@ -60,8 +60,10 @@ int64_t ExecBuilder::EmitIf(int64_t cond) {
   return static_cast<int64_t>(exec_.code.size()) - 1;
 }
 
-void ExecBuilder::SetJumpTarget(int64_t instruction) {
-  exec_.code[instruction].offset = static_cast<int64_t>(exec_.code.size()) - instruction;
+void ExecBuilder::SetJumpTarget(int64_t instruction) { SetJumpTarget(instruction, Here()); }
+
+void ExecBuilder::SetJumpTarget(int64_t instruction, int64_t target) {
+  exec_.code[instruction].offset = target - instruction;
 }
 
 void ExecBuilder::EndFunction() {

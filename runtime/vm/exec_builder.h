@@ -26,8 +26,12 @@ class ExecBuilder {
   // Jumps whose target is set later with SetJumpTarget; each returns its instruction's index.
   int64_t EmitGoto();
   int64_t EmitIf(int64_t cond);
-  // Points the jump at `instruction` to the next instruction emitted.
+  // Points the jump at `instruction` to the next instruction emitted, or to `target` (an index
+  // from Here(), for backward jumps).
   void SetJumpTarget(int64_t instruction);
+  void SetJumpTarget(int64_t instruction, int64_t target);
+  // The index the next instruction will have.
+  int64_t Here() const { return static_cast<int64_t>(exec_.code.size()); }
   void EndFunction();
 
   // The executable, validated.
