@@ -58,9 +58,9 @@ void BM_VMInstruction(benchmark::State& state) {
     if (!r.ok() || *r->as_int() != n) state.SkipWithError("wrong count");
   }
   // add, less, if, goto per iteration.
-  state.counters["ns_per_instruction"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * n * 4,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_instruction"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * n * 4,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_VMInstruction)->Unit(benchmark::kMillisecond);
 

@@ -62,7 +62,8 @@ absl::StatusOr<Tensor> ReadNpy(absl::string_view bytes, absl::string_view what) 
     for (int i = 0; i < 4; ++i) header_len |= size_t{static_cast<uint8_t>(bytes[8 + i])} << (8 * i);
     header_start = 12;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": .npy version ", major, " is not supported"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": .npy version ", major, " is not supported"));
   }
   if (header_len > bytes.size() - header_start) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": the .npy header is truncated"));
@@ -75,7 +76,8 @@ absl::StatusOr<Tensor> ReadNpy(absl::string_view bytes, absl::string_view what) 
   if (!fortran.ok()) return fortran.status();
   if (!shape_text.ok()) return shape_text.status();
   if (*fortran != "False") {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": Fortran-order arrays are not supported"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": Fortran-order arrays are not supported"));
   }
   absl::string_view d = absl::StripPrefix(absl::StripSuffix(*descr, "'"), "'");
   if (d.size() != 3 || (d[0] != '<' && d[0] != '|' && d[0] != '=')) {
@@ -103,8 +105,8 @@ absl::StatusOr<Tensor> ReadNpy(absl::string_view bytes, absl::string_view what) 
   size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != t->NumBytes()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", bytes.size() - data_start,
-                                                   " bytes of data for shape ", *shape_text,
-                                                   " of ", *descr, ", which needs ", t->NumBytes()));
+                                                   " bytes of data for shape ", *shape_text, " of ",
+                                                   *descr, ", which needs ", t->NumBytes()));
   }
   std::memcpy(t->data(), bytes.data() + data_start, t->NumBytes());
   return *t;
@@ -123,9 +125,9 @@ absl::StatusOr<std::string> WriteNpy(const Tensor& t) {
   }
   std::string shape = absl::StrJoin(t.shape(), ", ");
   if (t.ndim() == 1) shape += ",";
-  std::string header = absl::StrCat("{'descr': '", type->descr[0] == 'b' || type->descr[1] == '1' ? "|" : "<",
-                                    type->descr, "', 'fortran_order': False, 'shape': (", shape,
-                                    "), }");
+  std::string header =
+      absl::StrCat("{'descr': '", type->descr[0] == 'b' || type->descr[1] == '1' ? "|" : "<",
+                   type->descr, "', 'fortran_order': False, 'shape': (", shape, "), }");
   // Pad with spaces so that the data starts on a 64-byte boundary, ending in a newline.
   size_t total = kMagicSize + 4 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

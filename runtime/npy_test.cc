@@ -32,7 +32,8 @@ TEST(NpyTest, RoundTripsEveryDtypeAndRank) {
     for (std::vector<int64_t> shape : {std::vector<int64_t>{}, {5}, {2, 3}, {2, 0, 4}}) {
       Tensor t = *Tensor::Empty(shape, *ParseDataType(dtype));
       for (size_t i = 0; i < t.NumBytes(); ++i)
-        static_cast<uint8_t*>(t.data())[i] = static_cast<uint8_t>(i * 7 % (dtype[0] == 'b' ? 2 : 251));
+        static_cast<uint8_t*>(t.data())[i] =
+            static_cast<uint8_t>(i * 7 % (dtype[0] == 'b' ? 2 : 251));
       absl::StatusOr<std::string> bytes = WriteNpy(t);
       ASSERT_TRUE(bytes.ok()) << bytes.status();
       EXPECT_EQ((bytes->size() - t.NumBytes()) % 64, 0u) << "data starts aligned";

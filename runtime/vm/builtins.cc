@@ -240,6 +240,12 @@ void AddTuples(FunctionRegistry* r) {
     return Value();
   });
   Add(r, "null_value", [](Args) -> absl::StatusOr<Value> { return Value(); });
+  // copy(x) -> x: moves a constant or an immediate into a register (values are shared, tensors
+  // are not copied).
+  Add(r, "copy", [](Args args) -> absl::StatusOr<Value> {
+    if (args.size() != 1) return Bad("copy", "takes one value");
+    return args[0];
+  });
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+// The build pipeline's back end: a legalized Relax + TIR module to the two parts a runtime
+// loads — the VM executable (serialized) and the kernel library (a shared object's bytes).
+#ifndef KILN_COMPILER_BACKEND_BUILD_H_
+#define KILN_COMPILER_BACKEND_BUILD_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "compiler/ir/module.h"
+
+namespace kiln::backend {
+
+struct BuiltModule {
+  std::string executable;  // runtime::vm::Executable::Serialize()
+  std::string kernels;     // a kernel library for the target
+};
+
+// Normalizes the Relax functions (StructInfo everywhere), compiles every PrimFunc with its
+// schedule (default where none is set) for `target`, and generates the VM code.
+absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target);
+
+}  // namespace kiln::backend
+
+#endif  // KILN_COMPILER_BACKEND_BUILD_H_

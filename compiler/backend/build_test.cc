@@ -1,0 +1,177 @@
+// Whole modules through the back end and the runtime: TVMScript -> Build -> kernel library +
+// VM executable -> VirtualMachine, against reference outputs.
+#include "compiler/backend/build.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "compiler/backend/vm_codegen.h"
+#include "compiler/script/script_parser.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/npy.h"
+#include "runtime/vm/vm.h"
+
+namespace kiln::backend {
+namespace {
+
+using runtime::Tensor;
+using runtime::Value;
+using ::testing::HasSubstr;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Builds `text` and loads it; the VM serializes and deserializes on the way, as an artifact would.
+std::unique_ptr<runtime::vm::VirtualMachine> BuildAndLoad(const std::string& text,
+                                                          const std::string& name) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, name);
+  EXPECT_TRUE(mod.ok()) << mod.status();
+  if (!mod.ok()) return nullptr;
+  absl::StatusOr<BuiltModule> built = Build(*mod, "llvm");
+  EXPECT_TRUE(built.ok()) << built.status();
+  if (!built.ok()) return nullptr;
+  auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, name);
+  EXPECT_TRUE(lib.ok()) << lib.status();
+  auto exec = runtime::vm::Executable::Deserialize(built->executable);
+  EXPECT_TRUE(exec.ok()) << exec.status();
+  if (!lib.ok() || !exec.ok()) return nullptr;
+  auto vm = runtime::vm::VirtualMachine::Create(
+      std::make_shared<const runtime::vm::Executable>(std::move(*exec)), *lib,
+      std::make_shared<runtime::ThreadPool>(2), nullptr);
+  EXPECT_TRUE(vm.ok()) << vm.status();
+  return vm.ok() ? std::move(*vm) : nullptr;
+}
+
+void ExpectClose(const Tensor& got, const Tensor& want, double tol) {
+  ASSERT_EQ(std::vector<int64_t>(got.shape().begin(), got.shape().end()),
+            std::vector<int64_t>(want.shape().begin(), want.shape().end()));
+  const float* g = static_cast<const float*>(got.data());
+  const float* w = static_cast<const float*>(want.data());
+  for (int64_t i = 0; i < want.NumElements(); ++i)
+    ASSERT_NEAR(g[i], w[i], tol + tol * std::abs(w[i])) << "element " << i;
+}
+
+// TVM's legalized import of the ONNX MLP (../shared/tvm_printed), weights in its metadata,
+// against PyTorch's output for the reference input.
+TEST(BuildTest, TvmLegalizedMlpMatchesTheReference) {
+  auto vm = BuildAndLoad(ReadFile("compiler/script/testdata/tvm_mlp_legalized.py"), "mlp");
+  ASSERT_NE(vm, nullptr);
+  auto input = runtime::ReadNpy(ReadFile("runtime/testdata/mlp_dynamic_batch.input.npy"), "input");
+  auto expected =
+      runtime::ReadNpy(ReadFile("runtime/testdata/mlp_dynamic_batch.output.npy"), "output");
+  ASSERT_TRUE(input.ok()) << input.status();
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  absl::StatusOr<Value> out = vm->Invoke("main", {Value(*input)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_NE(out->as_tensor(), nullptr);
+  ExpectClose(*out->as_tensor(), *expected, 1e-4);
+  // A wrong input is refused with the parameter and the dimension named.
+  Tensor wrong = *Tensor::Empty({4, 63}, *runtime::ParseDataType("float32"));
+  EXPECT_THAT(vm->Invoke("main", {Value(wrong)}).status().message(),
+              HasSubstr("argument 'input' of 'main': dimension 1 is 63, expected 64"));
+  Tensor ints = *Tensor::Empty({4, 64}, *runtime::ParseDataType("int32"));
+  EXPECT_THAT(vm->Invoke("main", {Value(ints)}).status().message(),
+              HasSubstr("argument 'input' of 'main': expected dtype float32, got int32"));
+}
+
+// A symbolic batch: compiled once, run for n = 1, 4, 7; the PrimFuncs bind n from their buffers.
+constexpr const char* kSymbolic = R"(
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def scale_rows(a: T.handle, s: T.handle, o: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n, T.int64(3)), "float32")
+        S = T.match_buffer(s, (T.int64(3),), "float32")
+        O = T.match_buffer(o, (n, T.int64(3)), "float32")
+        for i, j in T.grid(n, T.int64(3)):
+            with T.block("O"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                O[vi, vj] = A[vi, vj] * S[vj]
+
+    @T.prim_func(private=True)
+    def row_sum(a: T.handle, o: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n, T.int64(3)), "float32")
+        O = T.match_buffer(o, (n,), "float32")
+        for i, k in T.grid(n, T.int64(3)):
+            with T.block("O"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    O[vi] = T.float32(0)
+                O[vi] = O[vi] + A[vi, vk]
+
+    @R.function
+    def main(x: R.Tensor(("n", 3), dtype="float32"), s: R.Tensor((3,), dtype="float32")) -> R.Tuple(R.Tensor(("n", 3), dtype="float32"), R.Tensor(("n",), dtype="float32")):
+        n = T.int64()
+        cls = Module
+        with R.dataflow():
+            y = R.call_tir(cls.scale_rows, (x, s), out_sinfo=R.Tensor((n, 3), dtype="float32"))
+            z = R.call_tir(cls.row_sum, (y,), out_sinfo=R.Tensor((n,), dtype="float32"))
+            r = (y, z)
+            R.output(r)
+        return r
+)";
+
+TEST(BuildTest, SymbolicBatchRunsForEverySize) {
+  auto vm = BuildAndLoad(kSymbolic, "symbolic");
+  ASSERT_NE(vm, nullptr);
+  Tensor s = *Tensor::Empty({3}, *runtime::ParseDataType("float32"));
+  for (int j = 0; j < 3; ++j) static_cast<float*>(s.data())[j] = j + 1.0f;
+  for (int64_t n : {1, 4, 7}) {
+    Tensor x = *Tensor::Empty({n, 3}, *runtime::ParseDataType("float32"));
+    for (int64_t i = 0; i < n * 3; ++i) static_cast<float*>(x.data())[i] = 0.5f * i;
+    absl::StatusOr<Value> out = vm->Invoke("main", {Value(x), Value(s)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const runtime::Tuple* t = out->as_tuple();
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->size(), 2u);
+    const Tensor& y = *(*t)[0].as_tensor();
+    const Tensor& z = *(*t)[1].as_tensor();
+    ASSERT_EQ(y.shape()[0], n);
+    ASSERT_EQ(z.shape()[0], n);
+    for (int64_t i = 0; i < n; ++i) {
+      float sum = 0;
+      for (int j = 0; j < 3; ++j) {
+        float want = 0.5f * (i * 3 + j) * (j + 1);
+        EXPECT_EQ(static_cast<const float*>(y.data())[i * 3 + j], want);
+        sum += want;
+      }
+      EXPECT_NEAR(static_cast<const float*>(z.data())[i], sum, 1e-5);
+    }
+  }
+  Tensor bad = *Tensor::Empty({2, 4}, *runtime::ParseDataType("float32"));
+  EXPECT_THAT(vm->Invoke("main", {Value(bad), Value(s)}).status().message(),
+              HasSubstr("argument 'x' of 'main': dimension 1 is 4, expected 3"));
+  Tensor s4 = *Tensor::Empty({4}, *runtime::ParseDataType("float32"));
+  Tensor x2 = *Tensor::Empty({2, 3}, *runtime::ParseDataType("float32"));
+  EXPECT_THAT(vm->Invoke("main", {Value(x2), Value(s4)}).status().message(),
+              HasSubstr("argument 's' of 'main': dimension 0 is 4, expected 3"));
+}
+
+TEST(BuildTest, UnlegalizedOperatorsAreNamed) {
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        with R.dataflow():
+            y = R.add(x, x)
+            R.output(y)
+        return y
+)";
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "add.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  EXPECT_THAT(Build(*mod, "llvm").status().message(),
+              HasSubstr("VM codegen of 'main', binding 'y': the operator 'relax.add' must be "
+                        "legalized before VM code generation"));
+}
+
+}  // namespace
+}  // namespace kiln::backend

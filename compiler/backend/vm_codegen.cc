@@ -1,0 +1,371 @@
+#include "compiler/backend/vm_codegen.h"
+
+#include <cstring>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/relax_expr.h"
+#include "compiler/ir/tir_expr.h"
+#include "runtime/vm/builtins.h"
+#include "runtime/vm/exec_builder.h"
+
+namespace kiln::backend {
+namespace {
+
+namespace relax = ir::relax;
+using runtime::Value;
+using runtime::vm::Arg;
+using runtime::vm::ExecBuilder;
+
+// Generates one Relax function into the builder.
+class FunctionCodegen {
+ public:
+  FunctionCodegen(ExecBuilder* b, std::string name) : b_(*b), name_(std::move(name)) {}
+
+  absl::Status Generate(const relax::FunctionNode& f) {
+    std::vector<std::string> params;
+    for (const relax::Var& p : f.params) params.push_back(p->name_hint);
+    b_.BeginFunction(name_, params);
+    for (size_t i = 0; i < f.params.size(); ++i)
+      vars_[f.params[i].get()] = Arg::Register(static_cast<int64_t>(i));
+    heap_ = b_.NewRegister();
+    // The heap size is known only at the end: patched into this instruction.
+    size_t heap_instruction = static_cast<size_t>(b_.Here());
+    b_.EmitCall(heap_, "vm.builtin.alloc_shape_heap", {Arg::Immediate(0)});
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      absl::Status s =
+          CheckValue(Arg::Register(static_cast<int64_t>(i)), f.params[i]->struct_info(),
+                     absl::StrCat("argument '", f.params[i]->name_hint, "' of '", name_, "'"));
+      if (!s.ok()) return s;
+    }
+    absl::StatusOr<Arg> result = Expr(f.body);
+    if (!result.ok()) return result.status();
+    b_.EmitRet(InRegister(*result));
+    b_.EndFunction();
+    heap_size_instruction_ = heap_instruction;
+    return absl::OkStatus();
+  }
+  int64_t heap_slots() const { return static_cast<int64_t>(slots_.size()); }
+  size_t heap_instruction() const { return heap_size_instruction_; }
+
+ private:
+  absl::Status Error(const std::string& what) const {
+    return absl::InvalidArgumentError(absl::StrCat("VM codegen of '", name_, "'",
+                                                   binding_.empty() ? "" : ", binding '", binding_,
+                                                   binding_.empty() ? "" : "'", ": ", what));
+  }
+
+  int64_t InRegister(const Arg& a) {
+    if (a.kind == Arg::Kind::kRegister) return a.value;
+    int64_t r = b_.NewRegister();
+    b_.EmitCall(r, "vm.builtin.copy", {a});
+    return r;
+  }
+  Arg StringConstant(const std::string& s) { return Arg::Constant(b_.AddConstant(Value(s))); }
+
+  // One (code, value) pair per dimension for match_shape: a constant must match, a variable
+  // seen for the first time is stored, a known one must match; other expressions pass.
+  std::vector<Arg> MatchCodes(const std::vector<ir::PrimExpr>& dims) {
+    std::vector<Arg> codes;
+    for (const ir::PrimExpr& d : dims) {
+      if (const int64_t* c = ir::AsConstInt(d)) {
+        codes.push_back(Arg::Immediate(0));
+        codes.push_back(Arg::Immediate(*c));
+      } else if (const auto* v = d.as<ir::VarNode>()) {
+        auto it = slots_.find(v);
+        if (it == slots_.end()) {
+          int64_t slot = static_cast<int64_t>(slots_.size());
+          slots_[v] = slot;
+          codes.push_back(Arg::Immediate(1));
+          codes.push_back(Arg::Immediate(slot));
+        } else {
+          codes.push_back(Arg::Immediate(2));
+          codes.push_back(Arg::Immediate(it->second));
+        }
+      } else {
+        codes.push_back(Arg::Immediate(3));
+        codes.push_back(Arg::Immediate(0));
+      }
+    }
+    return codes;
+  }
+
+  // A shape value from dimensions that are constants or bound shape variables.
+  absl::StatusOr<Arg> MakeShape(const std::vector<ir::PrimExpr>& dims) {
+    std::vector<Arg> args = {Arg::Register(heap_)};
+    for (const ir::PrimExpr& d : dims) {
+      if (const int64_t* c = ir::AsConstInt(d)) {
+        args.push_back(Arg::Immediate(0));
+        args.push_back(Arg::Immediate(*c));
+      } else if (const auto* v = d.as<ir::VarNode>(); v && slots_.count(v)) {
+        args.push_back(Arg::Immediate(1));
+        args.push_back(Arg::Immediate(slots_.at(v)));
+      } else {
+        return Error(absl::StrCat("the shape dimension '", v ? v->name : "an expression",
+                                  "' is not a constant or a bound shape variable"));
+      }
+    }
+    int64_t r = b_.NewRegister();
+    b_.EmitCall(r, "vm.builtin.make_shape", std::move(args));
+    return Arg::Register(r);
+  }
+
+  // Run-time checks of `value` against `sinfo`, binding shape variables on first sight.
+  absl::Status CheckValue(const Arg& value, const relax::StructInfo& sinfo,
+                          const std::string& where) {
+    if (!sinfo) return absl::OkStatus();
+    if (const auto* t = sinfo.as<relax::TensorStructInfoNode>()) {
+      std::string dtype = t->dtype.is_void() ? "" : t->dtype.ToString();
+      b_.EmitCall(runtime::vm::kDiscard, "vm.builtin.check_tensor_info",
+                  {value, Arg::Immediate(t->ndim), StringConstant(dtype), StringConstant(where)});
+      if (const std::vector<ir::PrimExpr>* dims = t->dims()) {
+        std::vector<Arg> args = {value, Arg::Register(heap_), StringConstant(where)};
+        for (const Arg& a : MatchCodes(*dims)) args.push_back(a);
+        b_.EmitCall(runtime::vm::kDiscard, "vm.builtin.match_shape", std::move(args));
+      }
+      return absl::OkStatus();
+    }
+    if (const auto* s = sinfo.as<relax::ShapeStructInfoNode>()) {
+      b_.EmitCall(runtime::vm::kDiscard, "vm.builtin.check_shape_info",
+                  {value, Arg::Immediate(s->ndim), StringConstant(where)});
+      if (s->values) {
+        std::vector<Arg> args = {value, Arg::Register(heap_), StringConstant(where)};
+        for (const Arg& a : MatchCodes(*s->values)) args.push_back(a);
+        b_.EmitCall(runtime::vm::kDiscard, "vm.builtin.match_shape", std::move(args));
+      }
+      return absl::OkStatus();
+    }
+    if (const auto* tup = sinfo.as<relax::TupleStructInfoNode>()) {
+      int64_t reg = InRegister(value);
+      b_.EmitCall(runtime::vm::kDiscard, "vm.builtin.check_tuple_info",
+                  {Arg::Register(reg), Arg::Immediate(static_cast<int64_t>(tup->fields.size())),
+                   StringConstant(where)});
+      for (size_t i = 0; i < tup->fields.size(); ++i) {
+        int64_t field = b_.NewRegister();
+        b_.EmitCall(field, "vm.builtin.tuple_getitem",
+                    {Arg::Register(reg), Arg::Immediate(static_cast<int64_t>(i))});
+        absl::Status st =
+            CheckValue(Arg::Register(field), tup->fields[i], absl::StrCat(where, " field ", i));
+        if (!st.ok()) return st;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Arg> Constant(const relax::ConstantNode& c) {
+    absl::StatusOr<DLDataType> dtype = runtime::ParseDataType(c.dtype.ToString());
+    if (!dtype.ok()) return dtype.status();
+    absl::StatusOr<runtime::Tensor> t = runtime::Tensor::Empty(c.shape, *dtype);
+    if (!t.ok()) return t.status();
+    if (!c.bytes || c.bytes->size() != t->NumBytes())
+      return Error("a constant whose data does not match its shape");
+    std::memcpy(t->data(), c.bytes->data(), t->NumBytes());
+    return Arg::Constant(b_.AddConstant(Value(*t)));
+  }
+
+  absl::StatusOr<std::vector<Arg>> Args(const std::vector<relax::Expr>& exprs) {
+    std::vector<Arg> out;
+    for (const relax::Expr& e : exprs) {
+      absl::StatusOr<Arg> a = Expr(e);
+      if (!a.ok()) return a.status();
+      out.push_back(*a);
+    }
+    return out;
+  }
+
+  // The arguments of call_tir / call_dps_packed: a tuple literal or a single value.
+  absl::StatusOr<std::vector<Arg>> PackedArgs(const relax::Expr& e) {
+    if (const auto* t = e.as<relax::TupleNode>()) return Args(t->fields);
+    absl::StatusOr<Arg> a = Expr(e);
+    if (!a.ok()) return a.status();
+    return std::vector<Arg>{*a};
+  }
+
+  // Destination-passing calls: outputs allocated here, passed after the inputs.
+  absl::StatusOr<Arg> CallDestinationPassing(const std::string& callee,
+                                             const relax::CallNode& call) {
+    if (call.args.size() < 2 || call.sinfo_args.empty())
+      return Error("call_tir takes a callee, arguments and an output StructInfo");
+    absl::StatusOr<std::vector<Arg>> args = PackedArgs(call.args[1]);
+    if (!args.ok()) return args.status();
+    std::vector<relax::StructInfo> outs = {call.sinfo_args[0]};
+    bool tuple_out = false;
+    if (const auto* t = call.sinfo_args[0].as<relax::TupleStructInfoNode>()) {
+      outs = t->fields;
+      tuple_out = true;
+    }
+    std::vector<Arg> out_regs;
+    for (const relax::StructInfo& o : outs) {
+      const auto* t = o.as<relax::TensorStructInfoNode>();
+      if (t == nullptr || t->dims() == nullptr || t->dtype.is_void())
+        return Error("call_tir outputs need a known shape and dtype");
+      absl::StatusOr<Arg> shape = MakeShape(*t->dims());
+      if (!shape.ok()) return shape.status();
+      int64_t r = b_.NewRegister();
+      b_.EmitCall(r, "vm.builtin.empty", {*shape, StringConstant(t->dtype.ToString())});
+      out_regs.push_back(Arg::Register(r));
+      args->push_back(Arg::Register(r));
+    }
+    if (call.args.size() > 2) {  // tir_vars
+      const auto* shape = call.args[2].as<relax::ShapeExprNode>();
+      if (shape == nullptr) return Error("call_tir's tir_vars must be a shape literal");
+      for (const ir::PrimExpr& v : shape->values) {
+        const int64_t* c = ir::AsConstInt(v);
+        if (c == nullptr) return Error("symbolic tir_vars are not supported yet");
+        args->push_back(Arg::Immediate(*c));
+      }
+    }
+    b_.EmitCall(runtime::vm::kDiscard, callee, std::move(*args));
+    if (!tuple_out) return out_regs[0];
+    int64_t r = b_.NewRegister();
+    b_.EmitCall(r, "vm.builtin.make_tuple", out_regs);
+    return Arg::Register(r);
+  }
+
+  absl::StatusOr<Arg> Call(const relax::CallNode& call) {
+    auto emit = [&](const std::string& callee, const std::vector<relax::Expr>& exprs,
+                    size_t skip) -> absl::StatusOr<Arg> {
+      std::vector<relax::Expr> rest(exprs.begin() + static_cast<long>(skip), exprs.end());
+      absl::StatusOr<std::vector<Arg>> args = Args(rest);
+      if (!args.ok()) return args.status();
+      int64_t r = b_.NewRegister();
+      b_.EmitCall(r, callee, std::move(*args));
+      return Arg::Register(r);
+    };
+    if (const auto* g = call.op.as<relax::GlobalVarNode>()) return emit(g->name_hint, call.args, 0);
+    if (const auto* ext = call.op.as<relax::ExternFuncNode>())
+      return emit(ext->global_symbol, call.args, 0);
+    if (call.op.as<relax::VarNode>()) {
+      std::vector<relax::Expr> all = {call.op};
+      all.insert(all.end(), call.args.begin(), call.args.end());
+      return emit(runtime::vm::kInvokeClosure, all, 0);
+    }
+    const auto* op = call.op.as<relax::OpNode>();
+    if (op == nullptr) return Error("a call of something that is not a function");
+    const std::string& name = op->name;
+    if (name == "relax.call_tir") {
+      const auto* g = call.args.empty() ? nullptr : call.args[0].as<relax::GlobalVarNode>();
+      if (g == nullptr) return Error("call_tir's callee must be a PrimFunc of the module");
+      return CallDestinationPassing(g->name_hint, call);
+    }
+    if (name == "relax.call_dps_packed") {
+      const auto* ext = call.args.empty() ? nullptr : call.args[0].as<relax::ExternFuncNode>();
+      if (ext == nullptr) return Error("call_dps_packed's callee must be an external function");
+      return CallDestinationPassing(ext->global_symbol, call);
+    }
+    if (name == "relax.call_pure_packed") {
+      const auto* ext = call.args.empty() ? nullptr : call.args[0].as<relax::ExternFuncNode>();
+      if (ext == nullptr) return Error("call_pure_packed's callee must be an external function");
+      return emit(ext->global_symbol, call.args, 1);
+    }
+    if (name == "relax.shape_of") return emit("vm.builtin.shape_of", call.args, 0);
+    if (name == "relax.null_value") return emit("vm.builtin.null_value", call.args, 0);
+    return Error(
+        absl::StrCat("the operator '", name, "' must be legalized before VM code generation"));
+  }
+
+  absl::StatusOr<Arg> Expr(const relax::Expr& e) {
+    if (const auto* v = e.as<relax::VarNode>()) {
+      auto it = vars_.find(v);
+      if (it == vars_.end())
+        return Error(absl::StrCat("the variable '", v->name_hint, "' is unbound"));
+      return it->second;
+    }
+    if (const auto* c = e.as<relax::ConstantNode>()) return Constant(*c);
+    if (const auto* s = e.as<relax::ShapeExprNode>()) return MakeShape(s->values);
+    if (const auto* p = e.as<relax::PrimValueNode>()) {
+      if (const int64_t* c = ir::AsConstInt(p->value)) return Arg::Immediate(*c);
+      if (const auto* f = p->value.as<ir::FloatImmNode>())
+        return Arg::Constant(b_.AddConstant(Value(f->value)));
+      return Error("a symbolic PrimValue is not supported yet");
+    }
+    if (const auto* s = e.as<relax::StringImmNode>()) return StringConstant(s->value);
+    if (const auto* d = e.as<relax::DataTypeImmNode>()) return StringConstant(d->value.ToString());
+    if (const auto* g = e.as<relax::GlobalVarNode>())
+      return Arg::Function(b_.Function(g->name_hint));
+    if (const auto* t = e.as<relax::TupleNode>()) {
+      absl::StatusOr<std::vector<Arg>> fields = Args(t->fields);
+      if (!fields.ok()) return fields.status();
+      int64_t r = b_.NewRegister();
+      b_.EmitCall(r, "vm.builtin.make_tuple", std::move(*fields));
+      return Arg::Register(r);
+    }
+    if (const auto* g = e.as<relax::TupleGetItemNode>()) {
+      absl::StatusOr<Arg> tuple = Expr(g->tuple);
+      if (!tuple.ok()) return tuple.status();
+      int64_t r = b_.NewRegister();
+      b_.EmitCall(r, "vm.builtin.tuple_getitem", {*tuple, Arg::Immediate(g->index)});
+      return Arg::Register(r);
+    }
+    if (const auto* c = e.as<relax::CallNode>()) return Call(*c);
+    if (const auto* seq = e.as<relax::SeqExprNode>()) return Seq(*seq);
+    if (const auto* i = e.as<relax::IfNode>()) return If(*i);
+    return Error(
+        absl::StrCat("a ", ir::NodeKindName(e->kind()), " is not supported by VM codegen"));
+  }
+
+  absl::StatusOr<Arg> Seq(const relax::SeqExprNode& seq) {
+    for (const relax::BindingBlock& block : seq.blocks) {
+      for (const relax::Binding& binding : block->bindings) {
+        binding_ = binding->var ? binding->var->name_hint : "";
+        absl::StatusOr<Arg> value = Expr(binding->value);
+        if (!value.ok()) return value.status();
+        if (const auto* mc = binding.as<relax::MatchCastNode>()) {
+          absl::Status s = CheckValue(*value, mc->struct_info,
+                                      absl::StrCat("match_cast '", binding_, "' in '", name_, "'"));
+          if (!s.ok()) return s;
+        }
+        if (binding->var) vars_[binding->var.get()] = *value;
+        binding_.clear();
+      }
+    }
+    return Expr(seq.body);
+  }
+
+  absl::StatusOr<Arg> If(const relax::IfNode& i) {
+    absl::StatusOr<Arg> cond = Expr(i.cond);
+    if (!cond.ok()) return cond.status();
+    int64_t result = b_.NewRegister();
+    int64_t branch = b_.EmitIf(InRegister(*cond));
+    absl::StatusOr<Arg> t = Expr(i.true_branch);
+    if (!t.ok()) return t.status();
+    b_.EmitCall(result, "vm.builtin.copy", {*t});
+    int64_t done = b_.EmitGoto();
+    b_.SetJumpTarget(branch);
+    absl::StatusOr<Arg> f = Expr(i.false_branch);
+    if (!f.ok()) return f.status();
+    b_.EmitCall(result, "vm.builtin.copy", {*f});
+    b_.SetJumpTarget(done);
+    return Arg::Register(result);
+  }
+
+  ExecBuilder& b_;
+  std::string name_;
+  std::string binding_;
+  int64_t heap_ = 0;
+  size_t heap_size_instruction_ = 0;
+  std::unordered_map<const ir::Object*, Arg> vars_;
+  std::unordered_map<const ir::VarNode*, int64_t> slots_;
+};
+
+}  // namespace
+
+absl::StatusOr<runtime::vm::Executable> CodegenVM(const ir::IRModule& mod) {
+  ExecBuilder builder;
+  std::vector<std::pair<size_t, int64_t>> heap_sizes;
+  for (const auto& [name, entry] : mod->functions) {
+    const auto* f = entry.second.as<relax::FunctionNode>();
+    if (f == nullptr) continue;
+    FunctionCodegen gen(&builder, name);
+    absl::Status s = gen.Generate(*f);
+    if (!s.ok()) return s;
+    heap_sizes.emplace_back(gen.heap_instruction(), gen.heap_slots());
+  }
+  absl::StatusOr<runtime::vm::Executable> exec = builder.Build();
+  if (!exec.ok()) return exec.status();
+  for (const auto& [instruction, slots] : heap_sizes)
+    exec->code[instruction].args[0] = Arg::Immediate(std::max<int64_t>(slots, 1));
+  return exec;
+}
+
+}  // namespace kiln::backend
