@@ -26,6 +26,8 @@ PACKAGES=(
   libcli11-dev
   # Embedded state store.
   libsqlite3-dev
+  # Content digests of artifacts (SHA-256).
+  libssl-dev
 )
 
 missing=()

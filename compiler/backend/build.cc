@@ -2,7 +2,11 @@
 
 #include "compiler/backend/vm_codegen.h"
 #include "compiler/codegen/codegen_llvm.h"
+#include "compiler/ir/relax_expr.h"
+#include "compiler/ir/tir_expr.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/version.h"
+#include "runtime/artifact.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::backend {
@@ -14,6 +18,66 @@ absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view tar
   KILN_ASSIGN_OR_RETURN(runtime::vm::Executable exec, CodegenVM(normalized));
   KILN_ASSIGN_OR_RETURN(out.executable, exec.Serialize());
   return out;
+}
+
+namespace {
+
+void Signature(const ir::relax::StructInfo& sinfo, kiln::v1::ValueSignature* out) {
+  namespace relax = ir::relax;
+  if (const auto* t = sinfo.as<relax::TensorStructInfoNode>()) {
+    out->set_kind("tensor");
+    if (!t->dtype.is_void()) out->set_dtype(t->dtype.ToString());
+    if (const std::vector<ir::PrimExpr>* dims = t->dims()) {
+      for (const ir::PrimExpr& d : *dims) {
+        if (const int64_t* c = ir::AsConstInt(d)) {
+          out->add_dims(std::to_string(*c));
+        } else if (const auto* v = d.as<ir::VarNode>()) {
+          out->add_dims(v->name);
+        } else {
+          out->add_dims("?");
+        }
+      }
+    } else {
+      for (int i = 0; i < t->ndim; ++i) out->add_dims("?");
+    }
+  } else if (const auto* tup = sinfo.as<relax::TupleStructInfoNode>()) {
+    out->set_kind("tuple");
+    for (const relax::StructInfo& f : tup->fields) Signature(f, out->add_fields());
+  } else if (sinfo.as<relax::ShapeStructInfoNode>()) {
+    out->set_kind("shape");
+  } else if (sinfo.as<relax::PrimStructInfoNode>()) {
+    out->set_kind("prim");
+  } else {
+    out->set_kind("object");
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target) {
+  KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
+  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::NormalizeModule(mod));
+  KILN_ASSIGN_OR_RETURN(BuiltModule built, Build(normalized, target));
+  kiln::v1::ArtifactProto artifact;
+  kiln::v1::ArtifactManifest* manifest = artifact.mutable_manifest();
+  manifest->set_compiler_version(kCompilerVersion);
+  manifest->set_target(std::string(target));
+  manifest->set_target_triple(info.triple);
+  for (const auto& [name, entry] : normalized->functions) {
+    const auto* f = entry.second.as<ir::relax::FunctionNode>();
+    if (f == nullptr) continue;
+    kiln::v1::EntryFunction* fn = manifest->add_functions();
+    fn->set_name(name);
+    for (const ir::relax::Var& p : f->params) {
+      kiln::v1::ValueSignature* sig = fn->add_params();
+      sig->set_name(p->name_hint);
+      Signature(p->struct_info(), sig);
+    }
+    Signature(f->body->struct_info(), fn->mutable_result());
+  }
+  *artifact.mutable_executable() = std::move(built.executable);
+  *artifact.mutable_kernels() = std::move(built.kernels);
+  return runtime::SerializeArtifact(std::move(artifact));
 }
 
 }  // namespace kiln::backend

@@ -20,6 +20,10 @@ struct BuiltModule {
 // schedule (default where none is set) for `target`, and generates the VM code.
 absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target);
 
+// Build, packaged as a .kiln artifact (runtime/artifact.h): the manifest lists every Relax
+// function with its parameter and result signatures.
+absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target);
+
 }  // namespace kiln::backend
 
 #endif  // KILN_COMPILER_BACKEND_BUILD_H_

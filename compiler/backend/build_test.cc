@@ -10,6 +10,7 @@
 #include "compiler/script/script_parser.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/artifact.h"
 #include "runtime/npy.h"
 #include "runtime/vm/vm.h"
 
@@ -153,6 +154,51 @@ TEST(BuildTest, SymbolicBatchRunsForEverySize) {
   Tensor x2 = *Tensor::Empty({2, 3}, *runtime::ParseDataType("float32"));
   EXPECT_THAT(vm->Invoke("main", {Value(x2), Value(s4)}).status().message(),
               HasSubstr("argument 's' of 'main': dimension 0 is 4, expected 3"));
+}
+
+// The .kiln artifact: one file that loads and runs, with a manifest describing the entry points;
+// corruption and a foreign target are refused.
+TEST(BuildTest, ArtifactLoadsRunsAndIsVerified) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kSymbolic, "symbolic.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<std::string> bytes = BuildArtifact(*mod, "llvm");
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<runtime::LoadedArtifact> loaded = runtime::LoadArtifact(*bytes, nullptr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const kiln::v1::ArtifactManifest& m = loaded->manifest;
+  EXPECT_EQ(m.target(), "llvm");
+  EXPECT_EQ(m.digest().size(), 64u);
+  ASSERT_EQ(m.functions_size(), 1);
+  const kiln::v1::EntryFunction& main_fn = m.functions(0);
+  EXPECT_EQ(main_fn.name(), "main");
+  ASSERT_EQ(main_fn.params_size(), 2);
+  EXPECT_EQ(main_fn.params(0).name(), "x");
+  EXPECT_EQ(main_fn.params(0).dtype(), "float32");
+  EXPECT_EQ(main_fn.params(0).dims(0), "n");
+  EXPECT_EQ(main_fn.params(0).dims(1), "3");
+  EXPECT_EQ(main_fn.result().kind(), "tuple");
+  Tensor x = *Tensor::Empty({2, 3}, *runtime::ParseDataType("float32"));
+  Tensor s = *Tensor::Empty({3}, *runtime::ParseDataType("float32"));
+  for (int i = 0; i < 6; ++i) static_cast<float*>(x.data())[i] = 1.0f;
+  for (int i = 0; i < 3; ++i) static_cast<float*>(s.data())[i] = 2.0f;
+  absl::StatusOr<Value> out = loaded->vm->Invoke("main", {Value(x), Value(s)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(static_cast<const float*>((*out->as_tuple())[1].as_tensor()->data())[1], 6.0f);
+
+  std::string corrupt = *bytes;
+  corrupt[corrupt.size() / 2] ^= 0x5a;
+  absl::Status bad = runtime::LoadArtifact(corrupt, nullptr).status();
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(runtime::LoadArtifact("not an artifact", nullptr).status().message(),
+              HasSubstr("not a Kiln artifact"));
+  absl::StatusOr<std::string> arm =
+      BuildArtifact(*mod, "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
+  ASSERT_TRUE(arm.ok()) << arm.status();
+  absl::Status foreign = runtime::LoadArtifact(*arm, nullptr).status();
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(foreign.message(), HasSubstr("compiled for aarch64"));
+  // Without the host check the file still parses and verifies.
+  EXPECT_TRUE(runtime::ParseArtifact(*arm, /*check_host=*/false).ok());
 }
 
 TEST(BuildTest, UnlegalizedOperatorsAreNamed) {

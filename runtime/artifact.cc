@@ -1,0 +1,79 @@
+#include "runtime/artifact.h"
+
+#include <openssl/evp.h>
+#include <sys/utsname.h>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/support/status_macros.h"
+
+namespace kiln::runtime {
+
+std::string Sha256Hex(absl::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
+}
+
+namespace {
+
+std::string ContentDigest(const kiln::v1::ArtifactProto& a) {
+  return Sha256Hex(absl::StrCat(a.executable(), a.kernels()));
+}
+
+}  // namespace
+
+std::string SerializeArtifact(kiln::v1::ArtifactProto artifact) {
+  artifact.set_format_version(kArtifactFormatVersion);
+  artifact.mutable_manifest()->set_digest(ContentDigest(artifact));
+  return artifact.SerializeAsString();
+}
+
+std::string HostArchitecture() {
+  struct utsname u;
+  if (uname(&u) != 0) return "unknown";
+  return u.machine;
+}
+
+absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, bool check_host) {
+  kiln::v1::ArtifactProto a;
+  if (!a.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || !a.has_manifest()) {
+    return absl::InvalidArgumentError("not a Kiln artifact");
+  }
+  if (a.format_version() != kArtifactFormatVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("artifact format version ", a.format_version(),
+                                                   " is not supported (this runtime reads ",
+                                                   kArtifactFormatVersion, ")"));
+  }
+  std::string digest = ContentDigest(a);
+  if (digest != a.manifest().digest()) {
+    return absl::DataLossError(absl::StrCat("the artifact's content digest is ", digest,
+                                            ", its manifest says ", a.manifest().digest(),
+                                            ": the file is corrupt"));
+  }
+  if (check_host) {
+    const std::string& triple = a.manifest().target_triple();
+    std::string arch = triple.substr(0, triple.find('-'));
+    if (arch != HostArchitecture()) {
+      return absl::FailedPreconditionError(absl::StrCat("the artifact was compiled for ", triple,
+                                                        "; this host is ", HostArchitecture()));
+    }
+  }
+  return a;
+}
+
+absl::StatusOr<LoadedArtifact> LoadArtifact(absl::string_view bytes,
+                                            std::shared_ptr<ThreadPool> pool) {
+  KILN_ASSIGN_OR_RETURN(kiln::v1::ArtifactProto a, ParseArtifact(bytes, /*check_host=*/true));
+  LoadedArtifact out;
+  out.manifest = a.manifest();
+  KILN_ASSIGN_OR_RETURN(out.kernels, KernelLibrary::LoadFromMemory(a.kernels(), "artifact"));
+  KILN_ASSIGN_OR_RETURN(vm::Executable exec, vm::Executable::Deserialize(a.executable()));
+  KILN_ASSIGN_OR_RETURN(
+      out.vm, vm::VirtualMachine::Create(std::make_shared<const vm::Executable>(std::move(exec)),
+                                         out.kernels, std::move(pool), nullptr));
+  return out;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,44 @@
+// The .kiln artifact: a manifest (target, entry signatures, compiler version, content digest),
+// the VM executable and the kernel library in one file (proto/kiln/v1/artifact.proto).
+// Loading verifies the format version, the digest and that the target can run on this host.
+#ifndef KILN_RUNTIME_ARTIFACT_H_
+#define KILN_RUNTIME_ARTIFACT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/kiln/v1/artifact.pb.h"
+#include "runtime/thread_pool.h"
+#include "runtime/vm/vm.h"
+
+namespace kiln::runtime {
+
+inline constexpr uint32_t kArtifactFormatVersion = 1;
+
+// SHA-256 of `bytes`, lowercase hex.
+std::string Sha256Hex(absl::string_view bytes);
+
+// Fills in the digest and serializes.
+std::string SerializeArtifact(kiln::v1::ArtifactProto artifact);
+
+// Parses and verifies: version, digest, and (when `check_host`) that the target triple's
+// architecture is this machine's. Errors name what does not match.
+absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, bool check_host);
+
+// The architecture this runtime runs on, as in a target triple: "x86_64", "aarch64".
+std::string HostArchitecture();
+
+// A loaded model: the kernel library and the VM over its executable.
+struct LoadedArtifact {
+  kiln::v1::ArtifactManifest manifest;
+  std::shared_ptr<KernelLibrary> kernels;
+  std::unique_ptr<vm::VirtualMachine> vm;
+};
+absl::StatusOr<LoadedArtifact> LoadArtifact(absl::string_view bytes,
+                                            std::shared_ptr<ThreadPool> pool);
+
+}  // namespace kiln::runtime
+
+#endif  // KILN_RUNTIME_ARTIFACT_H_
