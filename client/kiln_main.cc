@@ -2,19 +2,32 @@
 // stderr), 2 on a usage error — the contract of docs/ARCHITECTURE.md and DESIGN §8.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/backend/build.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/well_formed.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
 #include "compiler/wire/ir_proto.h"
+#include "nlohmann/json.hpp"
 #include "proto/kiln/v1/service.grpc.pb.h"
+#include "runtime/artifact.h"
+#include "runtime/npy.h"
+#include "runtime/time_evaluator.h"
 #include "server/build_info.h"
 
 namespace {
@@ -114,6 +127,196 @@ int CheckModule(const std::string& path) {
   return 0;
 }
 
+absl::StatusOr<std::string> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the file"));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+absl::Status WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write the file"));
+  return absl::OkStatus();
+}
+
+int Fail(const absl::Status& status) {
+  std::string message(status.message());
+  std::fprintf(stderr, "kiln: %s\n", message.substr(0, message.find('\n')).c_str());
+  return kExitUserError;
+}
+
+// kiln compile FILE --target T -o OUT.kiln
+int Compile(const std::string& path, const std::string& target, const std::string& output) {
+  absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
+  if (!mod.ok()) return Fail(absl::InvalidArgumentError(Reason(path, mod.status())));
+  absl::StatusOr<std::string> artifact = kiln::backend::BuildArtifact(*mod, target);
+  if (!artifact.ok()) return Fail(absl::InvalidArgumentError(Reason(path, artifact.status())));
+  absl::Status written = WriteBytes(output, *artifact);
+  if (!written.ok()) return Fail(written);
+  std::printf(
+      "%s: %zu bytes, target %s, digest %s\n", output.c_str(), artifact->size(), target.c_str(),
+      kiln::runtime::ParseArtifact(*artifact, false)->manifest().digest().substr(0, 16).c_str());
+  return 0;
+}
+
+const kiln::v1::EntryFunction* FindEntry(const kiln::v1::ArtifactManifest& m,
+                                         const std::string& name) {
+  for (const auto& f : m.functions()) {
+    if (f.name() == name) return &f;
+  }
+  return nullptr;
+}
+
+// The arguments of `entry`: NAME=X.npy files, or random values from the signature when none
+// are given and `random_ok`.
+absl::StatusOr<std::vector<kiln::runtime::Value>> Inputs(const kiln::v1::EntryFunction& entry,
+                                                         const std::vector<std::string>& specs,
+                                                         bool random_ok) {
+  std::map<std::string, std::string> files;
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat("--input ", spec, ": expected NAME=FILE.npy"));
+    files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  std::vector<kiln::runtime::Value> args;
+  std::mt19937 rng(0);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (const auto& p : entry.params()) {
+    auto it = files.find(p.name());
+    if (it != files.end()) {
+      absl::StatusOr<std::string> bytes = ReadBytes(it->second);
+      if (!bytes.ok()) return bytes.status();
+      absl::StatusOr<kiln::runtime::Tensor> t = kiln::runtime::ReadNpy(*bytes, it->second);
+      if (!t.ok()) return t.status();
+      args.emplace_back(*t);
+      files.erase(it);
+      continue;
+    }
+    if (!random_ok || p.kind() != "tensor" || p.dtype() != "float32") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no --input for parameter '", p.name(), "' of '", entry.name(), "'"));
+    }
+    std::vector<int64_t> shape;
+    for (const std::string& d : p.dims()) {
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(d, &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("parameter '", p.name(), "' has the symbolic dimension '", d,
+                         "': give it with --input ", p.name(), "=FILE.npy"));
+      }
+      shape.push_back(v);
+    }
+    absl::StatusOr<kiln::runtime::Tensor> t =
+        kiln::runtime::Tensor::Empty(shape, *kiln::runtime::ParseDataType("float32"));
+    if (!t.ok()) return t.status();
+    for (int64_t i = 0; i < t->NumElements(); ++i) static_cast<float*>(t->data())[i] = dist(rng);
+    args.emplace_back(*t);
+  }
+  if (!files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", entry.name(), "' has no parameter '", files.begin()->first, "'"));
+  }
+  return args;
+}
+
+absl::StatusOr<kiln::runtime::LoadedArtifact> Load(const std::string& path) {
+  absl::StatusOr<std::string> bytes = ReadBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<kiln::runtime::LoadedArtifact> loaded =
+      kiln::runtime::LoadArtifact(*bytes, std::make_shared<kiln::runtime::ThreadPool>(
+                                              std::max(1u, std::thread::hardware_concurrency())));
+  if (!loaded.ok()) {
+    return absl::Status(loaded.status().code(),
+                        absl::StrCat(path, ": ", loaded.status().message()));
+  }
+  return loaded;
+}
+
+// Writes `v` as DIR/NAME.npy, tuples as NAME_0.npy, NAME_1.npy, ...
+absl::Status WriteOutputs(const kiln::runtime::Value& v, const std::string& dir,
+                          const std::string& name, std::vector<std::string>* written) {
+  if (const auto* t = v.as_tensor()) {
+    absl::StatusOr<std::string> bytes = kiln::runtime::WriteNpy(*t);
+    if (!bytes.ok()) return bytes.status();
+    std::string path = dir + "/" + name + ".npy";
+    absl::Status s = WriteBytes(path, *bytes);
+    if (s.ok()) written->push_back(path);
+    return s;
+  }
+  if (const auto* tuple = v.as_tuple()) {
+    for (size_t i = 0; i < tuple->size(); ++i) {
+      absl::Status s = WriteOutputs((*tuple)[i], dir, absl::StrCat(name, "_", i), written);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("an output of kind ", v.kind_name(), " cannot be written as .npy"));
+}
+
+// kiln run OUT.kiln --input NAME=X.npy ... --output-dir DIR [--function F]
+int Run(const std::string& path, const std::vector<std::string>& inputs,
+        const std::string& output_dir, const std::string& function) {
+  absl::StatusOr<kiln::runtime::LoadedArtifact> loaded = Load(path);
+  if (!loaded.ok()) return Fail(loaded.status());
+  const kiln::v1::EntryFunction* entry = FindEntry(loaded->manifest, function);
+  if (entry == nullptr)
+    return Fail(absl::NotFoundError(absl::StrCat(path, " has no function '", function, "'")));
+  absl::StatusOr<std::vector<kiln::runtime::Value>> args = Inputs(*entry, inputs, false);
+  if (!args.ok()) return Fail(args.status());
+  absl::StatusOr<kiln::runtime::Value> out = loaded->vm->Invoke(function, *args);
+  if (!out.ok()) return Fail(out.status());
+  std::error_code ec;
+  std::filesystem::create_directories(output_dir, ec);
+  std::vector<std::string> written;
+  absl::Status s = WriteOutputs(*out, output_dir, "output", &written);
+  if (!s.ok()) return Fail(s);
+  for (const std::string& w : written) std::printf("%s\n", w.c_str());
+  return 0;
+}
+
+// kiln bench OUT.kiln [--input NAME=X.npy ...] [--number N] [--repeat R] [--min-repeat-ms M]
+// [--json]: every repeat's mean seconds per call.
+int Bench(const std::string& path, const std::vector<std::string>& inputs,
+          const std::string& function, const kiln::runtime::TimeEvaluatorOptions& options,
+          bool json) {
+  absl::StatusOr<kiln::runtime::LoadedArtifact> loaded = Load(path);
+  if (!loaded.ok()) return Fail(loaded.status());
+  const kiln::v1::EntryFunction* entry = FindEntry(loaded->manifest, function);
+  if (entry == nullptr)
+    return Fail(absl::NotFoundError(absl::StrCat(path, " has no function '", function, "'")));
+  absl::StatusOr<std::vector<kiln::runtime::Value>> args = Inputs(*entry, inputs, true);
+  if (!args.ok()) return Fail(args.status());
+  const kiln::runtime::vm::VirtualMachine& vm = *loaded->vm;
+  absl::StatusOr<std::vector<double>> times =
+      kiln::runtime::TimeFunction([&]() { return vm.Invoke(function, *args).status(); }, options);
+  if (!times.ok()) return Fail(times.status());
+  std::vector<double> sorted = *times;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted[sorted.size() / 2];
+  if (json) {
+    nlohmann::json j;
+    j["artifact"] = path;
+    j["function"] = function;
+    j["number"] = options.number;
+    j["repeat"] = options.repeat;
+    j["seconds_per_call"] = *times;
+    j["median_seconds"] = median;
+    j["min_seconds"] = sorted.front();
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-12s %12s %12s %12s\n", "function", "median us", "min us", "max us");
+  std::printf("%-12s %12.2f %12.2f %12.2f\n", function.c_str(), median * 1e6, sorted.front() * 1e6,
+              sorted.back() * 1e6);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -135,6 +338,31 @@ int main(int argc, char** argv) {
       app.add_subcommand("check", "report every well-formedness and StructInfo error");
   check->add_option("FILE", file, "TVMScript (.py) or protobuf IR (.pb)")->required();
 
+  std::string target = "llvm", output, output_dir, function = "main";
+  std::vector<std::string> inputs;
+  CLI::App* compile = app.add_subcommand("compile", "compile a module into a .kiln artifact");
+  compile->add_option("FILE", file, "TVMScript (.py) or protobuf IR (.pb)")->required();
+  compile->add_option("--target", target, "TVM-style target, e.g. llvm");
+  compile->add_option("-o,--output", output, "the .kiln file to write")->required();
+  CLI::App* run = app.add_subcommand("run", "run a function of a .kiln artifact on .npy inputs");
+  run->add_option("ARTIFACT", file, "a .kiln file")->required();
+  run->add_option("--input", inputs, "NAME=X.npy, one per parameter");
+  run->add_option("--output-dir", output_dir, "where the outputs go as .npy")->required();
+  run->add_option("--function", function, "the function to run");
+  kiln::runtime::TimeEvaluatorOptions timing;
+  timing.repeat = 10;
+  timing.min_repeat_ms = 100;
+  bool json = false;
+  CLI::App* bench = app.add_subcommand("bench", "time a function of a .kiln artifact");
+  bench->add_option("ARTIFACT", file, "a .kiln file")->required();
+  bench->add_option("--input", inputs, "NAME=X.npy (random from the signature when absent)");
+  bench->add_option("--function", function, "the function to time");
+  bench->add_option("--number", timing.number, "calls per measurement")->check(CLI::PositiveNumber);
+  bench->add_option("--repeat", timing.repeat, "measurements")->check(CLI::PositiveNumber);
+  bench->add_option("--min-repeat-ms", timing.min_repeat_ms, "grow number to reach this")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_flag("--json", json, "every repeat as JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -148,5 +376,8 @@ int main(int argc, char** argv) {
   if (*info) return PrintServerInfo(server_address, timeout_seconds);
   if (*print) return PrintModule(file);
   if (*check) return CheckModule(file);
+  if (*compile) return Compile(file, target, output);
+  if (*run) return Run(file, inputs, output_dir, function);
+  if (*bench) return Bench(file, inputs, function, timing, json);
   return kExitUsage;
 }

@@ -1,0 +1,108 @@
+// End to end through the kiln binary: compile TVM's legalized MLP to a .kiln artifact, run it on
+// the reference input (.npy in, .npy out) and compare with PyTorch's output; bench it with
+// random inputs and as JSON; and the exit-status contract for bad inputs.
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/npy.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string kiln_binary;  // argv[1]
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Result {
+  int rc;
+  std::string out, err;
+};
+
+Result Kiln(const std::string& args) {
+  std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  std::string cmd = kiln_binary + " " + args + " >" + dir + "/out.txt 2>" + dir + "/err.txt";
+  int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(dir + "/out.txt"),
+          ReadFile(dir + "/err.txt")};
+}
+
+std::string Tmp(const std::string& name) {
+  return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
+}
+
+TEST(KilnCompileRunTest, MlpCompilesRunsAndMatchesTheReference) {
+  Result c = Kiln("compile compiler/script/testdata/tvm_mlp_legalized.py --target llvm -o " +
+                  Tmp("mlp.kiln"));
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_THAT(c.out, HasSubstr("mlp.kiln"));
+  Result r = Kiln("run " + Tmp("mlp.kiln") +
+                  " --input input=runtime/testdata/mlp_dynamic_batch.input.npy --output-dir " +
+                  Tmp("out"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto got = kiln::runtime::ReadNpy(ReadFile(Tmp("out/output.npy")), "output.npy");
+  auto want = kiln::runtime::ReadNpy(ReadFile("runtime/testdata/mlp_dynamic_batch.output.npy"),
+                                     "reference");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got->NumElements(), want->NumElements());
+  for (int64_t i = 0; i < want->NumElements(); ++i) {
+    float w = static_cast<const float*>(want->data())[i];
+    EXPECT_NEAR(static_cast<const float*>(got->data())[i], w, 1e-4 * (1 + std::abs(w))) << i;
+  }
+
+  Result b = Kiln("bench " + Tmp("mlp.kiln") + " --repeat 3 --min-repeat-ms 1");
+  ASSERT_EQ(b.rc, 0) << b.err;
+  EXPECT_THAT(b.out, HasSubstr("median us"));
+  Result j = Kiln("bench " + Tmp("mlp.kiln") + " --repeat 4 --json");
+  ASSERT_EQ(j.rc, 0) << j.err;
+  EXPECT_THAT(j.out, HasSubstr("\"seconds_per_call\""));
+  EXPECT_THAT(j.out, HasSubstr("\"repeat\": 4"));
+}
+
+TEST(KilnCompileRunTest, BadInputsAreOneLineErrors) {
+  ASSERT_EQ(Kiln("compile compiler/script/testdata/tvm_mlp_legalized.py -o " + Tmp("m.kiln")).rc,
+            0);
+  // An input of the wrong shape names the parameter and the dimension.
+  Result wrong =
+      Kiln("run " + Tmp("m.kiln") +
+           " --input input=runtime/testdata/mlp_dynamic_batch.output.npy --output-dir " + Tmp("o"));
+  EXPECT_EQ(wrong.rc, 1);
+  EXPECT_THAT(wrong.err, HasSubstr("argument 'input' of 'main': dimension 1 is 8, expected 64"));
+  // A corrupt artifact.
+  std::string bytes = ReadFile(Tmp("m.kiln"));
+  bytes[bytes.size() - 100] ^= 0x11;
+  std::ofstream(Tmp("bad.kiln"), std::ios::binary) << bytes;
+  Result corrupt = Kiln("bench " + Tmp("bad.kiln"));
+  EXPECT_EQ(corrupt.rc, 1);
+  EXPECT_THAT(corrupt.err, HasSubstr("bad.kiln"));
+  // Operators not yet legalized, and usage errors.
+  Result unlegalized = Kiln("compile compiler/script/testdata/tvm_mlp.py -o " + Tmp("x.kiln"));
+  EXPECT_EQ(unlegalized.rc, 1);
+  EXPECT_THAT(unlegalized.err, HasSubstr("'relax.permute_dims' must be legalized"));
+  EXPECT_EQ(Kiln("run " + Tmp("m.kiln")).rc, 2);  // --output-dir is required
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: kiln_compile_run_e2e_test PATH_TO_KILN\n");
+    return 2;
+  }
+  kiln_binary = argv[1];
+  return RUN_ALL_TESTS();
+}
