@@ -10,7 +10,6 @@
 #include <random>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
@@ -224,12 +223,15 @@ absl::StatusOr<std::vector<kiln::runtime::Value>> Inputs(const kiln::v1::EntryFu
   return args;
 }
 
+// Threads for parallel kernels (0: one per core).
+int threads_flag = 0;
+
 absl::StatusOr<kiln::runtime::LoadedArtifact> Load(const std::string& path) {
   absl::StatusOr<std::string> bytes = ReadBytes(path);
   if (!bytes.ok()) return bytes.status();
+  int threads = threads_flag > 0 ? threads_flag : kiln::runtime::ThreadPool::DefaultThreads();
   absl::StatusOr<kiln::runtime::LoadedArtifact> loaded =
-      kiln::runtime::LoadArtifact(*bytes, std::make_shared<kiln::runtime::ThreadPool>(
-                                              std::max(1u, std::thread::hardware_concurrency())));
+      kiln::runtime::LoadArtifact(*bytes, std::make_shared<kiln::runtime::ThreadPool>(threads));
   if (!loaded.ok()) {
     return absl::Status(loaded.status().code(),
                         absl::StrCat(path, ": ", loaded.status().message()));
@@ -349,6 +351,8 @@ int main(int argc, char** argv) {
   run->add_option("--input", inputs, "NAME=X.npy, one per parameter");
   run->add_option("--output-dir", output_dir, "where the outputs go as .npy")->required();
   run->add_option("--function", function, "the function to run");
+  run->add_option("--threads", threads_flag, "threads for kernels (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
   kiln::runtime::TimeEvaluatorOptions timing;
   timing.repeat = 10;
   timing.min_repeat_ms = 100;
@@ -362,6 +366,8 @@ int main(int argc, char** argv) {
   bench->add_option("--min-repeat-ms", timing.min_repeat_ms, "grow number to reach this")
       ->check(CLI::NonNegativeNumber);
   bench->add_flag("--json", json, "every repeat as JSON");
+  bench->add_option("--threads", threads_flag, "threads for kernels (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
 
   try {
     app.parse(argc, argv);
