@@ -239,6 +239,24 @@ absl::StatusOr<kiln::runtime::LoadedArtifact> Load(const std::string& path) {
   return loaded;
 }
 
+// A loaded artifact and the arguments for one of its functions.
+struct Prepared {
+  kiln::runtime::LoadedArtifact loaded;
+  std::vector<kiln::runtime::Value> args;
+};
+
+absl::StatusOr<Prepared> Prepare(const std::string& path, const std::string& function,
+                                 const std::vector<std::string>& inputs, bool random_ok) {
+  absl::StatusOr<kiln::runtime::LoadedArtifact> loaded = Load(path);
+  if (!loaded.ok()) return loaded.status();
+  const kiln::v1::EntryFunction* entry = FindEntry(loaded->manifest, function);
+  if (entry == nullptr)
+    return absl::NotFoundError(absl::StrCat(path, " has no function '", function, "'"));
+  absl::StatusOr<std::vector<kiln::runtime::Value>> args = Inputs(*entry, inputs, random_ok);
+  if (!args.ok()) return args.status();
+  return Prepared{std::move(*loaded), std::move(*args)};
+}
+
 // Writes `v` as DIR/NAME.npy, tuples as NAME_0.npy, NAME_1.npy, ...
 absl::Status WriteOutputs(const kiln::runtime::Value& v, const std::string& dir,
                           const std::string& name, std::vector<std::string>* written) {
@@ -264,14 +282,9 @@ absl::Status WriteOutputs(const kiln::runtime::Value& v, const std::string& dir,
 // kiln run OUT.kiln --input NAME=X.npy ... --output-dir DIR [--function F]
 int Run(const std::string& path, const std::vector<std::string>& inputs,
         const std::string& output_dir, const std::string& function) {
-  absl::StatusOr<kiln::runtime::LoadedArtifact> loaded = Load(path);
-  if (!loaded.ok()) return Fail(loaded.status());
-  const kiln::v1::EntryFunction* entry = FindEntry(loaded->manifest, function);
-  if (entry == nullptr)
-    return Fail(absl::NotFoundError(absl::StrCat(path, " has no function '", function, "'")));
-  absl::StatusOr<std::vector<kiln::runtime::Value>> args = Inputs(*entry, inputs, false);
-  if (!args.ok()) return Fail(args.status());
-  absl::StatusOr<kiln::runtime::Value> out = loaded->vm->Invoke(function, *args);
+  absl::StatusOr<Prepared> call = Prepare(path, function, inputs, /*random_ok=*/false);
+  if (!call.ok()) return Fail(call.status());
+  absl::StatusOr<kiln::runtime::Value> out = call->loaded.vm->Invoke(function, call->args);
   if (!out.ok()) return Fail(out.status());
   std::error_code ec;
   std::filesystem::create_directories(output_dir, ec);
@@ -287,16 +300,12 @@ int Run(const std::string& path, const std::vector<std::string>& inputs,
 int Bench(const std::string& path, const std::vector<std::string>& inputs,
           const std::string& function, const kiln::runtime::TimeEvaluatorOptions& options,
           bool json) {
-  absl::StatusOr<kiln::runtime::LoadedArtifact> loaded = Load(path);
-  if (!loaded.ok()) return Fail(loaded.status());
-  const kiln::v1::EntryFunction* entry = FindEntry(loaded->manifest, function);
-  if (entry == nullptr)
-    return Fail(absl::NotFoundError(absl::StrCat(path, " has no function '", function, "'")));
-  absl::StatusOr<std::vector<kiln::runtime::Value>> args = Inputs(*entry, inputs, true);
-  if (!args.ok()) return Fail(args.status());
-  const kiln::runtime::vm::VirtualMachine& vm = *loaded->vm;
+  absl::StatusOr<Prepared> call = Prepare(path, function, inputs, /*random_ok=*/true);
+  if (!call.ok()) return Fail(call.status());
+  const kiln::runtime::vm::VirtualMachine& vm = *call->loaded.vm;
+  const std::vector<kiln::runtime::Value>& args = call->args;
   absl::StatusOr<std::vector<double>> times =
-      kiln::runtime::TimeFunction([&]() { return vm.Invoke(function, *args).status(); }, options);
+      kiln::runtime::TimeFunction([&]() { return vm.Invoke(function, args).status(); }, options);
   if (!times.ok()) return Fail(times.status());
   std::vector<double> sorted = *times;
   std::sort(sorted.begin(), sorted.end());

@@ -192,6 +192,9 @@ Var MakeSizeVar(std::string name, DataType dtype = DataType::Int(64));
 // A compact buffer with a fresh data variable and zero offset.
 Buffer MakeBuffer(std::string name, DataType dtype, std::vector<PrimExpr> shape,
                   std::string scope = "global");
+// A compact buffer over the same storage (same data var) with another shape: what allocation
+// compaction and flattening rewrite accesses into.
+Buffer WithShape(const Buffer& buffer, std::vector<PrimExpr> shape);
 PrimExpr Cast(DataType dtype, PrimExpr value);
 // Binary nodes; the result dtype is `a`'s (bool for comparisons and logic).
 PrimExpr Binary(NodeKind kind, PrimExpr a, PrimExpr b);

@@ -34,6 +34,18 @@ Buffer MakeBuffer(std::string name, DataType dtype, std::vector<PrimExpr> shape,
   return Buffer(node);
 }
 
+Buffer WithShape(const Buffer& buffer, std::vector<PrimExpr> shape) {
+  auto* node = new BufferNode();
+  node->name = buffer->name;
+  node->data = buffer->data;
+  node->dtype = buffer->dtype;
+  node->shape = std::move(shape);
+  node->elem_offset = buffer->elem_offset;
+  node->scope = buffer->scope;
+  node->data_alignment = buffer->data_alignment;
+  return Buffer(node);
+}
+
 const char* IterKindName(IterKind kind) {
   switch (kind) {
     case IterKind::kSpatial:

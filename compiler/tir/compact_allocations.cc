@@ -208,15 +208,7 @@ Stmt Compact(const Buffer& buffer, const Stmt& body) {
     changed = true;
   }
   if (!changed) return Make<AllocateNode>(buffer, body);
-  auto* node = new BufferNode();
-  Buffer compact(node);
-  node->name = buffer->name;
-  node->data = buffer->data;
-  node->dtype = buffer->dtype;
-  node->shape = std::move(shape);
-  node->elem_offset = buffer->elem_offset;
-  node->scope = buffer->scope;
-  node->data_alignment = buffer->data_alignment;
+  Buffer compact = WithShape(buffer, std::move(shape));
   return Make<AllocateNode>(compact, Retarget(buffer.get(), compact, starts).VisitStmt(body));
 }
 

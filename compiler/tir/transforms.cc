@@ -164,17 +164,9 @@ class BufferFlattener : public StmtExprMutator {
     if (const auto* a = s.as<AllocateNode>();
         a && a->buffer->shape.size() > 1 && a->buffer->strides.empty()) {
       const Buffer& b = a->buffer;
-      auto* node = new BufferNode();
-      Buffer flat(node);
-      node->name = b->name;
-      node->data = b->data;
-      node->dtype = b->dtype;
-      node->elem_offset = b->elem_offset;
-      node->scope = b->scope;
-      node->data_alignment = b->data_alignment;
       PrimExpr size = b->shape[0];
       for (size_t d = 1; d < b->shape.size(); ++d) size = size * b->shape[d];
-      node->shape = {analyzer_.Simplify(size)};
+      Buffer flat = WithShape(b, {analyzer_.Simplify(size)});
       flat_[b.get()] = flat;
       Stmt body = VisitStmt(a->body);
       return Make<AllocateNode>(flat, body);
