@@ -156,9 +156,10 @@ int Compile(const std::string& path, const std::string& target, const std::strin
   if (!artifact.ok()) return Fail(absl::InvalidArgumentError(Reason(path, artifact.status())));
   absl::Status written = WriteBytes(output, *artifact);
   if (!written.ok()) return Fail(written);
-  std::printf(
-      "%s: %zu bytes, target %s, digest %s\n", output.c_str(), artifact->size(), target.c_str(),
-      kiln::runtime::ParseArtifact(*artifact, false)->manifest().digest().substr(0, 16).c_str());
+  kiln::v1::ArtifactProto parsed;
+  parsed.ParseFromString(*artifact);
+  std::printf("%s: %zu bytes, target %s, digest %s\n", output.c_str(), artifact->size(),
+              target.c_str(), parsed.manifest().digest().substr(0, 16).c_str());
   return 0;
 }
 

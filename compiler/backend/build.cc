@@ -11,16 +11,17 @@
 
 namespace kiln::backend {
 
-absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target) {
-  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::NormalizeModule(mod));
+namespace {
+
+// Build on a module that is already normalized.
+absl::StatusOr<BuiltModule> BuildNormalized(const ir::IRModule& normalized,
+                                            absl::string_view target) {
   BuiltModule out;
   KILN_ASSIGN_OR_RETURN(out.kernels, codegen::BuildKernelLibrary(normalized, target));
   KILN_ASSIGN_OR_RETURN(runtime::vm::Executable exec, CodegenVM(normalized));
   KILN_ASSIGN_OR_RETURN(out.executable, exec.Serialize());
   return out;
 }
-
-namespace {
 
 void Signature(const ir::relax::StructInfo& sinfo, kiln::v1::ValueSignature* out) {
   namespace relax = ir::relax;
@@ -54,10 +55,15 @@ void Signature(const ir::relax::StructInfo& sinfo, kiln::v1::ValueSignature* out
 
 }  // namespace
 
+absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target) {
+  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::NormalizeModule(mod));
+  return BuildNormalized(normalized, target);
+}
+
 absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target) {
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
   KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::NormalizeModule(mod));
-  KILN_ASSIGN_OR_RETURN(BuiltModule built, Build(normalized, target));
+  KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildNormalized(normalized, target));
   kiln::v1::ArtifactProto artifact;
   kiln::v1::ArtifactManifest* manifest = artifact.mutable_manifest();
   manifest->set_compiler_version(kCompilerVersion);

@@ -29,8 +29,8 @@ class FunctionCodegen {
     for (size_t i = 0; i < f.params.size(); ++i)
       vars_[f.params[i].get()] = Arg::Register(static_cast<int64_t>(i));
     heap_ = b_.NewRegister();
-    // The heap size is known only at the end: patched into this instruction.
-    size_t heap_instruction = static_cast<size_t>(b_.Here());
+    // The heap size is known only at the end: CodegenVM patches it into this instruction.
+    heap_instruction_ = static_cast<size_t>(b_.Here());
     b_.EmitCall(heap_, "vm.builtin.alloc_shape_heap", {Arg::Immediate(0)});
     for (size_t i = 0; i < f.params.size(); ++i) {
       absl::Status s =
@@ -42,11 +42,10 @@ class FunctionCodegen {
     if (!result.ok()) return result.status();
     b_.EmitRet(InRegister(*result));
     b_.EndFunction();
-    heap_size_instruction_ = heap_instruction;
     return absl::OkStatus();
   }
   int64_t heap_slots() const { return static_cast<int64_t>(slots_.size()); }
-  size_t heap_instruction() const { return heap_size_instruction_; }
+  size_t heap_instruction() const { return heap_instruction_; }
 
  private:
   absl::Status Error(const std::string& what) const {
@@ -343,7 +342,7 @@ class FunctionCodegen {
   std::string name_;
   std::string binding_;
   int64_t heap_ = 0;
-  size_t heap_size_instruction_ = 0;
+  size_t heap_instruction_ = 0;
   std::unordered_map<const ir::Object*, Arg> vars_;
   std::unordered_map<const ir::VarNode*, int64_t> slots_;
 };

@@ -46,6 +46,7 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
   vm->is_closure_builtin_.resize(exec->functions.size(), kNone);
   for (size_t i = 0; i < exec->functions.size(); ++i) {
     const FunctionInfo& f = exec->functions[i];
+    vm->index_.emplace(f.name, static_cast<int64_t>(i));
     if (f.kind == FunctionInfo::Kind::kBytecode) continue;
     if (f.name == kMakeClosure || f.name == kInvokeClosure) {
       vm->is_closure_builtin_[i] = f.name == kMakeClosure ? kMake : kInvoke;
@@ -74,9 +75,16 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
   return vm;
 }
 
+absl::StatusOr<int64_t> VirtualMachine::Index(absl::string_view name) const {
+  auto it = index_.find(std::string_view(name.data(), name.size()));
+  if (it == index_.end())
+    return absl::NotFoundError(absl::StrCat("the executable has no function '", name, "'"));
+  return it->second;
+}
+
 absl::StatusOr<Value> VirtualMachine::Invoke(absl::string_view name,
                                              absl::Span<const Value> args) const {
-  absl::StatusOr<int64_t> func = exec_->FindFunction(name);
+  absl::StatusOr<int64_t> func = Index(name);
   if (!func.ok()) return func.status();
   return Call(*func, args, 0);
 }
@@ -108,7 +116,7 @@ absl::StatusOr<Value> VirtualMachine::Call(int64_t func, absl::Span<const Value>
 
 absl::StatusOr<Value> VirtualMachine::CallClosure(const Closure& c, absl::Span<const Value> args,
                                                   int depth) const {
-  absl::StatusOr<int64_t> func = exec_->FindFunction(c.function);
+  absl::StatusOr<int64_t> func = Index(c.function);
   if (!func.ok()) return func.status();
   if (c.captured.empty()) return Call(*func, args, depth);
   std::vector<Value> all = c.captured;

@@ -6,7 +6,9 @@
 #ifndef KILN_RUNTIME_VM_VM_H_
 #define KILN_RUNTIME_VM_VM_H_
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/library.h"
@@ -35,10 +37,13 @@ class VirtualMachine {
   absl::StatusOr<Value> Run(int64_t func, absl::Span<const Value> args, int depth) const;
   absl::StatusOr<Value> CallClosure(const Closure& c, absl::Span<const Value> args,
                                     int depth) const;
+  // The function table index of `name`: a map, since every Invoke and closure call looks up.
+  absl::StatusOr<int64_t> Index(absl::string_view name) const;
 
   std::shared_ptr<const Executable> exec_;
   std::shared_ptr<KernelLibrary> kernels_;
-  std::vector<Function> packed_;             // by function index; empty for bytecode functions
+  std::vector<Function> packed_;  // by function index; empty for bytecode functions
+  std::map<std::string, int64_t, std::less<>> index_;  // function name -> table index
   std::vector<uint8_t> is_closure_builtin_;  // make_closure and invoke_closure need the VM
 };
 
