@@ -88,6 +88,14 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"grid_arity",
                   Prim("        for i, j in T.grid(8):\n            A[i] = T.float32(0)\n"), "5:21",
                   "T.grid has 1 extents for 2 loop variables"},
+        ErrorCase{
+            "bool_loop_extent",
+            Prim("        for i, j in T.grid(8, 12 >= 8):\n            A[i] = T.float32(0)\n"),
+            "5:34", "a loop bound or axis domain must be an integer, got bool"},
+        ErrorCase{
+            "float_loop_bound",
+            Prim("        for i in T.serial(T.float32(0), 8):\n            A[i] = T.float32(0)\n"),
+            "5:27", "must be an integer, got float32"},
         ErrorCase{"unknown_loop_kind",
                   Prim("        for i in T.sequential(8):\n            A[i] = T.float32(0)\n"),
                   "5:18", "expected range, T.grid"},

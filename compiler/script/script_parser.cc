@@ -435,14 +435,25 @@ class Builder {
     return Binary(NodeKind::kSub, stop, start);
   }
 
+  // A loop bound or axis domain: a scalar integer expression (bool is uint1 and not an index).
+  PrimExpr IndexExpr(const PyExpr& e, DataType want) {
+    PrimExpr value = Expr(e, want);
+    if (value &&
+        !(value->dtype.is_integral() && value->dtype.is_scalar() && !value->dtype.is_bool()))
+      return Fail<PrimExpr>(e.pos,
+                            absl::StrCat("a loop bound or axis domain must be an integer, got ",
+                                         value->dtype.ToString()));
+    return value;
+  }
+
   // (start, stop) from `a:b` or `T.serial(a, b)`: a bare literal start takes the stop's dtype.
   bool StartStop(const PyExpr& a, const PyExpr& b, PrimExpr* start, PrimExpr* stop) {
     if (IsBareLiteral(a) && !IsBareLiteral(b)) {
-      *stop = Expr(b, DataType());
-      *start = *stop ? Expr(a, (*stop)->dtype) : nullptr;
+      *stop = IndexExpr(b, DataType());
+      *start = *stop ? IndexExpr(a, (*stop)->dtype) : nullptr;
     } else {
-      *start = Expr(a, DataType());
-      *stop = *start ? Expr(b, IsBareLiteral(b) ? (*start)->dtype : DataType()) : nullptr;
+      *start = IndexExpr(a, DataType());
+      *stop = *start ? IndexExpr(b, IsBareLiteral(b) ? (*start)->dtype : DataType()) : nullptr;
     }
     return ok() && *start && *stop;
   }
@@ -652,7 +663,7 @@ class Builder {
                           absl::StrCat("T.grid has ", iter.args.size() - 1, " extents for ",
                                        targets.size(), " loop variables"));
       for (size_t i = 1; i < iter.args.size(); ++i) {
-        PrimExpr extent = Expr(*iter.args[i], DataType());
+        PrimExpr extent = IndexExpr(*iter.args[i], DataType());
         if (!extent) return nullptr;
         ranges.push_back(MakeRange(IntImm(extent->dtype, 0), extent));
       }
@@ -669,7 +680,7 @@ class Builder {
       kind = it->second;
       if (targets.size() != 1) return Fail<Stmt>(s.target->pos, "one loop variable expected");
       if (iter.args.size() == 2) {
-        PrimExpr extent = Expr(*iter.args[1], DataType());
+        PrimExpr extent = IndexExpr(*iter.args[1], DataType());
         if (!extent) return nullptr;
         ranges.push_back(MakeRange(IntImm(extent->dtype, 0), extent));
       } else if (iter.args.size() == 3) {
@@ -798,7 +809,7 @@ class Builder {
       if (dom_expr.kind == K::kTuple && dom_expr.args.size() == 2) {
         dom = RangeFromTo(*dom_expr.args[0], *dom_expr.args[1]);
       } else {
-        PrimExpr extent = Expr(dom_expr, DataType());
+        PrimExpr extent = IndexExpr(dom_expr, DataType());
         if (extent) dom = MakeRange(IntImm(extent->dtype, 0), extent);
       }
       PrimExpr value = dom ? Expr(value_expr, DataType()) : nullptr;
