@@ -5,6 +5,7 @@
 #include "compiler/ir/relax_expr.h"
 #include "compiler/ir/tir_expr.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/relax/transform/legalize_ops.h"
 #include "compiler/version.h"
 #include "runtime/artifact.h"
 #include "runtime/support/status_macros.h"
@@ -56,13 +57,13 @@ void Signature(const ir::relax::StructInfo& sinfo, kiln::v1::ValueSignature* out
 }  // namespace
 
 absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target) {
-  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::NormalizeModule(mod));
+  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::LegalizeOps(mod));
   return BuildNormalized(normalized, target);
 }
 
 absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target) {
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
-  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::NormalizeModule(mod));
+  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::LegalizeOps(mod));
   KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildNormalized(normalized, target));
   kiln::v1::ArtifactProto artifact;
   kiln::v1::ArtifactManifest* manifest = artifact.mutable_manifest();

@@ -16,8 +16,9 @@ struct BuiltModule {
   std::string kernels;     // a kernel library for the target
 };
 
-// Normalizes the Relax functions (StructInfo everywhere), compiles every PrimFunc with its
-// schedule (default where none is set) for `target`, and generates the VM code.
+// Normalizes the Relax functions (StructInfo everywhere), legalizes operators into kernels,
+// compiles every PrimFunc with its schedule (default where none is set) for `target`, and
+// generates the VM code.
 absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target);
 
 // Build, packaged as a .kiln artifact (runtime/artifact.h): the manifest lists every Relax

@@ -201,22 +201,22 @@ TEST(BuildTest, ArtifactLoadsRunsAndIsVerified) {
   EXPECT_TRUE(runtime::ParseArtifact(*arm, /*check_host=*/false).ok());
 }
 
-TEST(BuildTest, UnlegalizedOperatorsAreNamed) {
+TEST(BuildTest, OperatorsThatCannotBeLoweredAreNamed) {
   const char* text = R"(
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+    def main(x: R.Tensor((1, 3, "h", "w"), dtype="float32")):
         with R.dataflow():
-            y = R.add(x, x)
+            y = R.nn.adaptive_avg_pool2d(x, output_size=[2, 2])
             R.output(y)
         return y
 )";
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "add.py");
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "pool.py");
   ASSERT_TRUE(mod.ok()) << mod.status();
   EXPECT_THAT(Build(*mod, "llvm").status().message(),
-              HasSubstr("VM codegen of 'main', binding 'y': the operator 'relax.add' must be "
-                        "legalized before VM code generation"));
+              HasSubstr("in function 'main', binding 'y': relax.nn.adaptive_avg_pool2d: needs "
+                        "static spatial sizes"));
 }
 
 }  // namespace

@@ -209,13 +209,7 @@ class KernelCodeGen {
   }
 
   llvm::Type* Type(DataType t) {
-    if (t.lanes() > 1) {
-      if (t.is_bool()) {
-        Fail(absl::StrCat(name_, ": vectors of bool are not supported yet"));
-        return i32_;
-      }
-      return llvm::FixedVectorType::get(Type(t.element_of()), t.lanes());
-    }
+    if (t.lanes() > 1) return llvm::FixedVectorType::get(Type(t.element_of()), t.lanes());
     if (t.lanes() != 1) {
       Fail(absl::StrCat(name_, ": type ", t.ToString(), " has no lanes"));
       return i32_;
@@ -232,7 +226,18 @@ class KernelCodeGen {
     return i32_;
   }
   // How elements of `t` sit in memory (bool takes a byte).
-  llvm::Type* MemType(DataType t) { return t.is_bool() ? i8_ : Type(t); }
+  llvm::Type* MemType(DataType t) {
+    if (!t.is_bool()) return Type(t);
+    return t.lanes() > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(i8_, t.lanes()))
+                         : i8_;
+  }
+  // A value loaded as MemType(t) in registers, and back.
+  llvm::Value* FromMemory(llvm::Value* v, DataType t) {
+    return t.is_bool() ? b_.CreateTrunc(v, Type(t)) : v;
+  }
+  llvm::Value* ToMemory(llvm::Value* v, DataType t) {
+    return t.is_bool() ? b_.CreateZExt(v, MemType(t)) : v;
+  }
 
   // Branches to the shared failure exit with `message` unless `ok`.
   void Check(llvm::Value* ok, const std::string& message) {
@@ -522,17 +527,18 @@ class KernelCodeGen {
       const BufferInfo* info = BufferOf(l->buffer);
       if (!info) return nullptr;
       if (t.lanes() > 1) {  // a vector load: contiguous, or a gather
-        llvm::Type* vec = Type(t);
+        llvm::Type* vec = MemType(t);
         if (llvm::Value* base = ContiguousBase(*info, l->indices)) {
           llvm::LoadInst* v =
               b_.CreateAlignedLoad(vec, Address(*info, base), llvm::Align(info->dtype.bytes()));
           Tag(v, *info);
-          return v;
+          return FromMemory(v, t);
         }
         llvm::Value* flat = FlatIndex(*info, l->indices);
         if (!flat) return nullptr;
         if (!flat->getType()->isVectorTy()) flat = b_.CreateVectorSplat(t.lanes(), flat);
-        return b_.CreateMaskedGather(vec, Address(*info, flat), llvm::Align(info->dtype.bytes()));
+        return FromMemory(
+            b_.CreateMaskedGather(vec, Address(*info, flat), llvm::Align(info->dtype.bytes())), t);
       }
       llvm::Value* flat = FlatIndex(*info, l->indices);
       if (!flat) return nullptr;
@@ -669,6 +675,7 @@ class KernelCodeGen {
       DataType target = info->dtype.with_lanes(st->value->dtype.lanes());
       if (st->value->dtype != target) value = Cast(value, st->value->dtype, target);
       if (target.lanes() > 1) {  // a vector store: contiguous, or a scatter
+        value = ToMemory(value, target);
         if (llvm::Value* base = ContiguousBase(*info, st->indices)) {
           Tag(b_.CreateAlignedStore(value, Address(*info, base), llvm::Align(info->dtype.bytes())),
               *info);

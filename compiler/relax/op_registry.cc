@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/relax/ops/op_common.h"
 
 namespace kiln::ir::relax {
 namespace {
@@ -14,6 +15,10 @@ const std::map<std::string, OpInfo, std::less<>>& Registry() {
     std::vector<OpInfo> ops;
     RegisterBuiltinOps(&ops);
     RegisterTensorOps(&ops);
+    ops::RegisterElementwiseOps(&ops);
+    ops::RegisterReduceOps(&ops);
+    ops::RegisterNNOps(&ops);
+    ops::RegisterManipulateOps(&ops);
     auto* map = new std::map<std::string, OpInfo, std::less<>>();
     for (OpInfo& op : ops) {
       std::string name = op.name;

@@ -1,7 +1,7 @@
 // The Relax operator registry: what the compiler knows about each built-in `Op` by name — how to
 // infer the StructInfo of a call, whether it is pure (may appear in a dataflow block), and how it
-// fuses. Operator families register themselves in op_registry.cc's table; later issues add
-// legalization (lowering to TIR) beside inference.
+// fuses, and how it legalizes into a TIR kernel. Operator families register themselves in
+// op_registry.cc's table (the families live in ops/).
 #ifndef KILN_COMPILER_RELAX_OP_REGISTRY_H_
 #define KILN_COMPILER_RELAX_OP_REGISTRY_H_
 
@@ -12,6 +12,10 @@
 #include "absl/strings/string_view.h"
 #include "compiler/arith/analyzer.h"
 #include "compiler/ir/module.h"
+
+namespace kiln::tir {
+class ComputeBuilder;
+}
 
 namespace kiln::ir::relax {
 
@@ -38,13 +42,20 @@ struct OpInferContext {
 using InferStructInfoFn = absl::StatusOr<StructInfo> (*)(const CallNode& call,
                                                          const OpInferContext& ctx);
 
+// Writes the TIR kernel computing `call` into `b`: `inputs` holds one buffer per tensor argument
+// (tuple arguments flattened, in order), `outputs` one per tensor of the call's result. Shapes
+// are those of the arguments' StructInfo, symbolic dimensions included.
+using LegalizeFn = absl::Status (*)(const CallNode& call, const std::vector<Buffer>& inputs,
+                                    const std::vector<Buffer>& outputs, tir::ComputeBuilder& b);
+
 struct OpInfo {
   std::string name;  // "relax.call_tir"
   int num_args;      // -1: variadic
   InferStructInfoFn infer;
   bool pure;
   OpPattern pattern;
-  std::string summary;  // one line for docs and `kiln ops`
+  std::string summary;            // one line for docs and `kiln ops`
+  LegalizeFn legalize = nullptr;  // null: the op is not lowered to a kernel (call_tir, ...)
 };
 
 // The registered operator called `name`, or null.
@@ -58,7 +69,7 @@ absl::StatusOr<StructInfo> InferOpCall(const CallNode& call, const OpInferContex
 
 // The registration entry points of the operator families (op_registry.cc calls them once).
 void RegisterBuiltinOps(std::vector<OpInfo>* ops);  // call_tir, packed calls, shape helpers
-void RegisterTensorOps(std::vector<OpInfo>* ops);   // elementwise, broadcast, reshape, flatten
+void RegisterTensorOps(std::vector<OpInfo>* ops);   // matmul, reshape, flatten, permute_dims
 
 }  // namespace kiln::ir::relax
 

@@ -1,105 +1,21 @@
-// Tensor operators with symbolic StructInfo inference: elementwise, broadcasting binary
-// arithmetic, reshape and flatten. (The full operator set arrives with the Relax op library.)
+// Matrix product and the reshaping operators (flatten, reshape, permute_dims), with symbolic
+// StructInfo inference and their kernels.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/printer.h"
-#include "compiler/relax/op_registry.h"
+#include "compiler/relax/ops/op_common.h"
 #include "compiler/relax/struct_info.h"
 
 namespace kiln::ir::relax {
 namespace {
 
-absl::StatusOr<const TensorStructInfoNode*> TensorArg(const CallNode& call, size_t index) {
-  const auto* t = call.args[index]->struct_info().as<TensorStructInfoNode>();
-  if (t == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(call.op.as<OpNode>()->name, " argument ", index,
-                                                   ": expected a tensor, got ",
-                                                   ToString(call.args[index]->struct_info())));
-  }
-  return t;
-}
-
-// The dimensions of `t` if known: a ShapeExpr's, or a shape Var's known values.
-const std::vector<PrimExpr>* DimsOf(const TensorStructInfoNode& t) {
-  if (const std::vector<PrimExpr>* dims = t.dims()) return dims;
-  if (t.shape) {
-    if (const auto* s = t.shape->struct_info().as<ShapeStructInfoNode>()) {
-      return s->values ? &*s->values : nullptr;
-    }
-  }
-  return nullptr;
-}
-
-PrimExpr Product(const std::vector<PrimExpr>& dims, arith::Analyzer* ana) {
-  PrimExpr product = IntImm(DataType::Int(64), 1);
-  for (const PrimExpr& d : dims) product = product * d;
-  return ana->Simplify(product);
-}
-
-// exp, negative, sqrt, ...: same StructInfo as the input.
-absl::StatusOr<StructInfo> InferUnaryElementwise(const CallNode& call, const OpInferContext&) {
-  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
-  if (!x.ok()) return x.status();
-  return call.args[0]->struct_info();
-}
-
-// NumPy broadcasting over symbolic dimensions: a dimension of 1 stretches; equal dimensions
-// (provably) stay; anything else unprovable leaves the output dimension unknown.
-absl::StatusOr<StructInfo> InferBroadcastBinary(const CallNode& call, const OpInferContext& ctx) {
-  const std::string& name = call.op.as<OpNode>()->name;
-  absl::StatusOr<const TensorStructInfoNode*> lhs_or = TensorArg(call, 0);
-  if (!lhs_or.ok()) return lhs_or.status();
-  absl::StatusOr<const TensorStructInfoNode*> rhs_or = TensorArg(call, 1);
-  if (!rhs_or.ok()) return rhs_or.status();
-  const TensorStructInfoNode& lhs = **lhs_or;
-  const TensorStructInfoNode& rhs = **rhs_or;
-  DataType dtype = DataType::Void();
-  if (!lhs.dtype.is_void() && !rhs.dtype.is_void()) {
-    if (lhs.dtype != rhs.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": operand dtypes differ (",
-                                                     lhs.dtype.ToString(), " vs ",
-                                                     rhs.dtype.ToString(), ")"));
-    }
-    dtype = lhs.dtype;
-  }
-  if (lhs.ndim < 0 || rhs.ndim < 0) return TensorSInfoUnknown(dtype, -1);
-  int ndim = std::max(lhs.ndim, rhs.ndim);
-  const std::vector<PrimExpr>* a = DimsOf(lhs);
-  const std::vector<PrimExpr>* b = DimsOf(rhs);
-  if (a == nullptr || b == nullptr) return TensorSInfoUnknown(dtype, ndim);
-  std::vector<PrimExpr> out(ndim);
-  for (int i = 0; i < ndim; ++i) {
-    // Align from the right.
-    int ia = static_cast<int>(a->size()) - ndim + i;
-    int ib = static_cast<int>(b->size()) - ndim + i;
-    if (ia < 0) {
-      out[i] = (*b)[ib];
-      continue;
-    }
-    if (ib < 0) {
-      out[i] = (*a)[ia];
-      continue;
-    }
-    const PrimExpr& da = (*a)[ia];
-    const PrimExpr& db = (*b)[ib];
-    const int64_t* ca = AsConstInt(da);
-    const int64_t* cb = AsConstInt(db);
-    if (ca != nullptr && *ca == 1) {
-      out[i] = db;
-    } else if (cb != nullptr && *cb == 1) {
-      out[i] = da;
-    } else if (da == db || ctx.analyzer->CanProveEqual(da, db)) {
-      out[i] = da;
-    } else if (ca != nullptr && cb != nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": cannot broadcast dimension ", i, " (", *ca, " vs ", *cb, ")"));
-    } else {
-      return TensorSInfoUnknown(dtype, ndim);
-    }
-  }
-  return TensorSInfo(std::move(out), dtype);
-}
+using ops::DimsOf;
+using ops::Product;
+using ops::TensorArg;
+using tir::Combiner;
+using tir::Indices;
+using tir::Load;
 
 // relax.flatten(x) -> 1-D tensor of prod(shape) elements: (n, 4) -> (n*4,)
 absl::StatusOr<StructInfo> InferFlatten(const CallNode& call, const OpInferContext& ctx) {
@@ -256,25 +172,92 @@ absl::StatusOr<StructInfo> InferPermuteDims(const CallNode& call, const OpInferC
   return TensorSInfo(std::move(out), t.dtype);
 }
 
+// out[...] = x[unravel(ravel(out index))]: the row-major element order is kept.
+Indices Unravel(const Buffer& x, const Buffer& out, const Indices& i) {
+  PrimExpr flat = IntImm(DataType::Int(64), 0);
+  for (size_t k = 0; k < i.size(); ++k) flat = flat * out->shape[k] + Cast(DataType::Int(64), i[k]);
+  Indices src(x->shape.size());
+  for (size_t k = x->shape.size(); k-- > 0;) {
+    PrimExpr dim = Cast(DataType::Int(64), x->shape[k]);
+    src[k] = k == 0 ? flat : FloorMod(flat, dim);
+    flat = FloorDiv(flat, dim);
+  }
+  return src;
+}
+
+absl::Status LegalizeReshape(const CallNode&, const std::vector<Buffer>& in,
+                             const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  b.Compute("T_reshape", out[0],
+            [&](const Indices& i) { return Load(in[0], Unravel(in[0], out[0], i)); });
+  return absl::OkStatus();
+}
+
+absl::Status LegalizePermuteDims(const CallNode& call, const std::vector<Buffer>& in,
+                                 const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  int ndim = static_cast<int>(in[0]->shape.size());
+  absl::StatusOr<std::optional<std::vector<int64_t>>> axes = ops::IntListAttr(call, "axes");
+  if (!axes.ok()) return axes.status();
+  std::vector<int> perm;
+  for (int k = 0; k < ndim; ++k) {
+    perm.push_back(axes->has_value() ? static_cast<int>(((**axes)[k] + ndim) % ndim)
+                                     : ndim - 1 - k);
+  }
+  b.Compute("T_transpose", out[0], [&](const Indices& i) {
+    Indices src(ndim);
+    for (int k = 0; k < ndim; ++k) src[perm[k]] = i[k];
+    return Load(in[0], src);
+  });
+  return absl::OkStatus();
+}
+
+// out[batch..., i, j] = sum_k a[batch_a..., i, k] * b[batch_b..., k, j], batch dimensions
+// broadcast; a vector operand has no i (or j) axis.
+absl::Status LegalizeMatmul(const CallNode&, const std::vector<Buffer>& in,
+                            const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer &x = in[0], &y = in[1];
+  bool vec_x = x->shape.size() == 1, vec_y = y->shape.size() == 1;
+  PrimExpr k = x->shape.back();
+  DataType t = out[0]->dtype;
+  b.Reduce("matmul", out[0], {k}, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+    size_t batch = s.size() - (vec_x ? 0 : 1) - (vec_y ? 0 : 1);
+    Indices bi(s.begin(), s.begin() + batch);
+    Indices xi, yi;
+    if (!vec_x) {
+      size_t nb = x->shape.size() - 2;
+      for (size_t d = 0; d < nb; ++d) {
+        const int64_t* c = AsConstInt(x->shape[d]);
+        const PrimExpr& o = bi[batch - nb + d];
+        xi.push_back(c != nullptr && *c == 1 ? IntImm(o->dtype, 0) : o);
+      }
+      xi.push_back(s[batch]);
+    }
+    xi.push_back(r[0]);
+    if (!vec_y) {
+      size_t nb = y->shape.size() - 2;
+      for (size_t d = 0; d < nb; ++d) {
+        const int64_t* c = AsConstInt(y->shape[d]);
+        const PrimExpr& o = bi[batch - nb + d];
+        yi.push_back(c != nullptr && *c == 1 ? IntImm(o->dtype, 0) : o);
+      }
+    }
+    yi.push_back(r[0]);
+    if (!vec_y) yi.push_back(s.back());
+    return Cast(t, Load(x, xi)) * Cast(t, Load(y, yi));
+  });
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterTensorOps(std::vector<OpInfo>* ops) {
-  for (const char* name : {"relax.add", "relax.subtract", "relax.multiply", "relax.divide"}) {
-    ops->push_back({name, 2, InferBroadcastBinary, true, OpPattern::kBroadcast,
-                    "elementwise arithmetic with NumPy broadcasting"});
-  }
-  for (const char* name : {"relax.exp", "relax.negative", "relax.sqrt", "relax.nn.relu"}) {
-    ops->push_back(
-        {name, 1, InferUnaryElementwise, true, OpPattern::kElemWise, "elementwise unary math"});
-  }
   ops->push_back({"relax.flatten", 1, InferFlatten, true, OpPattern::kInjective,
-                  "flattens a tensor to one dimension"});
+                  "flattens a tensor to one dimension", LegalizeReshape});
   ops->push_back({"relax.reshape", 2, InferReshape, true, OpPattern::kInjective,
-                  "reshapes a tensor to a shape with the same element count"});
+                  "reshapes a tensor to a shape with the same element count", LegalizeReshape});
   ops->push_back({"relax.permute_dims", 1, InferPermuteDims, true, OpPattern::kInjective,
-                  "transposes a tensor (axes=[...], reversed by default)"});
+                  "transposes a tensor (axes=[...], reversed by default)", LegalizePermuteDims});
   ops->push_back({"relax.matmul", 2, InferMatmul, true, OpPattern::kOutEWiseFusable,
-                  "matrix product with NumPy batch broadcasting"});
+                  "matrix product with NumPy batch broadcasting", LegalizeMatmul});
 }
 
 }  // namespace kiln::ir::relax

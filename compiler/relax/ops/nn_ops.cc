@@ -1,0 +1,580 @@
+// Neural-network operators: linear, conv2d (NCHW/OIHW and NHWC/HWIO, stride, padding, dilation,
+// groups), max/avg/adaptive-avg pooling, batch_norm (inference) and layer_norm.
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/printer.h"
+#include "compiler/relax/ops/op_common.h"
+
+namespace kiln::ir::relax::ops {
+namespace {
+
+using tir::Combiner;
+using tir::Indices;
+using tir::Load;
+
+absl::StatusOr<std::vector<PrimExpr>> KnownDims(const CallNode& call, size_t index) {
+  absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, index);
+  if (!t.ok()) return t.status();
+  const std::vector<PrimExpr>* dims = DimsOf(**t);
+  if (dims == nullptr) {
+    return OpError(call, absl::StrCat("argument ", index, " needs a known shape"));
+  }
+  return *dims;
+}
+
+// ---- linear(x, w[, b]): x (..., K), w (N, K), b (N) -> (..., N) ----
+
+absl::StatusOr<StructInfo> InferLinear(const CallNode& call, const OpInferContext& ctx) {
+  if (call.args.size() != 2 && call.args.size() != 3)
+    return OpError(call, "takes (x, weight) or (x, weight, bias)");
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, i);
+    if (!t.ok()) return t.status();
+    if (!(*t)->dtype.is_void() && !(*x)->dtype.is_void() && (*t)->dtype != (*x)->dtype)
+      return OpError(call, absl::StrCat("argument ", i, " has dtype ", (*t)->dtype.ToString(),
+                                        ", x has ", (*x)->dtype.ToString()));
+  }
+  const std::vector<PrimExpr>* xd = DimsOf(**x);
+  absl::StatusOr<std::vector<PrimExpr>> w = KnownDims(call, 1);
+  if (xd == nullptr || !w.ok()) return TensorSInfoUnknown((*x)->dtype, (*x)->ndim);
+  if (w->size() != 2) return OpError(call, "the weight must be (out_features, in_features)");
+  if (xd->empty()) return OpError(call, "x must have rank >= 1");
+  if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, xd->back(), (*w)[1]))) {
+    return OpError(call, absl::StrCat("in_features differ: x has ", DebugPrint(xd->back()),
+                                      ", the weight ", DebugPrint((*w)[1])));
+  }
+  if (call.args.size() == 3) {
+    absl::StatusOr<std::vector<PrimExpr>> bias = KnownDims(call, 2);
+    if (bias.ok() &&
+        (bias->size() != 1 || ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*bias)[0], (*w)[0])))) {
+      return OpError(call, "the bias must be (out_features,)");
+    }
+  }
+  std::vector<PrimExpr> out(xd->begin(), xd->end() - 1);
+  out.push_back((*w)[0]);
+  return TensorSInfo(std::move(out), (*x)->dtype);
+}
+
+absl::Status LegalizeLinear(const CallNode&, const std::vector<Buffer>& in,
+                            const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer &x = in[0], &w = in[1];
+  bool bias = in.size() == 3;
+  Buffer acc = bias ? b.Temp("matmul", out[0]->dtype, out[0]->shape) : out[0];
+  b.Reduce("matmul", acc, {w->shape[1]}, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+    Indices xi(s.begin(), s.end() - 1);
+    xi.push_back(r[0]);
+    return Load(x, xi) * Load(w, {s.back(), r[0]});
+  });
+  if (bias) {
+    b.Compute("T_add", out[0],
+              [&](const Indices& i) { return Load(acc, i) + Load(in[2], {i.back()}); });
+  }
+  return absl::OkStatus();
+}
+
+// ---- Spatial windows: conv2d and pooling share the layout and window arithmetic ----
+
+struct Window {
+  bool nhwc = false;
+  int64_t stride[2] = {1, 1};
+  int64_t dilation[2] = {1, 1};
+  int64_t pad[4] = {0, 0, 0, 0};  // top, left, bottom, right
+  bool ceil_mode = false;
+  int h_axis() const { return nhwc ? 1 : 2; }
+  int c_axis() const { return nhwc ? 3 : 1; }
+  bool padded() const { return pad[0] || pad[1] || pad[2] || pad[3]; }
+};
+
+absl::StatusOr<Window> ParseWindow(const CallNode& call, const char* layout_key) {
+  Window w;
+  absl::StatusOr<std::string> layout = StringAttr(call, layout_key, "NCHW");
+  if (!layout.ok()) return layout.status();
+  if (*layout != "NCHW" && *layout != "NHWC")
+    return OpError(call, absl::StrCat("layout \"", *layout, "\" is not supported (NCHW, NHWC)"));
+  w.nhwc = *layout == "NHWC";
+  auto pair = [&](const char* key, int64_t* dst) -> absl::Status {
+    absl::StatusOr<std::optional<std::vector<int64_t>>> v = IntListAttr(call, key);
+    if (!v.ok()) return v.status();
+    if (!v->has_value()) return absl::OkStatus();
+    const std::vector<int64_t>& l = **v;
+    if (l.size() != 1 && l.size() != 2)
+      return OpError(call, absl::StrCat("'", key, "' takes 1 or 2 values"));
+    dst[0] = l[0];
+    dst[1] = l.size() == 2 ? l[1] : l[0];
+    if (dst[0] < 1 || dst[1] < 1) return OpError(call, absl::StrCat("'", key, "' must be >= 1"));
+    return absl::OkStatus();
+  };
+  if (absl::Status s = pair("strides", w.stride); !s.ok()) return s;
+  if (absl::Status s = pair("dilation", w.dilation); !s.ok()) return s;
+  absl::StatusOr<std::optional<std::vector<int64_t>>> pad = IntListAttr(call, "padding");
+  if (!pad.ok()) return pad.status();
+  if (pad->has_value()) {
+    const std::vector<int64_t>& p = **pad;
+    if (p.size() == 1) {
+      std::fill(w.pad, w.pad + 4, p[0]);
+    } else if (p.size() == 2) {
+      w.pad[0] = w.pad[2] = p[0];
+      w.pad[1] = w.pad[3] = p[1];
+    } else if (p.size() == 4) {
+      std::copy(p.begin(), p.end(), w.pad);
+    } else {
+      return OpError(call, "'padding' takes 1, 2 or 4 values");
+    }
+    for (int64_t v : w.pad) {
+      if (v < 0) return OpError(call, "'padding' must be >= 0");
+    }
+  }
+  absl::StatusOr<bool> ceil_mode = BoolAttr(call, "ceil_mode", false);
+  if (!ceil_mode.ok()) return ceil_mode.status();
+  w.ceil_mode = *ceil_mode;
+  return w;
+}
+
+// The output extent of a window of `k` taps along spatial dimension `d` (0: H, 1: W).
+PrimExpr WindowOut(const Window& w, int d, const PrimExpr& size, const PrimExpr& k,
+                   arith::Analyzer* ana) {
+  PrimExpr span = size + (w.pad[d] + w.pad[d + 2]) - (k - 1) * w.dilation[d] - 1;
+  if (w.ceil_mode) span = span + (w.stride[d] - 1);
+  return ana->Simplify(FloorDiv(span, Int64(w.stride[d])) + 1);
+}
+
+// conv2d(data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_dtype)
+struct ConvShape {
+  Window window;
+  bool hwio = false;
+  int64_t groups = 1;
+};
+
+absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
+  ConvShape c;
+  absl::StatusOr<Window> w = ParseWindow(call, "data_layout");
+  if (!w.ok()) return w.status();
+  c.window = *w;
+  absl::StatusOr<std::string> kl =
+      StringAttr(call, "kernel_layout", c.window.nhwc ? "HWIO" : "OIHW");
+  if (!kl.ok()) return kl.status();
+  if (*kl != "OIHW" && *kl != "HWIO")
+    return OpError(call, absl::StrCat("kernel_layout \"", *kl, "\" is not supported (OIHW, HWIO)"));
+  c.hwio = *kl == "HWIO";
+  absl::StatusOr<int64_t> groups = IntAttr(call, "groups", 1);
+  if (!groups.ok()) return groups.status();
+  if (*groups < 1) return OpError(call, "groups must be >= 1");
+  c.groups = *groups;
+  if (c.window.ceil_mode) return OpError(call, "ceil_mode is for pooling");
+  return c;
+}
+
+absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<ConvShape> conv = ParseConv(call);
+  if (!conv.ok()) return conv.status();
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<const TensorStructInfoNode*> wt = TensorArg(call, 1);
+  if (!wt.ok()) return wt.status();
+  DataType dtype = (*x)->dtype;
+  absl::StatusOr<std::string> out_dtype = StringAttr(call, "out_dtype", "");
+  if (!out_dtype.ok()) return out_dtype.status();
+  if (!out_dtype->empty()) {
+    absl::StatusOr<DataType> d = DataType::Parse(*out_dtype);
+    if (!d.ok()) return OpError(call, "bad out_dtype");
+    if (!d->is_void()) dtype = *d;
+  }
+  if ((*x)->ndim >= 0 && (*x)->ndim != 4) return OpError(call, "data must have rank 4");
+  if ((*wt)->ndim >= 0 && (*wt)->ndim != 4) return OpError(call, "weight must have rank 4");
+  const std::vector<PrimExpr>* xd = DimsOf(**x);
+  const std::vector<PrimExpr>* wd = DimsOf(**wt);
+  if (xd == nullptr || wd == nullptr) return TensorSInfoUnknown(dtype, 4);
+  const Window& win = conv->window;
+  PrimExpr channels = (*xd)[win.c_axis()];
+  PrimExpr out_c = conv->hwio ? (*wd)[3] : (*wd)[0];
+  PrimExpr in_c = conv->hwio ? (*wd)[2] : (*wd)[1];
+  PrimExpr kh = conv->hwio ? (*wd)[0] : (*wd)[2];
+  PrimExpr kw = conv->hwio ? (*wd)[1] : (*wd)[3];
+  if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, in_c * conv->groups, channels))) {
+    return OpError(call, absl::StrCat("the weight expects ", DebugPrint(in_c), " x ", conv->groups,
+                                      " input channels (groups), data has ", DebugPrint(channels)));
+  }
+  const int64_t* oc = AsConstInt(out_c);
+  if (oc != nullptr && *oc % conv->groups != 0)
+    return OpError(call, "output channels must divide by groups");
+  PrimExpr oh = WindowOut(win, 0, (*xd)[win.h_axis()], kh, ctx.analyzer);
+  PrimExpr ow = WindowOut(win, 1, (*xd)[win.h_axis() + 1], kw, ctx.analyzer);
+  for (const PrimExpr& o : {oh, ow}) {
+    const int64_t* c = AsConstInt(o);
+    if (c != nullptr && *c < 1) return OpError(call, "the kernel is larger than the padded input");
+  }
+  PrimExpr n = (*xd)[0];
+  std::vector<PrimExpr> out =
+      win.nhwc ? std::vector<PrimExpr>{n, oh, ow, out_c} : std::vector<PrimExpr>{n, out_c, oh, ow};
+  return TensorSInfo(std::move(out), dtype);
+}
+
+// A zero-padded copy of `x` (or `x` itself without padding), padded with `fill`.
+Buffer PadSpatial(tir::ComputeBuilder& b, const Buffer& x, const Window& w, const PrimExpr& fill) {
+  if (!w.padded()) return x;
+  int h = w.h_axis();
+  std::vector<PrimExpr> shape = x->shape;
+  shape[h] = shape[h] + (w.pad[0] + w.pad[2]);
+  shape[h + 1] = shape[h + 1] + (w.pad[1] + w.pad[3]);
+  Buffer padded = b.Temp("pad_temp", x->dtype, shape);
+  b.Compute("pad_temp", padded, [&](const Indices& i) {
+    Indices src = i;
+    src[h] = i[h] - w.pad[0];
+    src[h + 1] = i[h + 1] - w.pad[1];
+    PrimExpr inside =
+        Binary(NodeKind::kAnd,
+               Binary(NodeKind::kAnd, IntImm(src[h]->dtype, 0) <= src[h], src[h] < x->shape[h]),
+               Binary(NodeKind::kAnd, IntImm(src[h]->dtype, 0) <= src[h + 1],
+                      src[h + 1] < x->shape[h + 1]));
+    return GuardedLoad(x, src, inside, fill);
+  });
+  return padded;
+}
+
+absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
+                            const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  absl::StatusOr<ConvShape> conv = ParseConv(call);
+  if (!conv.ok()) return conv.status();
+  const Window& w = conv->window;
+  const Buffer& weight = in[1];
+  Buffer data = PadSpatial(b, in[0], w, MakeConst(in[0]->dtype, 0));
+  PrimExpr in_c = conv->hwio ? weight->shape[2] : weight->shape[1];
+  PrimExpr kh = conv->hwio ? weight->shape[0] : weight->shape[2];
+  PrimExpr kw = conv->hwio ? weight->shape[1] : weight->shape[3];
+  PrimExpr out_c = conv->hwio ? weight->shape[3] : weight->shape[0];
+  DataType t = out[0]->dtype;
+  int h = w.h_axis(), c = w.c_axis();
+  b.Reduce(
+      "conv2d", out[0], {in_c, kh, kw}, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+        PrimExpr oc = s[c];
+        PrimExpr group = conv->groups == 1 ? IntImm(oc->dtype, 0)
+                                           : FloorDiv(oc, FloorDiv(out_c, Int64(conv->groups)));
+        PrimExpr ic = conv->groups == 1 ? r[0] : group * in_c + r[0];
+        Indices xi(4);
+        xi[0] = s[0];
+        xi[c] = ic;
+        xi[h] = s[h] * w.stride[0] + r[1] * w.dilation[0];
+        xi[h + 1] = s[h + 1] * w.stride[1] + r[2] * w.dilation[1];
+        Indices wi = conv->hwio ? Indices{r[1], r[2], r[0], oc} : Indices{oc, r[0], r[1], r[2]};
+        return Cast(t, Load(data, xi)) * Cast(t, Load(weight, wi));
+      });
+  return absl::OkStatus();
+}
+
+// ---- Pooling ----
+
+absl::StatusOr<std::vector<int64_t>> PoolSize(const CallNode& call) {
+  absl::StatusOr<std::optional<std::vector<int64_t>>> v = IntListAttr(call, "pool_size");
+  if (!v.ok()) return v.status();
+  if (!v->has_value() || (*v)->empty() || (*v)->size() > 2)
+    return OpError(call, "needs pool_size=[kh, kw]");
+  std::vector<int64_t> k = **v;
+  if (k.size() == 1) k.push_back(k[0]);
+  if (k[0] < 1 || k[1] < 1) return OpError(call, "pool_size must be >= 1");
+  return k;
+}
+
+absl::StatusOr<StructInfo> InferPool2d(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<Window> w = ParseWindow(call, "layout");
+  if (!w.ok()) return w.status();
+  absl::StatusOr<std::vector<int64_t>> k = PoolSize(call);
+  if (!k.ok()) return k.status();
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  if ((*x)->ndim >= 0 && (*x)->ndim != 4) return OpError(call, "data must have rank 4");
+  const std::vector<PrimExpr>* xd = DimsOf(**x);
+  if (xd == nullptr) return TensorSInfoUnknown((*x)->dtype, 4);
+  std::vector<PrimExpr> out = *xd;
+  out[w->h_axis()] = WindowOut(*w, 0, (*xd)[w->h_axis()], Int64((*k)[0]), ctx.analyzer);
+  out[w->h_axis() + 1] = WindowOut(*w, 1, (*xd)[w->h_axis() + 1], Int64((*k)[1]), ctx.analyzer);
+  for (int d : {w->h_axis(), w->h_axis() + 1}) {
+    const int64_t* c = AsConstInt(out[d]);
+    if (c != nullptr && *c < 1) return OpError(call, "the window is larger than the padded input");
+  }
+  return TensorSInfo(std::move(out), (*x)->dtype);
+}
+
+absl::Status LegalizePool2d(const CallNode& call, const std::vector<Buffer>& in,
+                            const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  absl::StatusOr<Window> w = ParseWindow(call, "layout");
+  if (!w.ok()) return w.status();
+  absl::StatusOr<std::vector<int64_t>> k = PoolSize(call);
+  if (!k.ok()) return k.status();
+  const Buffer& x = in[0];
+  DataType t = x->dtype;
+  int h = w->h_axis();
+  bool is_max = OpName(call) == "relax.nn.max_pool2d";
+  // The source point of tap (r0, r1) for output point s, unpadded; may fall outside x.
+  auto source = [&](const Indices& s, const Indices& r) {
+    Indices src = s;
+    src[h] = s[h] * w->stride[0] + r[0] * w->dilation[0] - w->pad[0];
+    src[h + 1] = s[h + 1] * w->stride[1] + r[1] * w->dilation[1] - w->pad[1];
+    return src;
+  };
+  auto inside = [&](const Indices& src) {
+    PrimExpr zero = IntImm(src[h]->dtype, 0);
+    return Binary(NodeKind::kAnd, Binary(NodeKind::kAnd, zero <= src[h], src[h] < x->shape[h]),
+                  Binary(NodeKind::kAnd, zero <= src[h + 1], src[h + 1] < x->shape[h + 1]));
+  };
+  // Taps past the bottom/right edge exist with ceil_mode even without padding.
+  bool bounded = w->padded() || w->ceil_mode;
+  std::vector<PrimExpr> taps = {Int64((*k)[0]), Int64((*k)[1])};
+  if (is_max) {
+    PrimExpr lowest = tir::ReduceIdentity(Combiner::kMax, t);
+    b.Reduce("pool_max", out[0], taps, Combiner::kMax, [&](const Indices& s, const Indices& r) {
+      Indices src = source(s, r);
+      if (!bounded) return Load(x, src);
+      return GuardedLoad(x, src, inside(src), lowest);
+    });
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> include_pad = BoolAttr(call, "count_include_pad", false);
+  if (!include_pad.ok()) return include_pad.status();
+  Buffer sum = b.Temp("pool_sum", t, out[0]->shape);
+  b.Reduce("pool_sum", sum, taps, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+    Indices src = source(s, r);
+    if (!bounded) return Load(x, src);
+    return GuardedLoad(x, src, inside(src), MakeConst(t, 0));
+  });
+  if (!bounded || *include_pad) {
+    double n = static_cast<double>((*k)[0] * (*k)[1]);
+    b.Compute("pool_avg", out[0],
+              [&](const Indices& i) { return Div(Load(sum, i), MakeConst(t, n)); });
+    return absl::OkStatus();
+  }
+  Buffer count = b.Temp("pool_count", t, out[0]->shape);
+  b.Reduce("pool_count", count, taps, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+    return Select(inside(source(s, r)), MakeConst(t, 1), MakeConst(t, 0));
+  });
+  b.Compute("pool_avg", out[0], [&](const Indices& i) {
+    return Div(Load(sum, i), Max(Load(count, i), MakeConst(t, 1)));
+  });
+  return absl::OkStatus();
+}
+
+// adaptive_avg_pool2d(x, output_size=[oh, ow], layout): output cell i averages input rows
+// [floor(i*H/oh), ceil((i+1)*H/oh)).
+absl::StatusOr<std::vector<PrimExpr>> AdaptiveOut(const CallNode& call,
+                                                  const std::vector<PrimExpr>& xd, int h) {
+  absl::StatusOr<std::optional<std::vector<int64_t>>> v = IntListAttr(call, "output_size");
+  if (!v.ok()) return v.status();
+  std::vector<PrimExpr> out = xd;
+  if (v->has_value()) {
+    const std::vector<int64_t>& o = **v;
+    if (o.empty() || o.size() > 2) return OpError(call, "output_size takes 1 or 2 values");
+    out[h] = Int64(o[0]);
+    out[h + 1] = Int64(o.size() == 2 ? o[1] : o[0]);
+    if (o[0] < 1 || o.back() < 1) return OpError(call, "output_size must be >= 1");
+  }
+  return out;
+}
+
+absl::StatusOr<StructInfo> InferAdaptivePool2d(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<Window> w = ParseWindow(call, "layout");
+  if (!w.ok()) return w.status();
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  if ((*x)->ndim >= 0 && (*x)->ndim != 4) return OpError(call, "data must have rank 4");
+  const std::vector<PrimExpr>* xd = DimsOf(**x);
+  if (xd == nullptr) return TensorSInfoUnknown((*x)->dtype, 4);
+  absl::StatusOr<std::vector<PrimExpr>> out = AdaptiveOut(call, *xd, w->h_axis());
+  if (!out.ok()) return out.status();
+  return TensorSInfo(std::move(*out), (*x)->dtype);
+}
+
+absl::Status LegalizeAdaptivePool2d(const CallNode& call, const std::vector<Buffer>& in,
+                                    const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  absl::StatusOr<Window> w = ParseWindow(call, "layout");
+  if (!w.ok()) return w.status();
+  const Buffer& x = in[0];
+  DataType t = x->dtype;
+  int h = w->h_axis();
+  // Window bounds and the largest window, per spatial dimension (static sizes only).
+  int64_t taps[2];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t* size = AsConstInt(x->shape[h + d]);
+    const int64_t* cells = AsConstInt(out[0]->shape[h + d]);
+    if (size == nullptr || cells == nullptr) return OpError(call, "needs static spatial sizes");
+    taps[d] = 0;
+    for (int64_t i = 0; i < *cells; ++i) {
+      int64_t start = i * *size / *cells, end = ((i + 1) * *size + *cells - 1) / *cells;
+      taps[d] = std::max(taps[d], end - start);
+    }
+  }
+  auto bounds = [&](const PrimExpr& i, int d) {
+    PrimExpr size = x->shape[h + d], cells = out[0]->shape[h + d];
+    return std::make_pair(FloorDiv(i * size, cells), FloorDiv((i + 1) * size + cells - 1, cells));
+  };
+  Buffer sum = b.Temp("pool_sum", t, out[0]->shape);
+  b.Reduce("adaptive_pool_sum", sum, {Int64(taps[0]), Int64(taps[1])}, Combiner::kSum,
+           [&](const Indices& s, const Indices& r) {
+             auto [h0, h1] = bounds(s[h], 0);
+             auto [w0, w1] = bounds(s[h + 1], 1);
+             Indices src = s;
+             src[h] = h0 + r[0];
+             src[h + 1] = w0 + r[1];
+             PrimExpr inside = Binary(NodeKind::kAnd, src[h] < h1, src[h + 1] < w1);
+             return GuardedLoad(x, src, inside, MakeConst(t, 0));
+           });
+  b.Compute("adaptive_pool_avg", out[0], [&](const Indices& i) {
+    auto [h0, h1] = bounds(i[h], 0);
+    auto [w0, w1] = bounds(i[h + 1], 1);
+    return Div(Load(sum, i), Cast(t, (h1 - h0) * (w1 - w0)));
+  });
+  return absl::OkStatus();
+}
+
+// ---- Normalization ----
+
+// batch_norm(x, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5, center, scale)
+//   -> (normalized, moving_mean, moving_var): inference mode.
+absl::StatusOr<StructInfo> InferBatchNorm(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  for (size_t i = 1; i < 5; ++i) {
+    absl::StatusOr<const TensorStructInfoNode*> p = TensorArg(call, i);
+    if (!p.ok()) return p.status();
+    if ((*p)->ndim >= 0 && (*p)->ndim != 1)
+      return OpError(call, absl::StrCat("argument ", i, " must be a vector over the channels"));
+  }
+  absl::StatusOr<int64_t> axis = IntAttr(call, "axis", 1);
+  if (!axis.ok()) return axis.status();
+  if ((*x)->ndim >= 0) {
+    absl::StatusOr<int> a = NormalizeAxis(call, *axis, (*x)->ndim);
+    if (!a.ok()) return a.status();
+  }
+  return Make<TupleStructInfoNode>(std::vector<StructInfo>{
+      call.args[0]->struct_info(), call.args[3]->struct_info(), call.args[4]->struct_info()});
+}
+
+absl::Status LegalizeBatchNorm(const CallNode& call, const std::vector<Buffer>& in,
+                               const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer& x = in[0];
+  absl::StatusOr<int64_t> axis_attr = IntAttr(call, "axis", 1);
+  if (!axis_attr.ok()) return axis_attr.status();
+  absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(x->shape.size()));
+  if (!axis.ok()) return axis.status();
+  absl::StatusOr<double> eps = FloatAttr(call, "epsilon", 1e-5);
+  absl::StatusOr<bool> center = BoolAttr(call, "center", true);
+  absl::StatusOr<bool> scale = BoolAttr(call, "scale", true);
+  if (!eps.ok() || !center.ok() || !scale.ok())
+    return !eps.ok() ? eps.status() : !center.ok() ? center.status() : scale.status();
+  DataType t = x->dtype;
+  b.Compute("batch_norm", out[0], [&](const Indices& i) {
+    Indices c = {i[*axis]};
+    PrimExpr v =
+        Div(Load(x, i) - Load(in[3], c), Call(t, "sqrt", {Load(in[4], c) + MakeConst(t, *eps)}));
+    if (*scale) v = v * Load(in[1], c);
+    if (*center) v = v + Load(in[2], c);
+    return v;
+  });
+  b.Compute("batch_norm_mean", out[1], [&](const Indices& i) { return Load(in[3], i); });
+  b.Compute("batch_norm_var", out[2], [&](const Indices& i) { return Load(in[4], i); });
+  return absl::OkStatus();
+}
+
+// layer_norm(x, gamma, beta, axes=[-1], epsilon=1e-5, center, scale): normalizes over `axes`;
+// gamma and beta have the shape of those axes.
+absl::StatusOr<StructInfo> InferLayerNorm(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  if (!(*x)->dtype.is_void() && !(*x)->dtype.is_float())
+    return OpError(call,
+                   absl::StrCat("needs a floating-point tensor, got ", (*x)->dtype.ToString()));
+  for (size_t i = 1; i < 3; ++i) {
+    absl::StatusOr<const TensorStructInfoNode*> p = TensorArg(call, i);
+    if (!p.ok()) return p.status();
+  }
+  if ((*x)->ndim >= 0) {
+    absl::StatusOr<std::vector<int>> axes = ReduceAxes(call, "axes", (*x)->ndim);
+    if (!axes.ok()) return axes.status();
+    if (!GetAttr(call.attrs, "axes")) return OpError(call, "needs axes=[...]");
+    for (size_t i = 1; i < 3; ++i) {
+      int nd = call.args[i]->struct_info().as<TensorStructInfoNode>()->ndim;
+      if (nd >= 0 && nd != static_cast<int>(axes->size()))
+        return OpError(call, absl::StrCat("argument ", i, " must have rank ", axes->size(),
+                                          " (one dimension per normalized axis)"));
+    }
+  }
+  return call.args[0]->struct_info();
+}
+
+absl::Status LegalizeLayerNorm(const CallNode& call, const std::vector<Buffer>& in,
+                               const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer& x = in[0];
+  int ndim = static_cast<int>(x->shape.size());
+  absl::StatusOr<std::vector<int>> axes = ReduceAxes(call, "axes", ndim);
+  if (!axes.ok()) return axes.status();
+  absl::StatusOr<double> eps = FloatAttr(call, "epsilon", 1e-5);
+  absl::StatusOr<bool> center = BoolAttr(call, "center", true);
+  absl::StatusOr<bool> scale = BoolAttr(call, "scale", true);
+  if (!eps.ok() || !center.ok() || !scale.ok())
+    return !eps.ok() ? eps.status() : !center.ok() ? center.status() : scale.status();
+  DataType t = x->dtype;
+  std::vector<PrimExpr> kept = x->shape, extents;
+  PrimExpr count = Int64(1);
+  for (int a : *axes) {
+    kept[a] = IntImm(x->shape[a]->dtype, 1);
+    extents.push_back(x->shape[a]);
+    count = count * x->shape[a];
+  }
+  auto is_axis = [&](int i) { return std::find(axes->begin(), axes->end(), i) != axes->end(); };
+  auto input = [&](const Indices& s, const Indices& r) {
+    Indices idx = s;
+    for (size_t k = 0; k < axes->size(); ++k) idx[(*axes)[k]] = r[k];
+    return Load(x, idx);
+  };
+  auto at_kept = [&](const Indices& i) {
+    Indices k = i;
+    for (int a : *axes) k[a] = IntImm(i[a]->dtype, 0);
+    return k;
+  };
+  PrimExpr n = Cast(t, count);
+  Buffer sum = b.Temp("sum", t, kept);
+  b.Reduce("sum_red", sum, extents, Combiner::kSum, input);
+  Buffer sq = b.Temp("sq_sum", t, kept);
+  // Two-pass variance (around the mean) for accuracy.
+  b.Reduce("sq_sum_red", sq, extents, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+    PrimExpr d = input(s, r) - Div(Load(sum, s), n);
+    return d * d;
+  });
+  b.Compute("layer_norm", out[0], [&](const Indices& i) {
+    Indices k = at_kept(i);
+    PrimExpr mean = Div(Load(sum, k), n);
+    PrimExpr v =
+        Div(Load(x, i) - mean, Call(t, "sqrt", {Div(Load(sq, k), n) + MakeConst(t, *eps)}));
+    Indices p;
+    for (int a = 0; a < ndim; ++a) {
+      if (is_axis(a)) p.push_back(i[a]);
+    }
+    if (*scale) v = v * Load(in[1], p);
+    if (*center) v = v + Load(in[2], p);
+    return v;
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterNNOps(std::vector<OpInfo>* ops) {
+  ops->push_back({"relax.nn.linear", -1, InferLinear, true, OpPattern::kOutEWiseFusable,
+                  "x @ weight^T (+ bias); weight is (out_features, in_features)", LegalizeLinear});
+  ops->push_back({"relax.nn.conv2d", 2, InferConv2d, true, OpPattern::kOutEWiseFusable,
+                  "2-D convolution (NCHW/OIHW or NHWC/HWIO; strides, padding, dilation, groups)",
+                  LegalizeConv2d});
+  for (const char* name : {"relax.nn.max_pool2d", "relax.nn.avg_pool2d"}) {
+    ops->push_back({name, 1, InferPool2d, true, OpPattern::kOutEWiseFusable,
+                    "2-D pooling (pool_size, strides, padding, dilation, ceil_mode, layout)",
+                    LegalizePool2d});
+  }
+  ops->push_back({"relax.nn.adaptive_avg_pool2d", 1, InferAdaptivePool2d, true,
+                  OpPattern::kOutEWiseFusable, "average pooling to output_size cells",
+                  LegalizeAdaptivePool2d});
+  ops->push_back({"relax.nn.batch_norm", 5, InferBatchNorm, true, OpPattern::kOutEWiseFusable,
+                  "batch normalization with moving statistics (inference)", LegalizeBatchNorm});
+  ops->push_back({"relax.nn.layer_norm", 3, InferLayerNorm, true, OpPattern::kOpaque,
+                  "layer normalization over axes with gamma and beta", LegalizeLayerNorm});
+}
+
+}  // namespace kiln::ir::relax::ops

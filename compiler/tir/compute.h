@@ -1,0 +1,83 @@
+// Builds TIR PrimFuncs from index formulas, the way operator legalization writes kernels: declare
+// the parameter buffers, then add stages — each one block under a perfect loop nest, in the form
+// the default schedule and the lowering passes expect:
+//
+//   ComputeBuilder b;
+//   Buffer x = b.Input("x", f32, {n, 64});
+//   Buffer y = b.Output("y", f32, {n, 64});
+//   b.Compute("relu", y, [&](const Indices& i) { return Max(Load(x, i), zero); });
+//   PrimFunc f = b.Build();
+//
+// Shape dimensions may be symbolic. The Relax variables in the shapes given to Input/Output are
+// replaced by fresh TIR variables, so each PrimFunc owns its size variables (they are bound from
+// the parameter buffers' shapes when the kernel is called).
+#ifndef KILN_COMPILER_TIR_COMPUTE_H_
+#define KILN_COMPILER_TIR_COMPUTE_H_
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "compiler/ir/tir_stmt.h"
+
+namespace kiln::tir {
+
+using Indices = std::vector<ir::PrimExpr>;
+using IndexFn = std::function<ir::PrimExpr(const Indices&)>;
+// A reduction body: the spatial indices of the output point and the reduction indices.
+using ReduceFn = std::function<ir::PrimExpr(const Indices& spatial, const Indices& reduce)>;
+
+enum class Combiner { kSum, kProd, kMax, kMin };
+
+// The value reductions with `combiner` start from for `dtype` (0, 1, lowest, highest).
+ir::PrimExpr ReduceIdentity(Combiner combiner, ir::DataType dtype);
+// buffer[indices], with the buffer's dtype.
+ir::PrimExpr Load(const ir::Buffer& buffer, const Indices& indices);
+
+class ComputeBuilder {
+ public:
+  // Parameters, in call order: inputs first, then outputs (destination-passing style).
+  ir::Buffer Input(const std::string& name, ir::DataType dtype,
+                   const std::vector<ir::PrimExpr>& shape);
+  ir::Buffer Output(const std::string& name, ir::DataType dtype,
+                    const std::vector<ir::PrimExpr>& shape);
+  // An intermediate buffer allocated inside the function.
+  ir::Buffer Temp(const std::string& name, ir::DataType dtype,
+                  const std::vector<ir::PrimExpr>& shape);
+
+  // out[i...] = value(i...) over all of out.
+  void Compute(const std::string& name, const ir::Buffer& out, const IndexFn& value);
+  // out[i...] = combiner over r in [0, reduce_extents) of value(i..., r...).
+  void Reduce(const std::string& name, const ir::Buffer& out,
+              const std::vector<ir::PrimExpr>& reduce_extents, Combiner combiner,
+              const ReduceFn& value);
+
+  // Maps a shape expression given to Input/Output to the function's own variables.
+  ir::PrimExpr Rebind(const ir::PrimExpr& e);
+
+  // The PrimFunc (attribute tir.noalias); the builder is spent afterwards.
+  ir::PrimFunc Build();
+
+ private:
+  ir::Buffer Param(const std::string& name, ir::DataType dtype,
+                   const std::vector<ir::PrimExpr>& shape);
+  std::string BlockName(const std::string& name);
+  void AddStage(const std::string& name, const ir::Buffer& out,
+                const std::vector<ir::PrimExpr>& reduce_extents,
+                const std::function<ir::PrimExpr(const Indices&, const Indices&)>& value,
+                bool accumulate, Combiner combiner);
+
+  std::vector<ir::Var> params_;
+  std::vector<std::pair<ir::Var, ir::Buffer>> buffer_map_;
+  std::vector<ir::Buffer> temps_;
+  std::vector<ir::Stmt> stages_;
+  std::unordered_map<const ir::VarNode*, ir::Var> rebound_;  // Relax shape var -> own var
+  std::unordered_set<const ir::VarNode*> own_vars_;
+  std::unordered_map<std::string, int> block_names_;
+};
+
+}  // namespace kiln::tir
+
+#endif  // KILN_COMPILER_TIR_COMPUTE_H_
