@@ -120,18 +120,19 @@ bool IsComparison(const std::string& name) {
          name == "relax.less_equal" || name == "relax.greater" || name == "relax.greater_equal";
 }
 
-// Infers the broadcast of the tensor arguments `first`.. (all of one dtype) with result dtype
-// `dtype` (void: theirs).
+// Infers the broadcast of all tensor arguments; those from `same_dtype` on must share a dtype,
+// which the result has unless `result` is given.
 absl::StatusOr<StructInfo> InferBroadcast(const CallNode& call, const OpInferContext& ctx,
-                                          size_t first, DataType result) {
+                                          size_t same_dtype, DataType result) {
   std::vector<const TensorStructInfoNode*> args;
-  for (size_t i = first; i < call.args.size(); ++i) {
+  for (size_t i = 0; i < call.args.size(); ++i) {
     absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, i);
     if (!t.ok()) return t.status();
     args.push_back(*t);
   }
   DataType dtype = DataType::Void();
-  for (const TensorStructInfoNode* t : args) {
+  for (size_t i = same_dtype; i < args.size(); ++i) {
+    const TensorStructInfoNode* t = args[i];
     if (t->dtype.is_void()) continue;
     if (!dtype.is_void() && dtype != t->dtype) {
       return OpError(call, absl::StrCat("operand dtypes differ (", dtype.ToString(), " vs ",
@@ -198,10 +199,7 @@ absl::StatusOr<StructInfo> InferWhere(const CallNode& call, const OpInferContext
   if (!(*cond)->dtype.is_void() && !(*cond)->dtype.is_bool())
     return OpError(call,
                    absl::StrCat("the condition must be bool, got ", (*cond)->dtype.ToString()));
-  absl::StatusOr<StructInfo> values = InferBroadcast(call, ctx, 1, DataType::Void());
-  if (!values.ok()) return values.status();
-  DataType dtype = values->as<TensorStructInfoNode>()->dtype;
-  return InferBroadcast(call, ctx, 0, dtype.is_void() ? DataType::Float(32) : dtype);
+  return InferBroadcast(call, ctx, 1, DataType::Void());
 }
 
 absl::Status LegalizeWhere(const CallNode&, const std::vector<Buffer>& in,

@@ -103,7 +103,7 @@ absl::StatusOr<std::string> StringAttr(const CallNode& call, const char* key,
                                        const std::string& fallback) {
   ObjectRef v = GetAttr(call.attrs, key);
   if (!v) return fallback;
-  const auto* s = v.as<StringImmNode>();
+  const auto* s = v.as<ir::StringImmNode>();
   if (s == nullptr) return OpError(call, absl::StrCat("attribute '", key, "' must be a string"));
   return s->value;
 }

@@ -115,7 +115,6 @@ absl::Status LegalizeReduce(const CallNode& call, const std::vector<Buffer>& in,
   b.Reduce("index_red", out[0], extents, Combiner::kMin, [&](const Indices& s, const Indices& r) {
     PrimExpr flat = Int64(0);
     for (size_t k = 0; k < r.size(); ++k) flat = flat * extents[k] + Cast(DataType::Int(64), r[k]);
-    flat = b.Rebind(flat);
     return Select(Binary(NodeKind::kEQ, input(s, r), Load(best, s)), flat, none);
   });
   return absl::OkStatus();

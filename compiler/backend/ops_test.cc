@@ -1,0 +1,731 @@
+// Every legalized operator, compiled and run through the VM, against a plain C++ reference
+// written independently of the kernels (NumPy semantics): broadcasting, reductions, nn layers,
+// layout ops, symbolic shapes.
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/backend/build.h"
+#include "compiler/script/script_parser.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/library.h"
+#include "runtime/vm/vm.h"
+
+namespace kiln::backend {
+namespace {
+
+using runtime::Tensor;
+using runtime::Value;
+using ::testing::HasSubstr;
+
+// A dense float64 array for references; converted to and from runtime tensors.
+struct Array {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+  int64_t size() const { return static_cast<int64_t>(data.size()); }
+  // Row-major strides.
+  std::vector<int64_t> strides() const {
+    std::vector<int64_t> s(shape.size(), 1);
+    for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+    return s;
+  }
+  std::vector<int64_t> Unravel(int64_t flat) const {
+    std::vector<int64_t> idx(shape.size());
+    for (size_t i = shape.size(); i-- > 0;) {
+      idx[i] = flat % shape[i];
+      flat /= shape[i];
+    }
+    return idx;
+  }
+  double& at(const std::vector<int64_t>& idx) {
+    int64_t flat = 0;
+    for (size_t i = 0; i < shape.size(); ++i) flat = flat * shape[i] + idx[i];
+    return data[flat];
+  }
+  double at(const std::vector<int64_t>& idx) const { return const_cast<Array*>(this)->at(idx); }
+};
+
+Array Zeros(std::vector<int64_t> shape) {
+  int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  return Array{std::move(shape), std::vector<double>(n, 0.0)};
+}
+
+Array Random(std::vector<int64_t> shape, uint32_t seed, double lo = -2, double hi = 2) {
+  Array a = Zeros(std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(static_cast<float>(lo), static_cast<float>(hi));
+  for (double& v : a.data) v = dist(rng);
+  return a;
+}
+
+Tensor ToTensor(const Array& a, const char* dtype = "float32") {
+  DLDataType t = *runtime::ParseDataType(dtype);
+  Tensor out = *Tensor::Empty(a.shape, t);
+  for (int64_t i = 0; i < a.size(); ++i) {
+    if (t.code == kDLFloat) {
+      static_cast<float*>(out.data())[i] = static_cast<float>(a.data[i]);
+    } else if (t.bits == 64) {
+      static_cast<int64_t*>(out.data())[i] = static_cast<int64_t>(a.data[i]);
+    } else if (t.bits == 32) {
+      static_cast<int32_t*>(out.data())[i] = static_cast<int32_t>(a.data[i]);
+    } else {
+      static_cast<uint8_t*>(out.data())[i] = static_cast<uint8_t>(a.data[i]);
+    }
+  }
+  return out;
+}
+
+Array FromTensor(const Tensor& t) {
+  Array a = Zeros(std::vector<int64_t>(t.shape().begin(), t.shape().end()));
+  DLDataType d = t.dtype();
+  for (int64_t i = 0; i < a.size(); ++i) {
+    if (d.code == kDLFloat) {
+      a.data[i] = static_cast<const float*>(t.data())[i];
+    } else if (d.bits == 64) {
+      a.data[i] = static_cast<double>(static_cast<const int64_t*>(t.data())[i]);
+    } else if (d.bits == 32) {
+      a.data[i] = static_cast<const int32_t*>(t.data())[i];
+    } else {
+      a.data[i] = static_cast<const uint8_t*>(t.data())[i];
+    }
+  }
+  return a;
+}
+
+// A module whose `main` takes `params` (TVMScript annotations) and returns `body`'s last var.
+std::string Module(const std::string& params, const std::string& body, const std::string& ret) {
+  return absl::StrCat("@I.ir_module\nclass Module:\n    @R.function\n    def main(", params,
+                      "):\n        with R.dataflow():\n", body, "            R.output(", ret,
+                      ")\n        return ", ret, "\n");
+}
+
+// Compiles `text` and runs main on `inputs`.
+absl::StatusOr<Value> CompileAndRun(const std::string& text, const std::vector<Value>& inputs) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "op.py");
+  if (!mod.ok()) return mod.status();
+  absl::StatusOr<BuiltModule> built = Build(*mod, "llvm");
+  if (!built.ok()) return built.status();
+  auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, "op");
+  if (!lib.ok()) return lib.status();
+  absl::StatusOr<runtime::vm::Executable> exec =
+      runtime::vm::Executable::Deserialize(built->executable);
+  if (!exec.ok()) return exec.status();
+  absl::StatusOr<std::unique_ptr<runtime::vm::VirtualMachine>> vm =
+      runtime::vm::VirtualMachine::Create(
+          std::make_shared<const runtime::vm::Executable>(std::move(*exec)), *lib,
+          std::make_shared<runtime::ThreadPool>(2), nullptr);
+  if (!vm.ok()) return vm.status();
+  return (*vm)->Invoke("main", inputs);
+}
+
+void ExpectClose(const Array& got, const Array& want, double tol = 1e-4) {
+  ASSERT_EQ(got.shape, want.shape);
+  for (int64_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got.data[i], want.data[i], tol * (1 + std::abs(want.data[i])))
+        << "element " << i << " (index " << absl::StrJoin(want.Unravel(i), ",") << ")";
+  }
+}
+
+// Runs a one-output op test: `body` computes `y`.
+void CheckOp(const std::string& params, const std::string& body, const std::vector<Value>& inputs,
+             const Array& want, double tol = 1e-4) {
+  std::string text = Module(params, body, "y");
+  absl::StatusOr<Value> out = CompileAndRun(text, inputs);
+  ASSERT_TRUE(out.ok()) << out.status() << "\n" << text;
+  ASSERT_NE(out->as_tensor(), nullptr);
+  ExpectClose(FromTensor(*out->as_tensor()), want, tol);
+}
+
+std::string Shape(const std::vector<int64_t>& s) {
+  return s.size() == 1 ? absl::StrCat("(", s[0], ",)")
+                       : absl::StrCat("(", absl::StrJoin(s, ", "), ")");
+}
+std::string F32(const std::vector<int64_t>& s) {
+  return absl::StrCat("R.Tensor(", Shape(s), ", dtype=\"float32\")");
+}
+
+Array Map(const Array& x, const std::function<double(double)>& f) {
+  Array y = x;
+  for (double& v : y.data) v = f(v);
+  return y;
+}
+
+// NumPy broadcasting of two arrays through `f`.
+Array Broadcast(const Array& a, const Array& b, const std::function<double(double, double)>& f) {
+  size_t nd = std::max(a.shape.size(), b.shape.size());
+  std::vector<int64_t> shape(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t da = i + a.shape.size() >= nd ? a.shape[i + a.shape.size() - nd] : 1;
+    int64_t db = i + b.shape.size() >= nd ? b.shape[i + b.shape.size() - nd] : 1;
+    shape[i] = std::max(da, db);
+  }
+  Array y = Zeros(shape);
+  auto pick = [&](const Array& x, const std::vector<int64_t>& idx) {
+    std::vector<int64_t> j;
+    for (size_t i = 0; i < x.shape.size(); ++i) {
+      int64_t o = idx[nd - x.shape.size() + i];
+      j.push_back(x.shape[i] == 1 ? 0 : o);
+    }
+    return x.at(j);
+  };
+  for (int64_t i = 0; i < y.size(); ++i) {
+    std::vector<int64_t> idx = y.Unravel(i);
+    y.data[i] = f(pick(a, idx), pick(b, idx));
+  }
+  return y;
+}
+
+TEST(OpsTest, UnaryMath) {
+  Array x = Random({3, 37}, 1);
+  Array pos = Random({3, 37}, 2, 0.1, 4);
+  struct Case {
+    const char* op;
+    const Array* in;
+    std::function<double(double)> f;
+  };
+  const double kSqrt1_2 = std::sqrt(0.5);
+  std::vector<Case> cases = {
+      {"R.exp", &x, [](double v) { return std::exp(v); }},
+      {"R.log", &pos, [](double v) { return std::log(v); }},
+      {"R.sqrt", &pos, [](double v) { return std::sqrt(v); }},
+      {"R.rsqrt", &pos, [](double v) { return 1 / std::sqrt(v); }},
+      {"R.tanh", &x, [](double v) { return std::tanh(v); }},
+      {"R.sigmoid", &x, [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"R.erf", &x, [](double v) { return std::erf(v); }},
+      {"R.negative", &x, [](double v) { return -v; }},
+      {"R.abs", &x, [](double v) { return std::abs(v); }},
+      {"R.floor", &x, [](double v) { return std::floor(v); }},
+      {"R.ceil", &x, [](double v) { return std::ceil(v); }},
+      {"R.round", &x, [](double v) { return std::nearbyint(v); }},
+      {"R.nn.relu", &x, [](double v) { return std::max(v, 0.0); }},
+      {"R.nn.gelu", &x, [&](double v) { return 0.5 * v * (1 + std::erf(v * kSqrt1_2)); }},
+      {"R.nn.gelu_tanh", &x,
+       [](double v) {
+         return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+       }},
+      {"R.nn.silu", &x, [](double v) { return v / (1 + std::exp(-v)); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    CheckOp(absl::StrCat("x: ", F32({3, 37})), absl::StrCat("            y = ", c.op, "(x)\n"),
+            {ToTensor(*c.in)}, Map(*c.in, c.f));
+  }
+  SCOPED_TRACE("clip");
+  CheckOp(absl::StrCat("x: ", F32({3, 37})), "            y = R.clip(x, min=-0.5, max=1.25)\n",
+          {ToTensor(x)}, Map(x, [](double v) { return std::min(std::max(v, -0.5), 1.25); }));
+}
+
+TEST(OpsTest, BinaryBroadcasting) {
+  Array a = Random({2, 3, 17}, 3), b = Random({3, 1}, 4, 0.5, 2);
+  struct Case {
+    const char* op;
+    std::function<double(double, double)> f;
+  };
+  std::vector<Case> cases = {
+      {"R.add", [](double p, double q) { return p + q; }},
+      {"R.subtract", [](double p, double q) { return p - q; }},
+      {"R.multiply", [](double p, double q) { return p * q; }},
+      {"R.divide", [](double p, double q) { return p / q; }},
+      {"R.maximum", [](double p, double q) { return std::max(p, q); }},
+      {"R.minimum", [](double p, double q) { return std::min(p, q); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    CheckOp(absl::StrCat("a: ", F32({2, 3, 17}), ", b: ", F32({3, 1})),
+            absl::StrCat("            y = ", c.op, "(a, b)\n"), {ToTensor(a), ToTensor(b)},
+            Broadcast(a, b, c.f));
+  }
+  // power needs a positive base; broadcasting on the left operand.
+  Array base = Random({4, 1}, 5, 0.5, 2), expo = Random({4, 9}, 6);
+  CheckOp(absl::StrCat("a: ", F32({4, 1}), ", b: ", F32({4, 9})), "            y = R.power(a, b)\n",
+          {ToTensor(base), ToTensor(expo)},
+          Broadcast(base, expo, [](double p, double q) { return std::pow(p, q); }));
+}
+
+TEST(OpsTest, ComparisonsAndWhere) {
+  Array a = Random({5, 16}, 7), b = Random({16}, 8);
+  // Make some elements equal so that equal/less_equal are exercised.
+  for (int i = 0; i < 16; i += 3) a.data[i] = b.data[i];
+  struct Case {
+    const char* op;
+    std::function<bool(double, double)> f;
+  };
+  std::vector<Case> cases = {
+      {"R.equal", [](double p, double q) { return p == q; }},
+      {"R.not_equal", [](double p, double q) { return p != q; }},
+      {"R.less", [](double p, double q) { return p < q; }},
+      {"R.less_equal", [](double p, double q) { return p <= q; }},
+      {"R.greater", [](double p, double q) { return p > q; }},
+      {"R.greater_equal", [](double p, double q) { return p >= q; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    // The bool result feeds where(), which picks a or b.
+    CheckOp(absl::StrCat("a: ", F32({5, 16}), ", b: ", F32({16})),
+            absl::StrCat("            c = ", c.op, "(a, b)\n            y = R.where(c, a, b)\n"),
+            {ToTensor(a), ToTensor(b)},
+            Broadcast(a, b, [&](double p, double q) { return c.f(p, q) ? p : q; }));
+  }
+}
+
+TEST(OpsTest, AstypeRoundTrips) {
+  Array x = Random({6, 5}, 9, -50, 50);
+  CheckOp(absl::StrCat("x: ", F32({6, 5})),
+          "            i = R.astype(x, dtype=\"int32\")\n"
+          "            y = R.astype(i, dtype=\"float32\")\n",
+          {ToTensor(x)}, Map(x, [](double v) { return std::trunc(v); }));
+}
+
+// Reference reduction of `x` over `axes` with `init` and `f`.
+Array ReduceRef(const Array& x, const std::vector<int>& axes, bool keepdims, double init,
+                const std::function<double(double, double)>& f) {
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < x.shape.size(); ++i) {
+    bool r = std::find(axes.begin(), axes.end(), static_cast<int>(i)) != axes.end();
+    if (!r) shape.push_back(x.shape[i]);
+    if (r && keepdims) shape.push_back(1);
+  }
+  Array y = Zeros(shape);
+  std::fill(y.data.begin(), y.data.end(), init);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    std::vector<int64_t> idx = x.Unravel(i), o;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      bool r = std::find(axes.begin(), axes.end(), static_cast<int>(d)) != axes.end();
+      if (!r) o.push_back(idx[d]);
+      if (r && keepdims) o.push_back(0);
+    }
+    y.at(o) = f(y.at(o), x.data[i]);
+  }
+  return y;
+}
+
+TEST(OpsTest, Reductions) {
+  Array x = Random({3, 4, 19}, 10, 0.5, 1.5);
+  auto sum = [](double a, double b) { return a + b; };
+  CheckOp(absl::StrCat("x: ", F32({3, 4, 19})), "            y = R.sum(x, axis=[1, 2])\n",
+          {ToTensor(x)}, ReduceRef(x, {1, 2}, false, 0, sum));
+  CheckOp(absl::StrCat("x: ", F32({3, 4, 19})),
+          "            y = R.max(x, axis=[-1], keepdims=True)\n", {ToTensor(x)},
+          ReduceRef(x, {2}, true, -1e30, [](double a, double b) { return std::max(a, b); }));
+  CheckOp(absl::StrCat("x: ", F32({3, 4, 19})), "            y = R.min(x, axis=0)\n", {ToTensor(x)},
+          ReduceRef(x, {0}, false, 1e30, [](double a, double b) { return std::min(a, b); }));
+  CheckOp(absl::StrCat("x: ", F32({3, 4, 19})), "            y = R.prod(x, axis=[1])\n",
+          {ToTensor(x)}, ReduceRef(x, {1}, false, 1, [](double a, double b) { return a * b; }));
+  CheckOp(absl::StrCat("x: ", F32({3, 4, 19})), "            y = R.sum(x)\n", {ToTensor(x)},
+          ReduceRef(x, {0, 1, 2}, false, 0, sum));
+  Array mean = ReduceRef(x, {2}, false, 0, sum);
+  for (double& v : mean.data) v /= 19;
+  CheckOp(absl::StrCat("x: ", F32({3, 4, 19})), "            y = R.mean(x, axis=[2])\n",
+          {ToTensor(x)}, mean);
+  Array var = Zeros({3, 4});
+  for (int64_t i = 0; i < x.size(); ++i) {
+    std::vector<int64_t> idx = x.Unravel(i);
+    double d = x.data[i] - mean.at({idx[0], idx[1]});
+    var.at({idx[0], idx[1]}) += d * d / 19;
+  }
+  CheckOp(absl::StrCat("x: ", F32({3, 4, 19})), "            y = R.variance(x, axis=[2])\n",
+          {ToTensor(x)}, var);
+}
+
+TEST(OpsTest, ArgmaxArgmin) {
+  Array x = Random({4, 11}, 11);
+  x.data[3] = x.data[7] = 9;  // a tie in row 0: the first index wins
+  Array want_max = Zeros({4}), want_min = Zeros({4});
+  for (int64_t r = 0; r < 4; ++r) {
+    int64_t bmax = 0, bmin = 0;
+    for (int64_t c = 1; c < 11; ++c) {
+      if (x.at({r, c}) > x.at({r, bmax})) bmax = c;
+      if (x.at({r, c}) < x.at({r, bmin})) bmin = c;
+    }
+    want_max.data[r] = static_cast<double>(bmax);
+    want_min.data[r] = static_cast<double>(bmin);
+  }
+  CheckOp(absl::StrCat("x: ", F32({4, 11})), "            y = R.argmax(x, axis=1)\n", {ToTensor(x)},
+          want_max);
+  CheckOp(absl::StrCat("x: ", F32({4, 11})), "            y = R.argmin(x, axis=-1)\n",
+          {ToTensor(x)}, want_min);
+  // Without an axis: the flat index.
+  int64_t flat = std::max_element(x.data.begin(), x.data.end()) - x.data.begin();
+  CheckOp(absl::StrCat("x: ", F32({4, 11})), "            y = R.argmax(x)\n", {ToTensor(x)},
+          Array{{}, {static_cast<double>(flat)}});
+}
+
+TEST(OpsTest, SoftmaxAndLogSoftmax) {
+  Array x = Random({3, 5, 7}, 12, -20, 20);
+  for (int axis : {2, 1}) {
+    Array sm = x, lsm = x;
+    for (int64_t i = 0; i < x.size(); ++i) {
+      std::vector<int64_t> idx = x.Unravel(i);
+      double mx = -1e30, sum = 0;
+      for (int64_t k = 0; k < x.shape[axis]; ++k) {
+        std::vector<int64_t> j = idx;
+        j[axis] = k;
+        mx = std::max(mx, x.at(j));
+      }
+      for (int64_t k = 0; k < x.shape[axis]; ++k) {
+        std::vector<int64_t> j = idx;
+        j[axis] = k;
+        sum += std::exp(x.at(j) - mx);
+      }
+      sm.data[i] = std::exp(x.data[i] - mx) / sum;
+      lsm.data[i] = x.data[i] - mx - std::log(sum);
+    }
+    std::string axis_arg = axis == 2 ? "" : ", axis=1";
+    CheckOp(absl::StrCat("x: ", F32({3, 5, 7})),
+            absl::StrCat("            y = R.nn.softmax(x", axis_arg, ")\n"), {ToTensor(x)}, sm);
+    CheckOp(absl::StrCat("x: ", F32({3, 5, 7})),
+            absl::StrCat("            y = R.nn.log_softmax(x", axis_arg, ")\n"), {ToTensor(x)},
+            lsm);
+  }
+}
+
+Array MatmulRef(const Array& a, const Array& b) {
+  // Batched (2-D or 3-D with broadcast batch of 1) reference.
+  int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+  int64_t ba = a.shape.size() == 3 ? a.shape[0] : 1, bb = b.shape.size() == 3 ? b.shape[0] : 1;
+  int64_t B = std::max(ba, bb);
+  Array y = Zeros(a.shape.size() == 3 || b.shape.size() == 3 ? std::vector<int64_t>{B, M, N}
+                                                             : std::vector<int64_t>{M, N});
+  for (int64_t p = 0; p < B; ++p)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k)
+          s += a.data[((ba == 1 ? 0 : p) * M + i) * K + k] *
+               b.data[((bb == 1 ? 0 : p) * K + k) * N + j];
+        y.data[(p * M + i) * N + j] = s;
+      }
+  return y;
+}
+
+TEST(OpsTest, MatmulBatchedBroadcastAndVectors) {
+  Array a = Random({3, 20, 24}, 13), b = Random({24, 40}, 14);
+  CheckOp(absl::StrCat("a: ", F32({3, 20, 24}), ", b: ", F32({24, 40})),
+          "            y = R.matmul(a, b)\n", {ToTensor(a), ToTensor(b)}, MatmulRef(a, b));
+  Array c = Random({1, 5, 6}, 15), d = Random({4, 6, 7}, 16);
+  CheckOp(absl::StrCat("a: ", F32({1, 5, 6}), ", b: ", F32({4, 6, 7})),
+          "            y = R.matmul(a, b)\n", {ToTensor(c), ToTensor(d)}, MatmulRef(c, d));
+  // Matrix times vector.
+  Array m = Random({5, 6}, 17), v = Random({6}, 18);
+  Array mv = MatmulRef(m, Array{{6, 1}, v.data});
+  mv.shape = {5};
+  CheckOp(absl::StrCat("a: ", F32({5, 6}), ", b: ", F32({6})), "            y = R.matmul(a, b)\n",
+          {ToTensor(m), ToTensor(v)}, mv);
+}
+
+TEST(OpsTest, LinearWithBias) {
+  Array x = Random({2, 3, 16}, 19), w = Random({10, 16}, 20), b = Random({10}, 21);
+  Array want = Zeros({2, 3, 10});
+  for (int64_t r = 0; r < 6; ++r)
+    for (int64_t o = 0; o < 10; ++o) {
+      double s = b.data[o];
+      for (int64_t k = 0; k < 16; ++k) s += x.data[r * 16 + k] * w.data[o * 16 + k];
+      want.data[r * 10 + o] = s;
+    }
+  CheckOp(absl::StrCat("x: ", F32({2, 3, 16}), ", w: ", F32({10, 16}), ", b: ", F32({10})),
+          "            y = R.nn.linear(x, w, b)\n", {ToTensor(x), ToTensor(w), ToTensor(b)}, want);
+}
+
+// NCHW / OIHW reference convolution.
+Array Conv2dRef(const Array& x, const Array& w, int stride, int pad, int dil, int groups) {
+  int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  int64_t O = w.shape[0], Cg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  int64_t OH = (H + 2 * pad - dil * (KH - 1) - 1) / stride + 1;
+  int64_t OW = (W + 2 * pad - dil * (KW - 1) - 1) / stride + 1;
+  (void)C;
+  Array y = Zeros({N, O, OH, OW});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t i = 0; i < OH; ++i)
+        for (int64_t j = 0; j < OW; ++j) {
+          double s = 0;
+          int64_t g = o / (O / groups);
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t p = 0; p < KH; ++p)
+              for (int64_t q = 0; q < KW; ++q) {
+                int64_t h = i * stride + p * dil - pad, ww = j * stride + q * dil - pad;
+                if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
+                s += x.at({n, g * Cg + c, h, ww}) * w.at({o, c, p, q});
+              }
+          y.at({n, o, i, j}) = s;
+        }
+  return y;
+}
+
+Array ToNHWC(const Array& a) {
+  Array y = Zeros({a.shape[0], a.shape[2], a.shape[3], a.shape[1]});
+  for (int64_t i = 0; i < a.size(); ++i) {
+    std::vector<int64_t> idx = a.Unravel(i);
+    y.at({idx[0], idx[2], idx[3], idx[1]}) = a.data[i];
+  }
+  return y;
+}
+
+TEST(OpsTest, Conv2dLayoutsStridesPaddingDilationGroups) {
+  struct Case {
+    int64_t c, o, k;
+    int stride, pad, dil, groups;
+  };
+  for (const Case& c : std::vector<Case>{{3, 8, 3, 1, 1, 1, 1},
+                                         {4, 6, 3, 2, 0, 1, 1},
+                                         {4, 4, 3, 1, 2, 2, 1},
+                                         {6, 6, 3, 1, 1, 1, 6},
+                                         {4, 8, 1, 1, 0, 1, 2}}) {
+    SCOPED_TRACE(absl::StrCat("C=", c.c, " O=", c.o, " k=", c.k, " stride=", c.stride,
+                              " pad=", c.pad, " dil=", c.dil, " groups=", c.groups));
+    Array x = Random({2, c.c, 9, 10}, 22), w = Random({c.o, c.c / c.groups, c.k, c.k}, 23);
+    Array want = Conv2dRef(x, w, c.stride, c.pad, c.dil, c.groups);
+    std::string attrs =
+        absl::StrCat("strides=[", c.stride, ", ", c.stride, "], padding=[", c.pad, ", ", c.pad,
+                     "], dilation=[", c.dil, ", ", c.dil, "], groups=", c.groups);
+    CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(w.shape)),
+            absl::StrCat("            y = R.nn.conv2d(x, w, ", attrs, ")\n"),
+            {ToTensor(x), ToTensor(w)}, want);
+    // NHWC data with an HWIO kernel.
+    Array w_hwio = Zeros({c.k, c.k, c.c / c.groups, c.o});
+    for (int64_t i = 0; i < w.size(); ++i) {
+      std::vector<int64_t> idx = w.Unravel(i);
+      w_hwio.at({idx[2], idx[3], idx[1], idx[0]}) = w.data[i];
+    }
+    CheckOp(absl::StrCat("x: ", F32(ToNHWC(x).shape), ", w: ", F32(w_hwio.shape)),
+            absl::StrCat("            y = R.nn.conv2d(x, w, ", attrs,
+                         ", data_layout=\"NHWC\", kernel_layout=\"HWIO\")\n"),
+            {ToTensor(ToNHWC(x)), ToTensor(w_hwio)}, ToNHWC(want));
+  }
+}
+
+TEST(OpsTest, Pooling) {
+  Array x = Random({2, 3, 9, 8}, 24);
+  // max_pool2d 3x3 stride 2 pad 1; avg_pool2d 2x2 stride 2 (count_include_pad False, pad 1).
+  for (bool is_max : {true, false}) {
+    int k = is_max ? 3 : 2, s = 2, p = 1;
+    int64_t OH = (9 + 2 * p - k) / s + 1, OW = (8 + 2 * p - k) / s + 1;
+    Array want = Zeros({2, 3, OH, OW});
+    for (int64_t i = 0; i < want.size(); ++i) {
+      std::vector<int64_t> o = want.Unravel(i);
+      double acc = is_max ? -1e30 : 0;
+      int count = 0;
+      for (int a = 0; a < k; ++a)
+        for (int b = 0; b < k; ++b) {
+          int64_t h = o[2] * s + a - p, w = o[3] * s + b - p;
+          if (h < 0 || h >= 9 || w < 0 || w >= 8) continue;
+          double v = x.at({o[0], o[1], h, w});
+          acc = is_max ? std::max(acc, v) : acc + v;
+          ++count;
+        }
+      want.data[i] = is_max ? acc : acc / count;
+    }
+    std::string call =
+        absl::StrCat(is_max ? "R.nn.max_pool2d" : "R.nn.avg_pool2d", "(x, pool_size=[", k, ", ", k,
+                     "], strides=[2, 2], padding=[1, 1])");
+    CheckOp(absl::StrCat("x: ", F32(x.shape)), absl::StrCat("            y = ", call, "\n"),
+            {ToTensor(x)}, want);
+  }
+  // Adaptive average pooling to 4 x 3 cells (uneven windows) and to 1 x 1.
+  for (auto [oh, ow] : {std::pair<int64_t, int64_t>{4, 3}, {1, 1}}) {
+    Array want = Zeros({2, 3, oh, ow});
+    for (int64_t i = 0; i < want.size(); ++i) {
+      std::vector<int64_t> o = want.Unravel(i);
+      int64_t h0 = o[2] * 9 / oh, h1 = ((o[2] + 1) * 9 + oh - 1) / oh;
+      int64_t w0 = o[3] * 8 / ow, w1 = ((o[3] + 1) * 8 + ow - 1) / ow;
+      double s = 0;
+      for (int64_t h = h0; h < h1; ++h)
+        for (int64_t w = w0; w < w1; ++w) s += x.at({o[0], o[1], h, w});
+      want.data[i] = s / static_cast<double>((h1 - h0) * (w1 - w0));
+    }
+    CheckOp(absl::StrCat("x: ", F32(x.shape)),
+            absl::StrCat("            y = R.nn.adaptive_avg_pool2d(x, output_size=[", oh, ", ", ow,
+                         "])\n"),
+            {ToTensor(x)}, want);
+  }
+}
+
+TEST(OpsTest, BatchNormAndLayerNorm) {
+  Array x = Random({2, 4, 3, 5}, 25);
+  Array gamma = Random({4}, 26), beta = Random({4}, 27), mean = Random({4}, 28);
+  Array var = Random({4}, 29, 0.5, 2);
+  Array want = x;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    int64_t c = x.Unravel(i)[1];
+    want.data[i] =
+        (x.data[i] - mean.data[c]) / std::sqrt(var.data[c] + 1e-5) * gamma.data[c] + beta.data[c];
+  }
+  CheckOp(absl::StrCat("x: ", F32(x.shape), ", g: ", F32({4}), ", b: ", F32({4}), ", m: ", F32({4}),
+                       ", v: ", F32({4})),
+          "            t = R.nn.batch_norm(x, g, b, m, v, axis=1, epsilon=1e-5)\n"
+          "            y = t[0]\n",
+          {ToTensor(x), ToTensor(gamma), ToTensor(beta), ToTensor(mean), ToTensor(var)}, want);
+
+  Array h = Random({3, 6, 20}, 30), g2 = Random({20}, 31), b2 = Random({20}, 32);
+  Array ln = h;
+  for (int64_t r = 0; r < 18; ++r) {
+    double m = 0, v = 0;
+    for (int k = 0; k < 20; ++k) m += h.data[r * 20 + k] / 20;
+    for (int k = 0; k < 20; ++k) v += (h.data[r * 20 + k] - m) * (h.data[r * 20 + k] - m) / 20;
+    for (int k = 0; k < 20; ++k)
+      ln.data[r * 20 + k] =
+          (h.data[r * 20 + k] - m) / std::sqrt(v + 1e-5) * g2.data[k] + b2.data[k];
+  }
+  CheckOp(absl::StrCat("x: ", F32(h.shape), ", g: ", F32({20}), ", b: ", F32({20})),
+          "            y = R.nn.layer_norm(x, g, b, axes=[-1], epsilon=1e-5)\n",
+          {ToTensor(h), ToTensor(g2), ToTensor(b2)}, ln);
+}
+
+TEST(OpsTest, LayoutOps) {
+  Array x = Random({2, 3, 4}, 33);
+  // permute_dims
+  Array perm = Zeros({4, 2, 3});
+  for (int64_t i = 0; i < x.size(); ++i) {
+    std::vector<int64_t> idx = x.Unravel(i);
+    perm.at({idx[2], idx[0], idx[1]}) = x.data[i];
+  }
+  CheckOp(absl::StrCat("x: ", F32(x.shape)), "            y = R.permute_dims(x, axes=[2, 0, 1])\n",
+          {ToTensor(x)}, perm);
+  // reshape, flatten, expand_dims, squeeze keep the row-major order.
+  Array flat = Array{{24}, x.data};
+  CheckOp(absl::StrCat("x: ", F32(x.shape)), "            y = R.reshape(x, R.shape([6, 4]))\n",
+          {ToTensor(x)}, Array{{6, 4}, x.data});
+  CheckOp(absl::StrCat("x: ", F32(x.shape)), "            y = R.flatten(x)\n", {ToTensor(x)}, flat);
+  CheckOp(absl::StrCat("x: ", F32(x.shape)),
+          "            e = R.expand_dims(x, axis=[0, 3])\n            y = R.squeeze(e)\n",
+          {ToTensor(x)}, x);
+  CheckOp(absl::StrCat("x: ", F32(x.shape)), "            y = R.expand_dims(x, axis=[-1])\n",
+          {ToTensor(x)}, Array{{2, 3, 4, 1}, x.data});
+  // concat along axis 1 and split back.
+  Array z = Random({2, 5, 4}, 34);
+  Array cat = Zeros({2, 8, 4});
+  for (int64_t i = 0; i < cat.size(); ++i) {
+    std::vector<int64_t> idx = cat.Unravel(i);
+    cat.data[i] = idx[1] < 3 ? x.at(idx) : z.at({idx[0], idx[1] - 3, idx[2]});
+  }
+  CheckOp(absl::StrCat("x: ", F32(x.shape), ", z: ", F32(z.shape)),
+          "            y = R.concat((x, z), axis=1)\n", {ToTensor(x), ToTensor(z)}, cat);
+  CheckOp(absl::StrCat("x: ", F32(cat.shape)),
+          "            s = R.split(x, indices_or_sections=[3], axis=1)\n            y = s[1]\n",
+          {ToTensor(cat)}, z);
+  CheckOp(
+      absl::StrCat("x: ", F32({2, 6, 4})),
+      "            s = R.split(x, indices_or_sections=2, axis=1)\n            y = s[0]\n",
+      {ToTensor(Array{{2, 6, 4}, std::vector<double>(cat.data.begin(), cat.data.begin() + 48)})},
+      [&] {
+        Array a = Zeros({2, 3, 4});
+        for (int64_t i = 0; i < a.size(); ++i) {
+          std::vector<int64_t> idx = a.Unravel(i);
+          a.data[i] = cat.data[(idx[0] * 6 + idx[1]) * 4 + idx[2]];
+        }
+        return a;
+      }());
+  // strided_slice with a negative stride, and broadcast_to.
+  Array ss = Zeros({2, 2, 4});
+  for (int64_t i = 0; i < ss.size(); ++i) {
+    std::vector<int64_t> idx = ss.Unravel(i);
+    ss.data[i] = x.at({idx[0], 2 - 2 * idx[1], idx[2]});
+  }
+  CheckOp(absl::StrCat("x: ", F32(x.shape)),
+          "            y = R.strided_slice(x, axes=[1], begin=[-1], end=[-4], strides=[-2])\n",
+          {ToTensor(x)}, ss);
+  Array row = Random({1, 4}, 35);
+  Array bc = Zeros({3, 2, 4});
+  for (int64_t i = 0; i < bc.size(); ++i) bc.data[i] = row.data[i % 4];
+  CheckOp(absl::StrCat("x: ", F32({1, 4})),
+          "            y = R.broadcast_to(x, R.shape([3, 2, 4]))\n", {ToTensor(row)}, bc);
+}
+
+TEST(OpsTest, TakePadAndFill) {
+  Array table = Random({7, 5}, 36);
+  Array idx{{2, 3}, {6, 0, 3, -1, 2, 2}};
+  Array want = Zeros({2, 3, 5});
+  for (int64_t i = 0; i < want.size(); ++i) {
+    std::vector<int64_t> o = want.Unravel(i);
+    int64_t row = static_cast<int64_t>(idx.at({o[0], o[1]}));
+    if (row < 0) row += 7;
+    want.data[i] = table.at({row, o[2]});
+  }
+  CheckOp(absl::StrCat("x: ", F32({7, 5}), ", i: R.Tensor((2, 3), dtype=\"int64\")"),
+          "            y = R.take(x, i, axis=0)\n", {ToTensor(table), ToTensor(idx, "int64")},
+          want);
+
+  Array x = Random({2, 3}, 37);
+  Array padded = Zeros({5, 4});
+  std::fill(padded.data.begin(), padded.data.end(), 1.5);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < 3; ++c) padded.at({r + 1, c}) = x.at({r, c});
+  CheckOp(absl::StrCat("x: ", F32({2, 3})),
+          "            y = R.nn.pad(x, pad_width=[1, 2, 0, 1], pad_value=1.5)\n", {ToTensor(x)},
+          padded);
+
+  Array ones = Zeros({2, 3});
+  std::fill(ones.data.begin(), ones.data.end(), 1.0);
+  CheckOp(absl::StrCat("x: ", F32({2, 3})),
+          "            o = R.ones(R.shape([2, 3]), dtype=\"float32\")\n"
+          "            z = R.zeros(R.shape([2, 3]), dtype=\"float32\")\n"
+          "            f = R.full(R.shape([2, 3]), R.const(2.5, \"float32\"))\n"
+          "            a = R.add(x, o)\n            b = R.add(a, z)\n            y = R.multiply(b, "
+          "f)\n",
+          {ToTensor(x)}, Map(x, [](double v) { return (v + 1) * 2.5; }));
+}
+
+TEST(OpsTest, SymbolicShapesCompileOnceRunForEverySize) {
+  // One module, a symbolic batch: softmax(x @ w + b) over rows.
+  std::string text = Module(
+      "x: R.Tensor((\"n\", 12), dtype=\"float32\"), w: R.Tensor((12, 5), dtype=\"float32\"), "
+      "b: R.Tensor((5,), dtype=\"float32\")",
+      "            m = R.matmul(x, w)\n            a = R.add(m, b)\n"
+      "            y = R.nn.softmax(a, axis=-1)\n",
+      "y");
+  Array w = Random({12, 5}, 38), b = Random({5}, 39);
+  for (int64_t n : {1, 4, 7}) {
+    SCOPED_TRACE(n);
+    Array x = Random({n, 12}, 40 + static_cast<uint32_t>(n));
+    Array logits = Broadcast(MatmulRef(x, w), b, [](double p, double q) { return p + q; });
+    Array want = logits;
+    for (int64_t r = 0; r < n; ++r) {
+      double mx = -1e30, s = 0;
+      for (int k = 0; k < 5; ++k) mx = std::max(mx, logits.data[r * 5 + k]);
+      for (int k = 0; k < 5; ++k) s += std::exp(logits.data[r * 5 + k] - mx);
+      for (int k = 0; k < 5; ++k) want.data[r * 5 + k] = std::exp(logits.data[r * 5 + k] - mx) / s;
+    }
+    absl::StatusOr<Value> out = CompileAndRun(text, {ToTensor(x), ToTensor(w), ToTensor(b)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectClose(FromTensor(*out->as_tensor()), want);
+  }
+  // A wrong width names the parameter and the dimension.
+  absl::StatusOr<Value> bad =
+      CompileAndRun(text, {ToTensor(Random({3, 11}, 1)), ToTensor(w), ToTensor(b)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("argument 'x' of 'main': dimension 1 is 11"));
+}
+
+TEST(OpsTest, InferenceErrorsNameTheOperator) {
+  auto parse_error = [](const std::string& params, const std::string& body) {
+    absl::StatusOr<ir::IRModule> mod = script::ParseScript(Module(params, body, "y"), "bad.py");
+    if (mod.ok()) {
+      absl::StatusOr<BuiltModule> built = Build(*mod, "llvm");
+      return built.ok() ? std::string("no error") : std::string(built.status().message());
+    }
+    return std::string(mod.status().message());
+  };
+  EXPECT_THAT(parse_error(absl::StrCat("a: ", F32({2, 3}), ", b: ", F32({4, 3})),
+                          "            y = R.add(a, b)\n"),
+              HasSubstr("relax.add: cannot broadcast dimension 0 (2 vs 4)"));
+  EXPECT_THAT(parse_error(absl::StrCat("a: ", F32({2, 3}), ", b: ", F32({4, 3})),
+                          "            y = R.matmul(a, b)\n"),
+              HasSubstr("relax.matmul: reduction dimensions differ (3 vs 4)"));
+  EXPECT_THAT(parse_error(absl::StrCat("a: ", F32({2, 3})), "            y = R.sum(a, axis=[2])\n"),
+              HasSubstr("relax.sum: axis 2 is out of range for a tensor of rank 2"));
+  EXPECT_THAT(parse_error(absl::StrCat("x: ", F32({1, 3, 8, 8}), ", w: ", F32({4, 2, 3, 3})),
+                          "            y = R.nn.conv2d(x, w)\n"),
+              HasSubstr("relax.nn.conv2d: the weight expects 2 x 1 input channels"));
+  EXPECT_THAT(parse_error("a: R.Tensor((2, 3), dtype=\"int32\")", "            y = R.exp(a)\n"),
+              HasSubstr("relax.exp: needs a floating-point tensor, got int32"));
+  EXPECT_THAT(parse_error(absl::StrCat("a: ", F32({2, 3})),
+                          "            y = R.nn.layer_norm(a, a, a, axes=[1])\n"),
+              HasSubstr("relax.nn.layer_norm: argument 1 must have rank 1"));
+}
+
+}  // namespace
+}  // namespace kiln::backend
