@@ -18,9 +18,14 @@ namespace {
 absl::StatusOr<BuiltModule> BuildNormalized(const ir::IRModule& normalized,
                                             absl::string_view target) {
   BuiltModule out;
-  KILN_ASSIGN_OR_RETURN(out.kernels, codegen::BuildKernelLibrary(normalized, target));
-  KILN_ASSIGN_OR_RETURN(runtime::vm::Executable exec, CodegenVM(normalized));
-  KILN_ASSIGN_OR_RETURN(out.executable, exec.Serialize());
+  KILN_ASSIGN_OR_RETURN(VMCode vm, CodegenVM(normalized));
+  // The shape functions VM code generation wrote join the kernels.
+  ir::IRModuleBuilder with_shape_funcs(normalized);
+  for (const auto& [name, func] : vm.shape_funcs) {
+    KILN_RETURN_IF_ERROR(with_shape_funcs.Add(ir::relax::MakeGlobalVar(name), func));
+  }
+  KILN_ASSIGN_OR_RETURN(out.kernels, codegen::BuildKernelLibrary(with_shape_funcs.Build(), target));
+  KILN_ASSIGN_OR_RETURN(out.executable, vm.executable.Serialize());
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "compiler/backend/vm_codegen.h"
 #include "compiler/script/script_parser.h"
@@ -12,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
+#include "runtime/registry.h"
 #include "runtime/vm/vm.h"
 
 namespace kiln::backend {
@@ -199,6 +201,93 @@ TEST(BuildTest, ArtifactLoadsRunsAndIsVerified) {
   EXPECT_THAT(foreign.message(), HasSubstr("compiled for aarch64"));
   // Without the host check the file still parses and verifies.
   EXPECT_TRUE(runtime::ParseArtifact(*arm, /*check_host=*/false).ok());
+}
+
+// The user-facing example of the Relax RFC (seeds/relax_upstreaming_rfc_digest.md §3), in
+// today's TVMScript: a dataflow block, match_cast binding a new variable m, an operator, flatten
+// to the computed dimension n * m, call_tir of a PrimFunc, and call_packed to a function the
+// embedder registers — here one that updates the result in place.
+TEST(BuildTest, RelaxRfcExampleRunsWithARegisteredPackedFunction) {
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def tir_exp_func(x: T.handle, y: T.handle):
+        n = T.int64()
+        X = T.match_buffer(x, (n,), "float32")
+        Y = T.match_buffer(y, (n,), "float32")
+        for i in T.grid(n):
+            with T.block("Y"):
+                vi = T.axis.remap("S", [i])
+                Y[vi] = T.exp(X[vi])
+
+    @R.function(pure=False)
+    def relax_func(x: R.Tensor(("n", "k"), dtype="float32"), w: R.Tensor(dtype="float32", ndim=2)):
+        n = T.int64()
+        k = T.int64()
+        m = T.int64()
+        cls = Module
+        with R.dataflow():
+            lv0 = R.match_cast(w, R.Tensor((k, m), dtype="float32"))
+            lv1: R.Tensor((n, m), dtype="float32") = R.matmul(x, lv0)
+            lv2: R.Tensor((n * m,), dtype="float32") = R.flatten(lv1)
+            gv0 = R.call_tir(cls.tir_exp_func, (lv2,), out_sinfo=R.Tensor((n * m,), dtype="float32"))
+            R.output(gv0)
+        _ = R.call_packed("custom_inplace_update", gv0, sinfo_args=R.Object)
+        return gv0
+)";
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "rfc.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<BuiltModule> built = Build(*mod, "llvm");
+  ASSERT_TRUE(built.ok()) << built.status();
+  auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, "rfc");
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  auto exec = runtime::vm::Executable::Deserialize(built->executable);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  // The disassembly shows the computed dimension n * m evaluated by a shape function.
+  EXPECT_THAT(exec->AsText(), HasSubstr("vm_shape_func_relax_func_0"));
+  runtime::FunctionRegistry user;
+  int calls = 0;
+  ASSERT_TRUE(user.Register("custom_inplace_update",
+                            [&](absl::Span<const Value> args) -> absl::StatusOr<Value> {
+                              ++calls;
+                              const Tensor* t = args[0].as_tensor();
+                              float* data = static_cast<float*>(t->data());
+                              for (int64_t i = 0; i < t->NumElements(); ++i) data[i] += 1;
+                              return Value();
+                            })
+                  .ok());
+  auto vm = runtime::vm::VirtualMachine::Create(
+      std::make_shared<const runtime::vm::Executable>(std::move(*exec)), *lib,
+      std::make_shared<runtime::ThreadPool>(1), &user);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  for (auto [n, k, m] : {std::tuple<int64_t, int64_t, int64_t>{2, 3, 4}, {5, 2, 1}}) {
+    Tensor x = *Tensor::Empty({n, k}, DLDataType{kDLFloat, 32, 1});
+    Tensor w = *Tensor::Empty({k, m}, DLDataType{kDLFloat, 32, 1});
+    for (int64_t i = 0; i < n * k; ++i) static_cast<float*>(x.data())[i] = 0.1f * (i % 7) - 0.3f;
+    for (int64_t i = 0; i < k * m; ++i) static_cast<float*>(w.data())[i] = 0.05f * (i % 5);
+    absl::StatusOr<Value> out = (*vm)->Invoke("relax_func", {Value(x), Value(w)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const Tensor* y = out->as_tensor();
+    ASSERT_NE(y, nullptr);
+    ASSERT_EQ(y->NumElements(), n * m);
+    ASSERT_EQ(y->ndim(), 1);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        double dot = 0;
+        for (int64_t p = 0; p < k; ++p)
+          dot +=
+              static_cast<float*>(x.data())[i * k + p] * static_cast<float*>(w.data())[p * m + j];
+        EXPECT_NEAR(static_cast<const float*>(y->data())[i * m + j], std::exp(dot) + 1, 1e-5);
+      }
+  }
+  EXPECT_EQ(calls, 2);
+  // A weight whose rows do not match k fails in match_cast, naming it.
+  Tensor x = *Tensor::Empty({2, 3}, DLDataType{kDLFloat, 32, 1});
+  Tensor w = *Tensor::Empty({4, 2}, DLDataType{kDLFloat, 32, 1});
+  absl::StatusOr<Value> bad = (*vm)->Invoke("relax_func", {Value(x), Value(w)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("dimension 0 is 4, expected 3"));
 }
 
 TEST(BuildTest, OperatorsThatCannotBeLoweredAreNamed) {

@@ -4,8 +4,10 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/ir/printer.h"
 #include "compiler/ir/relax_expr.h"
 #include "compiler/ir/tir_expr.h"
+#include "compiler/ir/tir_functor.h"
 #include "runtime/vm/builtins.h"
 #include "runtime/vm/exec_builder.h"
 
@@ -20,7 +22,9 @@ using runtime::vm::ExecBuilder;
 // Generates one Relax function into the builder.
 class FunctionCodegen {
  public:
-  FunctionCodegen(ExecBuilder* b, std::string name) : b_(*b), name_(std::move(name)) {}
+  FunctionCodegen(ExecBuilder* b, std::string name,
+                  std::vector<std::pair<std::string, ir::PrimFunc>>* shape_funcs)
+      : b_(*b), name_(std::move(name)), shape_funcs_(*shape_funcs) {}
 
   absl::Status Generate(const relax::FunctionNode& f) {
     std::vector<std::string> params;
@@ -44,7 +48,7 @@ class FunctionCodegen {
     b_.EndFunction();
     return absl::OkStatus();
   }
-  int64_t heap_slots() const { return static_cast<int64_t>(slots_.size()); }
+  int64_t heap_slots() const { return num_slots_; }
   size_t heap_instruction() const { return heap_instruction_; }
 
  private:
@@ -73,7 +77,7 @@ class FunctionCodegen {
       } else if (const auto* v = d.as<ir::VarNode>()) {
         auto it = slots_.find(v);
         if (it == slots_.end()) {
-          int64_t slot = static_cast<int64_t>(slots_.size());
+          int64_t slot = num_slots_++;
           slots_[v] = slot;
           codes.push_back(Arg::Immediate(1));
           codes.push_back(Arg::Immediate(slot));
@@ -81,12 +85,59 @@ class FunctionCodegen {
           codes.push_back(Arg::Immediate(2));
           codes.push_back(Arg::Immediate(it->second));
         }
+      } else if (AllBound(d)) {  // computed from known variables: must match
+        absl::StatusOr<int64_t> slot = ComputedSlot(d);
+        codes.push_back(Arg::Immediate(slot.ok() ? 2 : 3));
+        codes.push_back(Arg::Immediate(slot.ok() ? *slot : 0));
       } else {
         codes.push_back(Arg::Immediate(3));
         codes.push_back(Arg::Immediate(0));
       }
     }
     return codes;
+  }
+
+  bool AllBound(const ir::PrimExpr& e) const {
+    bool bound = true;
+    ir::PostOrderVisit(e, [&](const ir::PrimExpr& x) {
+      if (const auto* v = x.as<ir::VarNode>(); v != nullptr && !slots_.count(v)) bound = false;
+    });
+    return bound;
+  }
+
+  // The heap slot of `e`, an integer expression of bound shape variables, computed into the heap
+  // here by a generated shape function: H[slot] = e(H[slot of each variable]). Emitted at every
+  // use (it is idempotent), so a value computed on one branch is never read on another.
+  absl::StatusOr<int64_t> ComputedSlot(const ir::PrimExpr& e) {
+    if (!AllBound(e)) {
+      return Error(absl::StrCat("the shape dimension '", ir::DebugPrint(e),
+                                "' uses a shape variable that is not bound"));
+    }
+    std::string key = ir::DebugPrint(e);
+    auto it = computed_.find(key);
+    if (it == computed_.end()) {
+      int64_t slot = num_slots_++;
+      std::string fn = absl::StrCat("vm_shape_func_", name_, "_", computed_.size());
+      ir::DataType i64 = ir::DataType::Int(64);
+      ir::Buffer heap = ir::MakeBuffer("heap", i64, {ir::MakeSizeVar("heap_size")});
+      ir::PrimExpr value = ir::Substitute(e, [&](const ir::Var& v) -> ir::PrimExpr {
+        ir::PrimExpr load = ir::Make<ir::BufferLoadNode>(
+            i64, heap, std::vector<ir::PrimExpr>{ir::IntImm(i64, slots_.at(v.get()))});
+        return v->dtype == i64 ? load : ir::Cast(v->dtype, load);
+      });
+      if (value->dtype != i64) value = ir::Cast(i64, value);
+      auto* f = new ir::PrimFuncNode();
+      ir::PrimFunc func(f);
+      ir::Var handle = ir::MakeVar("heap", ir::DataType::Handle());
+      f->params = {handle};
+      f->buffer_map = {{handle, heap}};
+      f->body = ir::Make<ir::BufferStoreNode>(heap, value,
+                                              std::vector<ir::PrimExpr>{ir::IntImm(i64, slot)});
+      shape_funcs_.emplace_back(fn, func);
+      it = computed_.emplace(key, std::make_pair(slot, fn)).first;
+    }
+    b_.EmitCall(runtime::vm::kDiscard, it->second.second, {Arg::Register(heap_)});
+    return it->second.first;
   }
 
   // A shape value from dimensions that are constants or bound shape variables.
@@ -100,8 +151,10 @@ class FunctionCodegen {
         args.push_back(Arg::Immediate(1));
         args.push_back(Arg::Immediate(slots_.at(v)));
       } else {
-        return Error(absl::StrCat("the shape dimension '", v ? v->name : "an expression",
-                                  "' is not a constant or a bound shape variable"));
+        absl::StatusOr<int64_t> slot = ComputedSlot(d);
+        if (!slot.ok()) return slot.status();
+        args.push_back(Arg::Immediate(1));
+        args.push_back(Arg::Immediate(*slot));
       }
     }
     int64_t r = b_.NewRegister();
@@ -345,17 +398,22 @@ class FunctionCodegen {
   size_t heap_instruction_ = 0;
   std::unordered_map<const ir::Object*, Arg> vars_;
   std::unordered_map<const ir::VarNode*, int64_t> slots_;
+  int64_t num_slots_ = 0;
+  // Computed dimensions by printed expression: (heap slot, shape function).
+  std::unordered_map<std::string, std::pair<int64_t, std::string>> computed_;
+  std::vector<std::pair<std::string, ir::PrimFunc>>& shape_funcs_;
 };
 
 }  // namespace
 
-absl::StatusOr<runtime::vm::Executable> CodegenVM(const ir::IRModule& mod) {
+absl::StatusOr<VMCode> CodegenVM(const ir::IRModule& mod) {
   ExecBuilder builder;
+  VMCode out;
   std::vector<std::pair<size_t, int64_t>> heap_sizes;
   for (const auto& [name, entry] : mod->functions) {
     const auto* f = entry.second.as<relax::FunctionNode>();
     if (f == nullptr) continue;
-    FunctionCodegen gen(&builder, name);
+    FunctionCodegen gen(&builder, name, &out.shape_funcs);
     absl::Status s = gen.Generate(*f);
     if (!s.ok()) return s;
     heap_sizes.emplace_back(gen.heap_instruction(), gen.heap_slots());
@@ -364,7 +422,8 @@ absl::StatusOr<runtime::vm::Executable> CodegenVM(const ir::IRModule& mod) {
   if (!exec.ok()) return exec.status();
   for (const auto& [instruction, slots] : heap_sizes)
     exec->code[instruction].args[0] = Arg::Immediate(std::max<int64_t>(slots, 1));
-  return exec;
+  out.executable = std::move(*exec);
+  return out;
 }
 
 }  // namespace kiln::backend

@@ -8,8 +8,14 @@
 // Every parameter is checked at run time against its StructInfo: rank, dtype, each constant
 // dimension, and each symbolic dimension against its first occurrence. Shape variables live in
 // a per-call shape heap (see runtime/vm/builtins.h); errors name the parameter and dimension.
+// Dimensions computed from shape variables (n * 4, h // 2 + 1) are evaluated at run time by
+// small generated TIR shape functions that read and write the heap (VMShapeLower).
 #ifndef KILN_COMPILER_BACKEND_VM_CODEGEN_H_
 #define KILN_COMPILER_BACKEND_VM_CODEGEN_H_
+
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/ir/module.h"
@@ -17,7 +23,13 @@
 
 namespace kiln::backend {
 
-absl::StatusOr<runtime::vm::Executable> CodegenVM(const ir::IRModule& mod);
+struct VMCode {
+  runtime::vm::Executable executable;
+  // The shape functions the executable calls, by name: they join the kernel library.
+  std::vector<std::pair<std::string, ir::PrimFunc>> shape_funcs;
+};
+
+absl::StatusOr<VMCode> CodegenVM(const ir::IRModule& mod);
 
 }  // namespace kiln::backend
 
