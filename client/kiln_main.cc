@@ -160,6 +160,12 @@ int Compile(const std::string& path, const std::string& target, const std::strin
   parsed.ParseFromString(*artifact);
   std::printf("%s: %zu bytes, target %s, digest %s\n", output.c_str(), artifact->size(),
               target.c_str(), parsed.manifest().digest().substr(0, 16).c_str());
+  for (const kiln::v1::EntryFunction& fn : parsed.manifest().functions()) {
+    if (fn.planned_tensor_bytes() == 0) continue;
+    std::printf("  %s: planned memory %lld bytes (%lld bytes of intermediates without reuse)\n",
+                fn.name().c_str(), static_cast<long long>(fn.planned_storage_bytes()),
+                static_cast<long long>(fn.planned_tensor_bytes()));
+  }
   return 0;
 }
 

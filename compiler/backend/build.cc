@@ -26,6 +26,7 @@ absl::StatusOr<BuiltModule> BuildNormalized(const ir::IRModule& normalized,
   }
   KILN_ASSIGN_OR_RETURN(out.kernels, codegen::BuildKernelLibrary(with_shape_funcs.Build(), target));
   KILN_ASSIGN_OR_RETURN(out.executable, vm.executable.Serialize());
+  out.memory = vm.memory;
   return out;
 }
 
@@ -80,6 +81,10 @@ absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_
     if (f == nullptr) continue;
     kiln::v1::EntryFunction* fn = manifest->add_functions();
     fn->set_name(name);
+    if (auto it = built.memory.find(name); it != built.memory.end()) {
+      fn->set_planned_storage_bytes(it->second.storage_bytes);
+      fn->set_planned_tensor_bytes(it->second.tensor_bytes);
+    }
     for (const ir::relax::Var& p : f->params) {
       kiln::v1::ValueSignature* sig = fn->add_params();
       sig->set_name(p->name_hint);

@@ -3,17 +3,20 @@
 #ifndef KILN_COMPILER_BACKEND_BUILD_H_
 #define KILN_COMPILER_BACKEND_BUILD_H_
 
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "compiler/backend/vm_codegen.h"
 #include "compiler/ir/module.h"
 
 namespace kiln::backend {
 
 struct BuiltModule {
-  std::string executable;  // runtime::vm::Executable::Serialize()
-  std::string kernels;     // a kernel library for the target
+  std::string executable;                       // runtime::vm::Executable::Serialize()
+  std::string kernels;                          // a kernel library for the target
+  std::map<std::string, PlannedMemory> memory;  // static memory planning, by Relax function
 };
 
 // Normalizes the Relax functions (StructInfo everywhere), legalizes operators into kernels,

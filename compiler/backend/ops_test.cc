@@ -847,6 +847,22 @@ class Module:
   for (int64_t o = 0; o < 10; ++o)
     for (int64_t k = 0; k < 8; ++k) fwt.at({k, o}) = fw.at({o, k});
   Array want = DenseRef(gp, fwt, fb);
+  // Static memory planning reuses storage across the intermediates: the planned peak is below
+  // their sum (the largest are the 8 x 16 x 16 activations, 8 KB each).
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "cnn.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<BuiltModule> built = Build(*mod, "llvm");
+  ASSERT_TRUE(built.ok()) << built.status();
+  const PlannedMemory& planned = built->memory.at("main");
+  EXPECT_GE(planned.tensors, 8);
+  EXPECT_GE(planned.storage_bytes, 8 * 16 * 16 * 4);  // at least the largest one
+  EXPECT_LT(planned.storage_bytes, planned.tensor_bytes);
+  RecordProperty("planned_storage_bytes", std::to_string(planned.storage_bytes));
+  RecordProperty("planned_tensor_bytes", std::to_string(planned.tensor_bytes));
+  std::printf("CNN memory plan: %lld tensors, %lld bytes planned, %lld bytes without reuse\n",
+              static_cast<long long>(planned.tensors),
+              static_cast<long long>(planned.storage_bytes),
+              static_cast<long long>(planned.tensor_bytes));
   absl::StatusOr<Value> out =
       CompileAndRun(text, {ToTensor(x), ToTensor(w1), ToTensor(g1), ToTensor(be1), ToTensor(m1),
                            ToTensor(v1), ToTensor(w2), ToTensor(g2), ToTensor(be2), ToTensor(m2),

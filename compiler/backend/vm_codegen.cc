@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/backend/memory_plan.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/relax_expr.h"
 #include "compiler/ir/tir_expr.h"
@@ -36,6 +37,11 @@ class FunctionCodegen {
     // The heap size is known only at the end: CodegenVM patches it into this instruction.
     heap_instruction_ = static_cast<size_t>(b_.Here());
     b_.EmitCall(heap_, "vm.builtin.alloc_shape_heap", {Arg::Immediate(0)});
+    plan_ = PlanMemory(f);
+    if (plan_.storage_bytes > 0) {
+      storage_ = b_.NewRegister();
+      b_.EmitCall(storage_, "vm.builtin.alloc_storage", {Arg::Immediate(plan_.storage_bytes)});
+    }
     for (size_t i = 0; i < f.params.size(); ++i) {
       absl::Status s =
           CheckValue(Arg::Register(static_cast<int64_t>(i)), f.params[i]->struct_info(),
@@ -49,6 +55,7 @@ class FunctionCodegen {
     return absl::OkStatus();
   }
   int64_t heap_slots() const { return num_slots_; }
+  const MemoryPlan& memory_plan() const { return plan_; }
   size_t heap_instruction() const { return heap_instruction_; }
 
  private:
@@ -254,7 +261,14 @@ class FunctionCodegen {
       absl::StatusOr<Arg> shape = MakeShape(*t->dims());
       if (!shape.ok()) return shape.status();
       int64_t r = b_.NewRegister();
-      b_.EmitCall(r, "vm.builtin.empty", {*shape, StringConstant(t->dtype.ToString())});
+      auto planned = plan_.offsets.find(binding_var_);
+      if (!tuple_out && planned != plan_.offsets.end()) {
+        b_.EmitCall(r, "vm.builtin.alloc_tensor",
+                    {Arg::Register(storage_), Arg::Immediate(planned->second), *shape,
+                     StringConstant(t->dtype.ToString())});
+      } else {
+        b_.EmitCall(r, "vm.builtin.empty", {*shape, StringConstant(t->dtype.ToString())});
+      }
       out_regs.push_back(Arg::Register(r));
       args->push_back(Arg::Register(r));
     }
@@ -360,7 +374,9 @@ class FunctionCodegen {
     for (const relax::BindingBlock& block : seq.blocks) {
       for (const relax::Binding& binding : block->bindings) {
         binding_ = binding->var ? binding->var->name_hint : "";
+        binding_var_ = binding->var.get();
         absl::StatusOr<Arg> value = Expr(binding->value);
+        binding_var_ = nullptr;
         if (!value.ok()) return value.status();
         if (const auto* mc = binding.as<relax::MatchCastNode>()) {
           absl::Status s = CheckValue(*value, mc->struct_info,
@@ -394,6 +410,9 @@ class FunctionCodegen {
   ExecBuilder& b_;
   std::string name_;
   std::string binding_;
+  const relax::VarNode* binding_var_ = nullptr;  // defined by the binding being generated
+  MemoryPlan plan_;
+  int64_t storage_ = 0;  // register of the planned storage
   int64_t heap_ = 0;
   size_t heap_instruction_ = 0;
   std::unordered_map<const ir::Object*, Arg> vars_;
@@ -417,6 +436,8 @@ absl::StatusOr<VMCode> CodegenVM(const ir::IRModule& mod) {
     absl::Status s = gen.Generate(*f);
     if (!s.ok()) return s;
     heap_sizes.emplace_back(gen.heap_instruction(), gen.heap_slots());
+    out.memory[name] = {gen.memory_plan().storage_bytes, gen.memory_plan().tensor_bytes,
+                        static_cast<int64_t>(gen.memory_plan().offsets.size())};
   }
   absl::StatusOr<runtime::vm::Executable> exec = builder.Build();
   if (!exec.ok()) return exec.status();

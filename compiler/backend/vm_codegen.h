@@ -13,6 +13,7 @@
 #ifndef KILN_COMPILER_BACKEND_VM_CODEGEN_H_
 #define KILN_COMPILER_BACKEND_VM_CODEGEN_H_
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,10 +24,18 @@
 
 namespace kiln::backend {
 
+// What static memory planning did for one function (memory_plan.h).
+struct PlannedMemory {
+  int64_t storage_bytes = 0;  // the planned peak, allocated once per call
+  int64_t tensor_bytes = 0;   // the planned tensors' sizes summed (memory without reuse)
+  int64_t tensors = 0;        // how many tensors were planned
+};
+
 struct VMCode {
   runtime::vm::Executable executable;
   // The shape functions the executable calls, by name: they join the kernel library.
   std::vector<std::pair<std::string, ir::PrimFunc>> shape_funcs;
+  std::map<std::string, PlannedMemory> memory;  // by Relax function
 };
 
 absl::StatusOr<VMCode> CodegenVM(const ir::IRModule& mod);
