@@ -54,13 +54,14 @@ class ComputeBuilder {
               const std::vector<ir::PrimExpr>& reduce_extents, Combiner combiner,
               const ReduceFn& value);
 
-  // Maps a shape expression given to Input/Output to the function's own variables.
-  ir::PrimExpr Rebind(const ir::PrimExpr& e);
-
   // The PrimFunc (attribute tir.noalias); the builder is spent afterwards.
   ir::PrimFunc Build();
 
  private:
+  // Maps a shape expression given to Input/Output/Temp to the function's own variables. Private:
+  // a formula built from the buffers' shapes already uses them, and rebinding an expression
+  // holding loop or block variables would replace those too.
+  ir::PrimExpr Rebind(const ir::PrimExpr& e);
   ir::Buffer Param(const std::string& name, ir::DataType dtype,
                    const std::vector<ir::PrimExpr>& shape);
   std::string BlockName(const std::string& name);

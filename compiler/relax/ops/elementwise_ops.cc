@@ -15,6 +15,13 @@ using tir::Load;
 
 // ---- Unary ----
 
+// Unary ops defined on integers too; the others need floating point.
+bool AcceptsIntegers(const std::string& name) {
+  return name == "relax.negative" || name == "relax.abs" || name == "relax.nn.relu" ||
+         name == "relax.clip" || name == "relax.floor" || name == "relax.ceil" ||
+         name == "relax.round";
+}
+
 // The scalar formula of a unary op at x (of dtype `t`).
 PrimExpr UnaryFormula(const CallNode& call, const std::string& name, const PrimExpr& x, DataType t,
                       absl::Status* status) {
@@ -59,10 +66,7 @@ absl::StatusOr<StructInfo> InferUnary(const CallNode& call, const OpInferContext
   absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
   if (!x.ok()) return x.status();
   const std::string& name = OpName(call);
-  bool needs_float = name != "relax.negative" && name != "relax.abs" && name != "relax.nn.relu" &&
-                     name != "relax.clip" && name != "relax.floor" && name != "relax.ceil" &&
-                     name != "relax.round";
-  if (needs_float && !(*x)->dtype.is_void() && !(*x)->dtype.is_float()) {
+  if (!AcceptsIntegers(name) && !(*x)->dtype.is_void() && !(*x)->dtype.is_float()) {
     return OpError(call,
                    absl::StrCat("needs a floating-point tensor, got ", (*x)->dtype.ToString()));
   }

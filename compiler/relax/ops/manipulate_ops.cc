@@ -16,15 +16,6 @@ const std::vector<PrimExpr>* ShapeArg(const CallNode& call, size_t index) {
   return s != nullptr && s->values ? &*s->values : nullptr;
 }
 
-absl::StatusOr<std::vector<PrimExpr>> InputDims(const CallNode& call, size_t index) {
-  absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, index);
-  if (!t.ok()) return t.status();
-  const std::vector<PrimExpr>* dims = DimsOf(**t);
-  if (dims == nullptr)
-    return OpError(call, absl::StrCat("argument ", index, " needs a known shape"));
-  return *dims;
-}
-
 absl::Status Copy(tir::ComputeBuilder& b, const char* name, const Buffer& out,
                   const std::function<Indices(const Indices&)>& source, const Buffer& x) {
   b.Compute(name, out, [&](const Indices& i) { return Load(x, source(i)); });
@@ -233,7 +224,7 @@ absl::StatusOr<std::vector<std::pair<PrimExpr, PrimExpr>>> SplitPieces(const Cal
 }
 
 absl::StatusOr<StructInfo> InferSplit(const CallNode& call, const OpInferContext& ctx) {
-  absl::StatusOr<std::vector<PrimExpr>> dims = InputDims(call, 0);
+  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
   if (!dims.ok()) return dims.status();
   absl::StatusOr<int64_t> axis_attr = IntAttr(call, "axis", 0);
   if (!axis_attr.ok()) return axis_attr.status();
@@ -264,7 +255,7 @@ absl::Status LegalizeSplit(const CallNode& call, const std::vector<Buffer>& in,
       SplitPieces(call, in[0]->shape[*axis]);
   if (!pieces.ok()) return pieces.status();
   for (size_t k = 0; k < out.size(); ++k) {
-    PrimExpr begin = b.Rebind((*pieces)[k].first);
+    const PrimExpr& begin = (*pieces)[k].first;
     b.Compute("T_split", out[k], [&](const Indices& i) {
       Indices src = i;
       src[*axis] = i[*axis] + begin;
@@ -327,7 +318,7 @@ absl::StatusOr<std::vector<Slice>> ParseSlices(const CallNode& call,
 }
 
 absl::StatusOr<StructInfo> InferStridedSlice(const CallNode& call, const OpInferContext&) {
-  absl::StatusOr<std::vector<PrimExpr>> dims = InputDims(call, 0);
+  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
   if (!dims.ok()) return dims.status();
   absl::StatusOr<std::vector<Slice>> slices = ParseSlices(call, *dims);
   if (!slices.ok()) return slices.status();
@@ -353,9 +344,9 @@ absl::Status LegalizeStridedSlice(const CallNode& call, const std::vector<Buffer
 // ---- take(x, indices, axis): gathers along axis; out-of-range indices are clamped ----
 
 absl::StatusOr<StructInfo> InferTake(const CallNode& call, const OpInferContext&) {
-  absl::StatusOr<std::vector<PrimExpr>> dims = InputDims(call, 0);
+  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
   if (!dims.ok()) return dims.status();
-  absl::StatusOr<std::vector<PrimExpr>> idx = InputDims(call, 1);
+  absl::StatusOr<std::vector<PrimExpr>> idx = KnownDims(call, 1);
   if (!idx.ok()) return idx.status();
   DataType idx_type = call.args[1]->struct_info().as<TensorStructInfoNode>()->dtype;
   if (!idx_type.is_void() && !idx_type.is_integral())
@@ -394,7 +385,7 @@ absl::Status LegalizeTake(const CallNode& call, const std::vector<Buffer>& in,
 // ---- broadcast_to(x, shape) ----
 
 absl::StatusOr<StructInfo> InferBroadcastTo(const CallNode& call, const OpInferContext& ctx) {
-  absl::StatusOr<std::vector<PrimExpr>> dims = InputDims(call, 0);
+  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
   if (!dims.ok()) return dims.status();
   const std::vector<PrimExpr>* shape = ShapeArg(call, 1);
   if (shape == nullptr) return OpError(call, "argument 1 must be a shape with known values");
@@ -434,7 +425,7 @@ absl::StatusOr<std::vector<int64_t>> PadWidth(const CallNode& call, size_t ndim)
 }
 
 absl::StatusOr<StructInfo> InferPad(const CallNode& call, const OpInferContext& ctx) {
-  absl::StatusOr<std::vector<PrimExpr>> dims = InputDims(call, 0);
+  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
   if (!dims.ok()) return dims.status();
   absl::StatusOr<std::vector<int64_t>> w = PadWidth(call, dims->size());
   if (!w.ok()) return w.status();

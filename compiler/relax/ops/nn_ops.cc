@@ -11,16 +11,6 @@ using tir::Combiner;
 using tir::Indices;
 using tir::Load;
 
-absl::StatusOr<std::vector<PrimExpr>> KnownDims(const CallNode& call, size_t index) {
-  absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, index);
-  if (!t.ok()) return t.status();
-  const std::vector<PrimExpr>* dims = DimsOf(**t);
-  if (dims == nullptr) {
-    return OpError(call, absl::StrCat("argument ", index, " needs a known shape"));
-  }
-  return *dims;
-}
-
 // ---- linear(x, w[, b]): x (..., K), w (N, K), b (N) -> (..., N) ----
 
 absl::StatusOr<StructInfo> InferLinear(const CallNode& call, const OpInferContext& ctx) {

@@ -36,6 +36,16 @@ const std::vector<PrimExpr>* DimsOf(const TensorStructInfoNode& t) {
   return nullptr;
 }
 
+absl::StatusOr<std::vector<PrimExpr>> KnownDims(const CallNode& call, size_t index) {
+  absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, index);
+  if (!t.ok()) return t.status();
+  const std::vector<PrimExpr>* dims = DimsOf(**t);
+  if (dims == nullptr) {
+    return OpError(call, absl::StrCat("argument ", index, " needs a known shape"));
+  }
+  return *dims;
+}
+
 PrimExpr Product(const std::vector<PrimExpr>& dims, arith::Analyzer* ana) {
   PrimExpr product = Int64(1);
   for (const PrimExpr& d : dims) product = product * d;

@@ -21,6 +21,8 @@ absl::Status OpError(const CallNode& call, absl::string_view what);
 absl::StatusOr<const TensorStructInfoNode*> TensorArg(const CallNode& call, size_t index);
 // The dimensions of `t` if known: a ShapeExpr's, or a shape Var's known values.
 const std::vector<PrimExpr>* DimsOf(const TensorStructInfoNode& t);
+// The dimensions of tensor argument `index`, or an error when they are unknown.
+absl::StatusOr<std::vector<PrimExpr>> KnownDims(const CallNode& call, size_t index);
 PrimExpr Product(const std::vector<PrimExpr>& dims, arith::Analyzer* ana);
 PrimExpr Int64(int64_t value);
 

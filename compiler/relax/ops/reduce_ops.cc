@@ -94,7 +94,7 @@ absl::Status LegalizeReduce(const CallNode& call, const std::vector<Buffer>& in,
   if (name == "relax.mean" || name == "relax.variance") {
     Buffer sum = b.Temp("sum", t, out[0]->shape);
     b.Reduce("sum_red", sum, extents, Combiner::kSum, input);
-    PrimExpr n = Cast(t, b.Rebind(count));
+    PrimExpr n = Cast(t, count);
     Buffer mean = name == "relax.mean" ? out[0] : b.Temp("mean", t, out[0]->shape);
     b.Compute("mean", mean, [&](const Indices& i) { return Div(Load(sum, i), n); });
     if (name == "relax.mean") return absl::OkStatus();
@@ -111,7 +111,7 @@ absl::Status LegalizeReduce(const CallNode& call, const std::vector<Buffer>& in,
   Buffer best = b.Temp(is_max ? "max" : "min", t, out[0]->shape);
   b.Reduce(is_max ? "max_red" : "min_red", best, extents, is_max ? Combiner::kMax : Combiner::kMin,
            input);
-  PrimExpr none = b.Rebind(count);
+  const PrimExpr& none = count;
   b.Reduce("index_red", out[0], extents, Combiner::kMin, [&](const Indices& s, const Indices& r) {
     PrimExpr flat = Int64(0);
     for (size_t k = 0; k < r.size(); ++k) flat = flat * extents[k] + Cast(DataType::Int(64), r[k]);
