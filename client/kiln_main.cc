@@ -148,11 +148,28 @@ int Fail(const absl::Status& status) {
   return kExitUserError;
 }
 
-// kiln compile FILE --target T -o OUT.kiln
-int Compile(const std::string& path, const std::string& target, const std::string& output) {
+// kiln compile FILE --target T -o OUT.kiln [--dump-after PASS ... [--dump-dir DIR]]
+int Compile(const std::string& path, const std::string& target, const std::string& output,
+            kiln::backend::BuildOptions options, const std::string& dump_dir) {
+  if (absl::Status s = kiln::backend::CheckDumpAfter(options); !s.ok()) return Fail(s);
   absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
   if (!mod.ok()) return Fail(absl::InvalidArgumentError(Reason(path, mod.status())));
-  absl::StatusOr<std::string> artifact = kiln::backend::BuildArtifact(*mod, target);
+  // Dumps go to stderr, or to DIR/NN_PASS.py (NN the pass's position) with --dump-dir.
+  int dumps = 0;
+  absl::Status dump_status;
+  options.dump = [&](const std::string& pass, const std::string& text) {
+    ++dumps;
+    if (dump_dir.empty()) {
+      std::fprintf(stderr, "# ---- after %s ----\n%s\n", pass.c_str(), text.c_str());
+      return;
+    }
+    char name[32];
+    std::snprintf(name, sizeof(name), "%02d_", dumps);
+    std::string file = absl::StrCat(dump_dir, "/", name, pass, pass == "VMCodegen" ? ".txt" : ".py");
+    if (absl::Status s = WriteBytes(file, text); !s.ok() && dump_status.ok()) dump_status = s;
+  };
+  absl::StatusOr<std::string> artifact = kiln::backend::BuildArtifact(*mod, target, options);
+  if (!dump_status.ok()) return Fail(dump_status);
   if (!artifact.ok()) return Fail(absl::InvalidArgumentError(Reason(path, artifact.status())));
   absl::Status written = WriteBytes(output, *artifact);
   if (!written.ok()) return Fail(written);
@@ -362,6 +379,15 @@ int main(int argc, char** argv) {
   compile->add_option("FILE", file, "TVMScript (.py) or protobuf IR (.pb)")->required();
   compile->add_option("--target", target, "TVM-style target, e.g. llvm");
   compile->add_option("-o,--output", output, "the .kiln file to write")->required();
+  kiln::backend::BuildOptions build_options;
+  std::string dump_dir;
+  bool no_fuse = false, no_fold = false;
+  compile->add_option("--dump-after", build_options.dump_after,
+                      "print the module after this pass (repeatable; 'all' for every pass)");
+  compile->add_option("--dump-dir", dump_dir, "write dumps to DIR/NN_PASS.py instead of stderr")
+      ->check(CLI::ExistingDirectory);
+  compile->add_flag("--no-fuse", no_fuse, "one kernel per operator (skip FuseOps)");
+  compile->add_flag("--no-fold", no_fold, "skip FoldConstant");
   CLI::App* run = app.add_subcommand("run", "run a function of a .kiln artifact on .npy inputs");
   run->add_option("ARTIFACT", file, "a .kiln file")->required();
   run->add_option("--input", inputs, "NAME=X.npy, one per parameter");
@@ -398,7 +424,11 @@ int main(int argc, char** argv) {
   if (*info) return PrintServerInfo(server_address, timeout_seconds);
   if (*print) return PrintModule(file);
   if (*check) return CheckModule(file);
-  if (*compile) return Compile(file, target, output);
+  if (*compile) {
+    build_options.fuse = !no_fuse;
+    build_options.fold_constants = !no_fold;
+    return Compile(file, target, output, build_options, dump_dir);
+  }
   if (*run) return Run(file, inputs, output_dir, function);
   if (*bench) return Bench(file, inputs, function, timing, json);
   return kExitUsage;

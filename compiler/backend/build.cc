@@ -5,7 +5,6 @@
 #include "compiler/ir/relax_expr.h"
 #include "compiler/ir/tir_expr.h"
 #include "compiler/relax/block_builder.h"
-#include "compiler/relax/transform/legalize_ops.h"
 #include "compiler/version.h"
 #include "runtime/artifact.h"
 #include "runtime/support/status_macros.h"
@@ -15,10 +14,11 @@ namespace kiln::backend {
 namespace {
 
 // Build on a module that is already normalized.
-absl::StatusOr<BuiltModule> BuildNormalized(const ir::IRModule& normalized,
-                                            absl::string_view target) {
+absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized, absl::string_view target,
+                                         const BuildOptions& options) {
   BuiltModule out;
   KILN_ASSIGN_OR_RETURN(VMCode vm, CodegenVM(normalized));
+  if (WantsDump(options, "VMCodegen")) options.dump("VMCodegen", vm.executable.AsText());
   // The shape functions VM code generation wrote join the kernels.
   ir::IRModuleBuilder with_shape_funcs(normalized);
   for (const auto& [name, func] : vm.shape_funcs) {
@@ -62,15 +62,17 @@ void Signature(const ir::relax::StructInfo& sinfo, kiln::v1::ValueSignature* out
 
 }  // namespace
 
-absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target) {
-  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::LegalizeOps(mod));
-  return BuildNormalized(normalized, target);
+absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target,
+                                  const BuildOptions& options) {
+  KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, RunPasses(mod, Pipeline(options), options));
+  return BuildLowered(lowered, target, options);
 }
 
-absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target) {
+absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target,
+                                          const BuildOptions& options) {
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
-  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, ir::relax::LegalizeOps(mod));
-  KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildNormalized(normalized, target));
+  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, RunPasses(mod, Pipeline(options), options));
+  KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildLowered(normalized, target, options));
   kiln::v1::ArtifactProto artifact;
   kiln::v1::ArtifactManifest* manifest = artifact.mutable_manifest();
   manifest->set_compiler_version(kCompilerVersion);

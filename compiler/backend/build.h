@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "compiler/backend/pipeline.h"
 #include "compiler/backend/vm_codegen.h"
 #include "compiler/ir/module.h"
 
@@ -19,14 +20,15 @@ struct BuiltModule {
   std::map<std::string, PlannedMemory> memory;  // static memory planning, by Relax function
 };
 
-// Normalizes the Relax functions (StructInfo everywhere), legalizes operators into kernels,
-// compiles every PrimFunc with its schedule (default where none is set) for `target`, and
-// generates the VM code.
-absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target);
+// Runs the pipeline (pipeline.h) over `mod`, compiles every PrimFunc for `target` and generates
+// the VM code.
+absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target,
+                                  const BuildOptions& options = {});
 
 // Build, packaged as a .kiln artifact (runtime/artifact.h): the manifest lists every Relax
 // function with its parameter and result signatures.
-absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target);
+absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target,
+                                          const BuildOptions& options = {});
 
 }  // namespace kiln::backend
 

@@ -362,4 +362,8 @@ void PostOrderVisit(const PrimExpr& e, const std::function<void(const PrimExpr&)
   PostOrder(f).VisitExpr(e);
 }
 
+void PostOrderVisit(const Stmt& s, const std::function<void(const PrimExpr&)>& f) {
+  PostOrder(f).VisitStmt(s);
+}
+
 }  // namespace kiln::ir

@@ -49,6 +49,8 @@ Stmt Substitute(const Stmt& s, const std::function<PrimExpr(const Var&)>& lookup
 
 // Calls `f` on every sub-expression of `e`, children before parents.
 void PostOrderVisit(const PrimExpr& e, const std::function<void(const PrimExpr&)>& f);
+// The same for every expression in a statement (loop bounds, indices, values, conditions).
+void PostOrderVisit(const Stmt& s, const std::function<void(const PrimExpr&)>& f);
 
 }  // namespace kiln::ir
 

@@ -213,4 +213,13 @@ PrimFunc WithBody(const PrimFunc& f, Stmt body) {
   return PrimFunc(node);
 }
 
+PrimFunc WithFuncAttr(const PrimFunc& f, std::string key, ObjectRef value) {
+  auto* node = new PrimFuncNode();
+  node->params = f->params;
+  node->buffer_map = f->buffer_map;
+  node->attrs = WithAttr(f->attrs, std::move(key), std::move(value));
+  node->body = f->body;
+  return PrimFunc(node);
+}
+
 }  // namespace kiln::ir

@@ -267,6 +267,8 @@ Stmt Seq(std::vector<Stmt> stmts);
 
 // `f` with its body replaced (the same node when `body` is unchanged): what a pass returns.
 PrimFunc WithBody(const PrimFunc& f, Stmt body);
+// `f` with the attribute `key` set (added or replaced).
+PrimFunc WithFuncAttr(const PrimFunc& f, std::string key, ObjectRef value);
 
 }  // namespace kiln::ir
 

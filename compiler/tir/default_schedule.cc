@@ -17,31 +17,64 @@ struct Loop {
 };
 
 // Reorders and annotates perfect serial loop nests around a single block.
+// An elementwise stage after a tiled reduction, applied as each tile is stored:
+//   for v...: out[v...] = value(M[v...], other[f(v)])   with M the reduction's result,
+// read nowhere else, so M is never materialized (a fused matmul + bias + activation).
+struct Epilogue {
+  const BlockNode* block = nullptr;  // stores out[iter vars] = value
+  const BufferNode* reads = nullptr;  // M
+};
+
 class Scheduler : public StmtExprMutator {
  public:
+  explicit Scheduler(const Stmt& body) {
+    PostOrderVisit(body, [&](const PrimExpr& e) {
+      if (const auto* l = e.as<BufferLoadNode>()) ++loads_[l->buffer.get()];
+    });
+  }
+
   Stmt VisitStmt(const Stmt& s) override {
+    if (const auto* seq = s.as<SeqStmtNode>()) return VisitSeq(*seq);
+    if (const auto* block = s.as<BlockNode>()) return VisitAllocatingBlock(s, *block);
     if (!s.as<ForNode>()) return StmtExprMutator::VisitStmt(s);
-    // Collect a perfect nest of plain serial loops.
+    return ScheduleNest(s, nullptr);
+  }
+
+ private:
+  // A perfect nest of plain serial loops around one block.
+  struct Nest {
     std::vector<Loop> loops;
+    Stmt inner;  // the block realize
+    const BlockRealizeNode* realize = nullptr;
+  };
+
+  static bool AsNest(const Stmt& s, Nest* nest) {
     Stmt inner = s;
     while (const auto* f = inner.as<ForNode>()) {
       if (f->for_kind != ForKind::kSerial || !f->annotations.empty()) break;
-      loops.push_back({f});
+      nest->loops.push_back({f});
       inner = f->body;
     }
-    const auto* realize = inner.as<BlockRealizeNode>();
-    if (loops.empty() || realize == nullptr || !Classify(*realize, &loops)) {
-      return StmtExprMutator::VisitStmt(s);
-    }
+    nest->inner = inner;
+    nest->realize = inner.as<BlockRealizeNode>();
+    return !nest->loops.empty() && nest->realize != nullptr && Classify(*nest->realize, &nest->loops);
+  }
+
+  // Schedules the nest `s`; with an epilogue, returns null unless the epilogue was absorbed.
+  Stmt ScheduleNest(const Stmt& s, const Epilogue* epilogue) {
+    Nest nest;
+    if (!AsNest(s, &nest)) return epilogue ? nullptr : StmtExprMutator::VisitStmt(s);
+    const BlockRealizeNode* realize = nest.realize;
     std::vector<Loop> spatial, reduce;
-    for (const Loop& l : loops) (l.kind == IterKind::kSpatial ? spatial : reduce).push_back(l);
+    for (const Loop& l : nest.loops) (l.kind == IterKind::kSpatial ? spatial : reduce).push_back(l);
+    if (epilogue) return TileReduction(spatial, reduce, *realize, epilogue);
     if (spatial.empty()) return s;
-    if (Stmt tiled = TileReduction(spatial, reduce, *realize)) return tiled;
+    if (Stmt tiled = TileReduction(spatial, reduce, *realize, nullptr)) return tiled;
     // New order: all spatial but the last, the reductions, the last spatial loop.
     std::vector<Loop> order(spatial.begin(), spatial.end() - 1);
     order.insert(order.end(), reduce.begin(), reduce.end());
     order.push_back(spatial.back());
-    Stmt body = inner;
+    Stmt body = nest.inner;
     for (size_t i = order.size(); i-- > 0;) {
       const ForNode* f = order[i].node;
       ForKind kind = ForKind::kSerial;
@@ -52,7 +85,136 @@ class Scheduler : public StmtExprMutator {
     return body;
   }
 
- private:
+  Stmt VisitSeq(const SeqStmtNode& seq) {
+    std::vector<Stmt> out;
+    for (size_t k = 0; k < seq.seq.size(); ++k) {
+      Epilogue epilogue;
+      if (k + 1 < seq.seq.size() && AsEpilogue(seq.seq[k], seq.seq[k + 1], &epilogue)) {
+        if (Stmt fused = ScheduleNest(seq.seq[k], &epilogue)) {
+          out.push_back(fused);
+          ++k;
+          continue;
+        }
+      }
+      out.push_back(VisitStmt(seq.seq[k]));
+    }
+    return Seq(std::move(out));
+  }
+
+  // Records a block's allocations (the intermediates an epilogue may absorb) and drops those
+  // that scheduling left unused.
+  Stmt VisitAllocatingBlock(const Stmt& s, const BlockNode& block) {
+    for (const Buffer& b : block.alloc_buffers) intermediates_.insert(b.get());
+    Stmt out = StmtExprMutator::VisitStmt(s);
+    const auto* scheduled = out.as<BlockNode>();
+    if (scheduled == nullptr || scheduled->alloc_buffers.empty()) return out;
+    struct Uses : StmtExprVisitor {
+      std::unordered_set<const BufferNode*> buffers;
+      void VisitBuffer(const Buffer& b) override { buffers.insert(b.get()); }
+    } uses;
+    uses.VisitStmt(scheduled->body);
+    const std::unordered_set<const BufferNode*>& used = uses.buffers;
+    std::vector<Buffer> kept;
+    for (const Buffer& b : scheduled->alloc_buffers) {
+      if (used.count(b.get())) kept.push_back(b);
+    }
+    if (kept.size() == scheduled->alloc_buffers.size()) return out;
+    auto* copy = new BlockNode();
+    Block owner(copy);
+    copy->name = scheduled->name;
+    copy->iter_vars = scheduled->iter_vars;
+    copy->reads = scheduled->reads;
+    copy->writes = scheduled->writes;
+    copy->alloc_buffers = std::move(kept);
+    copy->match_buffers = scheduled->match_buffers;
+    copy->init = scheduled->init;
+    copy->body = scheduled->body;
+    copy->annotations = scheduled->annotations;
+    return owner;
+  }
+
+  // `consumer` is `for v...: out[v...] = value` reading the result M of the reduction nest
+  // `producer` only at M[v...], over all of M, and M is an intermediate nothing else reads.
+  bool AsEpilogue(const Stmt& producer, const Stmt& consumer, Epilogue* epilogue) const {
+    Nest p, c;
+    if (!AsNest(producer, &p) || !AsNest(consumer, &c)) return false;
+    const auto* m = p.realize->block->body.as<BufferStoreNode>();
+    const BlockNode& block = *c.realize->block;
+    const auto* store = block.body.as<BufferStoreNode>();
+    if (m == nullptr || store == nullptr || block.init || !block.alloc_buffers.empty() ||
+        !block.match_buffers.empty() || intermediates_.count(m->buffer.get()) == 0 ||
+        store->buffer.get() == m->buffer.get() || store->indices.size() != block.iter_vars.size() ||
+        m->buffer->shape.size() != block.iter_vars.size() ||
+        c.loops.size() != block.iter_vars.size()) {
+      return false;
+    }
+    for (size_t k = 0; k < block.iter_vars.size(); ++k) {
+      const IterVar& iv = block.iter_vars[k];
+      const int64_t* extent = AsConstInt(c.loops[k].node->extent);
+      const int64_t* dim = AsConstInt(m->buffer->shape[k]);
+      if (iv->iter_kind != IterKind::kSpatial || store->indices[k].get() != iv->var.get() ||
+          c.realize->iter_values[k].get() != c.loops[k].node->loop_var.get() ||
+          extent == nullptr || dim == nullptr || *extent != *dim) {
+        return false;
+      }
+    }
+    int reads = 0;
+    bool elsewhere = false;
+    PostOrderVisit(store->value, [&](const PrimExpr& e) {
+      const auto* l = e.as<BufferLoadNode>();
+      if (l == nullptr || l->buffer.get() != m->buffer.get()) return;
+      ++reads;
+      std::vector<PrimExpr> at;
+      for (const IterVar& iv : block.iter_vars) at.push_back(iv->var);
+      if (!SameIndices(l->indices, at)) elsewhere = true;
+    });
+    auto total = loads_.find(m->buffer.get());
+    if (reads == 0 || elsewhere || total == loads_.end() ||
+        total->second != reads + CountLoads(p.realize->block->body, m->buffer.get())) {
+      return false;
+    }
+    epilogue->block = &block;
+    epilogue->reads = m->buffer.get();
+    return true;
+  }
+
+  static int CountLoads(const Stmt& s, const BufferNode* buffer) {
+    int n = 0;
+    PostOrderVisit(s, [&](const PrimExpr& e) {
+      if (const auto* l = e.as<BufferLoadNode>(); l != nullptr && l->buffer.get() == buffer) ++n;
+    });
+    return n;
+  }
+
+  // The epilogue's value at one tile point: its iter vars at `indices`, M read from `acc`.
+  class EpilogueRewriter : public StmtExprMutator {
+   public:
+    EpilogueRewriter(const Epilogue& e, const std::vector<PrimExpr>& indices, PrimExpr acc)
+        : reads_(e.reads), acc_(std::move(acc)) {
+      for (size_t k = 0; k < indices.size(); ++k) {
+        const Var& iv = e.block->iter_vars[k]->var;
+        values_[iv.get()] = indices[k]->dtype == iv->dtype ? indices[k] : Cast(iv->dtype, indices[k]);
+      }
+    }
+    PrimExpr VisitExpr(const PrimExpr& e) override {
+      if (const auto* v = e.as<VarNode>()) {
+        auto it = values_.find(v);
+        return it == values_.end() ? e : it->second;
+      }
+      if (const auto* l = e.as<BufferLoadNode>(); l != nullptr && l->buffer.get() == reads_)
+        return acc_;
+      return DefaultVisitExpr(e);
+    }
+
+   private:
+    const BufferNode* reads_;
+    PrimExpr acc_;
+    std::unordered_map<const VarNode*, PrimExpr> values_;
+  };
+
+  std::unordered_map<const BufferNode*, int> loads_;  // loads of each buffer in the function
+  std::unordered_set<const BufferNode*> intermediates_;
+
   // Register blocking for matmul- and conv-like nests: two or more spatial loops around
   // reductions, the last two (i, j) with constant extents, one store to the output at the spatial
   // iter vars, and the output read only at that point. A rows x cols tile of the output (4 x 32
@@ -80,7 +242,7 @@ class Scheduler : public StmtExprMutator {
   }
 
   static Stmt TileReduction(const std::vector<Loop>& spatial, const std::vector<Loop>& reduce,
-                            const BlockRealizeNode& realize) {
+                            const BlockRealizeNode& realize, const Epilogue* epilogue) {
     if (spatial.size() < 2 || reduce.empty()) return nullptr;
     const BlockNode& block = *realize.block;
     const ForNode* li = spatial[spatial.size() - 2].node;
@@ -154,8 +316,13 @@ class Scheduler : public StmtExprMutator {
       Rewriter r = rewriter(ii, ji);
       std::vector<PrimExpr> indices;
       for (const PrimExpr& x : store->indices) indices.push_back(r.VisitExpr(x));
-      return Make<BufferStoreNode>(
-          out, Make<BufferLoadNode>(acc->dtype, acc, std::vector<PrimExpr>{ii, ji}), indices);
+      PrimExpr tile_value = Make<BufferLoadNode>(acc->dtype, acc, std::vector<PrimExpr>{ii, ji});
+      if (epilogue != nullptr) {
+        const auto* e = epilogue->block->body.as<BufferStoreNode>();
+        EpilogueRewriter er(*epilogue, indices, tile_value);
+        return Make<BufferStoreNode>(e->buffer, er.VisitExpr(e->value), indices);
+      }
+      return Make<BufferStoreNode>(out, tile_value, indices);
     });
     Stmt body = Make<AllocateNode>(acc, Seq({start, update, finish}));
     // Outer loops: the leading spatial ones, then j.o and i.o; the first that has more than one
@@ -362,7 +529,7 @@ class Scheduler : public StmtExprMutator {
 
 PrimFunc ApplyDefaultSchedule(const PrimFunc& f) {
   if (GetAttr(f->attrs, "tir.is_scheduled")) return f;
-  return WithBody(f, Scheduler().VisitStmt(f->body));
+  return WithBody(f, Scheduler(f->body).VisitStmt(f->body));
 }
 
 IRModule ApplyDefaultSchedule(const IRModule& mod) {

@@ -1,4 +1,4 @@
-#include "compiler/relax/transform/legalize_ops.h"
+#include "compiler/relax/transform/transform.h"
 
 #include <set>
 #include <vector>
@@ -103,6 +103,10 @@ class Legalizer : public ExprMutator {
     }
     KILN_RETURN_IF_ERROR(info.legalize(call, inputs, outputs, builder));
     PrimFunc kernel = builder.Build();
+    // Fusion reads the pattern from the kernel; multi-output kernels are never fused.
+    OpPattern pattern = outputs.size() == 1 ? info.pattern : OpPattern::kOpaque;
+    kernel = WithFuncAttr(kernel, "op_pattern",
+                          IntImm(DataType::Int(32), static_cast<int64_t>(pattern)));
     GlobalVar gv = AddKernel(op.substr(op.rfind('.') + 1), kernel);
     return MakeCall(GetOp("relax.call_tir"), {gv, MakeTuple(tensors)}, {out_sinfo});
   }

@@ -1,0 +1,150 @@
+#include "compiler/backend/fold_constant.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/ir/relax_functor.h"
+#include "compiler/relax/block_builder.h"
+#include "runtime/library.h"
+#include "runtime/support/status_macros.h"
+#include "runtime/tensor.h"
+
+namespace kiln::backend {
+namespace {
+
+namespace relax = ir::relax;
+
+constexpr int kMaxRounds = 16;
+// Larger results stay computed at run time rather than bloating the artifact.
+constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
+
+// `call_tir(kernel, (constants...), out_sinfo=static tensor)`: the kernel's name, or empty.
+std::string FoldableKernel(const relax::Expr& value, const ir::IRModuleNode& mod) {
+  const auto* call = value.as<relax::CallNode>();
+  const auto* op = call != nullptr ? call->op.as<relax::OpNode>() : nullptr;
+  if (op == nullptr || op->name != "relax.call_tir" || call->args.size() != 2 ||
+      call->sinfo_args.size() != 1) {
+    return "";
+  }
+  const auto* gv = call->args[0].as<relax::GlobalVarNode>();
+  const auto* args = call->args[1].as<relax::TupleNode>();
+  const auto* out = call->sinfo_args[0].as<relax::TensorStructInfoNode>();
+  if (gv == nullptr || args == nullptr || out == nullptr || out->dtype.is_void() ||
+      out->dims() == nullptr || !mod.Lookup(gv->name_hint).as<ir::PrimFuncNode>()) {
+    return "";
+  }
+  int64_t bytes = (out->dtype.bits() * out->dtype.lanes() + 7) / 8;
+  for (const ir::PrimExpr& d : *out->dims()) {
+    const int64_t* c = ir::AsConstInt(d);
+    if (c == nullptr) return "";
+    bytes *= *c;
+  }
+  if (bytes > kMaxFoldedBytes) return "";
+  for (const relax::Expr& a : args->fields) {
+    if (!a.as<relax::ConstantNode>()) return "";
+  }
+  return gv->name_hint;
+}
+
+class FoldableFinder : public relax::ExprVisitor {
+ public:
+  explicit FoldableFinder(const ir::IRModuleNode& mod) : mod_(mod) {}
+  std::map<std::string, ir::PrimFunc> kernels;
+  void VisitBinding(const relax::Binding& b) override {
+    if (std::string k = FoldableKernel(b->value, mod_); !k.empty() && b.as<relax::VarBindingNode>())
+      kernels[k] = mod_.Lookup(k).as_ref<ir::PrimFuncNode>();
+    relax::ExprVisitor::VisitBinding(b);
+  }
+
+ private:
+  const ir::IRModuleNode& mod_;
+};
+
+absl::StatusOr<runtime::Tensor> ToTensor(const relax::ConstantNode& c) {
+  KILN_ASSIGN_OR_RETURN(DLDataType dtype, runtime::ParseDataType(c.dtype.ToString()));
+  KILN_ASSIGN_OR_RETURN(runtime::Tensor t, runtime::Tensor::Empty(c.shape, dtype));
+  if (!c.bytes || c.bytes->size() != t.NumBytes())
+    return absl::InvalidArgumentError("a constant whose data does not match its shape");
+  std::memcpy(t.data(), c.bytes->data(), t.NumBytes());
+  return t;
+}
+
+// Replaces foldable calls by their values, computed with the loaded kernels.
+class Folder : public relax::ExprMutator {
+ public:
+  Folder(const ir::IRModuleNode& mod, std::shared_ptr<runtime::KernelLibrary> library)
+      : mod_(mod), library_(std::move(library)) {}
+  absl::Status status;
+
+  relax::Binding VisitBinding(const relax::Binding& b) override {
+    std::string kernel = FoldableKernel(b->value, mod_);
+    if (kernel.empty() || !b.as<relax::VarBindingNode>() || !status.ok())
+      return relax::ExprMutator::VisitBinding(b);
+    absl::StatusOr<relax::Expr> folded = Evaluate(kernel, *b->value.as<relax::CallNode>());
+    if (!folded.ok()) {
+      status = absl::Status(folded.status().code(),
+                            absl::StrCat("folding binding '", b->var->name_hint, "' (kernel '",
+                                         kernel, "'): ", folded.status().message()));
+      return b;
+    }
+    return relax::MakeBinding(b->var, *folded);
+  }
+
+ private:
+  absl::StatusOr<relax::Expr> Evaluate(const std::string& kernel, const relax::CallNode& call) {
+    KILN_ASSIGN_OR_RETURN(runtime::Function fn, library_->GetFunction(kernel, nullptr));
+    std::vector<runtime::Value> args;
+    for (const relax::Expr& a : call.args[1].as<relax::TupleNode>()->fields) {
+      KILN_ASSIGN_OR_RETURN(runtime::Tensor t, ToTensor(*a.as<relax::ConstantNode>()));
+      args.emplace_back(std::move(t));
+    }
+    const auto* out = call.sinfo_args[0].as<relax::TensorStructInfoNode>();
+    std::vector<int64_t> shape;
+    for (const ir::PrimExpr& d : *out->dims()) shape.push_back(*ir::AsConstInt(d));
+    KILN_ASSIGN_OR_RETURN(DLDataType dtype, runtime::ParseDataType(out->dtype.ToString()));
+    KILN_ASSIGN_OR_RETURN(runtime::Tensor result, runtime::Tensor::Empty(shape, dtype));
+    args.emplace_back(result);
+    KILN_RETURN_IF_ERROR(fn(args).status());
+    return relax::MakeConstant(
+        out->dtype, shape,
+        std::string(static_cast<const char*>(result.data()), result.NumBytes()));
+  }
+
+  const ir::IRModuleNode& mod_;
+  std::shared_ptr<runtime::KernelLibrary> library_;
+};
+
+}  // namespace
+
+absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod) {
+  KILN_ASSIGN_OR_RETURN(ir::IRModule current, relax::NormalizeModule(mod));
+  for (int round = 0; round < kMaxRounds; ++round) {
+    FoldableFinder finder(*current);
+    for (const auto& [name, entry] : current->functions) {
+      if (auto f = entry.second.as_ref<relax::FunctionNode>()) finder.VisitExpr(f);
+    }
+    if (finder.kernels.empty()) break;
+    ir::IRModuleBuilder kernels;
+    for (const auto& [name, func] : finder.kernels)
+      KILN_RETURN_IF_ERROR(kernels.Add(relax::MakeGlobalVar(name), func));
+    // Folding runs here, on the host, whatever the module's target.
+    KILN_ASSIGN_OR_RETURN(std::string so, codegen::BuildKernelLibrary(kernels.Build(), "llvm"));
+    KILN_ASSIGN_OR_RETURN(auto library, runtime::KernelLibrary::LoadFromMemory(so, "fold"));
+    ir::IRModuleBuilder out(current);
+    for (const auto& [name, entry] : current->functions) {
+      auto f = entry.second.as_ref<relax::FunctionNode>();
+      if (!f) continue;
+      Folder folder(*current, library);
+      relax::Expr folded = folder.VisitExpr(f);
+      KILN_RETURN_IF_ERROR(folder.status);
+      out.Update(entry.first, folded);
+    }
+    KILN_ASSIGN_OR_RETURN(current, relax::NormalizeModule(out.Build()));
+  }
+  return current;
+}
+
+}  // namespace kiln::backend

@@ -1,0 +1,59 @@
+// The build pipeline: the passes a module goes through before VM code generation, in order, each
+// with a name that `kiln compile --dump-after=NAME` shows the module after.
+//
+//   CanonicalizeBindings  aliases, no-op match_casts and tuple projections removed
+//   LegalizeOps           operators -> call_tir of TIR kernels
+//   FoldConstant          kernels on constants evaluated now
+//   DeadCodeElimination   unused bindings and private functions removed
+//   FuseOps               chains and epilogues merged into fused kernels
+//   DeadCodeElimination   the kernels fusion replaced removed
+//   DefaultSchedule       every kernel without a schedule gets the default one
+//   ToNonDataflow         dataflow blocks become plain binding blocks
+//
+// VM code generation follows (vm_codegen.h): CallTIRRewrite, static memory planning and
+// VMShapeLower happen as the executable is written; "VMCodegen" dumps its disassembly.
+#ifndef KILN_COMPILER_BACKEND_PIPELINE_H_
+#define KILN_COMPILER_BACKEND_PIPELINE_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/module.h"
+
+namespace kiln::backend {
+
+struct BuildOptions {
+  bool fuse = true;            // FuseOps (off: one kernel per operator)
+  bool fold_constants = true;  // FoldConstant
+  // Pass names to dump after ("all" for every pass); each dump goes to `dump` as text.
+  std::vector<std::string> dump_after;
+  std::function<void(const std::string& pass, const std::string& text)> dump;
+};
+
+using PassFn = std::function<absl::StatusOr<ir::IRModule>(const ir::IRModule&)>;
+struct Pass {
+  std::string name;
+  PassFn run;
+};
+
+// The passes `options` selects, in order.
+std::vector<Pass> Pipeline(const BuildOptions& options);
+
+// Every name --dump-after accepts, VMCodegen included.
+std::vector<std::string> DumpablePassNames();
+
+// Fails on a dump_after name that is not a pass, listing the valid ones.
+absl::Status CheckDumpAfter(const BuildOptions& options);
+
+// Runs `passes` over `mod`, dumping where asked. A failing pass's error is prefixed with its name.
+absl::StatusOr<ir::IRModule> RunPasses(const ir::IRModule& mod, const std::vector<Pass>& passes,
+                                       const BuildOptions& options);
+
+// Whether `options` asks for a dump after `pass`.
+bool WantsDump(const BuildOptions& options, const std::string& pass);
+
+}  // namespace kiln::backend
+
+#endif  // KILN_COMPILER_BACKEND_PIPELINE_H_

@@ -1,0 +1,50 @@
+// The Relax passes of the build pipeline (compiler/backend/pipeline.h runs them in order). Each
+// maps a module to a new one; the result is normalized (StructInfo everywhere).
+#ifndef KILN_COMPILER_RELAX_TRANSFORM_TRANSFORM_H_
+#define KILN_COMPILER_RELAX_TRANSFORM_TRANSFORM_H_
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/module.h"
+
+namespace kiln::ir::relax {
+
+// Removes indirection the front ends leave behind:
+//   - a binding of one variable to another (`y = x`): uses of y become x; a dataflow value only
+//     exported (`lv = f(...); gv = lv`) is bound to the output variable directly;
+//   - a match_cast to the StructInfo its value already has;
+//   - TupleGetItem of a variable bound to a tuple literal: the field itself.
+absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod);
+
+// LegalizeOps lowers every high-level operator call to a TIR kernel. A binding
+//   lv = R.add(x, y)
+// becomes
+//   lv = R.call_tir(cls.add, (x, y), out_sinfo=R.Tensor((n, 64), "float32"))
+// with `add` a private PrimFunc written by the operator's legalization (op_registry.h) and added
+// to the module, its fusion pattern in the attribute "op_pattern". Identical kernels (same op,
+// attributes and shapes) are added once and shared. Fails, naming the function, binding and
+// operator, when an operator has no legalization or an argument's shape or dtype is unknown.
+absl::StatusOr<IRModule> LegalizeOps(const IRModule& mod);
+
+// Removes bindings whose value is pure and unused (backwards, so chains go at once), empty
+// blocks, and private functions (no "global_symbol") that no public function reaches.
+absl::StatusOr<IRModule> DeadCodeElimination(const IRModule& mod);
+
+// Operator fusion over legalized code (the call_tir bindings of each dataflow block, by their
+// kernels' "op_pattern"). A value used only by the next operator joins that operator's group
+// when
+//   - both are elementwise, broadcast or injective (a chain: exp(x - max) / sum ...);
+//   - the producer group holds one matmul/conv-like or reduction anchor and the consumer is
+//     elementwise or broadcast (an epilogue: matmul + bias + relu);
+//   - the consumer is a reduction and the producers are injective (they are inlined into it).
+// Each group becomes one call_tir of a fused PrimFunc (tir/fuse.h) named after its members;
+// injective stages are inlined, so their intermediates never exist. The unfused kernels stay in
+// the module until DeadCodeElimination.
+absl::StatusOr<IRModule> FuseOps(const IRModule& mod);
+
+// Dataflow blocks become ordinary binding blocks and dataflow variables ordinary variables: the
+// form the VM code generator and the lowering after it expect.
+absl::StatusOr<IRModule> ToNonDataflow(const IRModule& mod);
+
+}  // namespace kiln::ir::relax
+
+#endif  // KILN_COMPILER_RELAX_TRANSFORM_TRANSFORM_H_
