@@ -165,7 +165,8 @@ int Compile(const std::string& path, const std::string& target, const std::strin
     }
     char name[32];
     std::snprintf(name, sizeof(name), "%02d_", dumps);
-    std::string file = absl::StrCat(dump_dir, "/", name, pass, pass == "VMCodegen" ? ".txt" : ".py");
+    std::string file =
+        absl::StrCat(dump_dir, "/", name, pass, pass == "VMCodegen" ? ".txt" : ".py");
     if (absl::Status s = WriteBytes(file, text); !s.ok() && dump_status.ok()) dump_status = s;
   };
   absl::StatusOr<std::string> artifact = kiln::backend::BuildArtifact(*mod, target, options);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/codegen_llvm.h"
@@ -21,8 +22,19 @@ constexpr int kMaxRounds = 16;
 // Larger results stay computed at run time rather than bloating the artifact.
 constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
 
+// Variables bound to constants (a folded value feeding the next fold).
+using ConstantVars = std::unordered_map<const relax::VarNode*, const relax::ConstantNode*>;
+
+const relax::ConstantNode* AsConstant(const relax::Expr& e, const ConstantVars& vars) {
+  if (const auto* c = e.as<relax::ConstantNode>()) return c;
+  const auto* v = e.as<relax::VarNode>();
+  auto it = v != nullptr ? vars.find(v) : vars.end();
+  return it == vars.end() ? nullptr : it->second;
+}
+
 // `call_tir(kernel, (constants...), out_sinfo=static tensor)`: the kernel's name, or empty.
-std::string FoldableKernel(const relax::Expr& value, const ir::IRModuleNode& mod) {
+std::string FoldableKernel(const relax::Expr& value, const ir::IRModuleNode& mod,
+                           const ConstantVars& vars) {
   const auto* call = value.as<relax::CallNode>();
   const auto* op = call != nullptr ? call->op.as<relax::OpNode>() : nullptr;
   if (op == nullptr || op->name != "relax.call_tir" || call->args.size() != 2 ||
@@ -44,7 +56,7 @@ std::string FoldableKernel(const relax::Expr& value, const ir::IRModuleNode& mod
   }
   if (bytes > kMaxFoldedBytes) return "";
   for (const relax::Expr& a : args->fields) {
-    if (!a.as<relax::ConstantNode>()) return "";
+    if (!AsConstant(a, vars)) return "";
   }
   return gv->name_hint;
 }
@@ -54,13 +66,17 @@ class FoldableFinder : public relax::ExprVisitor {
   explicit FoldableFinder(const ir::IRModuleNode& mod) : mod_(mod) {}
   std::map<std::string, ir::PrimFunc> kernels;
   void VisitBinding(const relax::Binding& b) override {
-    if (std::string k = FoldableKernel(b->value, mod_); !k.empty() && b.as<relax::VarBindingNode>())
+    if (const auto* c = b->value.as<relax::ConstantNode>(); c && b->var)
+      constants_[b->var.get()] = c;
+    std::string k = FoldableKernel(b->value, mod_, constants_);
+    if (!k.empty() && b.as<relax::VarBindingNode>())
       kernels[k] = mod_.Lookup(k).as_ref<ir::PrimFuncNode>();
     relax::ExprVisitor::VisitBinding(b);
   }
 
  private:
   const ir::IRModuleNode& mod_;
+  ConstantVars constants_;
 };
 
 absl::StatusOr<runtime::Tensor> ToTensor(const relax::ConstantNode& c) {
@@ -80,7 +96,9 @@ class Folder : public relax::ExprMutator {
   absl::Status status;
 
   relax::Binding VisitBinding(const relax::Binding& b) override {
-    std::string kernel = FoldableKernel(b->value, mod_);
+    if (const auto* c = b->value.as<relax::ConstantNode>(); c && b->var)
+      constants_[b->var.get()] = c;
+    std::string kernel = FoldableKernel(b->value, mod_, constants_);
     if (kernel.empty() || !b.as<relax::VarBindingNode>() || !status.ok())
       return relax::ExprMutator::VisitBinding(b);
     absl::StatusOr<relax::Expr> folded = Evaluate(kernel, *b->value.as<relax::CallNode>());
@@ -98,7 +116,7 @@ class Folder : public relax::ExprMutator {
     KILN_ASSIGN_OR_RETURN(runtime::Function fn, library_->GetFunction(kernel, nullptr));
     std::vector<runtime::Value> args;
     for (const relax::Expr& a : call.args[1].as<relax::TupleNode>()->fields) {
-      KILN_ASSIGN_OR_RETURN(runtime::Tensor t, ToTensor(*a.as<relax::ConstantNode>()));
+      KILN_ASSIGN_OR_RETURN(runtime::Tensor t, ToTensor(*AsConstant(a, constants_)));
       args.emplace_back(std::move(t));
     }
     const auto* out = call.sinfo_args[0].as<relax::TensorStructInfoNode>();
@@ -109,12 +127,12 @@ class Folder : public relax::ExprMutator {
     args.emplace_back(result);
     KILN_RETURN_IF_ERROR(fn(args).status());
     return relax::MakeConstant(
-        out->dtype, shape,
-        std::string(static_cast<const char*>(result.data()), result.NumBytes()));
+        out->dtype, shape, std::string(static_cast<const char*>(result.data()), result.NumBytes()));
   }
 
   const ir::IRModuleNode& mod_;
   std::shared_ptr<runtime::KernelLibrary> library_;
+  ConstantVars constants_;
 };
 
 }  // namespace

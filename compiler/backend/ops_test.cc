@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/backend/build.h"
+#include "compiler/backend/testing/model_test_util.h"
 #include "compiler/script/script_parser.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -18,108 +19,22 @@
 namespace kiln::backend {
 namespace {
 
+using testing::Array;
+using testing::CompileAndRun;
+using testing::FromTensor;
+using testing::Random;
+using testing::ToTensor;
+using testing::Zeros;
+
 using runtime::Tensor;
 using runtime::Value;
 using ::testing::HasSubstr;
-
-// A dense float64 array for references; converted to and from runtime tensors.
-struct Array {
-  std::vector<int64_t> shape;
-  std::vector<double> data;
-  int64_t size() const { return static_cast<int64_t>(data.size()); }
-  // Row-major strides.
-  std::vector<int64_t> strides() const {
-    std::vector<int64_t> s(shape.size(), 1);
-    for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-    return s;
-  }
-  std::vector<int64_t> Unravel(int64_t flat) const {
-    std::vector<int64_t> idx(shape.size());
-    for (size_t i = shape.size(); i-- > 0;) {
-      idx[i] = flat % shape[i];
-      flat /= shape[i];
-    }
-    return idx;
-  }
-  double& at(const std::vector<int64_t>& idx) {
-    int64_t flat = 0;
-    for (size_t i = 0; i < shape.size(); ++i) flat = flat * shape[i] + idx[i];
-    return data[flat];
-  }
-  double at(const std::vector<int64_t>& idx) const { return const_cast<Array*>(this)->at(idx); }
-};
-
-Array Zeros(std::vector<int64_t> shape) {
-  int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-  return Array{std::move(shape), std::vector<double>(n, 0.0)};
-}
-
-Array Random(std::vector<int64_t> shape, uint32_t seed, double lo = -2, double hi = 2) {
-  Array a = Zeros(std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(static_cast<float>(lo), static_cast<float>(hi));
-  for (double& v : a.data) v = dist(rng);
-  return a;
-}
-
-Tensor ToTensor(const Array& a, const char* dtype = "float32") {
-  DLDataType t = *runtime::ParseDataType(dtype);
-  Tensor out = *Tensor::Empty(a.shape, t);
-  for (int64_t i = 0; i < a.size(); ++i) {
-    if (t.code == kDLFloat) {
-      static_cast<float*>(out.data())[i] = static_cast<float>(a.data[i]);
-    } else if (t.bits == 64) {
-      static_cast<int64_t*>(out.data())[i] = static_cast<int64_t>(a.data[i]);
-    } else if (t.bits == 32) {
-      static_cast<int32_t*>(out.data())[i] = static_cast<int32_t>(a.data[i]);
-    } else {
-      static_cast<uint8_t*>(out.data())[i] = static_cast<uint8_t>(a.data[i]);
-    }
-  }
-  return out;
-}
-
-Array FromTensor(const Tensor& t) {
-  Array a = Zeros(std::vector<int64_t>(t.shape().begin(), t.shape().end()));
-  DLDataType d = t.dtype();
-  for (int64_t i = 0; i < a.size(); ++i) {
-    if (d.code == kDLFloat) {
-      a.data[i] = static_cast<const float*>(t.data())[i];
-    } else if (d.bits == 64) {
-      a.data[i] = static_cast<double>(static_cast<const int64_t*>(t.data())[i]);
-    } else if (d.bits == 32) {
-      a.data[i] = static_cast<const int32_t*>(t.data())[i];
-    } else {
-      a.data[i] = static_cast<const uint8_t*>(t.data())[i];
-    }
-  }
-  return a;
-}
 
 // A module whose `main` takes `params` (TVMScript annotations) and returns `body`'s last var.
 std::string Module(const std::string& params, const std::string& body, const std::string& ret) {
   return absl::StrCat("@I.ir_module\nclass Module:\n    @R.function\n    def main(", params,
                       "):\n        with R.dataflow():\n", body, "            R.output(", ret,
                       ")\n        return ", ret, "\n");
-}
-
-// Compiles `text` and runs main on `inputs`.
-absl::StatusOr<Value> CompileAndRun(const std::string& text, const std::vector<Value>& inputs) {
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "op.py");
-  if (!mod.ok()) return mod.status();
-  absl::StatusOr<BuiltModule> built = Build(*mod, "llvm");
-  if (!built.ok()) return built.status();
-  auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, "op");
-  if (!lib.ok()) return lib.status();
-  absl::StatusOr<runtime::vm::Executable> exec =
-      runtime::vm::Executable::Deserialize(built->executable);
-  if (!exec.ok()) return exec.status();
-  absl::StatusOr<std::unique_ptr<runtime::vm::VirtualMachine>> vm =
-      runtime::vm::VirtualMachine::Create(
-          std::make_shared<const runtime::vm::Executable>(std::move(*exec)), *lib,
-          std::make_shared<runtime::ThreadPool>(2), nullptr);
-  if (!vm.ok()) return vm.status();
-  return (*vm)->Invoke("main", inputs);
 }
 
 void ExpectClose(const Array& got, const Array& want, double tol = 1e-4) {

@@ -21,7 +21,7 @@ struct Loop {
 //   for v...: out[v...] = value(M[v...], other[f(v)])   with M the reduction's result,
 // read nowhere else, so M is never materialized (a fused matmul + bias + activation).
 struct Epilogue {
-  const BlockNode* block = nullptr;  // stores out[iter vars] = value
+  const BlockNode* block = nullptr;   // stores out[iter vars] = value
   const BufferNode* reads = nullptr;  // M
 };
 
@@ -57,7 +57,8 @@ class Scheduler : public StmtExprMutator {
     }
     nest->inner = inner;
     nest->realize = inner.as<BlockRealizeNode>();
-    return !nest->loops.empty() && nest->realize != nullptr && Classify(*nest->realize, &nest->loops);
+    return !nest->loops.empty() && nest->realize != nullptr &&
+           Classify(*nest->realize, &nest->loops);
   }
 
   // Schedules the nest `s`; with an epilogue, returns null unless the epilogue was absorbed.
@@ -153,8 +154,8 @@ class Scheduler : public StmtExprMutator {
       const int64_t* extent = AsConstInt(c.loops[k].node->extent);
       const int64_t* dim = AsConstInt(m->buffer->shape[k]);
       if (iv->iter_kind != IterKind::kSpatial || store->indices[k].get() != iv->var.get() ||
-          c.realize->iter_values[k].get() != c.loops[k].node->loop_var.get() ||
-          extent == nullptr || dim == nullptr || *extent != *dim) {
+          c.realize->iter_values[k].get() != c.loops[k].node->loop_var.get() || extent == nullptr ||
+          dim == nullptr || *extent != *dim) {
         return false;
       }
     }
@@ -193,7 +194,8 @@ class Scheduler : public StmtExprMutator {
         : reads_(e.reads), acc_(std::move(acc)) {
       for (size_t k = 0; k < indices.size(); ++k) {
         const Var& iv = e.block->iter_vars[k]->var;
-        values_[iv.get()] = indices[k]->dtype == iv->dtype ? indices[k] : Cast(iv->dtype, indices[k]);
+        values_[iv.get()] =
+            indices[k]->dtype == iv->dtype ? indices[k] : Cast(iv->dtype, indices[k]);
       }
     }
     PrimExpr VisitExpr(const PrimExpr& e) override {

@@ -124,7 +124,8 @@ class MemberRewriter : public StmtExprMutator {
     Block owner(copy);
     for (IterVar& iv : copy->iter_vars) {
       auto it = fresh_.find(iv->var.get());
-      if (it != fresh_.end()) iv = Make<IterVarNode>(it->second, iv->dom, iv->iter_kind, iv->thread_tag);
+      if (it != fresh_.end())
+        iv = Make<IterVarNode>(it->second, iv->dom, iv->iter_kind, iv->thread_tag);
     }
     std::string name = block->name;
     for (int k = 1; block_names_.count(name); ++k) name = absl::StrCat(block->name, "_", k);
@@ -157,8 +158,8 @@ bool SameDim(const PrimExpr& a, const PrimExpr& b) {
 // take the fused dimensions, and every other dimension must agree.
 absl::Status Unify(const Buffer& kernel, const Buffer& fused, MemberRewriter* rw) {
   if (kernel->dtype != fused->dtype || kernel->shape.size() != fused->shape.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("buffer '", kernel->name,
-                                                   "' does not match the value it is given"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("buffer '", kernel->name, "' does not match the value it is given"));
   }
   for (size_t d = 0; d < kernel->shape.size(); ++d) {
     const PrimExpr& k = kernel->shape[d];
@@ -186,8 +187,7 @@ const BlockNode* RootBlock(const PrimFuncNode& f) {
   const auto* realize = f.body.as<BlockRealizeNode>();
   if (realize == nullptr || !realize->iter_values.empty()) return nullptr;
   const BlockNode* block = realize->block.get();
-  return block->iter_vars.empty() && !block->init && block->match_buffers.empty() ? block
-                                                                                  : nullptr;
+  return block->iter_vars.empty() && !block->init && block->match_buffers.empty() ? block : nullptr;
 }
 
 }  // namespace
@@ -203,9 +203,9 @@ absl::StatusOr<PrimFunc> FusePrimFuncs(const std::vector<FusionMember>& members,
     const PrimFuncNode& kernel = *members[k].kernel;
     const std::vector<int>& inputs = members[k].inputs;
     if (kernel.params.size() != inputs.size() + 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("member ", k, " takes ", kernel.params.size(), " parameters, not ",
-                       inputs.size(), " inputs and one output"));
+      return absl::InvalidArgumentError(absl::StrCat("member ", k, " takes ", kernel.params.size(),
+                                                     " parameters, not ", inputs.size(),
+                                                     " inputs and one output"));
     }
     MemberRewriter rw(&block_names);
     for (size_t j = 0; j < inputs.size(); ++j) {
@@ -260,8 +260,8 @@ absl::StatusOr<PrimFunc> FusePrimFuncs(const std::vector<FusionMember>& members,
         if (const auto* v = e.as<VarNode>(); v != nullptr && bound.count(v) == 0) unbound = true;
       });
       if (unbound) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the size of intermediate '", b->name, "' is not known from the parameters"));
+        return absl::InvalidArgumentError(absl::StrCat("the size of intermediate '", b->name,
+                                                       "' is not known from the parameters"));
       }
     }
   }
@@ -308,8 +308,10 @@ bool AsInjectiveStage(const Stmt& stage, const std::unordered_set<const BufferNo
   }
   for (size_t k = 0; k < loops.size(); ++k) {
     const IterVar& iv = block.iter_vars[k];
-    if (iv->iter_kind != IterKind::kSpatial || realize->iter_values[k].get() != loops[k]->loop_var.get() ||
-        store->indices[k].get() != iv->var.get() || !SameDim(loops[k]->extent, store->buffer->shape[k]) ||
+    if (iv->iter_kind != IterKind::kSpatial ||
+        realize->iter_values[k].get() != loops[k]->loop_var.get() ||
+        store->indices[k].get() != iv->var.get() ||
+        !SameDim(loops[k]->extent, store->buffer->shape[k]) ||
         !SameDim(iv->dom->extent, loops[k]->extent)) {
       return false;
     }
@@ -317,7 +319,8 @@ bool AsInjectiveStage(const Stmt& stage, const std::unordered_set<const BufferNo
   }
   bool reads_itself = false;
   PostOrderVisit(store->value, [&](const PrimExpr& e) {
-    if (const auto* l = e.as<BufferLoadNode>(); l != nullptr && l->buffer.get() == store->buffer.get())
+    if (const auto* l = e.as<BufferLoadNode>();
+        l != nullptr && l->buffer.get() == store->buffer.get())
       reads_itself = true;
   });
   if (reads_itself) return false;

@@ -52,6 +52,8 @@ class Canonicalizer : public ExprMutator {
     uses_ = std::move(counter.uses);
   }
 
+  bool changed = false;  // whether anything was simplified
+
   Expr VisitExpr(const Expr& e) override {
     if (const auto* v = e.as<VarNode>()) {
       auto it = replace_.find(v);
@@ -63,6 +65,7 @@ class Canonicalizer : public ExprMutator {
       auto it = v != nullptr ? tuples_.find(v) : tuples_.end();
       if (it != tuples_.end() && g->index >= 0 &&
           static_cast<size_t>(g->index) < it->second->fields.size()) {
+        changed = true;
         return it->second->fields[g->index];
       }
       return tuple == g->tuple ? e : Expr(Make<TupleGetItemNode>(tuple, g->index));
@@ -95,6 +98,7 @@ class Canonicalizer : public ExprMutator {
         }
         export_as[lv] = b->var;
         exports.insert(b.get());
+        changed = true;
       }
     }
     std::vector<Binding> bindings;
@@ -111,10 +115,12 @@ class Canonicalizer : public ExprMutator {
         if (alias != nullptr && (alias->is_dataflow() <= var->is_dataflow()) &&
             Subsumes(var->struct_info(), alias->struct_info())) {
           replace_[var.get()] = value;
+          changed = true;
           continue;
         }
         if (const auto* tuple = value.as<TupleNode>()) tuples_[var.get()] = tuple;
       }
+      changed |= mc != nullptr && plain;
       if (plain) {
         bindings.push_back(var == b->var && value == b->value ? b : MakeBinding(var, value));
       } else {
@@ -138,16 +144,26 @@ class Canonicalizer : public ExprMutator {
 }  // namespace
 
 absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod) {
-  KILN_ASSIGN_OR_RETURN(IRModule normalized, NormalizeModule(mod));
-  IRModuleBuilder out(normalized);
-  for (const auto& [name, entry] : normalized->functions) {
-    const auto* f = entry.second.as<FunctionNode>();
-    if (f == nullptr) continue;
-    Expr body = Canonicalizer(*f).VisitExpr(f->body);
-    if (body == f->body) continue;
-    out.Update(entry.first, MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, f->attrs));
+  KILN_ASSIGN_OR_RETURN(IRModule current, NormalizeModule(mod));
+  // One round's rewrites enable the next (an alias removed makes a value exported once), so
+  // repeat until nothing changes.
+  for (int round = 0; round < 8; ++round) {
+    IRModuleBuilder out(current);
+    bool changed = false;
+    for (const auto& [name, entry] : current->functions) {
+      const auto* f = entry.second.as<FunctionNode>();
+      if (f == nullptr) continue;
+      Canonicalizer canonicalizer(*f);
+      Expr body = canonicalizer.VisitExpr(f->body);
+      if (!canonicalizer.changed) continue;
+      changed = true;
+      out.Update(entry.first,
+                 MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, f->attrs));
+    }
+    if (!changed) break;
+    KILN_ASSIGN_OR_RETURN(current, NormalizeModule(out.Build()));
   }
-  return NormalizeModule(out.Build());
+  return current;
 }
 
 }  // namespace kiln::ir::relax

@@ -26,7 +26,9 @@ class UseCounter : public ExprVisitor {
   }
 };
 
-bool IsAnchor(OpPattern p) { return p == OpPattern::kCommReduce || p == OpPattern::kOutEWiseFusable; }
+bool IsAnchor(OpPattern p) {
+  return p == OpPattern::kCommReduce || p == OpPattern::kOutEWiseFusable;
+}
 
 // A call_tir binding fusion can take: one tensor output, arguments a tuple literal of variables
 // and constants, a kernel that states its pattern.
@@ -230,7 +232,8 @@ absl::StatusOr<IRModule> FuseOps(const IRModule& mod) {
     fuser.CountUses(f->body);
     Expr body = fuser.VisitExpr(f->body);
     if (body == f->body) continue;
-    out.Update(entry.first, MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, f->attrs));
+    out.Update(entry.first,
+               MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, f->attrs));
   }
   for (const auto& [gv, kernel] : fused) KILN_RETURN_IF_ERROR(out.Add(gv, kernel));
   return NormalizeModule(out.Build());

@@ -1,5 +1,3 @@
-#include "compiler/relax/transform/transform.h"
-
 #include <set>
 #include <vector>
 
@@ -9,6 +7,7 @@
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/op_registry.h"
 #include "compiler/relax/struct_info.h"
+#include "compiler/relax/transform/transform.h"
 #include "compiler/tir/compute.h"
 #include "runtime/support/status_macros.h"
 

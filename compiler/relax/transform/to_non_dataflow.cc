@@ -53,7 +53,8 @@ absl::StatusOr<IRModule> ToNonDataflow(const IRModule& mod) {
     const auto* f = entry.second.as<FunctionNode>();
     if (f == nullptr) continue;
     Expr body = DataflowRemover().VisitExpr(f->body);
-    out.Update(entry.first, MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, f->attrs));
+    out.Update(entry.first,
+               MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, f->attrs));
   }
   return NormalizeModule(out.Build());
 }

@@ -1,0 +1,41 @@
+// Shared by the model and pipeline tests: float64 reference arrays, conversion to and from
+// runtime tensors, and compiling a TVMScript module and running its `main` through the VM.
+#ifndef KILN_COMPILER_BACKEND_TESTING_MODEL_TEST_UTIL_H_
+#define KILN_COMPILER_BACKEND_TESTING_MODEL_TEST_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/backend/pipeline.h"
+#include "runtime/tensor.h"
+#include "runtime/value.h"
+
+namespace kiln::backend::testing {
+
+// A dense float64 array for references; converted to and from runtime tensors.
+struct Array {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+  int64_t size() const { return static_cast<int64_t>(data.size()); }
+  std::vector<int64_t> strides() const;  // row-major
+  std::vector<int64_t> Unravel(int64_t flat) const;
+  double& at(const std::vector<int64_t>& idx);
+  double at(const std::vector<int64_t>& idx) const;
+};
+
+Array Zeros(std::vector<int64_t> shape);
+// Uniform in [lo, hi), rounded to float32, reproducible from `seed`.
+Array Random(std::vector<int64_t> shape, uint32_t seed, double lo = -2, double hi = 2);
+runtime::Tensor ToTensor(const Array& a, const char* dtype = "float32");
+Array FromTensor(const runtime::Tensor& t);
+
+// Parses `text`, builds it for the host with `options` and runs main on `inputs` (2 threads).
+absl::StatusOr<runtime::Value> CompileAndRun(const std::string& text,
+                                             const std::vector<runtime::Value>& inputs,
+                                             const BuildOptions& options = {});
+
+}  // namespace kiln::backend::testing
+
+#endif  // KILN_COMPILER_BACKEND_TESTING_MODEL_TEST_UTIL_H_
