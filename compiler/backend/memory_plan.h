@@ -1,28 +1,36 @@
-// Static memory planning of a Relax function: the call_tir outputs that only ever feed other
-// kernels (intermediates of static shape) share one storage, carved at offsets chosen so that
-// tensors alive at the same time never overlap. The VM allocates that storage once per call and
-// each planned tensor as a view (vm.builtin.alloc_storage / alloc_tensor); everything else —
-// results, tuples, values passed to packed functions, symbolic shapes — is allocated on its own.
+// StaticPlanBlockMemory: the tensors CallTIRRewrite allocates (R.builtin.alloc_tensor) that only
+// ever feed kernels — intermediates of static shape — share one storage, carved at offsets chosen
+// so that tensors alive at the same time never overlap:
+//
+//   storage = R.memory.alloc_storage(R.shape([10240]), R.prim_value(0), R.str("global"), ...)
+//   lv = R.memory.alloc_tensor(storage, R.prim_value(4096), R.shape([1, 8, 8, 8]), ...)
+//
+// The VM allocates that storage once per call. Everything else — results, tuples, values passed
+// to packed functions or other Relax functions, symbolic shapes — keeps its own allocation. The
+// plan's sizes are recorded on the function (attributes kiln.planned_*) for the manifest.
 #ifndef KILN_COMPILER_BACKEND_MEMORY_PLAN_H_
 #define KILN_COMPILER_BACKEND_MEMORY_PLAN_H_
 
 #include <cstdint>
-#include <unordered_map>
 
-#include "compiler/ir/relax_expr.h"
+#include "absl/status/statusor.h"
+#include "compiler/ir/module.h"
 
 namespace kiln::backend {
 
-struct MemoryPlan {
-  // Planned tensor (the var its call_tir binds) -> byte offset in the storage.
-  std::unordered_map<const ir::relax::VarNode*, int64_t> offsets;
-  int64_t storage_bytes = 0;  // the planned peak: the storage size
-  int64_t tensor_bytes = 0;   // the planned tensors' sizes summed: memory without reuse
-};
-
 inline constexpr int64_t kPlanAlignment = 64;  // runtime::kTensorAlignment
 
-MemoryPlan PlanMemory(const ir::relax::FunctionNode& f);
+// What planning did for one function.
+struct PlannedMemory {
+  int64_t storage_bytes = 0;  // the planned peak, allocated once per call
+  int64_t tensor_bytes = 0;   // the planned tensors' sizes summed (memory without reuse)
+  int64_t tensors = 0;        // how many tensors were planned
+};
+
+absl::StatusOr<ir::IRModule> StaticPlanBlockMemory(const ir::IRModule& mod);
+
+// The plan recorded on a Relax function by StaticPlanBlockMemory (zeros when none).
+PlannedMemory PlannedMemoryOf(const ir::relax::FunctionNode& f);
 
 }  // namespace kiln::backend
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/backend/fold_constant.h"
+#include "compiler/backend/memory_plan.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/script/printer.h"
@@ -42,6 +43,8 @@ std::vector<Pass> Pipeline(const BuildOptions& options) {
   }
   passes.push_back({"DefaultSchedule", DefaultSchedule});
   passes.push_back({"ToNonDataflow", relax::ToNonDataflow});
+  passes.push_back({"CallTIRRewrite", relax::CallTIRRewrite});
+  passes.push_back({"StaticPlanBlockMemory", StaticPlanBlockMemory});
   return passes;
 }
 

@@ -9,9 +9,12 @@
 //   DeadCodeElimination   the kernels fusion replaced removed
 //   DefaultSchedule       every kernel without a schedule gets the default one
 //   ToNonDataflow         dataflow blocks become plain binding blocks
+//   CallTIRRewrite        call_tir -> explicit output allocation + a direct kernel call
+//   StaticPlanBlockMemory intermediates placed in one storage with reuse (memory_plan.h)
 //
-// VM code generation follows (vm_codegen.h): CallTIRRewrite, static memory planning and
-// VMShapeLower happen as the executable is written; "VMCodegen" dumps its disassembly.
+// VM code generation follows (vm_codegen.h), with VMShapeLower — parameter and match_cast
+// checks, symbolic dimensions in the shape heap, computed ones by generated shape functions —
+// done as the executable is written; "VMCodegen" dumps its disassembly.
 #ifndef KILN_COMPILER_BACKEND_PIPELINE_H_
 #define KILN_COMPILER_BACKEND_PIPELINE_H_
 

@@ -1,11 +1,13 @@
 // The passes of the build pipeline, each on its own: structural results written as TVMScript,
 // and for FuseOps and FoldConstant the numbers the compiled module computes.
+#include "compiler/backend/pipeline.h"
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/backend/build.h"
 #include "compiler/backend/fold_constant.h"
-#include "compiler/backend/pipeline.h"
+#include "compiler/backend/memory_plan.h"
 #include "compiler/backend/testing/model_test_util.h"
 #include "compiler/ir/relax_functor.h"
 #include "compiler/ir/structural.h"
@@ -24,10 +26,10 @@ namespace relax = ir::relax;
 using testing::Array;
 using testing::CompileAndRun;
 using testing::FromTensor;
-using testing::Random;
-using testing::ToTensor;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::Random;
+using testing::ToTensor;
 
 ir::IRModule Parse(const std::string& text) {
   absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "test.py");
@@ -256,15 +258,15 @@ TEST(FuseOpsTest, GroupsEpilogueChainsAndLeavesOpaqueOpsAlone) {
   absl::StatusOr<ir::IRModule> fused = LegalizeAndFuse(Mlp("n"));
   ASSERT_TRUE(fused.ok()) << fused.status();
   // matmul + add + relu + multiply + exp is one group; softmax is opaque; s is used twice.
-  EXPECT_THAT(KernelCalls(*fused), ::testing::ElementsAre("fused_matmul_add_relu_multiply_exp",
-                                                          "softmax", "multiply1"))
+  EXPECT_THAT(KernelCalls(*fused),
+              ::testing::ElementsAre("fused_matmul_add_relu_multiply_exp", "softmax", "multiply1"))
       << script::PrintScript(*fused);
   // The unfused kernels are gone; the fused one keeps the group's pattern.
-  EXPECT_FALSE(ir::GetAttr((*fused)->Lookup("fused_matmul_add_relu_multiply_exp")
-                               .as<ir::PrimFuncNode>()
-                               ->attrs,
-                           "op_pattern")
-                   .as<ir::IntImmNode>() == nullptr);
+  EXPECT_FALSE(
+      ir::GetAttr(
+          (*fused)->Lookup("fused_matmul_add_relu_multiply_exp").as<ir::PrimFuncNode>()->attrs,
+          "op_pattern")
+          .as<ir::IntImmNode>() == nullptr);
   EXPECT_FALSE((*fused)->Lookup("relu").as<ir::PrimFuncNode>());
 }
 
@@ -326,8 +328,7 @@ class Module:
         return gv
 )";
   Array x = Random({2, 3}, 4), y = Random({2, 3}, 5), z = Random({2, 3}, 6);
-  absl::StatusOr<runtime::Value> out =
-      CompileAndRun(text, {ToTensor(x), ToTensor(y), ToTensor(z)});
+  absl::StatusOr<runtime::Value> out = CompileAndRun(text, {ToTensor(x), ToTensor(y), ToTensor(z)});
   ASSERT_TRUE(out.ok()) << out.status();
   Array got = FromTensor(*out->as_tensor());
   for (int64_t i = 0; i < x.size(); ++i) {
@@ -365,6 +366,69 @@ class Module:
   Array got = FromTensor(*out->as_tensor());
   EXPECT_NEAR(got.data[0], 26.5, 1e-5);
   EXPECT_NEAR(got.data[1], 48.5, 1e-5);
+}
+
+// A chain of three kernels on static shapes after ToNonDataflow, the input of the two passes
+// that make memory explicit.
+const char* kChain = R"(
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def neg(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for i in range(64):
+            with T.block("neg"):
+                vi = T.axis.spatial(64, i)
+                B[vi] = A[vi] * T.float32(-1)
+
+    @R.function
+    def main(x: R.Tensor((64,), dtype="float32")) -> R.Tensor((64,), dtype="float32"):
+        cls = Module
+        a = R.call_tir(cls.neg, (x,), out_sinfo=R.Tensor((64,), dtype="float32"))
+        b = R.call_tir(cls.neg, (a,), out_sinfo=R.Tensor((64,), dtype="float32"))
+        c = R.call_tir(cls.neg, (b,), out_sinfo=R.Tensor((64,), dtype="float32"))
+        gv = R.call_tir(cls.neg, (c,), out_sinfo=R.Tensor((64,), dtype="float32"))
+        return gv
+)";
+
+TEST(CallTIRRewriteTest, OutputsBecomeExplicitAllocations) {
+  absl::StatusOr<ir::IRModule> out = relax::CallTIRRewrite(Parse(kChain));
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::string text = script::PrintScript(*out);
+  EXPECT_THAT(text, HasSubstr("a: R.Tensor((64,), dtype=\"float32\") = R.builtin.alloc_tensor("
+                              "R.shape([64]), R.dtype(\"float32\"), R.prim_value(0))"));
+  EXPECT_THAT(text, HasSubstr("= cls.neg(a, b)"));
+  EXPECT_THAT(text, HasSubstr("\"relax.force_pure\": T.bool(True)"));
+  EXPECT_THAT(text, Not(HasSubstr("call_tir")));
+  // Before ToNonDataflow it refuses: a direct kernel call is not dataflow.
+  absl::StatusOr<ir::IRModule> legal = relax::LegalizeOps(Parse(Mlp("n")));
+  ASSERT_TRUE(legal.ok()) << legal.status();
+  absl::StatusOr<ir::IRModule> dataflow = relax::CallTIRRewrite(*legal);
+  ASSERT_FALSE(dataflow.ok());
+  EXPECT_THAT(dataflow.status().message(), HasSubstr("runs after ToNonDataflow"));
+}
+
+TEST(StaticPlanBlockMemoryTest, IntermediatesShareStorageByLifetime) {
+  absl::StatusOr<ir::IRModule> rewritten = relax::CallTIRRewrite(Parse(kChain));
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  absl::StatusOr<ir::IRModule> planned = StaticPlanBlockMemory(*rewritten);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  std::string text = script::PrintScript(*planned);
+  // a, b, c are intermediates of 256 bytes; a and c never live at once (b is written from a and
+  // read into c), so two slots suffice. gv is the result and stays on its own.
+  PlannedMemory memory = PlannedMemoryOf(*(*planned)->Lookup("main").as<relax::FunctionNode>());
+  EXPECT_EQ(memory.tensors, 3);
+  EXPECT_EQ(memory.tensor_bytes, 3 * 256);
+  EXPECT_EQ(memory.storage_bytes, 2 * 256) << text;
+  EXPECT_THAT(text, HasSubstr("R.memory.alloc_storage(R.shape([512])"));
+  EXPECT_THAT(text, HasSubstr("c: R.Tensor((64,), dtype=\"float32\") = R.memory.alloc_tensor("
+                              "storage, R.prim_value(0)"));
+  EXPECT_THAT(text, HasSubstr("gv: R.Tensor((64,), dtype=\"float32\") = R.builtin.alloc_tensor("));
+  // What the pass prints compiles again (the dump is a valid module) and computes -(-(-(-x))).
+  Array x = Random({64}, 9);
+  absl::StatusOr<runtime::Value> out = CompileAndRun(text, {ToTensor(x)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  Array got = FromTensor(*out->as_tensor());
+  for (int64_t i = 0; i < 64; ++i) EXPECT_FLOAT_EQ(got.data[i], x.data[i]);
 }
 
 TEST(PipelineTest, DumpsAfterTheNamedPassesInOrder) {

@@ -37,11 +37,6 @@ class FunctionCodegen {
     // The heap size is known only at the end: CodegenVM patches it into this instruction.
     heap_instruction_ = static_cast<size_t>(b_.Here());
     b_.EmitCall(heap_, "vm.builtin.alloc_shape_heap", {Arg::Immediate(0)});
-    plan_ = PlanMemory(f);
-    if (plan_.storage_bytes > 0) {
-      storage_ = b_.NewRegister();
-      b_.EmitCall(storage_, "vm.builtin.alloc_storage", {Arg::Immediate(plan_.storage_bytes)});
-    }
     for (size_t i = 0; i < f.params.size(); ++i) {
       absl::Status s =
           CheckValue(Arg::Register(static_cast<int64_t>(i)), f.params[i]->struct_info(),
@@ -55,7 +50,6 @@ class FunctionCodegen {
     return absl::OkStatus();
   }
   int64_t heap_slots() const { return num_slots_; }
-  const MemoryPlan& memory_plan() const { return plan_; }
   size_t heap_instruction() const { return heap_instruction_; }
 
  private:
@@ -261,14 +255,7 @@ class FunctionCodegen {
       absl::StatusOr<Arg> shape = MakeShape(*t->dims());
       if (!shape.ok()) return shape.status();
       int64_t r = b_.NewRegister();
-      auto planned = plan_.offsets.find(binding_var_);
-      if (!tuple_out && planned != plan_.offsets.end()) {
-        b_.EmitCall(r, "vm.builtin.alloc_tensor",
-                    {Arg::Register(storage_), Arg::Immediate(planned->second), *shape,
-                     StringConstant(t->dtype.ToString())});
-      } else {
-        b_.EmitCall(r, "vm.builtin.empty", {*shape, StringConstant(t->dtype.ToString())});
-      }
+      b_.EmitCall(r, "vm.builtin.empty", {*shape, StringConstant(t->dtype.ToString())});
       out_regs.push_back(Arg::Register(r));
       args->push_back(Arg::Register(r));
     }
@@ -324,6 +311,36 @@ class FunctionCodegen {
       if (ext == nullptr) return Error("call_pure_packed's callee must be an external function");
       return emit(ext->global_symbol, call.args, 1);
     }
+    if (name == "relax.builtin.alloc_tensor" || name == "relax.memory.alloc_tensor") {
+      // (shape, dtype, device) on its own, or (storage, offset, shape, dtype) in a storage.
+      const bool view = name == "relax.memory.alloc_tensor";
+      const auto* shape = call.args[view ? 2 : 0].as<relax::ShapeExprNode>();
+      const auto* dtype = call.args[view ? 3 : 1].as<relax::DataTypeImmNode>();
+      if (shape == nullptr || dtype == nullptr) return Error(name + " needs a shape and a dtype");
+      absl::StatusOr<Arg> dims = MakeShape(shape->values);
+      if (!dims.ok()) return dims.status();
+      int64_t r = b_.NewRegister();
+      if (!view) {
+        b_.EmitCall(r, "vm.builtin.empty", {*dims, StringConstant(dtype->value.ToString())});
+        return Arg::Register(r);
+      }
+      absl::StatusOr<Arg> storage = Expr(call.args[0]);
+      if (!storage.ok()) return storage.status();
+      absl::StatusOr<Arg> offset = Expr(call.args[1]);
+      if (!offset.ok()) return offset.status();
+      b_.EmitCall(r, "vm.builtin.alloc_tensor",
+                  {*storage, *offset, *dims, StringConstant(dtype->value.ToString())});
+      return Arg::Register(r);
+    }
+    if (name == "relax.memory.alloc_storage") {
+      const auto* size = call.args[0].as<relax::ShapeExprNode>();
+      const int64_t* bytes =
+          size != nullptr && size->values.size() == 1 ? ir::AsConstInt(size->values[0]) : nullptr;
+      if (bytes == nullptr) return Error("alloc_storage needs a constant size");
+      int64_t r = b_.NewRegister();
+      b_.EmitCall(r, "vm.builtin.alloc_storage", {Arg::Immediate(*bytes)});
+      return Arg::Register(r);
+    }
     if (name == "relax.shape_of") return emit("vm.builtin.shape_of", call.args, 0);
     if (name == "relax.null_value") return emit("vm.builtin.null_value", call.args, 0);
     return Error(
@@ -374,9 +391,7 @@ class FunctionCodegen {
     for (const relax::BindingBlock& block : seq.blocks) {
       for (const relax::Binding& binding : block->bindings) {
         binding_ = binding->var ? binding->var->name_hint : "";
-        binding_var_ = binding->var.get();
         absl::StatusOr<Arg> value = Expr(binding->value);
-        binding_var_ = nullptr;
         if (!value.ok()) return value.status();
         if (const auto* mc = binding.as<relax::MatchCastNode>()) {
           absl::Status s = CheckValue(*value, mc->struct_info,
@@ -410,9 +425,6 @@ class FunctionCodegen {
   ExecBuilder& b_;
   std::string name_;
   std::string binding_;
-  const relax::VarNode* binding_var_ = nullptr;  // defined by the binding being generated
-  MemoryPlan plan_;
-  int64_t storage_ = 0;  // register of the planned storage
   int64_t heap_ = 0;
   size_t heap_instruction_ = 0;
   std::unordered_map<const ir::Object*, Arg> vars_;
@@ -436,8 +448,8 @@ absl::StatusOr<VMCode> CodegenVM(const ir::IRModule& mod) {
     absl::Status s = gen.Generate(*f);
     if (!s.ok()) return s;
     heap_sizes.emplace_back(gen.heap_instruction(), gen.heap_slots());
-    out.memory[name] = {gen.memory_plan().storage_bytes, gen.memory_plan().tensor_bytes,
-                        static_cast<int64_t>(gen.memory_plan().offsets.size())};
+    PlannedMemory planned = PlannedMemoryOf(*f);
+    if (planned.tensors > 0) out.memory[name] = planned;
   }
   absl::StatusOr<runtime::vm::Executable> exec = builder.Build();
   if (!exec.ok()) return exec.status();

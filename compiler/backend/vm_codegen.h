@@ -1,9 +1,10 @@
 // Relax functions -> a VM executable (runtime/vm/executable.h).
 //
-// The input is a module whose operators are all legalized: calls are call_tir / call_dps_packed
-// to functions of the kernel library, packed calls to registered functions, calls of other
-// Relax functions, and the structural forms (tuples, shapes, constants, If, match_cast).
-// Outputs of call_tir are allocated explicitly (CallTIRRewrite) as each call is emitted.
+// The input is a module whose operators are all legalized, normally after CallTIRRewrite and
+// StaticPlanBlockMemory: direct calls of kernels with explicit outputs (R.builtin.alloc_tensor,
+// R.memory.alloc_storage / alloc_tensor), packed calls to registered functions, calls of other
+// Relax functions, and the structural forms (tuples, shapes, constants, If, match_cast). A
+// call_tir / call_dps_packed left in place gets its outputs allocated as it is emitted.
 //
 // Every parameter is checked at run time against its StructInfo: rank, dtype, each constant
 // dimension, and each symbolic dimension against its first occurrence. Shape variables live in
@@ -19,17 +20,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler/backend/memory_plan.h"
 #include "compiler/ir/module.h"
 #include "runtime/vm/executable.h"
 
 namespace kiln::backend {
-
-// What static memory planning did for one function (memory_plan.h).
-struct PlannedMemory {
-  int64_t storage_bytes = 0;  // the planned peak, allocated once per call
-  int64_t tensor_bytes = 0;   // the planned tensors' sizes summed (memory without reuse)
-  int64_t tensors = 0;        // how many tensors were planned
-};
 
 struct VMCode {
   runtime::vm::Executable executable;

@@ -35,7 +35,9 @@ double& Array::at(const std::vector<int64_t>& idx) {
   return data[flat];
 }
 
-double Array::at(const std::vector<int64_t>& idx) const { return const_cast<Array*>(this)->at(idx); }
+double Array::at(const std::vector<int64_t>& idx) const {
+  return const_cast<Array*>(this)->at(idx);
+}
 
 Array Zeros(std::vector<int64_t> shape) {
   int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());

@@ -171,6 +171,36 @@ absl::StatusOr<StructInfo> InferAssert(const CallNode& call, const OpInferContex
   return TupleSInfo({});
 }
 
+// The (shape, dtype) arguments at `index`, `index + 1` of an allocation: a tensor StructInfo.
+absl::StatusOr<StructInfo> AllocatedTensor(const CallNode& call, size_t index) {
+  const auto* shape = call.args[index].as<ShapeExprNode>();
+  const auto* dtype = call.args[index + 1].as<DataTypeImmNode>();
+  if (shape == nullptr) return ArgError(call, index, "the shape must be a shape literal");
+  if (dtype == nullptr) return ArgError(call, index + 1, "the dtype must be a dtype literal");
+  return TensorSInfo(shape->values, dtype->value);
+}
+
+// relax.builtin.alloc_tensor(shape, dtype, device_index) -> Tensor(shape, dtype)
+absl::StatusOr<StructInfo> InferBuiltinAllocTensor(const CallNode& call, const OpInferContext&) {
+  return AllocatedTensor(call, 0);
+}
+
+// relax.memory.alloc_storage(size, device_index, scope, dtype) -> Object
+absl::StatusOr<StructInfo> InferAllocStorage(const CallNode& call, const OpInferContext&) {
+  const auto* size = call.args[0].as<ShapeExprNode>();
+  if (size == nullptr || size->values.size() != 1 || !AsConstInt(size->values[0]))
+    return ArgError(call, 0, "the size must be a one-dimensional constant shape (bytes)");
+  return ObjectSInfo();
+}
+
+// relax.memory.alloc_tensor(storage, offset, shape, dtype) -> Tensor(shape, dtype)
+absl::StatusOr<StructInfo> InferMemoryAllocTensor(const CallNode& call, const OpInferContext&) {
+  const auto* offset = call.args[1].as<PrimValueNode>();
+  if (offset == nullptr || !AsConstInt(offset->value))
+    return ArgError(call, 1, "the offset must be a constant (bytes)");
+  return AllocatedTensor(call, 2);
+}
+
 }  // namespace
 
 void RegisterBuiltinOps(std::vector<OpInfo>* ops) {
@@ -192,6 +222,13 @@ void RegisterBuiltinOps(std::vector<OpInfo>* ops) {
                   "prints its arguments (a side effect)"});
   ops->push_back({"relax.assert_op", -1, InferAssert, false, OpPattern::kOpaque,
                   "aborts with a message when the condition is false"});
+  // What CallTIRRewrite and StaticPlanBlockMemory lower call_tir's implicit outputs to.
+  ops->push_back({"relax.builtin.alloc_tensor", 3, InferBuiltinAllocTensor, true,
+                  OpPattern::kOpaque, "allocates a tensor on its own"});
+  ops->push_back({"relax.memory.alloc_storage", 4, InferAllocStorage, true, OpPattern::kOpaque,
+                  "allocates a block of storage (size in bytes)"});
+  ops->push_back({"relax.memory.alloc_tensor", 4, InferMemoryAllocTensor, true, OpPattern::kOpaque,
+                  "a tensor view at a byte offset of a storage"});
 }
 
 }  // namespace kiln::ir::relax

@@ -45,6 +45,15 @@ absl::StatusOr<IRModule> FuseOps(const IRModule& mod);
 // form the VM code generator and the lowering after it expect.
 absl::StatusOr<IRModule> ToNonDataflow(const IRModule& mod);
 
+// Makes the outputs of destination-passing calls explicit (after ToNonDataflow):
+//   lv = R.call_tir(cls.k, (x, w), out_sinfo=R.Tensor((4, 32), "float32"))
+// becomes
+//   lv = R.builtin.alloc_tensor(R.shape([4, 32]), R.dtype("float32"), R.prim_value(0))
+//   _ = cls.k(x, w, lv)
+// with a tuple of outputs allocated one by one and rebuilt after the call. The function gets
+// "relax.force_pure": the direct kernel calls write only what was just allocated.
+absl::StatusOr<IRModule> CallTIRRewrite(const IRModule& mod);
+
 }  // namespace kiln::ir::relax
 
 #endif  // KILN_COMPILER_RELAX_TRANSFORM_TRANSFORM_H_
