@@ -203,6 +203,20 @@ Stmt Seq(std::vector<Stmt> stmts) {
   return Make<SeqStmtNode>(std::move(stmts));
 }
 
+BlockNode* CopyBlock(const BlockNode& b) {
+  auto* copy = new BlockNode();
+  copy->name = b.name;
+  copy->iter_vars = b.iter_vars;
+  copy->reads = b.reads;
+  copy->writes = b.writes;
+  copy->alloc_buffers = b.alloc_buffers;
+  copy->match_buffers = b.match_buffers;
+  copy->init = b.init;
+  copy->body = b.body;
+  copy->annotations = b.annotations;
+  return copy;
+}
+
 PrimFunc WithBody(const PrimFunc& f, Stmt body) {
   if (body == f->body) return f;
   auto* node = new PrimFuncNode();

@@ -265,6 +265,10 @@ using PrimFunc = Ref<PrimFuncNode>;
 
 Stmt Seq(std::vector<Stmt> stmts);
 
+// A new block node with `b`'s fields, for the caller to change and then own (wrap in a Block):
+// the way a pass edits one field of a block.
+BlockNode* CopyBlock(const BlockNode& b);
+
 // `f` with its body replaced (the same node when `body` is unchanged): what a pass returns.
 PrimFunc WithBody(const PrimFunc& f, Stmt body);
 // `f` with the attribute `key` set (added or replaced).

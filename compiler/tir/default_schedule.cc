@@ -120,17 +120,9 @@ class Scheduler : public StmtExprMutator {
       if (used.count(b.get())) kept.push_back(b);
     }
     if (kept.size() == scheduled->alloc_buffers.size()) return out;
-    auto* copy = new BlockNode();
+    BlockNode* copy = CopyBlock(*scheduled);
     Block owner(copy);
-    copy->name = scheduled->name;
-    copy->iter_vars = scheduled->iter_vars;
-    copy->reads = scheduled->reads;
-    copy->writes = scheduled->writes;
     copy->alloc_buffers = std::move(kept);
-    copy->match_buffers = scheduled->match_buffers;
-    copy->init = scheduled->init;
-    copy->body = scheduled->body;
-    copy->annotations = scheduled->annotations;
     return owner;
   }
 

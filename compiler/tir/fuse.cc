@@ -13,21 +13,6 @@ namespace {
 
 using namespace ir;  // NOLINT: a pass over TIR
 
-// A new block with `b`'s fields, for the caller to change and then own (wrap in a Block).
-BlockNode* NewBlockLike(const BlockNode& b) {
-  auto* copy = new BlockNode();
-  copy->name = b.name;
-  copy->iter_vars = b.iter_vars;
-  copy->reads = b.reads;
-  copy->writes = b.writes;
-  copy->alloc_buffers = b.alloc_buffers;
-  copy->match_buffers = b.match_buffers;
-  copy->init = b.init;
-  copy->body = b.body;
-  copy->annotations = b.annotations;
-  return copy;
-}
-
 // A copy of `b` with its own identity (and data variable): a kernel used twice in one chain
 // must not share buffers between its two copies.
 Buffer FreshBuffer(const Buffer& b, std::vector<PrimExpr> shape) {
@@ -108,19 +93,11 @@ class MemberRewriter : public StmtExprMutator {
     if (const auto* f = out.as<ForNode>()) {
       auto it = fresh_.find(f->loop_var.get());
       if (it == fresh_.end()) return out;
-      auto* copy = new ForNode();
-      copy->loop_var = it->second;
-      copy->min = f->min;
-      copy->extent = f->extent;
-      copy->for_kind = f->for_kind;
-      copy->thread_tag = f->thread_tag;
-      copy->body = f->body;
-      copy->annotations = f->annotations;
-      return Stmt(copy);
+      return MakeFor(it->second, f->min, f->extent, f->for_kind, f->body, f->annotations);
     }
     const auto* block = out.as<BlockNode>();
     if (block == nullptr) return out;
-    BlockNode* copy = NewBlockLike(*block);
+    BlockNode* copy = CopyBlock(*block);
     Block owner(copy);
     for (IterVar& iv : copy->iter_vars) {
       auto it = fresh_.find(iv->var.get());
@@ -379,7 +356,7 @@ class Inliner : public StmtExprMutator {
     outer.swap(new_loads_);
     Stmt out = DefaultVisitStmt(s);
     if (out.get() != s.get()) {
-      BlockNode* node = NewBlockLike(*out.as<BlockNode>());
+      BlockNode* node = CopyBlock(*out.as<BlockNode>());
       Block b(node);
       std::vector<BufferRegion> reads;
       std::unordered_set<const BufferNode*> seen;
@@ -434,7 +411,7 @@ PrimFunc InlineInjective(const PrimFunc& f) {
   for (const Stmt& s : stages) {
     if (s) kept.push_back(s);
   }
-  BlockNode* node = NewBlockLike(*root);
+  BlockNode* node = CopyBlock(*root);
   Block new_root(node);
   node->alloc_buffers.clear();
   for (const Buffer& b : root->alloc_buffers) {

@@ -26,14 +26,8 @@ class InitLowerer : public StmtExprMutator {
       cond = cond ? Binary(NodeKind::kAnd, cond, at_start) : at_start;
     }
     Stmt init = cond ? Stmt(Make<IfThenElseNode>(cond, block->init, nullptr)) : block->init;
-    auto* out = new BlockNode();
-    out->name = block->name;
-    out->iter_vars = block->iter_vars;
-    out->reads = block->reads;
-    out->writes = block->writes;
-    out->alloc_buffers = block->alloc_buffers;
-    out->match_buffers = block->match_buffers;
-    out->annotations = block->annotations;
+    BlockNode* out = CopyBlock(*block);
+    out->init = Stmt();
     out->body = Seq({init, block->body});
     return Stmt(out);
   }

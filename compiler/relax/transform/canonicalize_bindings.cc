@@ -7,20 +7,11 @@
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/struct_info.h"
 #include "compiler/relax/transform/transform.h"
+#include "compiler/relax/transform/utils.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::ir::relax {
 namespace {
-
-// How often each variable is used (not defined) in a function.
-class UseCounter : public ExprVisitor {
- public:
-  std::unordered_map<const VarNode*, int> uses;
-  void VisitExpr(const Expr& e) override {
-    if (const auto* v = e.as<VarNode>()) ++uses[v];
-    DefaultVisitExpr(e);
-  }
-};
 
 bool SameDim(const PrimExpr& a, const PrimExpr& b) {
   const int64_t* x = AsConstInt(a);
@@ -46,11 +37,7 @@ bool CastIsNoOp(const StructInfo& have, const StructInfo& target) {
 
 class Canonicalizer : public ExprMutator {
  public:
-  explicit Canonicalizer(const FunctionNode& f) {
-    UseCounter counter;
-    counter.VisitExpr(f.body);
-    uses_ = std::move(counter.uses);
-  }
+  explicit Canonicalizer(const FunctionNode& f) { uses_ = CountVarUses(f.body); }
 
   bool changed = false;  // whether anything was simplified
 

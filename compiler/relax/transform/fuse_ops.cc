@@ -9,6 +9,7 @@
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/op_registry.h"
 #include "compiler/relax/transform/transform.h"
+#include "compiler/relax/transform/utils.h"
 #include "compiler/tir/fuse.h"
 #include "runtime/support/status_macros.h"
 
@@ -16,15 +17,6 @@ namespace kiln::ir::relax {
 namespace {
 
 constexpr size_t kMaxGroupSize = 16;  // bounds kernel size and compile time
-
-class UseCounter : public ExprVisitor {
- public:
-  std::unordered_map<const VarNode*, int> uses;
-  void VisitExpr(const Expr& e) override {
-    if (const auto* v = e.as<VarNode>()) ++uses[v];
-    DefaultVisitExpr(e);
-  }
-};
 
 bool IsAnchor(OpPattern p) {
   return p == OpPattern::kCommReduce || p == OpPattern::kOutEWiseFusable;
@@ -52,11 +44,7 @@ class Fuser : public ExprMutator {
         std::vector<std::pair<GlobalVar, PrimFunc>>* fused)
       : mod_(mod), names_(*names), fused_(*fused) {}
 
-  void CountUses(const Expr& body) {
-    UseCounter counter;
-    counter.VisitExpr(body);
-    uses_ = std::move(counter.uses);
-  }
+  void CountUses(const Expr& body) { uses_ = CountVarUses(body); }
 
   BindingBlock VisitBindingBlock(const BindingBlock& block) override {
     if (!block || !block->is_dataflow()) return ExprMutator::VisitBindingBlock(block);
