@@ -8,19 +8,11 @@
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/op_registry.h"
 #include "compiler/relax/transform/transform.h"
+#include "compiler/relax/transform/utils.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::ir::relax {
 namespace {
-
-class VarUses : public ExprVisitor {
- public:
-  std::unordered_set<const VarNode*>* used = nullptr;
-  void VisitExpr(const Expr& e) override {
-    if (const auto* v = e.as<VarNode>()) used->insert(v);
-    DefaultVisitExpr(e);
-  }
-};
 
 class BindingEliminator : public ExprMutator {
  public:
@@ -61,9 +53,7 @@ class BindingEliminator : public ExprMutator {
 
  private:
   static void Collect(const Expr& e, std::unordered_set<const VarNode*>* used) {
-    VarUses uses;
-    uses.used = used;
-    uses.VisitExpr(e);
+    for (const auto& [var, count] : CountVarUses(e)) used->insert(var);
   }
 
   // Removing the binding cannot change what the program does.
