@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/backend/build.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/well_formed.h"
 #include "compiler/script/printer.h"
@@ -60,17 +61,19 @@ int PrintServerInfo(const std::string& address, int timeout_seconds) {
   return 0;
 }
 
-// Reads a module: TVMScript (.py) or protobuf IR (.pb). ONNX (.onnx) arrives with its importer.
+// Reads a module: TVMScript (.py), protobuf IR (.pb) or an ONNX model (.onnx), imported.
 absl::StatusOr<kiln::ir::IRModule> LoadModule(const std::string& path) {
   bool script = absl::EndsWith(path, ".py");
-  if (!script && !absl::EndsWith(path, ".pb")) {
-    return absl::UnimplementedError("expected TVMScript (.py) or protobuf IR (.pb)");
+  bool onnx = absl::EndsWith(path, ".onnx");
+  if (!script && !onnx && !absl::EndsWith(path, ".pb")) {
+    return absl::UnimplementedError("expected TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError("cannot open the file");
   std::ostringstream bytes;
   bytes << in.rdbuf();
   if (script) return kiln::script::ParseScript(bytes.str(), path);
+  if (onnx) return kiln::frontend::ImportOnnx(bytes.str(), path);
   return kiln::wire::DeserializeModule(bytes.str());
 }
 
@@ -369,15 +372,16 @@ int main(int argc, char** argv) {
 
   std::string file;
   CLI::App* print = app.add_subcommand("print", "parse a module and print it normalized");
-  print->add_option("FILE", file, "TVMScript (.py) or protobuf IR (.pb)")->required();
+  print->add_option("FILE", file, "TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)")->required();
   CLI::App* check =
       app.add_subcommand("check", "report every well-formedness and StructInfo error");
-  check->add_option("FILE", file, "TVMScript (.py) or protobuf IR (.pb)")->required();
+  check->add_option("FILE", file, "TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)")->required();
 
   std::string target = "llvm", output, output_dir, function = "main";
   std::vector<std::string> inputs;
   CLI::App* compile = app.add_subcommand("compile", "compile a module into a .kiln artifact");
-  compile->add_option("FILE", file, "TVMScript (.py) or protobuf IR (.pb)")->required();
+  compile->add_option("FILE", file, "TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)")
+      ->required();
   compile->add_option("--target", target, "TVM-style target, e.g. llvm");
   compile->add_option("-o,--output", output, "the .kiln file to write")->required();
   kiln::backend::BuildOptions build_options;

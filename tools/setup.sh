@@ -28,6 +28,8 @@ PACKAGES=(
   libsqlite3-dev
   # Content digests of artifacts (SHA-256).
   libssl-dev
+  # ONNX models: the protobuf definitions the importer reads.
+  libonnx-dev
 )
 
 missing=()

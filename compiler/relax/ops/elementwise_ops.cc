@@ -30,6 +30,7 @@ PrimExpr UnaryFormula(const CallNode& call, const std::string& name, const PrimE
   if (name == "relax.negative") return Binary(NodeKind::kSub, c(0), x);
   if (name == "relax.abs") return t.is_float() ? math("fabs") : Select(x < c(0), c(0) - x, x);
   if (name == "relax.nn.relu") return Max(x, c(0));
+  if (name == "relax.logical_not") return Not(x);
   if (name == "relax.clip") {
     absl::StatusOr<double> lo = FloatAttr(call, "min", -HUGE_VAL);
     absl::StatusOr<double> hi = FloatAttr(call, "max", HUGE_VAL);
@@ -66,6 +67,10 @@ absl::StatusOr<StructInfo> InferUnary(const CallNode& call, const OpInferContext
   absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
   if (!x.ok()) return x.status();
   const std::string& name = OpName(call);
+  if (name == "relax.logical_not") {
+    if ((*x)->dtype.is_void() || (*x)->dtype.is_bool()) return call.args[0]->struct_info();
+    return OpError(call, absl::StrCat("needs a bool tensor, got ", (*x)->dtype.ToString()));
+  }
   if (!AcceptsIntegers(name) && !(*x)->dtype.is_void() && !(*x)->dtype.is_float()) {
     return OpError(call,
                    absl::StrCat("needs a floating-point tensor, got ", (*x)->dtype.ToString()));
@@ -225,6 +230,8 @@ void RegisterElementwiseOps(std::vector<OpInfo>* ops) {
     ops->push_back(
         {name, 1, InferUnary, true, OpPattern::kElemWise, "elementwise unary math", LegalizeUnary});
   }
+  ops->push_back({"relax.logical_not", 1, InferUnary, true, OpPattern::kElemWise,
+                  "elementwise negation of a bool tensor", LegalizeUnary});
   ops->push_back({"relax.clip", 1, InferUnary, true, OpPattern::kElemWise,
                   "clamps to [min, max] (attributes)", LegalizeUnary});
   for (const char* name :

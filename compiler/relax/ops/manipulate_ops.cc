@@ -442,6 +442,37 @@ absl::Status LegalizePad(const CallNode& call, const std::vector<Buffer>& in,
   if (!w.ok()) return w.status();
   absl::StatusOr<double> fill = FloatAttr(call, "pad_value", 0);
   if (!fill.ok()) return fill.status();
+  absl::StatusOr<std::string> mode = StringAttr(call, "pad_mode", "constant");
+  if (!mode.ok()) return mode.status();
+  if (*mode == "reflect" || *mode == "edge") {
+    // The source index folds back into [0, n): mirrored without repeating the border
+    // (reflect), or clamped to it (edge).
+    bool reflect = *mode == "reflect";
+    for (size_t k = 0; k < x->shape.size(); ++k) {
+      const int64_t* n = AsConstInt(x->shape[k]);
+      if (reflect && ((*w)[2 * k] > 0 || (*w)[2 * k + 1] > 0) &&
+          (n == nullptr || (*w)[2 * k] >= *n || (*w)[2 * k + 1] >= *n))
+        return OpError(call, "reflect padding must be smaller than a static extent");
+    }
+    return Copy(
+        b, "T_pad", out[0],
+        [&](const Indices& i) {
+          Indices src;
+          for (size_t k = 0; k < i.size(); ++k) {
+            PrimExpr s = i[k] - (*w)[2 * k];
+            PrimExpr zero = IntImm(s->dtype, 0), last = x->shape[k] - 1;
+            if (reflect) {
+              s = Select(s < zero, zero - s, s);
+              s = Select(last < s, last - (s - last), s);
+            }
+            src.push_back(Min(Max(s, zero), last));
+          }
+          return src;
+        },
+        x);
+  }
+  if (*mode != "constant")
+    return OpError(call, absl::StrCat("pad_mode \"", *mode, "\" (constant, reflect, edge)"));
   b.Compute("T_pad", out[0], [&](const Indices& i) {
     Indices src;
     PrimExpr inside = Bool(true);
@@ -454,6 +485,42 @@ absl::Status LegalizePad(const CallNode& call, const std::vector<Buffer>& in,
     return GuardedLoad(x, src, inside, MakeConst(x->dtype, *fill));
   });
   return absl::OkStatus();
+}
+
+// ---- tile(x, repeats=[...]): x repeated along each axis (NumPy tile, len(repeats) == ndim) ----
+
+absl::StatusOr<std::vector<int64_t>> TileRepeats(const CallNode& call, size_t ndim) {
+  absl::StatusOr<std::optional<std::vector<int64_t>>> r = IntListAttr(call, "repeats");
+  if (!r.ok()) return r.status();
+  if (!r->has_value() || (*r)->size() != ndim)
+    return OpError(call, absl::StrCat("needs repeats with one value per dimension (", ndim, ")"));
+  for (int64_t v : **r) {
+    if (v < 0) return OpError(call, "repeats must be >= 0");
+  }
+  return **r;
+}
+
+absl::StatusOr<StructInfo> InferTile(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
+  if (!dims.ok()) return dims.status();
+  absl::StatusOr<std::vector<int64_t>> r = TileRepeats(call, dims->size());
+  if (!r.ok()) return r.status();
+  std::vector<PrimExpr> out;
+  for (size_t k = 0; k < dims->size(); ++k)
+    out.push_back(ctx.analyzer->Simplify((*dims)[k] * (*r)[k]));
+  return TensorSInfo(std::move(out), call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype);
+}
+
+absl::Status LegalizeTile(const CallNode&, const std::vector<Buffer>& in,
+                          const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  return Copy(
+      b, "T_tile", out[0],
+      [&](const Indices& i) {
+        Indices src;
+        for (size_t k = 0; k < i.size(); ++k) src.push_back(FloorMod(i[k], in[0]->shape[k]));
+        return src;
+      },
+      in[0]);
 }
 
 // ---- zeros(shape, dtype) / ones(shape, dtype) / full(shape, fill_value, dtype) ----
@@ -515,7 +582,11 @@ void RegisterManipulateOps(std::vector<OpInfo>* ops) {
   ops->push_back({"relax.broadcast_to", 2, InferBroadcastTo, true, OpPattern::kBroadcast,
                   "broadcasts a tensor to a shape", LegalizeBroadcastTo});
   ops->push_back({"relax.nn.pad", 1, InferPad, true, OpPattern::kInjective,
-                  "pads with pad_value by pad_width=[before, after, ...]", LegalizePad});
+                  "pads by pad_width=[before, after, ...]; pad_mode constant (pad_value), "
+                  "reflect or edge",
+                  LegalizePad});
+  ops->push_back({"relax.tile", 1, InferTile, true, OpPattern::kInjective,
+                  "repeats a tensor along each axis (repeats=[...])", LegalizeTile});
   for (const char* name : {"relax.zeros", "relax.ones"}) {
     ops->push_back({name, 1, InferFill, true, OpPattern::kElemWise,
                     "a tensor of shape filled with 0 or 1 (dtype=...)", LegalizeFill});

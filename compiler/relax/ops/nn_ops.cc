@@ -1,5 +1,7 @@
 // Neural-network operators: linear, conv2d (NCHW/OIHW and NHWC/HWIO, stride, padding, dilation,
 // groups), max/avg/adaptive-avg pooling, batch_norm (inference) and layer_norm.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/printer.h"
 #include "compiler/relax/ops/op_common.h"
@@ -545,6 +547,126 @@ absl::Status LegalizeLayerNorm(const CallNode& call, const std::vector<Buffer>& 
   return absl::OkStatus();
 }
 
+// ---- image.resize2d(x, size=[oh, ow], scale_h, scale_w, method, coordinate_transformation_mode,
+// rounding_method): NCHW resize of the two spatial axes, nearest or bilinear, with ONNX's
+// coordinate conventions. Spatial extents must be static. ----
+
+struct Resize {
+  int64_t size[2];
+  double scale[2];
+  bool linear = false;
+  std::string transform, rounding;
+};
+
+absl::StatusOr<Resize> ParseResize(const CallNode& call) {
+  Resize r;
+  absl::StatusOr<std::optional<std::vector<int64_t>>> size = IntListAttr(call, "size");
+  if (!size.ok()) return size.status();
+  if (!size->has_value() || (*size)->size() != 2) return OpError(call, "needs size=[oh, ow]");
+  for (int d = 0; d < 2; ++d) {
+    r.size[d] = (**size)[d];
+    if (r.size[d] < 1) return OpError(call, "size must be >= 1");
+    absl::StatusOr<double> s = FloatAttr(call, d == 0 ? "scale_h" : "scale_w", 0);
+    if (!s.ok()) return s.status();
+    r.scale[d] = *s;
+  }
+  absl::StatusOr<std::string> method = StringAttr(call, "method", "nearest_neighbor");
+  absl::StatusOr<std::string> transform =
+      StringAttr(call, "coordinate_transformation_mode", "half_pixel");
+  absl::StatusOr<std::string> rounding = StringAttr(call, "rounding_method", "round_prefer_floor");
+  for (const auto* a : {&method, &transform, &rounding}) {
+    if (!a->ok()) return a->status();
+  }
+  if (*method != "nearest_neighbor" && *method != "linear")
+    return OpError(call, absl::StrCat("method \"", *method, "\" (nearest_neighbor, linear)"));
+  static const char* kTransforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                      "asymmetric", "tf_half_pixel_for_nn"};
+  if (std::find(std::begin(kTransforms), std::end(kTransforms), *transform) ==
+      std::end(kTransforms))
+    return OpError(call, absl::StrCat("coordinate_transformation_mode \"", *transform, "\""));
+  static const char* kRoundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  if (std::find(std::begin(kRoundings), std::end(kRoundings), *rounding) == std::end(kRoundings))
+    return OpError(call, absl::StrCat("rounding_method \"", *rounding, "\""));
+  r.linear = *method == "linear";
+  r.transform = *transform;
+  r.rounding = *rounding;
+  return r;
+}
+
+absl::StatusOr<StructInfo> InferResize2d(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
+  if (!dims.ok()) return dims.status();
+  if (dims->size() != 4) return OpError(call, "needs an NCHW tensor");
+  absl::StatusOr<Resize> r = ParseResize(call);
+  if (!r.ok()) return r.status();
+  DataType t = call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype;
+  if (!t.is_void() && !t.is_float()) return OpError(call, "needs a floating-point tensor");
+  for (int d = 0; d < 2; ++d) {
+    if (AsConstInt((*dims)[2 + d]) == nullptr) return OpError(call, "needs static spatial extents");
+  }
+  return TensorSInfo({(*dims)[0], (*dims)[1], Int64(r->size[0]), Int64(r->size[1])}, t);
+}
+
+absl::Status LegalizeResize2d(const CallNode& call, const std::vector<Buffer>& in,
+                              const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  absl::StatusOr<Resize> r = ParseResize(call);
+  if (!r.ok()) return r.status();
+  const Buffer& x = in[0];
+  DataType f = DataType::Float(32);  // coordinates in float32, as ONNX Runtime computes them
+  DataType i64 = DataType::Int(64);
+  auto c = [&](double v) { return MakeConst(f, v); };
+  // The source coordinate of output index `o` along spatial axis d.
+  auto source = [&](const PrimExpr& o, int d) -> PrimExpr {
+    int64_t n_in = *AsConstInt(x->shape[2 + d]), n_out = r->size[d];
+    double scale = r->scale[d] > 0 ? r->scale[d] : static_cast<double>(n_out) / n_in;
+    PrimExpr v = Cast(f, o);
+    if (r->transform == "asymmetric") return Div(v, c(scale));
+    if (r->transform == "tf_half_pixel_for_nn") return Div(v + c(0.5), c(scale));
+    if (r->transform == "align_corners") {
+      if (n_out == 1) return c(0);
+      return v * c(static_cast<double>(n_in - 1) / static_cast<double>(n_out - 1));
+    }
+    if (r->transform == "pytorch_half_pixel" && n_out == 1) return c(0);
+    return Div(v + c(0.5), c(scale)) - c(0.5);  // half_pixel
+  };
+  auto clamp = [&](const PrimExpr& v, int d) {
+    return Min(Max(v, IntImm(i64, 0)), IntImm(i64, *AsConstInt(x->shape[2 + d]) - 1));
+  };
+  auto floor_int = [&](const PrimExpr& v) { return Cast(i64, Call(f, "floor", {v})); };
+  b.Compute("resize2d", out[0], [&](const Indices& i) -> PrimExpr {
+    if (!r->linear) {
+      Indices src = {i[0], i[1]};
+      for (int d = 0; d < 2; ++d) {
+        PrimExpr v = source(i[2 + d], d);
+        PrimExpr k = r->rounding == "floor"  ? floor_int(v)
+                     : r->rounding == "ceil" ? Cast(i64, Call(f, "ceil", {v}))
+                     : r->rounding == "round_prefer_ceil"
+                         ? floor_int(v + c(0.5))
+                         : Cast(i64, Call(f, "ceil", {v - c(0.5)}));
+        src.push_back(clamp(k, d));
+      }
+      return Load(x, src);
+    }
+    // Bilinear: the source point clamped into the image, its two neighbours per axis.
+    PrimExpr lo[2], hi[2], w[2];
+    for (int d = 0; d < 2; ++d) {
+      PrimExpr v = source(i[2 + d], d);
+      double last = static_cast<double>(*AsConstInt(x->shape[2 + d]) - 1);
+      v = Min(Max(v, c(0)), c(last));
+      lo[d] = clamp(floor_int(v), d);
+      hi[d] = clamp(lo[d] + 1, d);
+      w[d] = Cast(x->dtype, v - Cast(f, lo[d]));
+    }
+    DataType t = x->dtype;
+    auto at = [&](const PrimExpr& y, const PrimExpr& xx) { return Load(x, {i[0], i[1], y, xx}); };
+    PrimExpr one = MakeConst(t, 1);
+    PrimExpr top = at(lo[0], lo[1]) * (one - w[1]) + at(lo[0], hi[1]) * w[1];
+    PrimExpr bottom = at(hi[0], lo[1]) * (one - w[1]) + at(hi[0], hi[1]) * w[1];
+    return top * (one - w[0]) + bottom * w[0];
+  });
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterNNOps(std::vector<OpInfo>* ops) {
@@ -565,6 +687,9 @@ void RegisterNNOps(std::vector<OpInfo>* ops) {
                   "batch normalization with moving statistics (inference)", LegalizeBatchNorm});
   ops->push_back({"relax.nn.layer_norm", 3, InferLayerNorm, true, OpPattern::kOpaque,
                   "layer normalization over axes with gamma and beta", LegalizeLayerNorm});
+  ops->push_back({"relax.image.resize2d", 1, InferResize2d, true, OpPattern::kInjective,
+                  "NCHW resize to size=[oh, ow], nearest_neighbor or linear (ONNX coordinates)",
+                  LegalizeResize2d});
 }
 
 }  // namespace kiln::ir::relax::ops

@@ -1,0 +1,403 @@
+#include "compiler/frontend/onnx/convert_context.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/support/status_macros.h"
+
+namespace kiln::frontend::onnx_import {
+
+using ir::relax::ConstantNode;
+using ir::relax::TensorStructInfoNode;
+
+namespace {
+
+// Integer tensors up to this many elements keep their values for import-time shape arithmetic.
+constexpr int64_t kMaxKnownElems = 1024;
+
+size_t ElementBytes(DataType t) { return t.is_bool() ? 1 : static_cast<size_t>(t.bits() / 8); }
+
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// Element `i` of little-endian storage of `dtype`, as a double (integers exactly up to 2^53).
+double LoadNumber(const char* data, DataType dtype, int64_t i) {
+  const char* p = data + i * ElementBytes(dtype);
+  auto read = [p](auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, p, sizeof(v));
+    return static_cast<double>(v);
+  };
+  if (dtype.is_bool()) return *p != 0;
+  if (dtype.is_float()) return dtype.bits() == 64 ? read(double{}) : read(float{});
+  if (dtype.is_uint()) return read(uint8_t{});
+  switch (dtype.bits()) {
+    case 8:
+      return read(int8_t{});
+    case 16:
+      return read(int16_t{});
+    case 32:
+      return read(int32_t{});
+    default:
+      return read(int64_t{});
+  }
+}
+
+int64_t LoadInt(const char* data, DataType dtype, int64_t i) {
+  if (dtype.is_int() && dtype.bits() == 64) {
+    int64_t v;
+    std::memcpy(&v, data + i * 8, 8);
+    return v;
+  }
+  return static_cast<int64_t>(LoadNumber(data, dtype, i));
+}
+
+void StoreNumber(char* data, DataType dtype, int64_t i, double v) {
+  char* p = data + i * ElementBytes(dtype);
+  auto write = [p](auto value) { std::memcpy(p, &value, sizeof(value)); };
+  if (dtype.is_bool()) {
+    *p = v != 0;
+  } else if (dtype.is_float()) {
+    dtype.bits() == 64 ? write(v) : write(static_cast<float>(v));
+  } else if (dtype.is_uint()) {
+    write(static_cast<uint8_t>(v));
+  } else {
+    switch (dtype.bits()) {
+      case 8:
+        write(static_cast<int8_t>(v));
+        break;
+      case 16:
+        write(static_cast<int16_t>(v));
+        break;
+      case 32:
+        write(static_cast<int32_t>(v));
+        break;
+      default:
+        write(static_cast<int64_t>(v));
+    }
+  }
+}
+
+}  // namespace
+
+Value KnownInts(std::vector<PrimExpr> elems, std::vector<int64_t> shape, DataType dtype) {
+  Value v;
+  v.elems = std::move(elems);
+  v.elems_shape = std::move(shape);
+  v.elems_dtype = dtype;
+  return v;
+}
+
+Outputs One(Expr e) {
+  Value v;
+  v.expr = std::move(e);
+  Outputs out;
+  out.push_back(std::move(v));
+  return out;
+}
+
+absl::StatusOr<Outputs> OneOf(absl::StatusOr<Expr> e) {
+  if (!e.ok()) return e.status();
+  return One(*std::move(e));
+}
+
+PrimExpr I64(int64_t v) { return ir::IntImm(DataType::Int(64), v); }
+
+ir::ObjectRef IntAttr(int64_t v) { return ir::IntImm(DataType::Int(64), v); }
+ir::ObjectRef FloatAttr(double v) { return ir::FloatImm(DataType::Float(64), v); }
+ir::ObjectRef StrAttr(const std::string& v) { return ir::Make<ir::StringImmNode>(v); }
+ir::ObjectRef IntsAttr(const std::vector<int64_t>& v) {
+  std::vector<ir::ObjectRef> items;
+  for (int64_t x : v) items.push_back(IntAttr(x));
+  return ir::Make<ir::ArrayNode>(std::move(items));
+}
+
+absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT:
+      return DataType::Float(32);
+    case onnx::TensorProto::DOUBLE:
+      return DataType::Float(64);
+    case onnx::TensorProto::INT8:
+      return DataType::Int(8);
+    case onnx::TensorProto::UINT8:
+      return DataType::UInt(8);
+    case onnx::TensorProto::INT32:
+      return DataType::Int(32);
+    case onnx::TensorProto::INT64:
+      return DataType::Int(64);
+    case onnx::TensorProto::BOOL:
+      return DataType::Bool();
+    default:
+      break;
+  }
+  std::string name =
+      onnx::TensorProto::DataType_IsValid(elem_type)
+          ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem_type))
+          : absl::StrCat("#", elem_type);
+  return absl::UnimplementedError(
+      absl::StrCat("tensor element type ", name,
+                   " is not supported (float32, float64, int8, uint8, int32, int64, bool)"));
+}
+
+absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
+  auto error = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name(), "': ", what));
+  };
+  absl::StatusOr<DataType> dtype = DataTypeFromOnnx(t.data_type());
+  if (!dtype.ok()) return error(dtype.status().message());
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    return error("external data files are not supported; save the model with its weights inside");
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  for (int64_t d : shape) {
+    if (d < 0 || d > (int64_t{1} << 40)) return error(absl::StrCat("bad dimension ", d));
+  }
+  int64_t n = NumElements(shape);
+  size_t elem = ElementBytes(*dtype);
+  std::string bytes;
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != n * elem) {
+      return error(absl::StrCat("raw_data holds ", t.raw_data().size(), " bytes, ", n * elem,
+                                " expected for ", n, " elements"));
+    }
+    bytes = t.raw_data();
+  } else {
+    bytes.resize(n * elem);
+    auto fill = [&](const auto& field) -> absl::Status {
+      if (field.size() != n) {
+        return error(absl::StrCat("holds ", field.size(), " values, ", n, " expected"));
+      }
+      for (int64_t i = 0; i < n; ++i) StoreNumber(bytes.data(), *dtype, i, field.Get(i));
+      return absl::OkStatus();
+    };
+    absl::Status s;
+    if (dtype->is_float()) {
+      s = dtype->bits() == 64 ? fill(t.double_data()) : fill(t.float_data());
+    } else if (dtype->is_int() && dtype->bits() == 64) {
+      if (t.int64_data().size() != n)
+        return error(absl::StrCat("holds ", t.int64_data().size(), " values, ", n, " expected"));
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t v = t.int64_data(i);
+        std::memcpy(&bytes[i * 8], &v, 8);
+      }
+    } else {
+      s = fill(t.int32_data());
+    }
+    if (!s.ok()) return s;
+  }
+  Value v;
+  if (dtype->is_integral() && !dtype->is_bool() && n <= kMaxKnownElems) {
+    std::vector<PrimExpr> elems;
+    for (int64_t i = 0; i < n; ++i)
+      elems.push_back(ir::IntImm(DataType::Int(64), LoadInt(bytes.data(), *dtype, i)));
+    v = KnownInts(std::move(elems), shape, *dtype);
+  }
+  v.expr = ir::relax::MakeConstant(*dtype, shape, std::move(bytes));
+  return v;
+}
+
+absl::StatusOr<std::vector<int64_t>> BroadcastKnown(const std::vector<int64_t>& a,
+                                                    const std::vector<int64_t>& b) {
+  size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = i + a.size() >= n ? a[i + a.size() - n] : 1;
+    int64_t y = i + b.size() >= n ? b[i + b.size() - n] : 1;
+    if (x != y && x != 1 && y != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("shapes [", absl::StrJoin(a, ", "), "] and [",
+                                                     absl::StrJoin(b, ", "), "] do not broadcast"));
+    }
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// ---- Context ----
+
+Context::Context(const onnx::NodeProto& node, int opset, std::vector<const Value*> inputs,
+                 ir::relax::BlockBuilder* builder)
+    : node_(node), opset_(opset), inputs_(std::move(inputs)), builder_(builder) {
+  for (const onnx::AttributeProto& a : node.attribute()) attrs_[a.name()] = &a;
+}
+
+absl::StatusOr<Expr> Materialize(const Value& v, ir::relax::BlockBuilder* builder) {
+  if (v.expr) return v.expr;
+  const std::vector<PrimExpr>& elems = *v.elems;
+  bool constant = true;
+  for (const PrimExpr& e : elems) constant = constant && ir::AsConstInt(e) != nullptr;
+  if (constant) {
+    std::string bytes(elems.size() * ElementBytes(v.elems_dtype), '\0');
+    for (size_t k = 0; k < elems.size(); ++k)
+      StoreNumber(bytes.data(), v.elems_dtype, k, static_cast<double>(*ir::AsConstInt(elems[k])));
+    return ir::relax::MakeConstant(v.elems_dtype, v.elems_shape, std::move(bytes));
+  }
+  if (v.elems_shape.size() > 1) {
+    return absl::UnimplementedError("a symbolic integer tensor of rank > 1 cannot be materialized");
+  }
+  auto call = [&](const char* op, std::vector<Expr> args,
+                  ir::Attrs attrs = {}) -> absl::StatusOr<Expr> {
+    absl::StatusOr<ir::relax::Var> var = builder->Emit(
+        ir::relax::MakeCall(ir::relax::GetOp(op), std::move(args), {}, std::move(attrs)));
+    if (!var.ok()) return var.status();
+    return Expr(*var);
+  };
+  KILN_ASSIGN_OR_RETURN(Expr t, call("relax.shape_to_tensor", {ir::relax::MakeShape(elems)}));
+  if (v.elems_shape.empty()) {
+    KILN_ASSIGN_OR_RETURN(t, call("relax.reshape", {t, ir::relax::MakeShape({})}));
+  }
+  if (v.elems_dtype != DataType::Int(64)) {
+    KILN_ASSIGN_OR_RETURN(
+        t, call("relax.astype", {t}, {{"dtype", StrAttr(v.elems_dtype.ToString())}}));
+  }
+  return t;
+}
+
+absl::StatusOr<Expr> Context::Tensor(size_t i) {
+  if (!Has(i)) return Error(absl::StrCat("input ", i, " is required"));
+  return Materialize(In(i), builder_);
+}
+
+std::optional<std::vector<PrimExpr>> Context::Elems(size_t i) const {
+  if (!Has(i)) return std::nullopt;
+  return In(i).elems;
+}
+
+absl::StatusOr<std::vector<int64_t>> Context::ConstInts(size_t i) const {
+  if (!Has(i)) return Error(absl::StrCat("input ", i, " is required"));
+  const Value& v = In(i);
+  std::vector<int64_t> out;
+  if (v.elems) {
+    for (const PrimExpr& e : *v.elems) {
+      const int64_t* c = ir::AsConstInt(e);
+      if (c == nullptr) {
+        return Unsupported(absl::StrCat("input ", i, " ('", node_.input(i),
+                                        "') must be known at import time, but depends on the "
+                                        "symbolic value ",
+                                        ir::DebugPrint(e)));
+      }
+      out.push_back(*c);
+    }
+    return out;
+  }
+  absl::StatusOr<std::vector<double>> numbers = ConstFloats(i);
+  if (!numbers.ok()) return numbers.status();
+  for (double d : *numbers) out.push_back(static_cast<int64_t>(d));
+  return out;
+}
+
+absl::StatusOr<std::vector<double>> Context::ConstFloats(size_t i) const {
+  if (!Has(i)) return Error(absl::StrCat("input ", i, " is required"));
+  const Value& v = In(i);
+  std::vector<double> out;
+  if (v.elems) {
+    absl::StatusOr<std::vector<int64_t>> ints = ConstInts(i);
+    if (!ints.ok()) return ints.status();
+    for (int64_t x : *ints) out.push_back(static_cast<double>(x));
+    return out;
+  }
+  const auto* c = v.expr.as<ConstantNode>();
+  if (c == nullptr) {
+    return Unsupported(absl::StrCat("input ", i, " ('", node_.input(i),
+                                    "') must be a constant (an initializer or a Constant node)"));
+  }
+  int64_t n = NumElements(c->shape);
+  for (int64_t k = 0; k < n; ++k) out.push_back(LoadNumber(c->bytes->data(), c->dtype, k));
+  return out;
+}
+
+const onnx::AttributeProto* Context::Attr(const std::string& name, int type) {
+  auto it = attrs_.find(name);
+  if (it == attrs_.end()) return nullptr;
+  if (it->second->type() != type) {
+    Fail(absl::StrCat("attribute '", name, "' has type ",
+                      onnx::AttributeProto::AttributeType_Name(it->second->type()), ", expected ",
+                      onnx::AttributeProto::AttributeType_Name(
+                          static_cast<onnx::AttributeProto::AttributeType>(type))));
+    return nullptr;
+  }
+  return it->second;
+}
+
+int64_t Context::Int(const std::string& name, int64_t fallback) {
+  const onnx::AttributeProto* a = Attr(name, onnx::AttributeProto::INT);
+  return a ? a->i() : fallback;
+}
+
+double Context::Float(const std::string& name, double fallback) {
+  const onnx::AttributeProto* a = Attr(name, onnx::AttributeProto::FLOAT);
+  return a ? a->f() : fallback;
+}
+
+std::string Context::Str(const std::string& name, const std::string& fallback) {
+  const onnx::AttributeProto* a = Attr(name, onnx::AttributeProto::STRING);
+  return a ? a->s() : fallback;
+}
+
+std::optional<std::vector<int64_t>> Context::Ints(const std::string& name) {
+  const onnx::AttributeProto* a = Attr(name, onnx::AttributeProto::INTS);
+  if (a == nullptr) return std::nullopt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::optional<std::vector<double>> Context::Floats(const std::string& name) {
+  const onnx::AttributeProto* a = Attr(name, onnx::AttributeProto::FLOATS);
+  if (a == nullptr) return std::nullopt;
+  return std::vector<double>(a->floats().begin(), a->floats().end());
+}
+
+const onnx::TensorProto* Context::TensorAttr(const std::string& name) {
+  const onnx::AttributeProto* a = Attr(name, onnx::AttributeProto::TENSOR);
+  return a ? &a->t() : nullptr;
+}
+
+void Context::Fail(absl::string_view what) {
+  if (status_.ok()) status_ = absl::InvalidArgumentError(what);
+}
+
+absl::StatusOr<Expr> Context::Call(const std::string& op, std::vector<Expr> args, ir::Attrs attrs) {
+  return Emit(ir::relax::MakeCall(ir::relax::GetOp(op), std::move(args), {}, std::move(attrs)));
+}
+
+absl::StatusOr<Expr> Context::Emit(const Expr& expr) {
+  absl::StatusOr<ir::relax::Var> var = builder_->Emit(expr);
+  if (!var.ok()) return var.status();
+  return Expr(*var);
+}
+
+absl::StatusOr<std::vector<PrimExpr>> Context::Shape(const Expr& e) const {
+  if (const auto* c = e.as<ConstantNode>()) {
+    std::vector<PrimExpr> dims;
+    for (int64_t d : c->shape) dims.push_back(ir::IntImm(DataType::Int(64), d));
+    return dims;
+  }
+  const auto* t = e->struct_info().as<TensorStructInfoNode>();
+  const std::vector<PrimExpr>* dims = t != nullptr ? t->dims() : nullptr;
+  if (dims == nullptr) return Error("an input's shape is not known");
+  return *dims;
+}
+
+DataType Context::DType(const Expr& e) const {
+  if (const auto* c = e.as<ConstantNode>()) return c->dtype;
+  const auto* t = e->struct_info().as<TensorStructInfoNode>();
+  return t != nullptr ? t->dtype : DataType::Void();
+}
+
+Expr Context::Scalar(DataType dtype, double value) const {
+  std::string bytes(ElementBytes(dtype), '\0');
+  StoreNumber(bytes.data(), dtype, 0, value);
+  return ir::relax::MakeConstant(dtype, {}, std::move(bytes));
+}
+
+absl::Status Context::Error(absl::string_view what) const {
+  return absl::InvalidArgumentError(what);
+}
+
+absl::Status Context::Unsupported(absl::string_view what) const {
+  return absl::UnimplementedError(what);
+}
+
+}  // namespace kiln::frontend::onnx_import

@@ -1,0 +1,137 @@
+// What an ONNX operator converter sees: the node's inputs as Relax expressions or as values
+// known while importing, its attributes, and a way to emit Relax calls. Internal to the importer.
+#ifndef KILN_COMPILER_FRONTEND_ONNX_CONVERT_CONTEXT_H_
+#define KILN_COMPILER_FRONTEND_ONNX_CONVERT_CONTEXT_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/frontend/onnx/onnx_proto.h"
+#include "compiler/ir/module.h"
+#include "compiler/ir/printer.h"
+#include "compiler/relax/block_builder.h"
+
+namespace kiln::frontend::onnx_import {
+
+namespace arith = ::kiln::arith;
+
+using ir::DataType;
+using ir::PrimExpr;
+using ir::relax::Expr;
+
+// A value on an ONNX edge.
+struct Value {
+  // The Relax tensor. Null for a value known only by its elements; Context::Tensor makes one.
+  Expr expr;
+  // The elements of a small integer tensor known at import time, row-major: constants, or
+  // expressions of symbolic dimensions (Shape of a dynamic-batch tensor gives [n, 64]).
+  std::optional<std::vector<PrimExpr>> elems;
+  std::vector<int64_t> elems_shape;
+  DataType elems_dtype = DataType::Int(64);
+};
+
+// Builds a Value from known elements.
+Value KnownInts(std::vector<PrimExpr> elems, std::vector<int64_t> shape,
+                DataType dtype = DataType::Int(64));
+
+// `v` as a Relax tensor: its expression, or its known elements as a constant (or, when symbolic,
+// a shape_to_tensor emitted into `builder`).
+absl::StatusOr<Expr> Materialize(const Value& v, ir::relax::BlockBuilder* builder);
+
+// Attribute values for Relax calls.
+ir::ObjectRef IntAttr(int64_t v);
+ir::ObjectRef FloatAttr(double v);
+ir::ObjectRef StrAttr(const std::string& v);
+ir::ObjectRef IntsAttr(const std::vector<int64_t>& v);
+
+class Context {
+ public:
+  Context(const onnx::NodeProto& node, int opset, std::vector<const Value*> inputs,
+          ir::relax::BlockBuilder* builder);
+
+  const onnx::NodeProto& node() const { return node_; }
+  int opset() const { return opset_; }
+
+  // ---- Inputs ----
+  size_t num_inputs() const { return inputs_.size(); }
+  // False for an omitted optional input (an empty name) or one past the end.
+  bool Has(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  const Value& In(size_t i) const { return *inputs_[i]; }
+  // Input `i` as a Relax tensor (known elements become a constant or a shape_to_tensor).
+  absl::StatusOr<Expr> Tensor(size_t i);
+  // Input `i`'s elements when known at import time (possibly symbolic), else nullopt.
+  std::optional<std::vector<PrimExpr>> Elems(size_t i) const;
+  // Input `i`'s integer elements, which must be constants known at import time.
+  absl::StatusOr<std::vector<int64_t>> ConstInts(size_t i) const;
+  // Input `i`'s elements as numbers, which must be constants known at import time.
+  absl::StatusOr<std::vector<double>> ConstFloats(size_t i) const;
+
+  // ---- Attributes. A missing attribute gives the default; one of the wrong type is an error
+  // (status() reports it after the converter returns). ----
+  bool HasAttr(const std::string& name) const { return attrs_.count(name) != 0; }
+  int64_t Int(const std::string& name, int64_t fallback);
+  double Float(const std::string& name, double fallback);
+  std::string Str(const std::string& name, const std::string& fallback);
+  std::optional<std::vector<int64_t>> Ints(const std::string& name);
+  std::optional<std::vector<double>> Floats(const std::string& name);
+  const onnx::TensorProto* TensorAttr(const std::string& name);
+  const absl::Status& status() const { return status_; }
+
+  // ---- Building ----
+  // Emits `op(args, attrs)` and returns the bound variable.
+  absl::StatusOr<Expr> Call(const std::string& op, std::vector<Expr> args, ir::Attrs attrs = {});
+  absl::StatusOr<Expr> Emit(const Expr& expr);
+  // The shape and dtype of an emitted tensor expression.
+  absl::StatusOr<std::vector<PrimExpr>> Shape(const Expr& e) const;
+  DataType DType(const Expr& e) const;
+  // A scalar constant of `dtype`.
+  Expr Scalar(DataType dtype, double value) const;
+  arith::Analyzer* analyzer() { return builder_->analyzer(); }
+
+  // An InvalidArgument error (the importer adds the node's name, type and opset).
+  absl::Status Error(absl::string_view what) const;
+  absl::Status Unsupported(absl::string_view what) const;
+
+ private:
+  void Fail(absl::string_view what);
+  const onnx::AttributeProto* Attr(const std::string& name, int type);
+
+  const onnx::NodeProto& node_;
+  int opset_;
+  std::vector<const Value*> inputs_;
+  ir::relax::BlockBuilder* builder_;
+  std::map<std::string, const onnx::AttributeProto*> attrs_;
+  absl::Status status_;
+};
+
+// A converter returns one Value per node output.
+using Outputs = std::vector<Value>;
+using ConvertFn = absl::StatusOr<Outputs> (*)(Context& ctx);
+using ConverterTable = std::map<std::string, ConvertFn>;
+
+// The single output `e`.
+Outputs One(Expr e);
+absl::StatusOr<Outputs> OneOf(absl::StatusOr<Expr> e);
+PrimExpr I64(int64_t v);
+
+void RegisterMathConverters(ConverterTable* table);    // elementwise, reductions, softmax
+void RegisterNNConverters(ConverterTable* table);      // conv, gemm, pools, norms, resize
+void RegisterTensorConverters(ConverterTable* table);  // shape, layout and creation ops
+void RegisterEinsumConverter(ConverterTable* table);
+
+// ONNX TensorProto.DataType -> Kiln dtype; an error for types Kiln does not compute with.
+absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type);
+// A TensorProto (initializer or attribute) as a Relax constant Value; small integer tensors also
+// carry their elements.
+absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t);
+
+// NumPy broadcasting of known shapes.
+absl::StatusOr<std::vector<int64_t>> BroadcastKnown(const std::vector<int64_t>& a,
+                                                    const std::vector<int64_t>& b);
+
+}  // namespace kiln::frontend::onnx_import
+
+#endif  // KILN_COMPILER_FRONTEND_ONNX_CONVERT_CONTEXT_H_

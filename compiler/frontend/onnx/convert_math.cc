@@ -1,0 +1,449 @@
+// Elementwise math, activations, comparisons, reductions and softmax. Integer arithmetic on
+// values known at import time (shape computations) is folded here instead of emitted.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/frontend/onnx/convert_context.h"
+#include "runtime/support/status_macros.h"
+
+namespace kiln::frontend::onnx_import {
+namespace {
+
+using ir::IntImm;
+using ir::NodeKind;
+
+// ---- Folding known integers ----
+
+using IntFold = std::optional<PrimExpr> (*)(const PrimExpr& a, const PrimExpr& b,
+                                            arith::Analyzer* ana);
+
+// Applies `fold` elementwise with broadcasting when both inputs' elements are known; nullopt
+// when either is unknown or `fold` cannot decide an element.
+std::optional<Value> FoldBinary(Context& ctx, IntFold fold, DataType out_dtype) {
+  if (!ctx.Has(0) || !ctx.Has(1)) return std::nullopt;
+  const Value& a = ctx.In(0);
+  const Value& b = ctx.In(1);
+  if (!a.elems || !b.elems) return std::nullopt;
+  absl::StatusOr<std::vector<int64_t>> shape = BroadcastKnown(a.elems_shape, b.elems_shape);
+  if (!shape.ok()) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : *shape) n *= d;
+  // Row-major index of output element `flat` within an input of `in_shape` (broadcast).
+  auto source = [&](const std::vector<int64_t>& in_shape, int64_t flat) {
+    int64_t index = 0, stride = 1, rest = flat;
+    for (size_t k = shape->size(); k-- > 0;) {
+      int64_t coord = rest % (*shape)[k];
+      rest /= (*shape)[k];
+      size_t skip = shape->size() - in_shape.size();
+      if (k < skip) continue;
+      int64_t dim = in_shape[k - skip];
+      index += (dim == 1 ? 0 : coord) * stride;
+      stride *= dim;
+    }
+    return index;
+  };
+  std::vector<PrimExpr> out;
+  for (int64_t i = 0; i < n; ++i) {
+    std::optional<PrimExpr> e = fold((*a.elems)[source(a.elems_shape, i)],
+                                     (*b.elems)[source(b.elems_shape, i)], ctx.analyzer());
+    if (!e) return std::nullopt;
+    out.push_back(*e);
+  }
+  return KnownInts(std::move(out), *shape, out_dtype);
+}
+
+std::optional<PrimExpr> Simplified(PrimExpr e, arith::Analyzer* ana) {
+  return ana->Simplify(std::move(e));
+}
+
+std::optional<PrimExpr> FoldAdd(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  return Simplified(a + b, ana);
+}
+std::optional<PrimExpr> FoldSub(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  return Simplified(a - b, ana);
+}
+std::optional<PrimExpr> FoldMul(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  return Simplified(a * b, ana);
+}
+// ONNX integer division truncates; floor division agrees on the non-negative values of shape
+// arithmetic, and constants are computed exactly.
+std::optional<PrimExpr> FoldDiv(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  const int64_t* x = ir::AsConstInt(a);
+  const int64_t* y = ir::AsConstInt(b);
+  if (y != nullptr && *y == 0) return std::nullopt;
+  if (x != nullptr && y != nullptr) return IntImm(DataType::Int(64), *x / *y);
+  if (y == nullptr || *y < 0) return std::nullopt;
+  return Simplified(ir::FloorDiv(a, b), ana);
+}
+std::optional<PrimExpr> FoldMin(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  return Simplified(ir::Min(a, b), ana);
+}
+std::optional<PrimExpr> FoldMax(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  return Simplified(ir::Max(a, b), ana);
+}
+// Comparisons fold only when decidable.
+std::optional<PrimExpr> Decide(const PrimExpr& cond, arith::Analyzer* ana) {
+  if (ana->CanProve(cond)) return IntImm(DataType::Int(64), 1);
+  if (ana->CanProve(ir::Not(cond))) return IntImm(DataType::Int(64), 0);
+  return std::nullopt;
+}
+std::optional<PrimExpr> FoldEqual(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  return Decide(ir::Binary(NodeKind::kEQ, a, b), ana);
+}
+std::optional<PrimExpr> FoldLess(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  return Decide(a < b, ana);
+}
+std::optional<PrimExpr> FoldGreater(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  return Decide(b < a, ana);
+}
+
+// ---- Unary ----
+
+template <const char* kOp>
+absl::StatusOr<Outputs> Unary(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call(kOp, {x}));
+  return One(y);
+}
+
+constexpr char kSqrt[] = "relax.sqrt";
+constexpr char kExp[] = "relax.exp";
+constexpr char kLog[] = "relax.log";
+constexpr char kErf[] = "relax.erf";
+constexpr char kTanh[] = "relax.tanh";
+constexpr char kSigmoid[] = "relax.sigmoid";
+constexpr char kRelu[] = "relax.nn.relu";
+constexpr char kAbs[] = "relax.abs";
+constexpr char kFloor[] = "relax.floor";
+constexpr char kCeil[] = "relax.ceil";
+constexpr char kNot[] = "relax.logical_not";
+
+absl::StatusOr<Outputs> Neg(Context& ctx) {
+  if (std::optional<std::vector<PrimExpr>> e = ctx.Elems(0)) {
+    for (PrimExpr& x : *e) x = ctx.analyzer()->Simplify(IntImm(x->dtype, 0) - x);
+    return Outputs{KnownInts(std::move(*e), ctx.In(0).elems_shape, ctx.In(0).elems_dtype)};
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.negative", {x}));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> Reciprocal(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.divide", {ctx.Scalar(ctx.DType(x), 1), x}));
+  return One(y);
+}
+
+// Clip(x, min, max): bounds from inputs (opset 11+) or attributes (before); constant bounds
+// become relax.clip, tensor bounds maximum/minimum.
+absl::StatusOr<Outputs> Clip(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  ir::Attrs attrs;
+  std::vector<std::pair<size_t, const char*>> dynamic;
+  for (auto [index, key] : {std::pair<size_t, const char*>{1, "min"}, {2, "max"}}) {
+    if (!ctx.Has(index)) continue;
+    absl::StatusOr<std::vector<double>> bound = ctx.ConstFloats(index);
+    if (bound.ok() && bound->size() == 1) {
+      attrs.push_back({key, FloatAttr((*bound)[0])});
+    } else {
+      dynamic.push_back({index, key});
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.clip", {x}, attrs));
+  for (auto [index, key] : dynamic) {
+    KILN_ASSIGN_OR_RETURN(Expr bound, ctx.Tensor(index));
+    KILN_ASSIGN_OR_RETURN(
+        y, ctx.Call(std::string(key) == "min" ? "relax.maximum" : "relax.minimum", {y, bound}));
+  }
+  return One(y);
+}
+
+absl::StatusOr<Outputs> LeakyRelu(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  DataType t = ctx.DType(x);
+  double alpha = ctx.Float("alpha", 0.01);
+  KILN_ASSIGN_OR_RETURN(Expr scaled, ctx.Call("relax.multiply", {x, ctx.Scalar(t, alpha)}));
+  KILN_ASSIGN_OR_RETURN(Expr positive, ctx.Call("relax.greater", {x, ctx.Scalar(t, 0)}));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.where", {positive, x, scaled}));
+  return One(y);
+}
+
+// clip(alpha * x + beta, 0, 1)
+absl::StatusOr<Expr> HardSigmoidOf(Context& ctx, const Expr& x, double alpha, double beta) {
+  DataType t = ctx.DType(x);
+  KILN_ASSIGN_OR_RETURN(Expr ax, ctx.Call("relax.multiply", {x, ctx.Scalar(t, alpha)}));
+  KILN_ASSIGN_OR_RETURN(Expr axb, ctx.Call("relax.add", {ax, ctx.Scalar(t, beta)}));
+  return ctx.Call("relax.clip", {axb}, {{"min", FloatAttr(0)}, {"max", FloatAttr(1)}});
+}
+
+absl::StatusOr<Outputs> HardSigmoid(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y,
+                        HardSigmoidOf(ctx, x, ctx.Float("alpha", 0.2), ctx.Float("beta", 0.5)));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> HardSwish(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr gate, HardSigmoidOf(ctx, x, 1.0 / 6.0, 0.5));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.multiply", {x, gate}));
+  return One(y);
+}
+
+// ---- Binary ----
+
+struct BinarySpec {
+  const char* op;
+  IntFold fold;    // null: never folded
+  bool predicate;  // bool result
+};
+
+template <const BinarySpec& kSpec>
+absl::StatusOr<Outputs> Binary(Context& ctx) {
+  if (kSpec.fold != nullptr) {
+    DataType out = kSpec.predicate ? DataType::Bool()
+                   : ctx.Has(0)    ? ctx.In(0).elems_dtype
+                                   : DataType::Int(64);
+    if (std::optional<Value> v = FoldBinary(ctx, kSpec.fold, out)) return Outputs{std::move(*v)};
+  }
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call(kSpec.op, {a, b}));
+  return One(y);
+}
+
+constexpr BinarySpec kAdd = {"relax.add", FoldAdd, false};
+constexpr BinarySpec kSub = {"relax.subtract", FoldSub, false};
+constexpr BinarySpec kMul = {"relax.multiply", FoldMul, false};
+constexpr BinarySpec kEqual = {"relax.equal", FoldEqual, true};
+constexpr BinarySpec kLess = {"relax.less", FoldLess, true};
+constexpr BinarySpec kGreater = {"relax.greater", FoldGreater, true};
+constexpr BinarySpec kLessEqual = {"relax.less_equal", nullptr, true};
+constexpr BinarySpec kGreaterEqual = {"relax.greater_equal", nullptr, true};
+
+// Div: ONNX integer division truncates toward zero, which is not floor division for negative
+// operands; run-time integer division is refused rather than computed differently.
+absl::StatusOr<Outputs> Div(Context& ctx) {
+  if (std::optional<Value> v = FoldBinary(ctx, FoldDiv, ctx.In(0).elems_dtype))
+    return Outputs{std::move(*v)};
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  if (!ctx.DType(a).is_float())
+    return ctx.Unsupported("integer Div of tensors not known at import time");
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.divide", {a, b}));
+  return One(y);
+}
+
+// Pow: a constant exponent of 2, 1 or 0.5 becomes a multiply, nothing or a sqrt.
+absl::StatusOr<Outputs> Pow(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  if (absl::StatusOr<std::vector<double>> e = ctx.ConstFloats(1); e.ok() && e->size() == 1) {
+    double p = (*e)[0];
+    if (p == 1) return One(x);
+    if (p == 2) return OneOf(ctx.Call("relax.multiply", {x, x}));
+    if (p == 0.5) return OneOf(ctx.Call("relax.sqrt", {x}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Tensor(1));
+  if (ctx.DType(y) != ctx.DType(x)) {
+    KILN_ASSIGN_OR_RETURN(
+        y, ctx.Call("relax.astype", {y}, {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr out, ctx.Call("relax.power", {x, y}));
+  return One(out);
+}
+
+// Min, Max, Sum, Mean: variadic with broadcasting.
+template <const BinarySpec& kSpec, bool kMean = false>
+absl::StatusOr<Outputs> Variadic(Context& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.Error("needs at least one input");
+  KILN_ASSIGN_OR_RETURN(Expr acc, ctx.Tensor(0));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(i));
+    KILN_ASSIGN_OR_RETURN(acc, ctx.Call(kSpec.op, {acc, x}));
+  }
+  if (kMean && ctx.num_inputs() > 1) {
+    KILN_ASSIGN_OR_RETURN(
+        acc, ctx.Call("relax.divide",
+                      {acc, ctx.Scalar(ctx.DType(acc), static_cast<double>(ctx.num_inputs()))}));
+  }
+  return One(acc);
+}
+
+constexpr BinarySpec kMax = {"relax.maximum", FoldMax, false};
+constexpr BinarySpec kMin = {"relax.minimum", FoldMin, false};
+
+absl::StatusOr<Outputs> Where(Context& ctx) {
+  std::optional<std::vector<PrimExpr>> c = ctx.Elems(0), x = ctx.Elems(1), y = ctx.Elems(2);
+  if (c && x && y && ctx.In(0).elems_shape == ctx.In(1).elems_shape &&
+      ctx.In(1).elems_shape == ctx.In(2).elems_shape) {
+    std::vector<PrimExpr> out;
+    for (size_t i = 0; i < c->size(); ++i) {
+      const int64_t* cond = ir::AsConstInt((*c)[i]);
+      if (cond == nullptr) break;
+      out.push_back(*cond ? (*x)[i] : (*y)[i]);
+    }
+    if (out.size() == c->size())
+      return Outputs{KnownInts(std::move(out), ctx.In(1).elems_shape, ctx.In(1).elems_dtype)};
+  }
+  KILN_ASSIGN_OR_RETURN(Expr cond, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(2));
+  KILN_ASSIGN_OR_RETURN(Expr out, ctx.Call("relax.where", {cond, a, b}));
+  return One(out);
+}
+
+absl::StatusOr<Outputs> Cast(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(DataType to, DataTypeFromOnnx(static_cast<int>(ctx.Int("to", 0))));
+  if (std::optional<std::vector<PrimExpr>> e = ctx.Elems(0); e && to.is_integral()) {
+    if (to.is_bool()) {
+      for (PrimExpr& x : *e) {
+        const int64_t* c = ir::AsConstInt(x);
+        if (c == nullptr) return ctx.Unsupported("Cast of a symbolic value to bool");
+        x = IntImm(DataType::Int(64), *c != 0);
+      }
+    }
+    return Outputs{KnownInts(std::move(*e), ctx.In(0).elems_shape, to)};
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  if (ctx.DType(x) == to) return One(x);
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.astype", {x}, {{"dtype", StrAttr(to.ToString())}}));
+  return One(y);
+}
+
+// ---- Reductions ----
+
+// The axes of a Reduce* node: the `axes` attribute, or the second input (ReduceSum from opset
+// 13, all of them from 18). Empty means all axes unless noop_with_empty_axes.
+absl::StatusOr<std::optional<std::vector<int64_t>>> ReduceAxesOf(Context& ctx) {
+  if (ctx.Has(1)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.ConstInts(1));
+    return std::optional<std::vector<int64_t>>(axes);
+  }
+  return ctx.Ints("axes");
+}
+
+template <const char* kOp>
+absl::StatusOr<Outputs> Reduce(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ReduceAxesOf(ctx));
+  bool keepdims = ctx.Int("keepdims", 1) != 0;
+  if ((!axes || axes->empty()) && ctx.Int("noop_with_empty_axes", 0) != 0) return One(x);
+  ir::Attrs attrs = {{"keepdims", IntAttr(keepdims)}};
+  if (axes && !axes->empty()) attrs.push_back({"axis", IntsAttr(*axes)});
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call(kOp, {x}, attrs));
+  return One(y);
+}
+
+constexpr char kReduceMean[] = "relax.mean";
+constexpr char kReduceSum[] = "relax.sum";
+constexpr char kReduceMax[] = "relax.max";
+constexpr char kReduceMin[] = "relax.min";
+constexpr char kReduceProd[] = "relax.prod";
+
+// ArgMax/ArgMin; select_last_index reverses the axis, so the first match from the end wins.
+template <const char* kOp>
+absl::StatusOr<Outputs> Arg(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(x));
+  int64_t axis = ctx.Int("axis", 0);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (axis < -rank || axis >= rank)
+    return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  if (axis < 0) axis += rank;
+  ir::Attrs attrs = {{"axis", IntAttr(axis)}, {"keepdims", IntAttr(ctx.Int("keepdims", 1) != 0)}};
+  if (ctx.Int("select_last_index", 0) == 0) return OneOf(ctx.Call(kOp, {x}, attrs));
+  KILN_ASSIGN_OR_RETURN(Expr reversed,
+                        ctx.Call("relax.strided_slice", {x},
+                                 {{"axes", IntsAttr({axis})},
+                                  {"begin", IntsAttr({-1})},
+                                  {"end", IntsAttr({std::numeric_limits<int64_t>::min()})},
+                                  {"strides", IntsAttr({-1})}}));
+  KILN_ASSIGN_OR_RETURN(Expr index, ctx.Call(kOp, {reversed}, attrs));
+  // index in the reversed axis -> (n - 1) - index
+  KILN_ASSIGN_OR_RETURN(Expr n1,
+                        ctx.Emit(ir::relax::MakeCall(ir::relax::GetOp("relax.shape_to_tensor"),
+                                                     {ir::relax::MakeShape({shape[axis] - 1})})));
+  KILN_ASSIGN_OR_RETURN(Expr n1s, ctx.Call("relax.reshape", {n1, ir::relax::MakeShape({})}));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.subtract", {n1s, index}));
+  return One(y);
+}
+
+constexpr char kArgMax[] = "relax.argmax";
+constexpr char kArgMin[] = "relax.argmin";
+
+// Softmax/LogSoftmax. From opset 13 the axis defaults to -1 and is a plain axis; before, it
+// defaults to 1 and the input is treated as 2-D, flattened at `axis`.
+template <const char* kOp>
+absl::StatusOr<Outputs> Softmax(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(x));
+  int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t axis = ctx.Int("axis", ctx.opset() >= 13 ? -1 : 1);
+  if (axis < -rank || axis >= rank)
+    return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  if (axis < 0) axis += rank;
+  if (ctx.opset() >= 13 || axis == rank - 1)
+    return OneOf(ctx.Call(kOp, {x}, {{"axis", IntAttr(axis)}}));
+  PrimExpr outer = IntImm(DataType::Int(64), 1), inner = IntImm(DataType::Int(64), 1);
+  for (int64_t k = 0; k < rank; ++k)
+    (k < axis ? outer : inner) = (k < axis ? outer : inner) * shape[k];
+  KILN_ASSIGN_OR_RETURN(
+      Expr flat,
+      ctx.Call("relax.reshape", {x, ir::relax::MakeShape({ctx.analyzer()->Simplify(outer),
+                                                          ctx.analyzer()->Simplify(inner)})}));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call(kOp, {flat}, {{"axis", IntAttr(1)}}));
+  KILN_ASSIGN_OR_RETURN(Expr back, ctx.Call("relax.reshape", {y, ir::relax::MakeShape(shape)}));
+  return One(back);
+}
+
+constexpr char kSoftmax[] = "relax.nn.softmax";
+constexpr char kLogSoftmax[] = "relax.nn.log_softmax";
+
+}  // namespace
+
+void RegisterMathConverters(ConverterTable* t) {
+  (*t)["Sqrt"] = Unary<kSqrt>;
+  (*t)["Exp"] = Unary<kExp>;
+  (*t)["Log"] = Unary<kLog>;
+  (*t)["Erf"] = Unary<kErf>;
+  (*t)["Tanh"] = Unary<kTanh>;
+  (*t)["Sigmoid"] = Unary<kSigmoid>;
+  (*t)["Relu"] = Unary<kRelu>;
+  (*t)["Abs"] = Unary<kAbs>;
+  (*t)["Floor"] = Unary<kFloor>;
+  (*t)["Ceil"] = Unary<kCeil>;
+  (*t)["Not"] = Unary<kNot>;
+  (*t)["Neg"] = Neg;
+  (*t)["Reciprocal"] = Reciprocal;
+  (*t)["Clip"] = Clip;
+  (*t)["LeakyRelu"] = LeakyRelu;
+  (*t)["HardSigmoid"] = HardSigmoid;
+  (*t)["HardSwish"] = HardSwish;
+  (*t)["Add"] = Binary<kAdd>;
+  (*t)["Sub"] = Binary<kSub>;
+  (*t)["Mul"] = Binary<kMul>;
+  (*t)["Div"] = Div;
+  (*t)["Pow"] = Pow;
+  (*t)["Equal"] = Binary<kEqual>;
+  (*t)["Less"] = Binary<kLess>;
+  (*t)["Greater"] = Binary<kGreater>;
+  (*t)["LessOrEqual"] = Binary<kLessEqual>;
+  (*t)["GreaterOrEqual"] = Binary<kGreaterEqual>;
+  (*t)["Max"] = Variadic<kMax>;
+  (*t)["Min"] = Variadic<kMin>;
+  (*t)["Sum"] = Variadic<kAdd>;
+  (*t)["Mean"] = Variadic<kAdd, true>;
+  (*t)["Where"] = Where;
+  (*t)["Cast"] = Cast;
+  (*t)["ReduceMean"] = Reduce<kReduceMean>;
+  (*t)["ReduceSum"] = Reduce<kReduceSum>;
+  (*t)["ReduceMax"] = Reduce<kReduceMax>;
+  (*t)["ReduceMin"] = Reduce<kReduceMin>;
+  (*t)["ReduceProd"] = Reduce<kReduceProd>;
+  (*t)["ArgMax"] = Arg<kArgMax>;
+  (*t)["ArgMin"] = Arg<kArgMin>;
+  (*t)["Softmax"] = Softmax<kSoftmax>;
+  (*t)["LogSoftmax"] = Softmax<kLogSoftmax>;
+}
+
+}  // namespace kiln::frontend::onnx_import

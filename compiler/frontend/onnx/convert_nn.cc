@@ -1,0 +1,376 @@
+// Neural-network operators: Conv, Gemm, MatMul, pooling, normalizations and Resize. 1-D
+// convolution and pooling run as 2-D with a height of 1.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/frontend/onnx/convert_context.h"
+#include "runtime/support/status_macros.h"
+
+namespace kiln::frontend::onnx_import {
+namespace {
+
+using ir::IntImm;
+using ir::relax::MakeShape;
+
+std::vector<int64_t> ConstDims(const std::vector<PrimExpr>& dims) {
+  std::vector<int64_t> out;
+  for (const PrimExpr& d : dims) {
+    const int64_t* c = ir::AsConstInt(d);
+    out.push_back(c != nullptr ? *c : -1);
+  }
+  return out;
+}
+
+// Reshapes a per-channel vector [C] to [C, 1, ..., 1] so it broadcasts against [N, C, ...] of
+// rank `rank`.
+absl::StatusOr<Expr> PerChannel(Context& ctx, const Expr& v, size_t rank) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(v));
+  if (shape.size() != 1) return ctx.Error("a per-channel input must be a vector");
+  std::vector<PrimExpr> to = {shape[0]};
+  for (size_t k = 2; k < rank; ++k) to.push_back(I64(1));
+  return ctx.Call("relax.reshape", {v, MakeShape(to)});
+}
+
+// ---- Spatial windows (Conv, MaxPool, AveragePool) ----
+
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins, then ends
+  bool one_d = false;
+};
+
+// Reads kernel_shape (or `kernel` from the weight), strides, dilations, pads and auto_pad for a
+// node over `x` with `spatial` spatial dimensions.
+absl::StatusOr<Window> ReadWindow(Context& ctx, const std::vector<PrimExpr>& x_shape,
+                                  std::vector<int64_t> kernel) {
+  size_t spatial = x_shape.size() - 2;
+  Window w;
+  if (std::optional<std::vector<int64_t>> k = ctx.Ints("kernel_shape")) kernel = *k;
+  if (kernel.size() != spatial) {
+    return ctx.Error(absl::StrCat("kernel_shape [", absl::StrJoin(kernel, ", "),
+                                  "] does not match ", spatial, " spatial dimensions"));
+  }
+  w.kernel = kernel;
+  w.strides = ctx.Ints("strides").value_or(std::vector<int64_t>(spatial, 1));
+  w.dilations = ctx.Ints("dilations").value_or(std::vector<int64_t>(spatial, 1));
+  w.pads = ctx.Ints("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  if (w.strides.size() != spatial || w.dilations.size() != spatial || w.pads.size() != 2 * spatial)
+    return ctx.Error("strides, dilations or pads do not match the spatial rank");
+  std::string auto_pad = ctx.Str("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") {
+    std::fill(w.pads.begin(), w.pads.end(), 0);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t d = 0; d < spatial; ++d) {
+      const int64_t* in = ir::AsConstInt(x_shape[2 + d]);
+      if (in == nullptr) return ctx.Unsupported("auto_pad SAME needs static spatial dimensions");
+      int64_t out = (*in + w.strides[d] - 1) / w.strides[d];
+      int64_t total = std::max<int64_t>(
+          0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - *in);
+      int64_t small = total / 2;
+      w.pads[d] = auto_pad == "SAME_UPPER" ? small : total - small;
+      w.pads[d + spatial] = total - w.pads[d];
+    }
+  } else if (auto_pad != "NOTSET") {
+    return ctx.Error(absl::StrCat("unknown auto_pad \"", auto_pad, "\""));
+  }
+  return w;
+}
+
+// Window attributes for the 2-D Relax ops; a 1-D window gets a unit height.
+ir::Attrs WindowAttrs(const Window& w) {
+  if (w.one_d) {
+    return {{"strides", IntsAttr({1, w.strides[0]})},
+            {"dilation", IntsAttr({1, w.dilations[0]})},
+            {"padding", IntsAttr({0, w.pads[0], 0, w.pads[1]})}};
+  }
+  return {{"strides", IntsAttr(w.strides)},
+          {"dilation", IntsAttr(w.dilations)},
+          {"padding", IntsAttr({w.pads[0], w.pads[1], w.pads[2], w.pads[3]})}};
+}
+
+// [N, C, L] -> [N, C, 1, L] for the 1-D forms.
+absl::StatusOr<Expr> AddUnitHeight(Context& ctx, const Expr& x) {
+  return ctx.Call("relax.expand_dims", {x}, {{"axis", IntsAttr({2})}});
+}
+absl::StatusOr<Expr> DropUnitHeight(Context& ctx, const Expr& x) {
+  return ctx.Call("relax.squeeze", {x}, {{"axis", IntsAttr({2})}});
+}
+
+absl::StatusOr<Outputs> Conv(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr weight, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ws, ctx.Shape(weight));
+  if (xs.size() != 3 && xs.size() != 4)
+    return ctx.Unsupported(
+        absl::StrCat("Conv over ", xs.size() - 2, " spatial dimensions (1 or 2)"));
+  if (ws.size() != xs.size()) return ctx.Error("the weight's rank differs from the input's");
+  std::vector<int64_t> kernel = ConstDims(std::vector<PrimExpr>(ws.begin() + 2, ws.end()));
+  KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, xs, kernel));
+  w.one_d = xs.size() == 3;
+  if (w.one_d) {
+    KILN_ASSIGN_OR_RETURN(x, AddUnitHeight(ctx, x));
+    KILN_ASSIGN_OR_RETURN(weight, AddUnitHeight(ctx, weight));
+  }
+  ir::Attrs attrs = WindowAttrs(w);
+  attrs.push_back({"groups", IntAttr(ctx.Int("group", 1))});
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.nn.conv2d", {x, weight}, attrs));
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(Expr bias, ctx.Tensor(2));
+    KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, 4));
+    KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, bias}));
+  }
+  if (w.one_d) {
+    KILN_ASSIGN_OR_RETURN(y, DropUnitHeight(ctx, y));
+  }
+  return One(y);
+}
+
+template <bool kMax>
+absl::StatusOr<Outputs> Pool(Context& ctx) {
+  if (ctx.node().output_size() > 1 && !ctx.node().output(1).empty())
+    return ctx.Unsupported("the Indices output of MaxPool");
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() != 3 && xs.size() != 4) {
+    return ctx.Unsupported(
+        absl::StrCat("pooling over ", xs.size() - 2, " spatial dimensions (1 or 2)"));
+  }
+  if (!ctx.HasAttr("kernel_shape")) return ctx.Error("kernel_shape is required");
+  KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, xs, {}));
+  w.one_d = xs.size() == 3;
+  if (w.one_d) {
+    KILN_ASSIGN_OR_RETURN(x, AddUnitHeight(ctx, x));
+  }
+  ir::Attrs attrs = WindowAttrs(w);
+  attrs.push_back(
+      {"pool_size", IntsAttr(w.one_d ? std::vector<int64_t>{1, w.kernel[0]} : w.kernel)});
+  attrs.push_back({"ceil_mode", IntAttr(ctx.Int("ceil_mode", 0) != 0)});
+  if (!kMax) attrs.push_back({"count_include_pad", IntAttr(ctx.Int("count_include_pad", 0) != 0)});
+  KILN_ASSIGN_OR_RETURN(Expr y,
+                        ctx.Call(kMax ? "relax.nn.max_pool2d" : "relax.nn.avg_pool2d", {x}, attrs));
+  if (w.one_d) {
+    KILN_ASSIGN_OR_RETURN(y, DropUnitHeight(ctx, y));
+  }
+  return One(y);
+}
+
+template <bool kMax>
+absl::StatusOr<Outputs> GlobalPool(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() < 3) return ctx.Error("needs an input of rank >= 3");
+  std::vector<int64_t> axes;
+  for (size_t k = 2; k < xs.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call(kMax ? "relax.max" : "relax.mean", {x},
+                                         {{"axis", IntsAttr(axes)}, {"keepdims", IntAttr(1)}}));
+  return One(y);
+}
+
+// ---- Gemm and MatMul ----
+
+absl::StatusOr<Outputs> MatMul(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.matmul", {a, b}));
+  return One(y);
+}
+
+// Gemm: alpha * A' B' + beta * C. A transposed B (a PyTorch Linear) becomes a transpose the
+// constant folder does at compile time followed by a matmul.
+absl::StatusOr<Outputs> Gemm(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> as, ctx.Shape(a));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> bs, ctx.Shape(b));
+  if (as.size() != 2 || bs.size() != 2) return ctx.Error("A and B must be matrices");
+  if (ctx.Int("transA", 0) != 0) {
+    KILN_ASSIGN_OR_RETURN(a, ctx.Call("relax.permute_dims", {a}));
+  }
+  if (ctx.Int("transB", 0) != 0) {
+    KILN_ASSIGN_OR_RETURN(b, ctx.Call("relax.permute_dims", {b}));
+  }
+  DataType t = ctx.DType(a);
+  double alpha = ctx.Float("alpha", 1), beta = ctx.Float("beta", 1);
+  if (alpha != 1) {
+    KILN_ASSIGN_OR_RETURN(a, ctx.Call("relax.multiply", {a, ctx.Scalar(t, alpha)}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.matmul", {a, b}));
+  if (ctx.Has(2) && beta != 0) {
+    KILN_ASSIGN_OR_RETURN(Expr c, ctx.Tensor(2));
+    if (beta != 1) {
+      KILN_ASSIGN_OR_RETURN(c, ctx.Call("relax.multiply", {c, ctx.Scalar(t, beta)}));
+    }
+    KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, c}));
+  }
+  return One(y);
+}
+
+// ---- Normalizations ----
+
+// BatchNormalization (inference): y = x * s + (B - mean * s) with s = scale / sqrt(var + eps);
+// s and the shift are constants for a trained model, folded at compile time, and the two
+// broadcast ops fuse into the producing convolution.
+absl::StatusOr<Outputs> BatchNorm(Context& ctx) {
+  if (ctx.Int("training_mode", 0) != 0) return ctx.Unsupported("training_mode=1");
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() < 2) return ctx.Error("needs an input of rank >= 2");
+  Expr in[4];
+  for (size_t i = 0; i < 4; ++i) {
+    KILN_ASSIGN_OR_RETURN(in[i], ctx.Tensor(i + 1));
+  }
+  DataType t = ctx.DType(x);
+  KILN_ASSIGN_OR_RETURN(Expr var_eps,
+                        ctx.Call("relax.add", {in[3], ctx.Scalar(t, ctx.Float("epsilon", 1e-5))}));
+  KILN_ASSIGN_OR_RETURN(Expr root, ctx.Call("relax.sqrt", {var_eps}));
+  KILN_ASSIGN_OR_RETURN(Expr s, ctx.Call("relax.divide", {in[0], root}));
+  KILN_ASSIGN_OR_RETURN(Expr ms, ctx.Call("relax.multiply", {in[2], s}));
+  KILN_ASSIGN_OR_RETURN(Expr shift, ctx.Call("relax.subtract", {in[1], ms}));
+  KILN_ASSIGN_OR_RETURN(s, PerChannel(ctx, s, xs.size()));
+  KILN_ASSIGN_OR_RETURN(shift, PerChannel(ctx, shift, xs.size()));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.multiply", {x, s}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, shift}));
+  return One(y);
+}
+
+// InstanceNormalization: per sample and channel over the spatial axes.
+absl::StatusOr<Outputs> InstanceNorm(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr scale, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr bias, ctx.Tensor(2));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() < 3) return ctx.Error("needs an input of rank >= 3");
+  std::vector<int64_t> axes;
+  for (size_t k = 2; k < xs.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  ir::Attrs reduce = {{"axis", IntsAttr(axes)}, {"keepdims", IntAttr(1)}};
+  DataType t = ctx.DType(x);
+  KILN_ASSIGN_OR_RETURN(Expr mean, ctx.Call("relax.mean", {x}, reduce));
+  KILN_ASSIGN_OR_RETURN(Expr d, ctx.Call("relax.subtract", {x, mean}));
+  KILN_ASSIGN_OR_RETURN(Expr d2, ctx.Call("relax.multiply", {d, d}));
+  KILN_ASSIGN_OR_RETURN(Expr var, ctx.Call("relax.mean", {d2}, reduce));
+  KILN_ASSIGN_OR_RETURN(Expr var_eps,
+                        ctx.Call("relax.add", {var, ctx.Scalar(t, ctx.Float("epsilon", 1e-5))}));
+  KILN_ASSIGN_OR_RETURN(Expr root, ctx.Call("relax.sqrt", {var_eps}));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.divide", {d, root}));
+  KILN_ASSIGN_OR_RETURN(scale, PerChannel(ctx, scale, xs.size()));
+  KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, xs.size()));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.multiply", {y, scale}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, bias}));
+  return One(y);
+}
+
+// LayerNormalization (opset 17): over the axes from `axis` to the last.
+absl::StatusOr<Outputs> LayerNorm(Context& ctx) {
+  for (int k = 1; k < ctx.node().output_size(); ++k) {
+    if (!ctx.node().output(k).empty())
+      return ctx.Unsupported("the Mean and InvStdDev outputs of LayerNormalization");
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr scale, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  int64_t rank = static_cast<int64_t>(xs.size());
+  int64_t axis = ctx.Int("axis", -1);
+  if (axis < -rank || axis >= rank)
+    return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> axes;
+  std::vector<PrimExpr> norm_shape;
+  for (int64_t k = axis; k < rank; ++k) {
+    axes.push_back(k);
+    norm_shape.push_back(xs[k]);
+  }
+  // Scale and bias may be given broadcastable; the Relax op wants the normalized shape.
+  auto fit = [&](Expr v) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> vs, ctx.Shape(v));
+    if (vs.size() == norm_shape.size()) {
+      bool same = true;
+      for (size_t k = 0; k < vs.size(); ++k)
+        same = same && ctx.analyzer()->CanProveEqual(vs[k], norm_shape[k]);
+      if (same) return v;
+    }
+    return ctx.Call("relax.broadcast_to", {v, MakeShape(norm_shape)});
+  };
+  KILN_ASSIGN_OR_RETURN(scale, fit(scale));
+  Expr bias;
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(bias, ctx.Tensor(2));
+    KILN_ASSIGN_OR_RETURN(bias, fit(bias));
+  } else {
+    KILN_ASSIGN_OR_RETURN(bias, ctx.Call("relax.zeros", {MakeShape(norm_shape)},
+                                         {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.nn.layer_norm", {x, scale, bias},
+                                         {{"axes", IntsAttr(axes)},
+                                          {"epsilon", FloatAttr(ctx.Float("epsilon", 1e-5))}}));
+  return One(y);
+}
+
+// ---- Resize ----
+
+// Resize of the two innermost axes of an NCHW tensor: nearest or (bi)linear.
+absl::StatusOr<Outputs> Resize(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() != 4) return ctx.Unsupported("Resize of a tensor that is not 4-D (NCHW)");
+  std::vector<int64_t> in = ConstDims(xs);
+  if (in[2] < 0 || in[3] < 0) return ctx.Unsupported("Resize needs static spatial dimensions");
+  std::string mode = ctx.Str("mode", "nearest");
+  if (mode != "nearest" && mode != "linear")
+    return ctx.Unsupported(absl::StrCat("Resize mode \"", mode, "\" (nearest, linear)"));
+  if (ctx.Int("antialias", 0) != 0) return ctx.Unsupported("Resize with antialias");
+  if (ctx.HasAttr("axes")) return ctx.Unsupported("Resize with axes");
+  std::string transform = ctx.Str("coordinate_transformation_mode", "half_pixel");
+  if (transform == "tf_crop_and_resize") return ctx.Unsupported("tf_crop_and_resize");
+  // Inputs: X, roi, scales, sizes (opset 11+); sizes wins when given.
+  double scale[2];
+  int64_t out[2];
+  if (ctx.Has(3)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ctx.ConstInts(3));
+    if (sizes.size() != 4) return ctx.Error("sizes must have 4 values");
+    if (sizes[0] != in[0] || sizes[1] != in[1])
+      return ctx.Unsupported("Resize of the batch or channel axis");
+    for (int d = 0; d < 2; ++d) {
+      out[d] = sizes[2 + d];
+      scale[d] = static_cast<double>(out[d]) / static_cast<double>(in[2 + d]);
+    }
+  } else if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<double> scales, ctx.ConstFloats(2));
+    if (scales.size() != 4) return ctx.Error("scales must have 4 values");
+    if (scales[0] != 1 || scales[1] != 1)
+      return ctx.Unsupported("Resize of the batch or channel axis");
+    for (int d = 0; d < 2; ++d) {
+      scale[d] = scales[2 + d];
+      out[d] = static_cast<int64_t>(std::floor(static_cast<double>(in[2 + d]) * scale[d]));
+    }
+  } else {
+    return ctx.Error("needs scales or sizes");
+  }
+  if (out[0] <= 0 || out[1] <= 0) return ctx.Error("the output would be empty");
+  ir::Attrs attrs = {{"size", IntsAttr({out[0], out[1]})},
+                     {"scale_h", FloatAttr(scale[0])},
+                     {"scale_w", FloatAttr(scale[1])},
+                     {"method", StrAttr(mode == "linear" ? "linear" : "nearest_neighbor")},
+                     {"coordinate_transformation_mode", StrAttr(transform)},
+                     {"rounding_method", StrAttr(ctx.Str("nearest_mode", "round_prefer_floor"))}};
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.image.resize2d", {x}, attrs));
+  return One(y);
+}
+
+}  // namespace
+
+void RegisterNNConverters(ConverterTable* t) {
+  (*t)["Conv"] = Conv;
+  (*t)["MaxPool"] = Pool<true>;
+  (*t)["AveragePool"] = Pool<false>;
+  (*t)["GlobalAveragePool"] = GlobalPool<false>;
+  (*t)["GlobalMaxPool"] = GlobalPool<true>;
+  (*t)["MatMul"] = MatMul;
+  (*t)["Gemm"] = Gemm;
+  (*t)["BatchNormalization"] = BatchNorm;
+  (*t)["InstanceNormalization"] = InstanceNorm;
+  (*t)["LayerNormalization"] = LayerNorm;
+  (*t)["Resize"] = Resize;
+}
+
+}  // namespace kiln::frontend::onnx_import

@@ -1,0 +1,581 @@
+// Shape, layout and creation operators. Where the input's elements are known at import time
+// (shape tensors), Shape, Gather, Slice, Concat, Unsqueeze, Squeeze, Reshape, Range and
+// ConstantOfShape compute their result here, so the shape arithmetic of exported models never
+// reaches the compiled code.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/frontend/onnx/convert_context.h"
+#include "runtime/support/status_macros.h"
+
+namespace kiln::frontend::onnx_import {
+namespace {
+
+using ir::IntImm;
+using ir::relax::MakeShape;
+
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// `axis` in [-rank, rank) made non-negative.
+absl::StatusOr<int64_t> Axis(const Context& ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// The shape of input `i`: of its known elements or of its tensor.
+absl::StatusOr<std::vector<PrimExpr>> InputShape(Context& ctx, size_t i) {
+  const Value& v = ctx.In(i);
+  if (!v.expr) {
+    std::vector<PrimExpr> dims;
+    for (int64_t d : v.elems_shape) dims.push_back(I64(d));
+    return dims;
+  }
+  return ctx.Shape(v.expr);
+}
+
+// ---- Values known at import time ----
+
+absl::StatusOr<Outputs> Constant(Context& ctx) {
+  if (const onnx::TensorProto* t = ctx.TensorAttr("value")) {
+    KILN_ASSIGN_OR_RETURN(Value v, ValueFromTensorProto(*t));
+    return Outputs{std::move(v)};
+  }
+  if (ctx.HasAttr("value_int")) return Outputs{KnownInts({I64(ctx.Int("value_int", 0))}, {})};
+  if (std::optional<std::vector<int64_t>> ints = ctx.Ints("value_ints")) {
+    std::vector<PrimExpr> elems;
+    for (int64_t x : *ints) elems.push_back(I64(x));
+    return Outputs{KnownInts(std::move(elems), {static_cast<int64_t>(ints->size())})};
+  }
+  std::vector<double> floats;
+  std::vector<int64_t> shape;
+  if (ctx.HasAttr("value_float")) {
+    floats = {ctx.Float("value_float", 0)};
+  } else if (std::optional<std::vector<double>> f = ctx.Floats("value_floats")) {
+    floats = *f;
+    shape = {static_cast<int64_t>(f->size())};
+  } else {
+    return ctx.Unsupported("a Constant without value, value_float(s) or value_int(s)");
+  }
+  std::string bytes(floats.size() * 4, '\0');
+  for (size_t k = 0; k < floats.size(); ++k) {
+    float f = static_cast<float>(floats[k]);
+    std::memcpy(&bytes[k * 4], &f, 4);
+  }
+  return One(ir::relax::MakeConstant(DataType::Float(32), shape, std::move(bytes)));
+}
+
+absl::StatusOr<Outputs> Shape(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
+  int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t start = ctx.Int("start", 0), end = ctx.Int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  std::vector<PrimExpr> elems(dims.begin() + start, dims.begin() + end);
+  int64_t n = static_cast<int64_t>(elems.size());
+  return Outputs{KnownInts(std::move(elems), {n})};
+}
+
+absl::StatusOr<Outputs> Identity(Context& ctx) {
+  if (!ctx.Has(0)) return ctx.Error("input 0 is required");
+  Outputs out = {ctx.In(0)};
+  if (ctx.node().op_type() == "Dropout" && ctx.node().output_size() > 1 &&
+      !ctx.node().output(1).empty()) {
+    KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+    KILN_ASSIGN_OR_RETURN(Expr mask,
+                          ctx.Call("relax.ones", {MakeShape(dims)}, {{"dtype", StrAttr("bool")}}));
+    out.push_back(One(mask)[0]);
+  }
+  return out;
+}
+
+absl::StatusOr<Outputs> ConstantOfShape(Context& ctx) {
+  if (!ctx.Elems(0)) return ctx.Unsupported("ConstantOfShape of a shape not known at import time");
+  std::vector<PrimExpr> shape = *ctx.Elems(0);
+  DataType dtype = DataType::Float(32);
+  double value = 0;
+  if (const onnx::TensorProto* t = ctx.TensorAttr("value")) {
+    KILN_ASSIGN_OR_RETURN(Value v, ValueFromTensorProto(*t));
+    dtype = ctx.DType(v.expr);
+    if (v.elems) {
+      value = static_cast<double>(*ir::AsConstInt((*v.elems)[0]));
+    } else {
+      const auto* c = v.expr.as<ir::relax::ConstantNode>();
+      if (c->shape.size() > 1 || NumElements(c->shape) != 1)
+        return ctx.Error("value must hold one element");
+      if (dtype.is_float()) {
+        if (dtype.bits() == 64) {
+          std::memcpy(&value, c->bytes->data(), 8);
+        } else {
+          float f;
+          std::memcpy(&f, c->bytes->data(), 4);
+          value = f;
+        }
+      } else {
+        value = static_cast<double>(static_cast<unsigned char>((*c->bytes)[0]) != 0);
+      }
+    }
+  }
+  std::vector<int64_t> dims;
+  for (const PrimExpr& d : shape) {
+    const int64_t* c = ir::AsConstInt(d);
+    dims.push_back(c != nullptr ? *c : -1);
+  }
+  bool known = std::find(dims.begin(), dims.end(), -1) == dims.end();
+  if (known && dtype.is_integral() && !dtype.is_bool() && NumElements(dims) <= 1024) {
+    std::vector<PrimExpr> elems(NumElements(dims), I64(static_cast<int64_t>(value)));
+    return Outputs{KnownInts(std::move(elems), dims, dtype)};
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.full", {MakeShape(shape), ctx.Scalar(dtype, value)},
+                                         {{"dtype", StrAttr(dtype.ToString())}}));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> Range(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::vector<double> start, ctx.ConstFloats(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<double> limit, ctx.ConstFloats(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<double> delta, ctx.ConstFloats(2));
+  if (start.size() != 1 || limit.size() != 1 || delta.size() != 1)
+    return ctx.Error("start, limit and delta must be scalars");
+  if (delta[0] == 0) return ctx.Error("delta must not be 0");
+  int64_t n =
+      std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit[0] - start[0]) / delta[0])));
+  if (n > (int64_t{1} << 28)) return ctx.Error(absl::StrCat("Range of ", n, " elements"));
+  KILN_ASSIGN_OR_RETURN(Expr first, ctx.Tensor(0));
+  DataType dtype = ctx.DType(first);
+  if (dtype.is_integral()) {
+    std::vector<PrimExpr> elems;
+    for (int64_t k = 0; k < n; ++k)
+      elems.push_back(I64(static_cast<int64_t>(start[0]) + k * static_cast<int64_t>(delta[0])));
+    Value v = KnownInts(std::move(elems), {n}, dtype);
+    KILN_ASSIGN_OR_RETURN(v.expr, Materialize(v, nullptr));
+    return Outputs{std::move(v)};
+  }
+  std::string bytes(n * (dtype.bits() / 8), '\0');
+  for (int64_t k = 0; k < n; ++k) {
+    double x = start[0] + static_cast<double>(k) * delta[0];
+    if (dtype.bits() == 64) {
+      std::memcpy(&bytes[k * 8], &x, 8);
+    } else {
+      float f = static_cast<float>(x);
+      std::memcpy(&bytes[k * 4], &f, 4);
+    }
+  }
+  return One(ir::relax::MakeConstant(dtype, {n}, std::move(bytes)));
+}
+
+// ---- Layout ----
+
+// The target shape of Reshape: 0 copies the input dimension (unless allowzero), -1 is inferred.
+absl::StatusOr<std::vector<PrimExpr>> ReshapeTarget(Context& ctx, const std::vector<PrimExpr>& from,
+                                                    const std::vector<PrimExpr>& spec) {
+  bool allowzero = ctx.Int("allowzero", 0) != 0;
+  std::vector<PrimExpr> to;
+  int infer = -1;
+  PrimExpr known = I64(1);
+  for (size_t k = 0; k < spec.size(); ++k) {
+    const int64_t* c = ir::AsConstInt(spec[k]);
+    if (c != nullptr && *c == -1) {
+      if (infer >= 0) return ctx.Error("the shape has more than one -1");
+      infer = static_cast<int>(k);
+      to.push_back(nullptr);
+      continue;
+    }
+    PrimExpr d = spec[k];
+    if (c != nullptr && *c == 0 && !allowzero) {
+      if (k >= from.size())
+        return ctx.Error(absl::StrCat("shape[", k, "] = 0 copies no dimension"));
+      d = from[k];
+    } else if (c != nullptr && *c < 0) {
+      return ctx.Error(absl::StrCat("bad dimension ", *c, " in the shape"));
+    }
+    to.push_back(d);
+    known = known * d;
+  }
+  if (infer >= 0) {
+    PrimExpr total = I64(1);
+    for (const PrimExpr& d : from) total = total * d;
+    to[infer] = ctx.analyzer()->Simplify(ir::FloorDiv(total, known));
+  }
+  for (PrimExpr& d : to) d = ctx.analyzer()->Simplify(d);
+  return to;
+}
+
+absl::StatusOr<Outputs> Reshape(Context& ctx) {
+  std::optional<std::vector<PrimExpr>> spec = ctx.Elems(1);
+  if (!spec) return ctx.Unsupported("Reshape to a shape not known at import time");
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> from, InputShape(ctx, 0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> to, ReshapeTarget(ctx, from, *spec));
+  if (std::optional<std::vector<PrimExpr>> e = ctx.Elems(0)) {
+    std::vector<int64_t> shape;
+    for (const PrimExpr& d : to) {
+      const int64_t* c = ir::AsConstInt(d);
+      if (c == nullptr) break;
+      shape.push_back(*c);
+    }
+    if (shape.size() == to.size() && NumElements(shape) == static_cast<int64_t>(e->size()))
+      return Outputs{KnownInts(std::move(*e), shape, ctx.In(0).elems_dtype)};
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.reshape", {x, MakeShape(to)}));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> Flatten(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t axis = ctx.Int("axis", 1);
+  if (axis < -rank || axis > rank)
+    return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  if (axis < 0) axis += rank;
+  PrimExpr outer = I64(1), inner = I64(1);
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k < axis) {
+      outer = outer * dims[k];
+    } else {
+      inner = inner * dims[k];
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(
+      Expr y,
+      ctx.Call("relax.reshape",
+               {x, MakeShape({ctx.analyzer()->Simplify(outer), ctx.analyzer()->Simplify(inner)})}));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> Transpose(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  ir::Attrs attrs;
+  if (std::optional<std::vector<int64_t>> perm = ctx.Ints("perm"))
+    attrs.push_back({"axes", IntsAttr(*perm)});
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.permute_dims", {x}, attrs));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> Concat(Context& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.Error("needs at least one input");
+  if (!ctx.HasAttr("axis")) return ctx.Error("axis is required");
+  int64_t axis = ctx.Int("axis", 0);
+  // Shape vectors concatenate at import time.
+  std::vector<PrimExpr> joined;
+  bool known = axis == 0 || axis == -1;
+  for (size_t i = 0; i < ctx.num_inputs() && known; ++i) {
+    std::optional<std::vector<PrimExpr>> e = ctx.Elems(i);
+    known = e && ctx.In(i).elems_shape.size() == 1;
+    if (known) joined.insert(joined.end(), e->begin(), e->end());
+  }
+  if (known) {
+    int64_t n = static_cast<int64_t>(joined.size());
+    return Outputs{KnownInts(std::move(joined), {n}, ctx.In(0).elems_dtype)};
+  }
+  std::vector<Expr> parts;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(i));
+    parts.push_back(x);
+  }
+  KILN_ASSIGN_OR_RETURN(
+      Expr y, ctx.Call("relax.concat", {ir::relax::MakeTuple(parts)}, {{"axis", IntAttr(axis)}}));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> Split(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, Axis(ctx, ctx.Int("axis", 0), dims.size()));
+  size_t outputs = ctx.node().output_size();
+  std::vector<int64_t> sizes;
+  if (ctx.Has(1)) {
+    KILN_ASSIGN_OR_RETURN(sizes, ctx.ConstInts(1));
+  } else if (std::optional<std::vector<int64_t>> s = ctx.Ints("split")) {
+    sizes = *s;
+  }
+  ir::ObjectRef sections;
+  if (sizes.empty()) {
+    int64_t parts = ctx.Int("num_outputs", static_cast<int64_t>(outputs));
+    const int64_t* extent = ir::AsConstInt(dims[axis]);
+    if (extent != nullptr && *extent % parts != 0) {
+      // Opset 18: the last part is smaller.
+      int64_t each = (*extent + parts - 1) / parts;
+      for (int64_t k = 0; k < parts; ++k) sizes.push_back(std::min(each, *extent - k * each));
+    } else {
+      sections = IntAttr(parts);
+    }
+  }
+  if (!sizes.empty()) {
+    if (sizes.size() != outputs)
+      return ctx.Error(absl::StrCat(sizes.size(), " split sizes for ", outputs, " outputs"));
+    std::vector<int64_t> indices;
+    int64_t at = 0;
+    for (size_t k = 0; k + 1 < sizes.size(); ++k) indices.push_back(at += sizes[k]);
+    sections = IntsAttr(indices);
+  }
+  KILN_ASSIGN_OR_RETURN(
+      Expr parts,
+      ctx.Call("relax.split", {x}, {{"indices_or_sections", sections}, {"axis", IntAttr(axis)}}));
+  Outputs out;
+  for (size_t k = 0; k < outputs; ++k) {
+    KILN_ASSIGN_OR_RETURN(
+        Expr part, ctx.Emit(ir::Make<ir::relax::TupleGetItemNode>(parts, static_cast<int>(k))));
+    out.push_back(One(part)[0]);
+  }
+  return out;
+}
+
+absl::StatusOr<Outputs> Slice(Context& ctx) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset() >= 10 && ctx.num_inputs() >= 3) {
+    KILN_ASSIGN_OR_RETURN(starts, ctx.ConstInts(1));
+    KILN_ASSIGN_OR_RETURN(ends, ctx.ConstInts(2));
+    if (ctx.Has(3)) {
+      KILN_ASSIGN_OR_RETURN(axes, ctx.ConstInts(3));
+    }
+    if (ctx.Has(4)) {
+      KILN_ASSIGN_OR_RETURN(steps, ctx.ConstInts(4));
+    }
+  } else {
+    starts = ctx.Ints("starts").value_or(std::vector<int64_t>());
+    ends = ctx.Ints("ends").value_or(std::vector<int64_t>());
+    axes = ctx.Ints("axes").value_or(std::vector<int64_t>());
+  }
+  if (starts.size() != ends.size()) return ctx.Error("starts and ends differ in length");
+  if (axes.empty()) {
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size())
+    return ctx.Error("starts, ends, axes and steps differ in length");
+  // A slice of a known vector is taken here.
+  if (std::optional<std::vector<PrimExpr>> e = ctx.Elems(0);
+      e && ctx.In(0).elems_shape.size() == 1 && starts.size() == 1) {
+    int64_t n = static_cast<int64_t>(e->size());
+    int64_t b = starts[0], en = ends[0], s = steps[0];
+    if (s == 0) return ctx.Error("steps must not be 0");
+    if (b < 0) b += n;
+    if (en < 0) en += n;
+    std::vector<PrimExpr> out;
+    if (s > 0) {
+      for (int64_t k = std::clamp<int64_t>(b, 0, n); k < std::clamp<int64_t>(en, 0, n); k += s)
+        out.push_back((*e)[k]);
+    } else {
+      for (int64_t k = std::clamp<int64_t>(b, -1, n - 1); k > std::clamp<int64_t>(en, -1, n - 1);
+           k += s)
+        out.push_back((*e)[k]);
+    }
+    int64_t m = static_cast<int64_t>(out.size());
+    return Outputs{KnownInts(std::move(out), {m}, ctx.In(0).elems_dtype)};
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.strided_slice", {x},
+                                         {{"axes", IntsAttr(axes)},
+                                          {"begin", IntsAttr(starts)},
+                                          {"end", IntsAttr(ends)},
+                                          {"strides", IntsAttr(steps)}}));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> Gather(Context& ctx) {
+  int64_t axis = ctx.Int("axis", 0);
+  std::optional<std::vector<PrimExpr>> data = ctx.Elems(0);
+  std::optional<std::vector<PrimExpr>> index = ctx.Elems(1);
+  if (data && index && ctx.In(0).elems_shape.size() == 1) {
+    int64_t n = static_cast<int64_t>(data->size());
+    std::vector<PrimExpr> out;
+    for (const PrimExpr& i : *index) {
+      const int64_t* c = ir::AsConstInt(i);
+      if (c == nullptr) return ctx.Unsupported("Gather from a shape at a symbolic index");
+      int64_t k = *c < 0 ? *c + n : *c;
+      if (k < 0 || k >= n) return ctx.Error(absl::StrCat("index ", *c, " is out of range"));
+      out.push_back((*data)[k]);
+    }
+    return Outputs{KnownInts(std::move(out), ctx.In(1).elems_shape, ctx.In(0).elems_dtype)};
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.take", {x, indices}, {{"axis", IntAttr(axis)}}));
+  return One(y);
+}
+
+// The axes of Unsqueeze/Squeeze: the second input from opset 13, an attribute before.
+absl::StatusOr<std::optional<std::vector<int64_t>>> AxesOf(Context& ctx) {
+  if (ctx.Has(1)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.ConstInts(1));
+    return std::optional<std::vector<int64_t>>(axes);
+  }
+  return ctx.Ints("axes");
+}
+
+absl::StatusOr<Outputs> Unsqueeze(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, AxesOf(ctx));
+  if (!axes) return ctx.Error("axes are required");
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
+  int64_t rank = static_cast<int64_t>(dims.size() + axes->size());
+  std::vector<bool> inserted(rank, false);
+  for (int64_t a : *axes) {
+    KILN_ASSIGN_OR_RETURN(int64_t k, Axis(ctx, a, rank));
+    if (inserted[k]) return ctx.Error(absl::StrCat("axis ", a, " is repeated"));
+    inserted[k] = true;
+  }
+  if (std::optional<std::vector<PrimExpr>> e = ctx.Elems(0)) {
+    std::vector<int64_t> shape;
+    size_t next = 0;
+    for (int64_t k = 0; k < rank; ++k)
+      shape.push_back(inserted[k] ? 1 : ctx.In(0).elems_shape[next++]);
+    return Outputs{KnownInts(std::move(*e), shape, ctx.In(0).elems_dtype)};
+  }
+  std::vector<int64_t> sorted;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (inserted[k]) sorted.push_back(k);
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.expand_dims", {x}, {{"axis", IntsAttr(sorted)}}));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> Squeeze(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, AxesOf(ctx));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
+  int64_t rank = static_cast<int64_t>(dims.size());
+  std::vector<bool> dropped(rank, false);
+  if (axes) {
+    for (int64_t a : *axes) {
+      KILN_ASSIGN_OR_RETURN(int64_t k, Axis(ctx, a, rank));
+      const int64_t* c = ir::AsConstInt(dims[k]);
+      if (c != nullptr && *c != 1)
+        return ctx.Error(absl::StrCat("axis ", a, " has extent ", *c, ", not 1"));
+      dropped[k] = true;
+    }
+  } else {
+    for (int64_t k = 0; k < rank; ++k) {
+      const int64_t* c = ir::AsConstInt(dims[k]);
+      dropped[k] = c != nullptr && *c == 1;
+    }
+  }
+  if (std::optional<std::vector<PrimExpr>> e = ctx.Elems(0)) {
+    std::vector<int64_t> shape;
+    for (int64_t k = 0; k < rank; ++k) {
+      if (!dropped[k]) shape.push_back(ctx.In(0).elems_shape[k]);
+    }
+    return Outputs{KnownInts(std::move(*e), shape, ctx.In(0).elems_dtype)};
+  }
+  std::vector<int64_t> list;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (dropped[k]) list.push_back(k);
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.squeeze", {x}, {{"axis", IntsAttr(list)}}));
+  return One(y);
+}
+
+// Expand: bidirectional broadcasting of the input against `shape`.
+absl::StatusOr<Outputs> Expand(Context& ctx) {
+  std::optional<std::vector<PrimExpr>> shape = ctx.Elems(1);
+  if (!shape) return ctx.Unsupported("Expand to a shape not known at import time");
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  size_t rank = std::max(dims.size(), shape->size());
+  std::vector<PrimExpr> out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    PrimExpr a = k + dims.size() >= rank ? dims[k + dims.size() - rank] : I64(1);
+    PrimExpr b = k + shape->size() >= rank ? (*shape)[k + shape->size() - rank] : I64(1);
+    const int64_t* ca = ir::AsConstInt(a);
+    const int64_t* cb = ir::AsConstInt(b);
+    if (cb != nullptr && *cb == 1) {
+      out[k] = a;
+    } else if (ca != nullptr && *ca == 1) {
+      out[k] = b;
+    } else if (ca != nullptr && cb != nullptr && *ca != *cb) {
+      return ctx.Error(absl::StrCat("cannot expand dimension ", *ca, " to ", *cb));
+    } else {
+      out[k] = a;
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.broadcast_to", {x, MakeShape(out)}));
+  return One(y);
+}
+
+absl::StatusOr<Outputs> Tile(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, ctx.ConstInts(1));
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.tile", {x}, {{"repeats", IntsAttr(repeats)}}));
+  return One(y);
+}
+
+// Pad (opset 11+): pads as an input [begin_0, ..., begin_n, end_0, ..., end_n], an optional
+// constant value, and (opset 18) the axes they apply to.
+absl::StatusOr<Outputs> Pad(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  size_t rank = dims.size();
+  std::vector<int64_t> pads;
+  if (ctx.Has(1)) {
+    KILN_ASSIGN_OR_RETURN(pads, ctx.ConstInts(1));
+  } else {
+    pads = ctx.Ints("pads").value_or(std::vector<int64_t>());
+  }
+  std::vector<int64_t> axes;
+  if (ctx.Has(3)) {
+    KILN_ASSIGN_OR_RETURN(axes, ctx.ConstInts(3));
+  } else {
+    for (size_t k = 0; k < rank; ++k) axes.push_back(static_cast<int64_t>(k));
+  }
+  if (pads.size() != 2 * axes.size())
+    return ctx.Error(absl::StrCat(pads.size(), " pads for ", axes.size(), " axes"));
+  std::vector<int64_t> width(2 * rank, 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(int64_t a, Axis(ctx, axes[k], rank));
+    if (pads[k] < 0 || pads[k + axes.size()] < 0)
+      return ctx.Unsupported("negative pads (cropping)");
+    width[2 * a] = pads[k];
+    width[2 * a + 1] = pads[k + axes.size()];
+  }
+  double value = 0;
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<double> v, ctx.ConstFloats(2));
+    if (v.size() != 1) return ctx.Error("constant_value must be a scalar");
+    value = v[0];
+  } else {
+    value = ctx.Float("value", 0);
+  }
+  std::string mode = ctx.Str("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return ctx.Unsupported(absl::StrCat("Pad mode \"", mode, "\" (constant, reflect, edge)"));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.nn.pad", {x},
+                                         {{"pad_width", IntsAttr(width)},
+                                          {"pad_value", FloatAttr(value)},
+                                          {"pad_mode", StrAttr(mode)}}));
+  return One(y);
+}
+
+}  // namespace
+
+void RegisterTensorConverters(ConverterTable* t) {
+  (*t)["Constant"] = Constant;
+  (*t)["Shape"] = Shape;
+  (*t)["Identity"] = Identity;
+  (*t)["Dropout"] = Identity;
+  (*t)["ConstantOfShape"] = ConstantOfShape;
+  (*t)["Range"] = Range;
+  (*t)["Reshape"] = Reshape;
+  (*t)["Flatten"] = Flatten;
+  (*t)["Transpose"] = Transpose;
+  (*t)["Concat"] = Concat;
+  (*t)["Split"] = Split;
+  (*t)["Slice"] = Slice;
+  (*t)["Gather"] = Gather;
+  (*t)["Unsqueeze"] = Unsqueeze;
+  (*t)["Squeeze"] = Squeeze;
+  (*t)["Expand"] = Expand;
+  (*t)["Tile"] = Tile;
+  (*t)["Pad"] = Pad;
+}
+
+}  // namespace kiln::frontend::onnx_import

@@ -1,0 +1,37 @@
+// The ONNX front end: a serialized ModelProto (opsets 11 to 18 of the default domain) to a Relax
+// IRModule whose `main` takes the graph inputs and returns the graph outputs.
+//
+// - Initializers and Constant nodes become Relax constants.
+// - Integer "shape arithmetic" (Shape -> Gather -> Concat -> Reshape and the like) is evaluated
+//   while importing, symbolically where an input dimension is dynamic, so reshapes get static
+//   (or symbolic) target shapes and no shape tensors reach the compiled code.
+// - A graph input dimension given by name (dim_param) becomes a symbolic shape variable; the
+//   same name is the same variable. A dimension with neither value nor name gets a fresh one.
+//
+// Nothing is partial: either the whole model imports or the error names the node, its op type
+// and the opset, e.g.
+//   ONNX node '/layer1/Foo' (Foo, opset 13): operator Foo is not supported
+#ifndef KILN_COMPILER_FRONTEND_ONNX_ONNX_IMPORTER_H_
+#define KILN_COMPILER_FRONTEND_ONNX_ONNX_IMPORTER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "compiler/ir/module.h"
+
+namespace kiln::frontend {
+
+inline constexpr int kMinOnnxOpset = 11;
+inline constexpr int kMaxOnnxOpset = 18;
+
+// Imports the bytes of an .onnx file. `source` names it in errors.
+absl::StatusOr<ir::IRModule> ImportOnnx(absl::string_view model_bytes, absl::string_view source);
+
+// The ONNX operator types the importer converts, sorted.
+std::vector<std::string> SupportedOnnxOps();
+
+}  // namespace kiln::frontend
+
+#endif  // KILN_COMPILER_FRONTEND_ONNX_ONNX_IMPORTER_H_
