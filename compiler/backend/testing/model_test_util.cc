@@ -91,7 +91,12 @@ absl::StatusOr<Value> CompileAndRun(const std::string& text, const std::vector<V
                                     const BuildOptions& options) {
   absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "op.py");
   if (!mod.ok()) return mod.status();
-  absl::StatusOr<BuiltModule> built = Build(*mod, "llvm", options);
+  return CompileModuleAndRun(*mod, inputs, options);
+}
+
+absl::StatusOr<Value> CompileModuleAndRun(const ir::IRModule& mod, const std::vector<Value>& inputs,
+                                          const BuildOptions& options) {
+  absl::StatusOr<BuiltModule> built = Build(mod, "llvm", options);
   if (!built.ok()) return built.status();
   auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, "op");
   if (!lib.ok()) return lib.status();

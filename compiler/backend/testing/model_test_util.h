@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/backend/pipeline.h"
+#include "compiler/ir/module.h"
 #include "runtime/tensor.h"
 #include "runtime/value.h"
 
@@ -35,6 +36,10 @@ Array FromTensor(const runtime::Tensor& t);
 absl::StatusOr<runtime::Value> CompileAndRun(const std::string& text,
                                              const std::vector<runtime::Value>& inputs,
                                              const BuildOptions& options = {});
+// The same for a module already built in memory.
+absl::StatusOr<runtime::Value> CompileModuleAndRun(const ir::IRModule& mod,
+                                                   const std::vector<runtime::Value>& inputs,
+                                                   const BuildOptions& options = {});
 
 }  // namespace kiln::backend::testing
 

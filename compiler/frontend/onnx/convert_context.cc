@@ -224,7 +224,7 @@ Context::Context(const onnx::NodeProto& node, int opset, std::vector<const Value
   for (const onnx::AttributeProto& a : node.attribute()) attrs_[a.name()] = &a;
 }
 
-absl::StatusOr<Expr> Materialize(const Value& v, ir::relax::BlockBuilder* builder) {
+absl::StatusOr<Expr> Materialize(const Value& v) {
   if (v.expr) return v.expr;
   const std::vector<PrimExpr>& elems = *v.elems;
   bool constant = true;
@@ -235,30 +235,18 @@ absl::StatusOr<Expr> Materialize(const Value& v, ir::relax::BlockBuilder* builde
       StoreNumber(bytes.data(), v.elems_dtype, k, static_cast<double>(*ir::AsConstInt(elems[k])));
     return ir::relax::MakeConstant(v.elems_dtype, v.elems_shape, std::move(bytes));
   }
-  if (v.elems_shape.size() > 1) {
-    return absl::UnimplementedError("a symbolic integer tensor of rank > 1 cannot be materialized");
-  }
-  auto call = [&](const char* op, std::vector<Expr> args,
-                  ir::Attrs attrs = {}) -> absl::StatusOr<Expr> {
-    absl::StatusOr<ir::relax::Var> var = builder->Emit(
-        ir::relax::MakeCall(ir::relax::GetOp(op), std::move(args), {}, std::move(attrs)));
-    if (!var.ok()) return var.status();
-    return Expr(*var);
-  };
-  KILN_ASSIGN_OR_RETURN(Expr t, call("relax.shape_to_tensor", {ir::relax::MakeShape(elems)}));
-  if (v.elems_shape.empty()) {
-    KILN_ASSIGN_OR_RETURN(t, call("relax.reshape", {t, ir::relax::MakeShape({})}));
-  }
-  if (v.elems_dtype != DataType::Int(64)) {
-    KILN_ASSIGN_OR_RETURN(
-        t, call("relax.astype", {t}, {{"dtype", StrAttr(v.elems_dtype.ToString())}}));
-  }
-  return t;
+  // Kiln's VM has no shape-to-tensor conversion yet: a shape value that depends on a symbolic
+  // dimension is usable by shape-taking operators only.
+  std::string dims;
+  for (const PrimExpr& e : elems) dims += (dims.empty() ? "" : ", ") + ir::DebugPrint(e);
+  return absl::UnimplementedError(absl::StrCat(
+      "the integer tensor [", dims,
+      "] depends on a symbolic dimension and is used as data, which is not supported"));
 }
 
 absl::StatusOr<Expr> Context::Tensor(size_t i) {
   if (!Has(i)) return Error(absl::StrCat("input ", i, " is required"));
-  return Materialize(In(i), builder_);
+  return Materialize(In(i));
 }
 
 std::optional<std::vector<PrimExpr>> Context::Elems(size_t i) const {

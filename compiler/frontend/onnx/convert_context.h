@@ -37,9 +37,8 @@ struct Value {
 Value KnownInts(std::vector<PrimExpr> elems, std::vector<int64_t> shape,
                 DataType dtype = DataType::Int(64));
 
-// `v` as a Relax tensor: its expression, or its known elements as a constant (or, when symbolic,
-// a shape_to_tensor emitted into `builder`).
-absl::StatusOr<Expr> Materialize(const Value& v, ir::relax::BlockBuilder* builder);
+// `v` as a Relax tensor: its expression, or its known elements as a constant.
+absl::StatusOr<Expr> Materialize(const Value& v);
 
 // Attribute values for Relax calls.
 ir::ObjectRef IntAttr(int64_t v);
@@ -60,7 +59,7 @@ class Context {
   // False for an omitted optional input (an empty name) or one past the end.
   bool Has(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
   const Value& In(size_t i) const { return *inputs_[i]; }
-  // Input `i` as a Relax tensor (known elements become a constant or a shape_to_tensor).
+  // Input `i` as a Relax tensor (known elements become a constant).
   absl::StatusOr<Expr> Tensor(size_t i);
   // Input `i`'s elements when known at import time (possibly symbolic), else nullopt.
   std::optional<std::vector<PrimExpr>> Elems(size_t i) const;

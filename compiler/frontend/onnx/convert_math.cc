@@ -360,11 +360,10 @@ absl::StatusOr<Outputs> Arg(Context& ctx) {
                                   {"strides", IntsAttr({-1})}}));
   KILN_ASSIGN_OR_RETURN(Expr index, ctx.Call(kOp, {reversed}, attrs));
   // index in the reversed axis -> (n - 1) - index
-  KILN_ASSIGN_OR_RETURN(Expr n1,
-                        ctx.Emit(ir::relax::MakeCall(ir::relax::GetOp("relax.shape_to_tensor"),
-                                                     {ir::relax::MakeShape({shape[axis] - 1})})));
-  KILN_ASSIGN_OR_RETURN(Expr n1s, ctx.Call("relax.reshape", {n1, ir::relax::MakeShape({})}));
-  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.subtract", {n1s, index}));
+  const int64_t* n = ir::AsConstInt(shape[axis]);
+  if (n == nullptr) return ctx.Unsupported("select_last_index along a symbolic axis");
+  KILN_ASSIGN_OR_RETURN(Expr y,
+                        ctx.Call("relax.subtract", {ctx.Scalar(DataType::Int(64), *n - 1), index}));
   return One(y);
 }
 

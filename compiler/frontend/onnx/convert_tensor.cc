@@ -156,7 +156,7 @@ absl::StatusOr<Outputs> Range(Context& ctx) {
     for (int64_t k = 0; k < n; ++k)
       elems.push_back(I64(static_cast<int64_t>(start[0]) + k * static_cast<int64_t>(delta[0])));
     Value v = KnownInts(std::move(elems), {n}, dtype);
-    KILN_ASSIGN_OR_RETURN(v.expr, Materialize(v, nullptr));
+    KILN_ASSIGN_OR_RETURN(v.expr, Materialize(v));
     return Outputs{std::move(v)};
   }
   std::string bytes(n * (dtype.bits() / 8), '\0');

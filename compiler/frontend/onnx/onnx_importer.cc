@@ -89,7 +89,7 @@ class Importer {
         return Error(absl::StatusCode::kInvalidArgument,
                      absl::StrCat("graph output '", output.name(), "' is produced by no node"));
       }
-      absl::StatusOr<ir::relax::Expr> e = Materialize(*it->second, &builder_);
+      absl::StatusOr<ir::relax::Expr> e = Materialize(*it->second);
       if (!e.ok()) return Error(e.status().code(), e.status().message());
       absl::StatusOr<ir::relax::Var> out = builder_.EmitOutput(*e, Identifier(output.name()));
       if (!out.ok()) return Error(out.status().code(), out.status().message());

@@ -1,0 +1,143 @@
+// Unsupported and malformed models: each is refused with a status that names what is wrong and
+// where (node name, op type, opset), and no input crashes the importer.
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/frontend/onnx/testing/onnx_builder.h"
+#include "gtest/gtest.h"
+
+namespace kiln::frontend {
+namespace {
+
+using testing::AttrFloat;
+using testing::AttrInt;
+using testing::GraphBuilder;
+using testing::IntTensor;
+
+constexpr int kF = onnx::TensorProto::FLOAT;
+
+absl::Status Import(const GraphBuilder& g) { return ImportOnnx(g.Serialize(), "m.onnx").status(); }
+
+void ExpectError(const absl::Status& s, absl::StatusCode code, const std::string& fragment) {
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+}
+
+TEST(OnnxImportError, GarbageBytes) {
+  ExpectError(ImportOnnx("this is not a model \x01\x02\xff", "junk.onnx").status(),
+              absl::StatusCode::kInvalidArgument, "junk.onnx: not an ONNX model");
+  ExpectError(ImportOnnx("", "empty.onnx").status(), absl::StatusCode::kInvalidArgument,
+              "not an ONNX model");
+}
+
+TEST(OnnxImportError, UnsupportedOperatorNamesNodeTypeAndOpset) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {2}).Output("y", kF).Node("Relu", {"x"}, {"r"}).Node("Celu", {"r"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kUnimplemented,
+              "m.onnx: ONNX node 'Celu_2' (Celu, opset 13): operator Celu is not supported");
+}
+
+TEST(OnnxImportError, OtherDomain) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {2}).Output("y", kF).Node("Relu", {"x"}, {"y"});
+  auto model = g.model();
+  model.mutable_graph()->mutable_node(0)->set_domain("com.microsoft");
+  ExpectError(ImportOnnx(model.SerializeAsString(), "m.onnx").status(),
+              absl::StatusCode::kUnimplemented, "domain 'com.microsoft'");
+}
+
+TEST(OnnxImportError, OpsetOutOfRange) {
+  GraphBuilder old(9), future(21);
+  old.Input("x", kF, {2}).Output("y", kF).Node("Relu", {"x"}, {"y"});
+  future.Input("x", kF, {2}).Output("y", kF).Node("Relu", {"x"}, {"y"});
+  ExpectError(Import(old), absl::StatusCode::kUnimplemented, "opset 9 is not supported (11 to 18)");
+  ExpectError(Import(future), absl::StatusCode::kUnimplemented, "opset 21 is not supported");
+}
+
+TEST(OnnxImportError, DanglingInput) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {2}).Output("y", kF).Node("Add", {"x", "nowhere"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
+              "(Add, opset 13): input 'nowhere' is not a graph input");
+}
+
+TEST(OnnxImportError, MissingGraphOutput) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {2}).Output("z", kF).Node("Relu", {"x"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
+              "graph output 'z' is produced by no node");
+}
+
+TEST(OnnxImportError, AttributeOfTheWrongType) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {2, 3}).Output("y", kF).Node("Softmax", {"x"}, {"y"}, {AttrFloat("axis", 1)});
+  ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
+              "(Softmax, opset 13): attribute 'axis' has type FLOAT, expected INT");
+}
+
+TEST(OnnxImportError, ShapeMismatchNamesTheNode) {
+  GraphBuilder g(13);
+  g.Input("a", kF, {3, 4}).Input("b", kF, {5, 6}).Output("y", kF).Node("MatMul", {"a", "b"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
+              "ONNX node 'MatMul_1' (MatMul, opset 13): ");
+}
+
+TEST(OnnxImportError, UnsupportedElementType) {
+  GraphBuilder g(13);
+  g.Input("x", onnx::TensorProto::FLOAT16, {2}).Output("y", kF).Node("Relu", {"x"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
+              "graph input 'x': tensor element type FLOAT16 is not supported");
+}
+
+TEST(OnnxImportError, RuntimeShapeTensorForReshape) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {2, 6}).Input("s", onnx::TensorProto::INT64, {2}).Output("y", kF);
+  g.Node("Reshape", {"x", "s"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kUnimplemented,
+              "(Reshape, opset 13): Reshape to a shape not known at import time");
+}
+
+TEST(OnnxImportError, BadInitializer) {
+  GraphBuilder g(13);
+  onnx::TensorProto t = IntTensor("w", {2, 3}, {1, 2, 3});  // 3 values for 6 elements
+  g.Input("x", onnx::TensorProto::INT64, {2, 3}).Output("y", onnx::TensorProto::INT64).Init(t);
+  g.Node("Add", {"x", "w"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
+              "initializer tensor 'w': holds 3 values, 6 expected");
+}
+
+TEST(OnnxImportError, UnsupportedAttributeValue) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {1, 1, 4, 4}).Output("y", kF).Init(testing::FloatTensor("s", {4}, {1, 1, 2, 2}));
+  g.Node("Resize", {"x", "", "s"}, {"y"}, {testing::AttrString("mode", "cubic")});
+  ExpectError(Import(g), absl::StatusCode::kUnimplemented, "Resize mode \"cubic\"");
+}
+
+// Truncations and random byte flips of a real model import or fail; they never crash.
+TEST(OnnxImportError, CorruptedModelsNeverCrash) {
+  std::ifstream in("tests/models/tiny_resnet.onnx", std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  std::string model = bytes.str();
+  ASSERT_GT(model.size(), 1000u);
+  ASSERT_TRUE(ImportOnnx(model, "tiny_resnet.onnx").ok());
+  int failed = 0;
+  for (size_t cut : {size_t{10}, model.size() / 3, model.size() - 7}) {
+    failed += !ImportOnnx(model.substr(0, cut), "cut.onnx").ok();
+  }
+  EXPECT_EQ(failed, 3);
+  std::mt19937 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    std::string mutated = model;
+    for (int k = 0; k < 4; ++k) mutated[rng() % mutated.size()] = static_cast<char>(rng());
+    absl::StatusOr<ir::IRModule> mod = ImportOnnx(mutated, "mutated.onnx");
+    if (!mod.ok()) {
+      EXPECT_FALSE(mod.status().message().empty());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::frontend

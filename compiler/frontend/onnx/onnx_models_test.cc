@@ -1,0 +1,117 @@
+// The shared test models (tests/models, exported from PyTorch) imported, compiled once each and
+// run against PyTorch's reference outputs (rtol = atol = 1e-4); the dynamic-batch model at batch
+// 4, 1 and 7 from one compiled module.
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "compiler/backend/build.h"
+#include "compiler/backend/testing/model_test_util.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/ir/printer.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "runtime/library.h"
+#include "runtime/npy.h"
+#include "runtime/thread_pool.h"
+#include "runtime/vm/vm.h"
+
+namespace kiln::frontend {
+namespace {
+
+const char kModels[] = "tests/models/";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+runtime::Tensor ReadTensor(const std::string& file) {
+  std::string path = kModels + file;
+  absl::StatusOr<runtime::Tensor> t = runtime::ReadNpy(ReadFile(path), path);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : runtime::Tensor();
+}
+
+void ExpectClose(const runtime::Tensor& got, const runtime::Tensor& want, const std::string& what) {
+  backend::testing::Array g = backend::testing::FromTensor(got);
+  backend::testing::Array w = backend::testing::FromTensor(want);
+  ASSERT_EQ(g.shape, w.shape) << what;
+  double worst = 0;
+  for (int64_t i = 0; i < w.size(); ++i) {
+    double err = std::abs(g.data[i] - w.data[i]);
+    ASSERT_LE(err, 1e-4 + 1e-4 * std::abs(w.data[i])) << what << " element " << i;
+    worst = std::max(worst, err);
+  }
+  std::printf("%s: max |error| %.3g over %lld elements\n", what.c_str(), worst,
+              static_cast<long long>(w.size()));
+}
+
+nlohmann::json Manifest() {
+  return nlohmann::json::parse(ReadFile(std::string(kModels) + "manifest.json"));
+}
+
+class OnnxModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnnxModelTest, MatchesReference) {
+  const std::string& name = GetParam();
+  nlohmann::json entry = Manifest()["models"][name];
+  std::string file = entry["file"];
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(ReadFile(kModels + file), file);
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<backend::BuiltModule> built = backend::Build(*mod, "llvm");
+  ASSERT_TRUE(built.ok()) << built.status();
+  auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, name);
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  auto exec = runtime::vm::Executable::Deserialize(built->executable);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  auto vm = runtime::vm::VirtualMachine::Create(
+      std::make_shared<const runtime::vm::Executable>(std::move(*exec)), *lib,
+      std::make_shared<runtime::ThreadPool>(2), nullptr);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+
+  std::vector<std::pair<std::string, nlohmann::json>> runs = {{"reference", entry}};
+  for (auto& [batch, pair] : entry["more_batches"].items()) runs.push_back({batch, pair});
+  for (const auto& [label, pair] : runs) {
+    runtime::Tensor input = ReadTensor(pair["input"]);
+    runtime::Tensor expected = ReadTensor(pair["output"]);
+    absl::StatusOr<runtime::Value> out = (*vm)->Invoke("main", {runtime::Value(input)});
+    ASSERT_TRUE(out.ok()) << label << ": " << out.status();
+    ASSERT_NE(out->as_tensor(), nullptr);
+    ExpectClose(*out->as_tensor(), expected, name + " " + label);
+  }
+  if (entry["dynamic_batch"].get<bool>()) {
+    EXPECT_GE(runs.size(), 3u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, OnnxModelTest,
+                         ::testing::Values("mlp_784_128_10", "mlp_dynamic_batch", "tiny_resnet",
+                                           "mobilenet_v2", "tiny_encoder_gelu",
+                                           "tiny_encoder_opset17"));
+
+// Every model of the manifest is one of the cases above.
+TEST(OnnxModels, ManifestIsCovered) {
+  std::set<std::string> tested = {"mlp_784_128_10", "mlp_dynamic_batch", "tiny_resnet",
+                                  "mobilenet_v2",   "tiny_encoder_gelu", "tiny_encoder_opset17"};
+  for (auto& [name, entry] : Manifest()["models"].items()) EXPECT_TRUE(tested.count(name)) << name;
+}
+
+// The dynamic batch is one symbolic variable in the imported signature: one module serves all
+// batch sizes, and a wrong feature width is refused at the call.
+TEST(OnnxModels, DynamicBatchIsSymbolic) {
+  absl::StatusOr<ir::IRModule> mod =
+      ImportOnnx(ReadFile(std::string(kModels) + "mlp_dynamic_batch.onnx"), "mlp");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  std::string printed = ir::DebugPrint(*mod);
+  EXPECT_NE(printed.find("batch"), std::string::npos) << printed;
+  absl::StatusOr<runtime::Value> bad = backend::testing::CompileModuleAndRun(
+      *mod, {runtime::Value(backend::testing::ToTensor(backend::testing::Zeros({2, 63})))});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("63"), std::string::npos) << bad.status();
+}
+
+}  // namespace
+}  // namespace kiln::frontend
