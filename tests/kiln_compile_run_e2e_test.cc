@@ -1,6 +1,6 @@
-// End to end through the kiln binary: compile TVM's legalized MLP to a .kiln artifact, run it on
-// the reference input (.npy in, .npy out) and compare with PyTorch's output; bench it with
-// random inputs and as JSON; and the exit-status contract for bad inputs.
+// End to end through the kiln binary: compile TVM's legalized MLP and an ONNX CNN to .kiln
+// artifacts, run them on their reference inputs (.npy in, .npy out) and compare with PyTorch's
+// outputs; bench with random inputs and as JSON; and the exit-status contract for bad inputs.
 #include <sys/wait.h>
 
 #include <cmath>
@@ -103,6 +103,36 @@ class Module:
   EXPECT_THAT(unknown.err, HasSubstr("in function 'main', binding 'y': relax.exp tensor argument 0 "
                                      "needs a known shape and dtype"));
   EXPECT_EQ(Kiln("run " + Tmp("m.kiln")).rc, 2);  // --output-dir is required
+}
+
+// An ONNX model exported from PyTorch, through the CLI exactly like TVMScript: print, compile,
+// run on the reference input (compared with PyTorch's output), and a model that does not import.
+TEST(KilnCompileRunTest, OnnxModelThroughTheCli) {
+  Result p = Kiln("print tests/models/tiny_resnet.onnx");
+  ASSERT_EQ(p.rc, 0) << p.err;
+  EXPECT_THAT(p.out, HasSubstr("def main(input: R.Tensor((1, 3, 32, 32), dtype=\"float32\"))"));
+  EXPECT_THAT(p.out, HasSubstr("R.nn.conv2d("));
+  Result c = Kiln("compile tests/models/tiny_resnet.onnx --target llvm -o " + Tmp("resnet.kiln"));
+  ASSERT_EQ(c.rc, 0) << c.err;
+  Result r = Kiln("run " + Tmp("resnet.kiln") +
+                  " --input input=tests/models/tiny_resnet.input.npy --output-dir " + Tmp("ro"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto got = kiln::runtime::ReadNpy(ReadFile(Tmp("ro/output.npy")), "output.npy");
+  auto want = kiln::runtime::ReadNpy(ReadFile("tests/models/tiny_resnet.output.npy"), "reference");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got->NumElements(), want->NumElements());
+  for (int64_t i = 0; i < want->NumElements(); ++i) {
+    float w = static_cast<const float*>(want->data())[i];
+    EXPECT_NEAR(static_cast<const float*>(got->data())[i], w, 1e-4 * (1 + std::abs(w))) << i;
+  }
+  // Garbage named .onnx: one line naming the file, exit status 1, no artifact.
+  std::ofstream(Tmp("junk.onnx")) << "\x08\x07garbage";
+  Result junk = Kiln("compile " + Tmp("junk.onnx") + " -o " + Tmp("junk.kiln"));
+  EXPECT_EQ(junk.rc, 1);
+  EXPECT_THAT(junk.err, HasSubstr("junk.onnx"));
+  EXPECT_THAT(junk.err, HasSubstr("not an ONNX model"));
+  EXPECT_TRUE(ReadFile(Tmp("junk.kiln")).empty());
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end, on one machine: set up, build the binaries, start kilnd on loopback,
-# talk to it with the kiln client, stop it; then compile an example model (TVM's import of an
-# ONNX MLP) into a .kiln artifact, run it on its reference input and benchmark it. Each issue that
+# talk to it with the kiln client, stop it; then import an ONNX model, compile it into a .kiln
+# artifact, run it on its reference input and benchmark it. Each issue that
 # adds a capability extends this path (next: a local agent, compile and bench through kilnd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,22 +34,24 @@ kill -TERM "$KILND_PID"
 wait "$KILND_PID"
 cat "$LOG"
 
-# The compiler front end on a model as TVM prints it (an ONNX MLP, weights in the metadata
-# section): parse, check, and print the normalized module with every StructInfo inferred.
-MODEL=compiler/script/testdata/tvm_mlp.py
-echo "== kiln check $MODEL"
-"$BIN/client/kiln" check "$MODEL"
+# The TVMScript front end on a model as TVM prints it (an ONNX MLP, weights in the metadata
+# section): parse and check every well-formedness rule and StructInfo.
+echo "== kiln check compiler/script/testdata/tvm_mlp.py"
+"$BIN/client/kiln" check compiler/script/testdata/tvm_mlp.py
+
+# An ONNX model exported from PyTorch (a small residual CNN): imported to Relax, compiled (each
+# operator lowered to a TIR kernel, fused, memory planned), run on its reference input and
+# benchmarked.
+MODEL=tests/models/tiny_resnet.onnx
+OUT=$(mktemp -d)
 echo "== kiln print $MODEL (main)"
 "$BIN/client/kiln" print "$MODEL" | sed -n '/def main/,/return/p'
-
-# The same model compiled (Kiln legalizes each operator into a TIR kernel), run and benchmarked.
-OUT=$(mktemp -d)
 echo "== kiln compile $MODEL"
-"$BIN/client/kiln" compile "$MODEL" --target llvm -o "$OUT/mlp.kiln"
-echo "== kiln run (reference input of ../shared/models/mlp_dynamic_batch)"
-"$BIN/client/kiln" run "$OUT/mlp.kiln" --input input=runtime/testdata/mlp_dynamic_batch.input.npy \
+"$BIN/client/kiln" compile "$MODEL" --target llvm -o "$OUT/tiny_resnet.kiln"
+echo "== kiln run (reference input; PyTorch's output is tests/models/tiny_resnet.output.npy)"
+"$BIN/client/kiln" run "$OUT/tiny_resnet.kiln" --input input=tests/models/tiny_resnet.input.npy \
   --output-dir "$OUT/outputs"
 echo "== kiln bench"
-"$BIN/client/kiln" bench "$OUT/mlp.kiln" --repeat 10 --min-repeat-ms 50 --threads 1
+"$BIN/client/kiln" bench "$OUT/tiny_resnet.kiln" --repeat 10 --min-repeat-ms 50 --threads 1
 rm -rf "$OUT"
 echo "== demo finished"
