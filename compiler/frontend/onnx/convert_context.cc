@@ -226,6 +226,7 @@ Context::Context(const onnx::NodeProto& node, int opset, std::vector<const Value
 
 absl::StatusOr<Expr> Materialize(const Value& v) {
   if (v.expr) return v.expr;
+  if (!v.elems) return absl::InvalidArgumentError("a value is missing");
   const std::vector<PrimExpr>& elems = *v.elems;
   bool constant = true;
   for (const PrimExpr& e : elems) constant = constant && ir::AsConstInt(e) != nullptr;
@@ -242,6 +243,11 @@ absl::StatusOr<Expr> Materialize(const Value& v) {
   return absl::UnimplementedError(absl::StrCat(
       "the integer tensor [", dims,
       "] depends on a symbolic dimension and is used as data, which is not supported"));
+}
+
+const Value& Context::In(size_t i) const {
+  static const Value* const kAbsent = new Value();
+  return Has(i) ? *inputs_[i] : *kAbsent;
 }
 
 absl::StatusOr<Expr> Context::Tensor(size_t i) {
@@ -357,6 +363,7 @@ absl::StatusOr<Expr> Context::Emit(const Expr& expr) {
 }
 
 absl::StatusOr<std::vector<PrimExpr>> Context::Shape(const Expr& e) const {
+  if (!e) return Error("a required input is missing");
   if (const auto* c = e.as<ConstantNode>()) {
     std::vector<PrimExpr> dims;
     for (int64_t d : c->shape) dims.push_back(ir::IntImm(DataType::Int(64), d));
@@ -369,6 +376,7 @@ absl::StatusOr<std::vector<PrimExpr>> Context::Shape(const Expr& e) const {
 }
 
 DataType Context::DType(const Expr& e) const {
+  if (!e) return DataType::Void();
   if (const auto* c = e.as<ConstantNode>()) return c->dtype;
   const auto* t = e->struct_info().as<TensorStructInfoNode>();
   return t != nullptr ? t->dtype : DataType::Void();

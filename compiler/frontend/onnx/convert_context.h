@@ -58,7 +58,8 @@ class Context {
   size_t num_inputs() const { return inputs_.size(); }
   // False for an omitted optional input (an empty name) or one past the end.
   bool Has(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
-  const Value& In(size_t i) const { return *inputs_[i]; }
+  // Input `i`; an empty Value (no expression, no elements) when it is absent.
+  const Value& In(size_t i) const;
   // Input `i` as a Relax tensor (known elements become a constant).
   absl::StatusOr<Expr> Tensor(size_t i);
   // Input `i`'s elements when known at import time (possibly symbolic), else nullopt.

@@ -30,6 +30,7 @@ absl::StatusOr<int64_t> Axis(const Context& ctx, int64_t axis, int64_t rank) {
 
 // The shape of input `i`: of its known elements or of its tensor.
 absl::StatusOr<std::vector<PrimExpr>> InputShape(Context& ctx, size_t i) {
+  if (!ctx.Has(i)) return ctx.Error(absl::StrCat("input ", i, " is required"));
   const Value& v = ctx.In(i);
   if (!v.expr) {
     std::vector<PrimExpr> dims;
@@ -106,6 +107,7 @@ absl::StatusOr<Outputs> ConstantOfShape(Context& ctx) {
     KILN_ASSIGN_OR_RETURN(Value v, ValueFromTensorProto(*t));
     dtype = ctx.DType(v.expr);
     if (v.elems) {
+      if (v.elems->size() != 1) return ctx.Error("value must hold one element");
       value = static_cast<double>(*ir::AsConstInt((*v.elems)[0]));
     } else {
       const auto* c = v.expr.as<ir::relax::ConstantNode>();

@@ -6,6 +6,7 @@
 
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/frontend/onnx/testing/onnx_builder.h"
+#include "compiler/frontend/onnx/testing/op_cases.h"
 #include "gtest/gtest.h"
 
 namespace kiln::frontend {
@@ -137,6 +138,54 @@ TEST(OnnxImportError, CorruptedModelsNeverCrash) {
       EXPECT_FALSE(mod.status().message().empty());
     }
   }
+}
+
+// Every per-op case with one thing taken away or changed at a time: an input dropped, the input
+// list cut short, an attribute removed or given another type, an extra input. Each imports or
+// fails with a message; none crashes.
+TEST(OnnxImportError, StructuredMutationsNeverCrash) {
+  int imported = 0, refused = 0;
+  auto check = [&](const onnx::ModelProto& m) {
+    absl::StatusOr<ir::IRModule> mod = ImportOnnx(m.SerializeAsString(), "mutant.onnx");
+    if (mod.ok()) {
+      ++imported;
+    } else {
+      ++refused;
+      EXPECT_FALSE(mod.status().message().empty());
+    }
+  };
+  for (const testing::OpCase& c : testing::AllOpCases()) {
+    const onnx::ModelProto& model = c.graph.model();
+    for (int n = 0; n < model.graph().node_size(); ++n) {
+      const onnx::NodeProto& node = model.graph().node(n);
+      for (int i = 0; i < node.input_size(); ++i) {
+        onnx::ModelProto m = model;
+        m.mutable_graph()->mutable_node(n)->set_input(i, "");
+        check(m);
+        m = model;
+        auto* inputs = m.mutable_graph()->mutable_node(n)->mutable_input();
+        inputs->DeleteSubrange(i, inputs->size() - i);
+        check(m);
+      }
+      onnx::ModelProto extra = model;
+      extra.mutable_graph()->mutable_node(n)->add_input(node.input_size() > 0 ? node.input(0) : "");
+      check(extra);
+      for (int a = 0; a < node.attribute_size(); ++a) {
+        onnx::ModelProto m = model;
+        m.mutable_graph()->mutable_node(n)->mutable_attribute()->DeleteSubrange(a, 1);
+        check(m);
+        for (int type : {onnx::AttributeProto::INT, onnx::AttributeProto::FLOAT,
+                         onnx::AttributeProto::INTS, onnx::AttributeProto::STRING}) {
+          m = model;
+          m.mutable_graph()->mutable_node(n)->mutable_attribute(a)->set_type(
+              static_cast<onnx::AttributeProto::AttributeType>(type));
+          check(m);
+        }
+      }
+    }
+  }
+  EXPECT_GT(imported, 0);
+  EXPECT_GT(refused, 100);
 }
 
 }  // namespace

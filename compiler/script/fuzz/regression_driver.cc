@@ -1,6 +1,7 @@
-// Runs the parser fuzz target without libFuzzer (any compiler): every seed in the corpus, then
-// a fixed number of deterministic mutations of them (byte flips, insertions of TVMScript
-// tokens, deletions, splices). It is the CI-sized cousin of tools/fuzz.sh.
+// Runs a fuzz target (the TVMScript parser's, the ONNX importer's) without libFuzzer (any
+// compiler): every seed in the corpus, then a fixed number of deterministic mutations of them
+// (byte flips, insertions of TVMScript tokens, deletions, splices). It is the CI-sized cousin
+// of tools/fuzz.sh.
 #include <dirent.h>
 
 #include <algorithm>
