@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 CACHE="${HOME}/.cache/kiln"
 mkdir -p "$CACHE/bazel-disk"
 LOG="$CACHE/asan.log"
-if bazel --output_base="$CACHE/bazel-asan-base" test --config=asan --disk_cache="$CACHE/bazel-disk" \
+if bazel --output_base="$CACHE/bazel-asan-base" test --config=asan --symlink_prefix=/ --disk_cache="$CACHE/bazel-disk" \
     --color=no --curses=no --test_output=errors //runtime:all >"$LOG" 2>&1; then
   echo "asan: passed ($(grep -Ec '^//[^ ]+ +(\(cached\) )?PASSED' "$LOG") runtime test targets)"
   exit 0

@@ -545,12 +545,14 @@ ModularSet Analyzer::Modular(const PrimExpr& e) {
 PrimExpr Analyzer::Simplify(const PrimExpr& e) { return Canonicalizer(this).Simplify(e); }
 
 bool Analyzer::CanProve(const PrimExpr& cond) {
-  const int64_t* v = ir::AsConstInt(Simplify(cond));
+  PrimExpr simplified = Simplify(cond);
+  const int64_t* v = ir::AsConstInt(simplified);
   return v != nullptr && *v != 0;
 }
 
 bool Analyzer::CanProveEqual(const PrimExpr& a, const PrimExpr& b) {
-  const int64_t* v = ir::AsConstInt(Simplify(a - b));
+  PrimExpr difference = Simplify(a - b);
+  const int64_t* v = ir::AsConstInt(difference);
   return v != nullptr && *v == 0;
 }
 

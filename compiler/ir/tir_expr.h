@@ -229,6 +229,8 @@ PrimExpr operator<=(PrimExpr a, PrimExpr b);
 
 // The value of an IntImm, or null.
 const int64_t* AsConstInt(const PrimExpr& e);
+// The pointer points into the node: a temporary expression would leave it dangling.
+const int64_t* AsConstInt(PrimExpr&& e) = delete;
 
 }  // namespace kiln::ir
 

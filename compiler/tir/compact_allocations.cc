@@ -126,7 +126,8 @@ std::vector<Window> AccessWindows(const Buffer& buffer, const Stmt& body) {
       }
       int64_t shift = 0;
       if (w.base) {
-        const int64_t* diff = AsConstInt(analyzer.Simplify(base - w.base));
+        PrimExpr offset = analyzer.Simplify(base - w.base);
+        const int64_t* diff = AsConstInt(offset);
         if (diff == nullptr) {
           w.known = false;
           break;
@@ -153,7 +154,8 @@ bool IterationsAreDisjoint(const Buffer& buffer, const ForNode& loop) {
     PrimExpr next = Substitute(w.base, [&](const Var& v) -> PrimExpr {
       return v.get() == loop.loop_var.get() ? PrimExpr(loop.loop_var + 1) : PrimExpr();
     });
-    const int64_t* step = AsConstInt(analyzer.Simplify(next - w.base));
+    PrimExpr stride = analyzer.Simplify(next - w.base);
+    const int64_t* step = AsConstInt(stride);
     if (step != nullptr && (*step >= w.width() || -*step >= w.width())) return true;
   }
   return false;

@@ -142,7 +142,8 @@ absl::StatusOr<StructInfo> InferPermuteDims(const CallNode& call, const OpInferC
   ObjectRef attr = GetAttr(call.attrs, "axes");
   if (const auto* list = attr.as<ArrayNode>()) {
     for (const ObjectRef& item : list->items) {
-      const int64_t* v = AsConstInt(item.as_ref<PrimExprNode>());
+      PrimExpr axis = item.as_ref<PrimExprNode>();
+      const int64_t* v = AsConstInt(axis);
       if (v == nullptr)
         return absl::InvalidArgumentError("relax.permute_dims: axes must be integers");
       axes.push_back(*v);
