@@ -43,6 +43,19 @@ std::string Tmp(const std::string& name) {
   return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
 }
 
+// The float32 .npy at `path` equals the reference within 1e-4, relative and absolute.
+void ExpectMatchesReference(const std::string& path, const std::string& reference) {
+  auto got = kiln::runtime::ReadNpy(ReadFile(path), path);
+  auto want = kiln::runtime::ReadNpy(ReadFile(reference), reference);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got->NumElements(), want->NumElements());
+  for (int64_t i = 0; i < want->NumElements(); ++i) {
+    float w = static_cast<const float*>(want->data())[i];
+    EXPECT_NEAR(static_cast<const float*>(got->data())[i], w, 1e-4 * (1 + std::abs(w))) << i;
+  }
+}
+
 TEST(KilnCompileRunTest, MlpCompilesRunsAndMatchesTheReference) {
   // TVM's import of the ONNX MLP, with high-level operators: Kiln legalizes them itself.
   Result c =
@@ -53,16 +66,7 @@ TEST(KilnCompileRunTest, MlpCompilesRunsAndMatchesTheReference) {
                   " --input input=runtime/testdata/mlp_dynamic_batch.input.npy --output-dir " +
                   Tmp("out"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  auto got = kiln::runtime::ReadNpy(ReadFile(Tmp("out/output.npy")), "output.npy");
-  auto want = kiln::runtime::ReadNpy(ReadFile("runtime/testdata/mlp_dynamic_batch.output.npy"),
-                                     "reference");
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_EQ(got->NumElements(), want->NumElements());
-  for (int64_t i = 0; i < want->NumElements(); ++i) {
-    float w = static_cast<const float*>(want->data())[i];
-    EXPECT_NEAR(static_cast<const float*>(got->data())[i], w, 1e-4 * (1 + std::abs(w))) << i;
-  }
+  ExpectMatchesReference(Tmp("out/output.npy"), "runtime/testdata/mlp_dynamic_batch.output.npy");
 
   Result b = Kiln("bench " + Tmp("mlp.kiln") + " --repeat 3 --min-repeat-ms 1");
   ASSERT_EQ(b.rc, 0) << b.err;
@@ -117,15 +121,7 @@ TEST(KilnCompileRunTest, OnnxModelThroughTheCli) {
   Result r = Kiln("run " + Tmp("resnet.kiln") +
                   " --input input=tests/models/tiny_resnet.input.npy --output-dir " + Tmp("ro"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  auto got = kiln::runtime::ReadNpy(ReadFile(Tmp("ro/output.npy")), "output.npy");
-  auto want = kiln::runtime::ReadNpy(ReadFile("tests/models/tiny_resnet.output.npy"), "reference");
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_EQ(got->NumElements(), want->NumElements());
-  for (int64_t i = 0; i < want->NumElements(); ++i) {
-    float w = static_cast<const float*>(want->data())[i];
-    EXPECT_NEAR(static_cast<const float*>(got->data())[i], w, 1e-4 * (1 + std::abs(w))) << i;
-  }
+  ExpectMatchesReference(Tmp("ro/output.npy"), "tests/models/tiny_resnet.output.npy");
   // Garbage named .onnx: one line naming the file, exit status 1, no artifact.
   std::ofstream(Tmp("junk.onnx")) << "\x08\x07garbage";
   Result junk = Kiln("compile " + Tmp("junk.onnx") + " -o " + Tmp("junk.kiln"));

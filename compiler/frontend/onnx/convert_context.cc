@@ -153,10 +153,13 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
     return error("external data files are not supported; save the model with its weights inside");
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  // Dimensions bounded so that the element count cannot overflow; the data must then be there.
+  int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0 || d > (int64_t{1} << 40)) return error(absl::StrCat("bad dimension ", d));
+    n *= d;
+    if (n > (int64_t{1} << 40)) return error("too many elements");
   }
-  int64_t n = NumElements(shape);
   size_t elem = ElementBytes(*dtype);
   std::string bytes;
   if (t.has_raw_data()) {
@@ -166,11 +169,13 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
     }
     bytes = t.raw_data();
   } else {
+    int64_t given = dtype->is_float()
+                        ? (dtype->bits() == 64 ? t.double_data_size() : t.float_data_size())
+                    : dtype->is_int() && dtype->bits() == 64 ? t.int64_data_size()
+                                                             : t.int32_data_size();
+    if (given != n) return error(absl::StrCat("holds ", given, " values, ", n, " expected"));
     bytes.resize(n * elem);
     auto fill = [&](const auto& field) -> absl::Status {
-      if (field.size() != n) {
-        return error(absl::StrCat("holds ", field.size(), " values, ", n, " expected"));
-      }
       for (int64_t i = 0; i < n; ++i) StoreNumber(bytes.data(), *dtype, i, field.Get(i));
       return absl::OkStatus();
     };
@@ -178,8 +183,6 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
     if (dtype->is_float()) {
       s = dtype->bits() == 64 ? fill(t.double_data()) : fill(t.float_data());
     } else if (dtype->is_int() && dtype->bits() == 64) {
-      if (t.int64_data().size() != n)
-        return error(absl::StrCat("holds ", t.int64_data().size(), " values, ", n, " expected"));
       for (int64_t i = 0; i < n; ++i) {
         int64_t v = t.int64_data(i);
         std::memcpy(&bytes[i * 8], &v, 8);

@@ -56,6 +56,13 @@ absl::StatusOr<Window> ReadWindow(Context& ctx, const std::vector<PrimExpr>& x_s
   w.pads = ctx.Ints("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
   if (w.strides.size() != spatial || w.dilations.size() != spatial || w.pads.size() != 2 * spatial)
     return ctx.Error("strides, dilations or pads do not match the spatial rank");
+  for (size_t d = 0; d < spatial; ++d) {
+    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1)
+      return ctx.Error("kernel_shape, strides and dilations must be >= 1");
+  }
+  for (int64_t p : w.pads) {
+    if (p < 0) return ctx.Error("pads must be >= 0");
+  }
   std::string auto_pad = ctx.Str("auto_pad", "NOTSET");
   if (auto_pad == "VALID") {
     std::fill(w.pads.begin(), w.pads.end(), 0);

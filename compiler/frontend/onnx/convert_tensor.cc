@@ -203,6 +203,9 @@ absl::StatusOr<std::vector<PrimExpr>> ReshapeTarget(Context& ctx, const std::vec
     known = known * d;
   }
   if (infer >= 0) {
+    known = ctx.analyzer()->Simplify(known);
+    if (const int64_t* k = ir::AsConstInt(known); k != nullptr && *k == 0)
+      return ctx.Error("cannot infer a -1 dimension next to a 0");
     PrimExpr total = I64(1);
     for (const PrimExpr& d : from) total = total * d;
     to[infer] = ctx.analyzer()->Simplify(ir::FloorDiv(total, known));
@@ -303,6 +306,7 @@ absl::StatusOr<Outputs> Split(Context& ctx) {
   ir::ObjectRef sections;
   if (sizes.empty()) {
     int64_t parts = ctx.Int("num_outputs", static_cast<int64_t>(outputs));
+    if (parts < 1) return ctx.Error("Split needs at least one output");
     const int64_t* extent = ir::AsConstInt(dims[axis]);
     if (extent != nullptr && *extent % parts != 0) {
       // Opset 18: the last part is smaller.

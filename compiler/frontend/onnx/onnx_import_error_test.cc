@@ -116,6 +116,28 @@ TEST(OnnxImportError, UnsupportedAttributeValue) {
   ExpectError(Import(g), absl::StatusCode::kUnimplemented, "Resize mode \"cubic\"");
 }
 
+// What the importer fuzzer found: each is now a clean error.
+TEST(OnnxImportError, FuzzerFindings) {
+  GraphBuilder zero_stride(13);
+  zero_stride.Input("x", kF, {1, 1, 7, 7}).Output("y", kF);
+  zero_stride.Node("MaxPool", {"x"}, {"y"},
+                   {testing::AttrInts("kernel_shape", {3, 3}), testing::AttrInts("strides", {2, 0}),
+                    testing::AttrString("auto_pad", "SAME_UPPER")});
+  ExpectError(Import(zero_stride), absl::StatusCode::kInvalidArgument,
+              "(MaxPool, opset 13): kernel_shape, strides and dilations must be >= 1");
+
+  GraphBuilder huge(13);
+  onnx::TensorProto t = testing::FloatTensor("w", {1 << 20, 1 << 20, 1 << 20}, {});
+  huge.Input("x", kF, {2}).Output("y", kF).Init(t).Node("Add", {"x", "w"}, {"y"});
+  ExpectError(Import(huge), absl::StatusCode::kInvalidArgument, "tensor 'w': too many elements");
+
+  GraphBuilder zero_dim(13);
+  zero_dim.Input("x", kF, {2, 3}).Output("y", kF).Init(IntTensor("s", {2}, {0, -1}));
+  zero_dim.Node("Reshape", {"x", "s"}, {"y"}, {AttrInt("allowzero", 1)});
+  ExpectError(Import(zero_dim), absl::StatusCode::kInvalidArgument,
+              "cannot infer a -1 dimension next to a 0");
+}
+
 // Truncations and random byte flips of a real model import or fail; they never crash.
 TEST(OnnxImportError, CorruptedModelsNeverCrash) {
   std::ifstream in("tests/models/tiny_resnet.onnx", std::ios::binary);
