@@ -18,12 +18,6 @@ constexpr int64_t kMaxKnownElems = 1024;
 
 size_t ElementBytes(DataType t) { return t.is_bool() ? 1 : static_cast<size_t>(t.bits() / 8); }
 
-int64_t NumElements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 // Element `i` of little-endian storage of `dtype`, as a double (integers exactly up to 2^53).
 double LoadNumber(const char* data, DataType dtype, int64_t i) {
   const char* p = data + i * ElementBytes(dtype);
@@ -83,6 +77,26 @@ void StoreNumber(char* data, DataType dtype, int64_t i, double v) {
 }
 
 }  // namespace
+
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Expr MakeNumericConstant(DataType dtype, std::vector<int64_t> shape,
+                         const std::vector<double>& values) {
+  std::string bytes(values.size() * ElementBytes(dtype), '\0');
+  for (size_t k = 0; k < values.size(); ++k) StoreNumber(bytes.data(), dtype, k, values[k]);
+  return ir::relax::MakeConstant(dtype, std::move(shape), std::move(bytes));
+}
+
+std::vector<double> ConstantNumbers(const ConstantNode& c) {
+  std::vector<double> out;
+  int64_t n = NumElements(c.shape);
+  for (int64_t k = 0; k < n; ++k) out.push_back(LoadNumber(c.bytes->data(), c.dtype, k));
+  return out;
+}
 
 Value KnownInts(std::vector<PrimExpr> elems, std::vector<int64_t> shape, DataType dtype) {
   Value v;
@@ -234,10 +248,9 @@ absl::StatusOr<Expr> Materialize(const Value& v) {
   bool constant = true;
   for (const PrimExpr& e : elems) constant = constant && ir::AsConstInt(e) != nullptr;
   if (constant) {
-    std::string bytes(elems.size() * ElementBytes(v.elems_dtype), '\0');
-    for (size_t k = 0; k < elems.size(); ++k)
-      StoreNumber(bytes.data(), v.elems_dtype, k, static_cast<double>(*ir::AsConstInt(elems[k])));
-    return ir::relax::MakeConstant(v.elems_dtype, v.elems_shape, std::move(bytes));
+    std::vector<double> values;
+    for (const PrimExpr& e : elems) values.push_back(static_cast<double>(*ir::AsConstInt(e)));
+    return MakeNumericConstant(v.elems_dtype, v.elems_shape, values);
   }
   // Kiln's VM has no shape-to-tensor conversion yet: a shape value that depends on a symbolic
   // dimension is usable by shape-taking operators only.
@@ -301,9 +314,7 @@ absl::StatusOr<std::vector<double>> Context::ConstFloats(size_t i) const {
     return Unsupported(absl::StrCat("input ", i, " ('", node_.input(i),
                                     "') must be a constant (an initializer or a Constant node)"));
   }
-  int64_t n = NumElements(c->shape);
-  for (int64_t k = 0; k < n; ++k) out.push_back(LoadNumber(c->bytes->data(), c->dtype, k));
-  return out;
+  return ConstantNumbers(*c);
 }
 
 const onnx::AttributeProto* Context::Attr(const std::string& name, int type) {
@@ -386,9 +397,7 @@ DataType Context::DType(const Expr& e) const {
 }
 
 Expr Context::Scalar(DataType dtype, double value) const {
-  std::string bytes(ElementBytes(dtype), '\0');
-  StoreNumber(bytes.data(), dtype, 0, value);
-  return ir::relax::MakeConstant(dtype, {}, std::move(bytes));
+  return MakeNumericConstant(dtype, {}, {value});
 }
 
 absl::Status Context::Error(absl::string_view what) const {

@@ -40,6 +40,13 @@ Value KnownInts(std::vector<PrimExpr> elems, std::vector<int64_t> shape,
 // `v` as a Relax tensor: its expression, or its known elements as a constant.
 absl::StatusOr<Expr> Materialize(const Value& v);
 
+int64_t NumElements(const std::vector<int64_t>& shape);
+// A Relax constant of `dtype` and `shape` holding `values`, converted to `dtype`.
+Expr MakeNumericConstant(DataType dtype, std::vector<int64_t> shape,
+                         const std::vector<double>& values);
+// The elements of a Relax constant as numbers (integers exact up to 2^53).
+std::vector<double> ConstantNumbers(const ir::relax::ConstantNode& c);
+
 // Attribute values for Relax calls.
 ir::ObjectRef IntAttr(int64_t v);
 ir::ObjectRef FloatAttr(double v);

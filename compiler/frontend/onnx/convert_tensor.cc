@@ -15,12 +15,6 @@ namespace {
 using ir::IntImm;
 using ir::relax::MakeShape;
 
-int64_t NumElements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 // `axis` in [-rank, rank) made non-negative.
 absl::StatusOr<int64_t> Axis(const Context& ctx, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
@@ -63,12 +57,7 @@ absl::StatusOr<Outputs> Constant(Context& ctx) {
   } else {
     return ctx.Unsupported("a Constant without value, value_float(s) or value_int(s)");
   }
-  std::string bytes(floats.size() * 4, '\0');
-  for (size_t k = 0; k < floats.size(); ++k) {
-    float f = static_cast<float>(floats[k]);
-    std::memcpy(&bytes[k * 4], &f, 4);
-  }
-  return One(ir::relax::MakeConstant(DataType::Float(32), shape, std::move(bytes)));
+  return One(MakeNumericConstant(DataType::Float(32), shape, floats));
 }
 
 absl::StatusOr<Outputs> Shape(Context& ctx) {
@@ -106,25 +95,9 @@ absl::StatusOr<Outputs> ConstantOfShape(Context& ctx) {
   if (const onnx::TensorProto* t = ctx.TensorAttr("value")) {
     KILN_ASSIGN_OR_RETURN(Value v, ValueFromTensorProto(*t));
     dtype = ctx.DType(v.expr);
-    if (v.elems) {
-      if (v.elems->size() != 1) return ctx.Error("value must hold one element");
-      value = static_cast<double>(*ir::AsConstInt((*v.elems)[0]));
-    } else {
-      const auto* c = v.expr.as<ir::relax::ConstantNode>();
-      if (c->shape.size() > 1 || NumElements(c->shape) != 1)
-        return ctx.Error("value must hold one element");
-      if (dtype.is_float()) {
-        if (dtype.bits() == 64) {
-          std::memcpy(&value, c->bytes->data(), 8);
-        } else {
-          float f;
-          std::memcpy(&f, c->bytes->data(), 4);
-          value = f;
-        }
-      } else {
-        value = static_cast<double>(static_cast<unsigned char>((*c->bytes)[0]) != 0);
-      }
-    }
+    std::vector<double> values = ConstantNumbers(*v.expr.as<ir::relax::ConstantNode>());
+    if (values.size() != 1) return ctx.Error("value must hold one element");
+    value = values[0];
   }
   std::vector<int64_t> dims;
   for (const PrimExpr& d : shape) {
@@ -161,17 +134,9 @@ absl::StatusOr<Outputs> Range(Context& ctx) {
     KILN_ASSIGN_OR_RETURN(v.expr, Materialize(v));
     return Outputs{std::move(v)};
   }
-  std::string bytes(n * (dtype.bits() / 8), '\0');
-  for (int64_t k = 0; k < n; ++k) {
-    double x = start[0] + static_cast<double>(k) * delta[0];
-    if (dtype.bits() == 64) {
-      std::memcpy(&bytes[k * 8], &x, 8);
-    } else {
-      float f = static_cast<float>(x);
-      std::memcpy(&bytes[k * 4], &f, 4);
-    }
-  }
-  return One(ir::relax::MakeConstant(dtype, {n}, std::move(bytes)));
+  std::vector<double> values;
+  for (int64_t k = 0; k < n; ++k) values.push_back(start[0] + static_cast<double>(k) * delta[0]);
+  return One(MakeNumericConstant(dtype, {n}, values));
 }
 
 // ---- Layout ----

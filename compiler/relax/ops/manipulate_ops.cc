@@ -28,17 +28,7 @@ absl::StatusOr<std::vector<int>> ExpandAxes(const CallNode& call, int ndim) {
   absl::StatusOr<std::optional<std::vector<int64_t>>> list = IntListAttr(call, "axis");
   if (!list.ok()) return list.status();
   if (!list->has_value()) return OpError(call, "needs axis=[...]");
-  int out_ndim = ndim + static_cast<int>((*list)->size());
-  std::vector<int> axes;
-  for (int64_t a : **list) {
-    absl::StatusOr<int> n = NormalizeAxis(call, a, out_ndim);
-    if (!n.ok()) return n.status();
-    if (std::find(axes.begin(), axes.end(), *n) != axes.end())
-      return OpError(call, absl::StrCat("axis ", a, " is repeated"));
-    axes.push_back(*n);
-  }
-  std::sort(axes.begin(), axes.end());
-  return axes;
+  return NormalizeAxes(call, **list, ndim + static_cast<int>((*list)->size()));
 }
 
 absl::StatusOr<StructInfo> InferExpandDims(const CallNode& call, const OpInferContext&) {

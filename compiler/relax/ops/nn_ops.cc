@@ -440,6 +440,21 @@ absl::StatusOr<StructInfo> InferBatchNorm(const CallNode& call, const OpInferCon
       call.args[0]->struct_info(), call.args[3]->struct_info(), call.args[4]->struct_info()});
 }
 
+// The attributes batch_norm and layer_norm share.
+struct NormAttrs {
+  double epsilon;
+  bool center, scale;
+};
+
+absl::StatusOr<NormAttrs> ParseNormAttrs(const CallNode& call) {
+  absl::StatusOr<double> eps = FloatAttr(call, "epsilon", 1e-5);
+  absl::StatusOr<bool> center = BoolAttr(call, "center", true);
+  absl::StatusOr<bool> scale = BoolAttr(call, "scale", true);
+  if (!eps.ok() || !center.ok() || !scale.ok())
+    return !eps.ok() ? eps.status() : !center.ok() ? center.status() : scale.status();
+  return NormAttrs{*eps, *center, *scale};
+}
+
 absl::Status LegalizeBatchNorm(const CallNode& call, const std::vector<Buffer>& in,
                                const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
   const Buffer& x = in[0];
@@ -447,18 +462,15 @@ absl::Status LegalizeBatchNorm(const CallNode& call, const std::vector<Buffer>& 
   if (!axis_attr.ok()) return axis_attr.status();
   absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(x->shape.size()));
   if (!axis.ok()) return axis.status();
-  absl::StatusOr<double> eps = FloatAttr(call, "epsilon", 1e-5);
-  absl::StatusOr<bool> center = BoolAttr(call, "center", true);
-  absl::StatusOr<bool> scale = BoolAttr(call, "scale", true);
-  if (!eps.ok() || !center.ok() || !scale.ok())
-    return !eps.ok() ? eps.status() : !center.ok() ? center.status() : scale.status();
+  absl::StatusOr<NormAttrs> norm = ParseNormAttrs(call);
+  if (!norm.ok()) return norm.status();
   DataType t = x->dtype;
   b.Compute("batch_norm", out[0], [&](const Indices& i) {
     Indices c = {i[*axis]};
-    PrimExpr v =
-        Div(Load(x, i) - Load(in[3], c), Call(t, "sqrt", {Load(in[4], c) + MakeConst(t, *eps)}));
-    if (*scale) v = v * Load(in[1], c);
-    if (*center) v = v + Load(in[2], c);
+    PrimExpr v = Div(Load(x, i) - Load(in[3], c),
+                     Call(t, "sqrt", {Load(in[4], c) + MakeConst(t, norm->epsilon)}));
+    if (norm->scale) v = v * Load(in[1], c);
+    if (norm->center) v = v + Load(in[2], c);
     return v;
   });
   b.Compute("batch_norm_mean", out[1], [&](const Indices& i) { return Load(in[3], i); });
@@ -498,11 +510,8 @@ absl::Status LegalizeLayerNorm(const CallNode& call, const std::vector<Buffer>& 
   int ndim = static_cast<int>(x->shape.size());
   absl::StatusOr<std::vector<int>> axes = ReduceAxes(call, "axes", ndim);
   if (!axes.ok()) return axes.status();
-  absl::StatusOr<double> eps = FloatAttr(call, "epsilon", 1e-5);
-  absl::StatusOr<bool> center = BoolAttr(call, "center", true);
-  absl::StatusOr<bool> scale = BoolAttr(call, "scale", true);
-  if (!eps.ok() || !center.ok() || !scale.ok())
-    return !eps.ok() ? eps.status() : !center.ok() ? center.status() : scale.status();
+  absl::StatusOr<NormAttrs> norm = ParseNormAttrs(call);
+  if (!norm.ok()) return norm.status();
   DataType t = x->dtype;
   std::vector<PrimExpr> kept = x->shape, extents;
   PrimExpr count = Int64(1);
@@ -534,14 +543,14 @@ absl::Status LegalizeLayerNorm(const CallNode& call, const std::vector<Buffer>& 
   b.Compute("layer_norm", out[0], [&](const Indices& i) {
     Indices k = at_kept(i);
     PrimExpr mean = Div(Load(sum, k), n);
-    PrimExpr v =
-        Div(Load(x, i) - mean, Call(t, "sqrt", {Div(Load(sq, k), n) + MakeConst(t, *eps)}));
+    PrimExpr v = Div(Load(x, i) - mean,
+                     Call(t, "sqrt", {Div(Load(sq, k), n) + MakeConst(t, norm->epsilon)}));
     Indices p;
     for (int a = 0; a < ndim; ++a) {
       if (is_axis(a)) p.push_back(i[a]);
     }
-    if (*scale) v = v * Load(in[1], p);
-    if (*center) v = v + Load(in[2], p);
+    if (norm->scale) v = v * Load(in[1], p);
+    if (norm->center) v = v + Load(in[2], p);
     return v;
   });
   return absl::OkStatus();

@@ -153,7 +153,13 @@ absl::StatusOr<std::vector<int>> ReduceAxes(const CallNode& call, const char* ke
     for (int i = 0; i < ndim; ++i) axes.push_back(i);
     return axes;
   }
-  for (int64_t a : **list) {
+  return NormalizeAxes(call, **list, ndim);
+}
+
+absl::StatusOr<std::vector<int>> NormalizeAxes(const CallNode& call,
+                                               const std::vector<int64_t>& list, int ndim) {
+  std::vector<int> axes;
+  for (int64_t a : list) {
     absl::StatusOr<int> n = NormalizeAxis(call, a, ndim);
     if (!n.ok()) return n.status();
     if (std::find(axes.begin(), axes.end(), *n) != axes.end())

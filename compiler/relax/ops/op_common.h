@@ -37,6 +37,9 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> IntListAttr(const CallNode& 
                                                                 const char* key);
 // `axis` in [-ndim, ndim) made non-negative, or an error naming the operator.
 absl::StatusOr<int> NormalizeAxis(const CallNode& call, int64_t axis, int ndim);
+// `list` normalized against rank `ndim`, sorted; an error for a repeated axis.
+absl::StatusOr<std::vector<int>> NormalizeAxes(const CallNode& call,
+                                               const std::vector<int64_t>& list, int ndim);
 // The axes of a reduction: all when absent, each normalized, sorted, without repeats.
 absl::StatusOr<std::vector<int>> ReduceAxes(const CallNode& call, const char* key, int ndim);
 
