@@ -1,7 +1,5 @@
 // kiln: the command-line client. Exit status 0 on success, 1 on a user error (one line on
 // stderr), 2 on a usage error — the contract of docs/ARCHITECTURE.md and DESIGN §8.
-#include <grpcpp/grpcpp.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/remote_commands.h"
 #include "compiler/backend/build.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/relax/block_builder.h"
@@ -24,7 +23,6 @@
 #include "compiler/script/script_parser.h"
 #include "compiler/wire/ir_proto.h"
 #include "nlohmann/json.hpp"
-#include "proto/kiln/v1/service.grpc.pb.h"
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
 #include "runtime/time_evaluator.h"
@@ -38,25 +36,6 @@ constexpr int kExitUsage = 2;
 int PrintLocalVersions() {
   for (const auto& [name, version] : kiln::server::ComponentVersions()) {
     std::printf("%-9s %s\n", name.c_str(), version.c_str());
-  }
-  return 0;
-}
-
-int PrintServerInfo(const std::string& address, int timeout_seconds) {
-  auto stub =
-      kiln::v1::Kiln::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_seconds));
-  kiln::v1::ServerInfo info;
-  grpc::Status status = stub->GetServerInfo(&context, kiln::v1::GetServerInfoRequest(), &info);
-  if (!status.ok()) {
-    std::fprintf(stderr, "kiln: server %s: %s\n", address.c_str(), status.error_message().c_str());
-    return kExitUserError;
-  }
-  std::printf("server    %s\n", address.c_str());
-  std::printf("host      %s\n", info.host_target_triple().c_str());
-  for (const auto& component : info.components()) {
-    std::printf("%-9s %s\n", component.name().c_str(), component.version().c_str());
   }
   return 0;
 }
@@ -363,12 +342,28 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   CLI::App* version = app.add_subcommand("version", "print the versions this client links");
+  kiln::client::RemoteFlags remote;
+  // The flags of every command that talks to kilnd; `required` when it only works remotely.
+  auto add_remote = [&](CLI::App* cmd, bool required) {
+    CLI::Option* server =
+        cmd->add_option("--server", remote.channel.address, "kilnd address, host:port");
+    if (required) server->required();
+    cmd->add_option("--token", remote.token_file, "file holding a client token");
+    cmd->add_option("--tls-ca", remote.channel.tls_ca, "PEM of the CA that signed kilnd")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--tls-cert", remote.channel.tls_cert, "PEM client certificate (mutual TLS)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--tls-key", remote.channel.tls_key, "PEM client key (mutual TLS)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--deadline-s", remote.deadline_s, "job deadline (default: the server's)")
+        ->check(CLI::NonNegativeNumber);
+  };
   CLI::App* info = app.add_subcommand("info", "print what a kilnd server runs");
-  std::string server_address;
   int timeout_seconds = 10;
-  info->add_option("--server", server_address, "kilnd address, host:port")->required();
+  add_remote(info, true);
   info->add_option("--timeout", timeout_seconds, "seconds to wait for the server")
       ->check(CLI::PositiveNumber);
+  info->add_flag("--json", remote.json, "as JSON");
 
   std::string file;
   CLI::App* print = app.add_subcommand("print", "parse a module and print it normalized");
@@ -393,6 +388,8 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   compile->add_flag("--no-fuse", no_fuse, "one kernel per operator (skip FuseOps)");
   compile->add_flag("--no-fold", no_fold, "skip FoldConstant");
+  add_remote(compile, false);
+  std::string device;
   CLI::App* run = app.add_subcommand("run", "run a function of a .kiln artifact on .npy inputs");
   run->add_option("ARTIFACT", file, "a .kiln file")->required();
   run->add_option("--input", inputs, "NAME=X.npy, one per parameter");
@@ -400,6 +397,8 @@ int main(int argc, char** argv) {
   run->add_option("--function", function, "the function to run");
   run->add_option("--threads", threads_flag, "threads for kernels (default: one per core)")
       ->check(CLI::NonNegativeNumber);
+  add_remote(run, false);
+  run->add_option("--device", device, "with --server: the device key of the agent to run on");
   kiln::runtime::TimeEvaluatorOptions timing;
   timing.repeat = 10;
   timing.min_repeat_ms = 100;
@@ -415,6 +414,39 @@ int main(int argc, char** argv) {
   bench->add_flag("--json", json, "every repeat as JSON");
   bench->add_option("--threads", threads_flag, "threads for kernels (default: one per core)")
       ->check(CLI::NonNegativeNumber);
+  add_remote(bench, false);
+  bench->add_option("--device", device, "with --server: the device key of the agent to time on");
+  bench->add_option("--warmup", timing.warmup, "untimed calls first")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_option("--cooldown-ms", timing.cooldown_ms, "pause between repeats")
+      ->check(CLI::NonNegativeNumber);
+
+  CLI::App* jobs = app.add_subcommand("jobs", "list a kilnd's jobs, newest first");
+  add_remote(jobs, true);
+  std::string state;
+  int limit = 50;
+  jobs->add_option("--state", state, "only jobs in this state");
+  jobs->add_option("--limit", limit, "at most this many")->check(CLI::PositiveNumber);
+  jobs->add_flag("--json", remote.json, "as JSON");
+  std::string job_id, reason;
+  CLI::App* watch = app.add_subcommand("watch", "follow a job until it ends");
+  add_remote(watch, true);
+  watch->add_option("JOB", job_id, "job id")->required();
+  watch->add_flag("--json", remote.json, "events as JSON");
+  CLI::App* cancel = app.add_subcommand("cancel", "cancel a queued or running job");
+  add_remote(cancel, true);
+  cancel->add_option("JOB", job_id, "job id")->required();
+  cancel->add_option("--reason", reason, "recorded on the job");
+  CLI::App* devices = app.add_subcommand("devices", "list the devices agents registered");
+  add_remote(devices, true);
+  devices->add_flag("--json", remote.json, "as JSON");
+  CLI::App* artifact = app.add_subcommand("artifact", "artifacts in a kilnd's store");
+  artifact->require_subcommand(1);
+  CLI::App* artifact_get = artifact->add_subcommand("get", "download an artifact by digest");
+  add_remote(artifact_get, true);
+  std::string digest;
+  artifact_get->add_option("DIGEST", digest, "the artifact's SHA-256 digest")->required();
+  artifact_get->add_option("-o,--output", output, "the .kiln file to write")->required();
 
   try {
     app.parse(argc, argv);
@@ -426,15 +458,53 @@ int main(int argc, char** argv) {
   }
 
   if (*version) return PrintLocalVersions();
-  if (*info) return PrintServerInfo(server_address, timeout_seconds);
+  bool remote_mode = !remote.channel.address.empty();
+  if (*info) return kiln::client::RemoteInfo(remote, timeout_seconds);
+  if (*jobs) return kiln::client::RemoteJobs(remote, state, limit);
+  if (*watch) return kiln::client::RemoteWatch(remote, job_id);
+  if (*cancel) return kiln::client::RemoteCancel(remote, job_id, reason);
+  if (*devices) return kiln::client::RemoteDevices(remote);
+  if (*artifact_get) return kiln::client::RemoteArtifactGet(remote, digest, output);
+  if ((*run || *bench) && remote_mode != !device.empty()) {
+    std::fprintf(stderr, "kiln: --server and --device go together\n");
+    return kExitUsage;
+  }
   if (*print) return PrintModule(file);
   if (*check) return CheckModule(file);
   if (*compile) {
     build_options.fuse = !no_fuse;
     build_options.fold_constants = !no_fold;
+    if (remote_mode) {
+      if (!build_options.dump_after.empty()) {
+        std::fprintf(stderr, "kiln: --dump-after works in-process only (without --server)\n");
+        return kExitUsage;
+      }
+      kiln::v1::CompileOptions options;
+      options.set_no_fuse(no_fuse);
+      options.set_no_fold(no_fold);
+      return kiln::client::RemoteCompile(remote, file, target, output, options);
+    }
     return Compile(file, target, output, build_options, dump_dir);
   }
+  if (*run && remote_mode) {
+    return kiln::client::RemoteRun(remote, file, device, function, inputs, output_dir);
+  }
   if (*run) return Run(file, inputs, output_dir, function);
+  if (*bench && remote_mode) {
+    if (!inputs.empty()) {
+      std::fprintf(stderr, "kiln: a remote bench times random inputs; drop --input\n");
+      return kExitUsage;
+    }
+    kiln::v1::ProfileOptions profile;
+    profile.set_function(function);
+    profile.set_warmup(timing.warmup);
+    profile.set_number(timing.number);
+    profile.set_repeat(timing.repeat);
+    profile.set_min_repeat_ms(timing.min_repeat_ms);
+    profile.set_cooldown_ms(timing.cooldown_ms);
+    remote.json = json;
+    return kiln::client::RemoteBench(remote, file, device, profile);
+  }
   if (*bench) return Bench(file, inputs, function, timing, json);
   return kExitUsage;
 }

@@ -34,6 +34,7 @@ absl::StatusOr<std::vector<double>> TimeFunction(const std::function<absl::Statu
       double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       if (elapsed * 1e3 >= options.min_repeat_ms || number >= (int64_t{1} << 40)) {
         seconds.push_back(elapsed / static_cast<double>(number));
+        if (options.number_used != nullptr) *options.number_used = number;
         break;
       }
       // Aim past the minimum with some margin, growing at least 2x (at most 100x) per retry.

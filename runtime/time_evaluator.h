@@ -5,6 +5,7 @@
 #ifndef KILN_RUNTIME_TIME_EVALUATOR_H_
 #define KILN_RUNTIME_TIME_EVALUATOR_H_
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct TimeEvaluatorOptions {
   int repeat = 3;
   int min_repeat_ms = 0;
   int cooldown_ms = 0;  // sleep between repeats (thermal headroom on small boards)
+  // When set, receives the calls per repeat that the last repeat used (number, as grown).
+  int64_t* number_used = nullptr;
 };
 
 // Fails with the function's own error, or InvalidArgument for nonsensical options.

@@ -1,14 +1,165 @@
 #include "server/kiln_service.h"
 
-#include "compiler/codegen/llvm_target.h"
+#include <map>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/relax/block_builder.h"
+#include "compiler/script/script_parser.h"
 #include "compiler/version.h"
+#include "compiler/wire/ir_proto.h"
+#include "runtime/agent/tensor_value.h"
+#include "runtime/artifact.h"
 #include "server/build_info.h"
+#include "server/log.h"
 
 namespace kiln::server {
+namespace {
 
-grpc::Status KilnService::GetServerInfo(grpc::ServerContext* /*context*/,
+constexpr size_t kChunkBytes = 1 << 20;
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+grpc::Status Invalid(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+// Parses the submitted module in whichever form it came, normalized (StructInfo filled in).
+absl::StatusOr<ir::IRModule> ParseModule(const v1::ModuleSource& source, std::string* name) {
+  absl::StatusOr<ir::IRModule> mod;
+  switch (source.form_case()) {
+    case v1::ModuleSource::kIrProto:
+      if (name->empty()) *name = "module.pb";
+      mod = wire::DeserializeModule(source.ir_proto());
+      break;
+    case v1::ModuleSource::kTvmscript:
+      if (name->empty()) *name = "module.py";
+      mod = script::ParseScript(source.tvmscript(), *name);
+      break;
+    case v1::ModuleSource::kOnnx:
+      if (name->empty()) *name = "model.onnx";
+      mod = frontend::ImportOnnx(source.onnx(), *name);
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          "module: give it as ir_proto, tvmscript or onnx (none was set)");
+  }
+  if (mod.ok()) mod = ir::relax::NormalizeModule(*mod);
+  if (!mod.ok()) {
+    std::string message(mod.status().message());
+    if (!absl::StartsWith(message, *name)) message = absl::StrCat(*name, ": ", message);
+    // The parsers' own codes stand (an unsupported ONNX operator is Unimplemented); anything
+    // else the input caused is InvalidArgument.
+    absl::StatusCode code = mod.status().code() == absl::StatusCode::kUnimplemented
+                                ? absl::StatusCode::kUnimplemented
+                                : absl::StatusCode::kInvalidArgument;
+    return absl::Status(code, message);
+  }
+  return mod;
+}
+
+size_t SourceBytes(const v1::ModuleSource& source) {
+  return source.ir_proto().size() + source.tvmscript().size() + source.onnx().size();
+}
+
+const v1::EntryFunction* FindEntry(const v1::ArtifactManifest& manifest, const std::string& name) {
+  for (const v1::EntryFunction& f : manifest.functions()) {
+    if (f.name() == name) return &f;
+  }
+  return nullptr;
+}
+
+// Inference inputs against the function's signature: count, names, dtypes and static shapes.
+absl::Status CheckInputs(const v1::EntryFunction& entry,
+                         const google::protobuf::RepeatedPtrField<v1::TensorValue>& inputs) {
+  if (inputs.size() != entry.params_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", entry.name(), "' takes ", entry.params_size(), " inputs, got ", inputs.size()));
+  }
+  bool named = !inputs.empty() && !inputs[0].name().empty();
+  for (int i = 0; i < entry.params_size(); ++i) {
+    const v1::ValueSignature& param = entry.params(i);
+    const v1::TensorValue* given = &inputs[i];
+    if (named) {
+      given = nullptr;
+      for (const v1::TensorValue& t : inputs) {
+        if (t.name() == param.name()) given = &t;
+      }
+      if (given == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("no input for parameter '", param.name(), "' of '", entry.name(), "'"));
+      }
+    }
+    absl::StatusOr<runtime::Tensor> tensor = runtime::TensorFromProto(*given);
+    if (!tensor.ok()) return tensor.status();
+    if (param.kind() != "tensor") continue;
+    std::string what = absl::StrCat("input '", param.name(), "' of '", entry.name(), "'");
+    if (!param.dtype().empty() && param.dtype() != given->dtype()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " must be ", param.dtype(), ", got ", given->dtype()));
+    }
+    bool rank_ok = param.dims_size() == given->shape_size();
+    for (int d = 0; rank_ok && d < param.dims_size(); ++d) {
+      int64_t want = 0;
+      if (absl::SimpleAtoi(param.dims(d), &want) && want != given->shape(d)) rank_ok = false;
+    }
+    if (!rank_ok) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " must have shape [",
+                                                     absl::StrJoin(param.dims(), ", "), "], got [",
+                                                     absl::StrJoin(given->shape(), ", "), "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool ValidDeviceKey(const std::string& key) {
+  if (key.empty() || key.size() > 64) return false;
+  for (char c : key) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Streams a stored artifact, verified before the first byte goes out.
+grpc::Status StreamArtifact(Store* store, const std::string& digest,
+                            grpc::ServerWriter<v1::ArtifactChunk>* writer) {
+  if (digest.empty()) return Invalid("digest: required");
+  absl::StatusOr<std::string> bytes = store->ReadArtifact(digest);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == absl::StatusCode::kDataLoss) {
+      LogEvent(LogLevel::kError, "corrupt artifact refused",
+               {{"digest", digest}, {"error", std::string(bytes.status().message())}});
+    }
+    return ToGrpc(bytes.status());
+  }
+  for (size_t offset = 0; offset == 0 || offset < bytes->size(); offset += kChunkBytes) {
+    v1::ArtifactChunk chunk;
+    chunk.set_digest(digest);
+    chunk.set_offset(static_cast<int64_t>(offset));
+    if (offset == 0) chunk.set_total_size(static_cast<int64_t>(bytes->size()));
+    chunk.set_data(bytes->substr(offset, kChunkBytes));
+    if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status KilnService::GetServerInfo(grpc::ServerContext* context,
                                         const kiln::v1::GetServerInfoRequest* /*request*/,
                                         kiln::v1::ServerInfo* response) {
+  std::string client;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
   response->set_compiler_version(kCompilerVersion);
   response->set_host_target_triple(codegen::HostTriple());
   for (const auto& [name, version] : ComponentVersions()) {
@@ -17,6 +168,287 @@ grpc::Status KilnService::GetServerInfo(grpc::ServerContext* /*context*/,
     component->set_version(version);
   }
   return grpc::Status::OK;
+}
+
+grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
+                                        const v1::SubmitCompileRequest* request,
+                                        v1::SubmitResponse* response) {
+  std::string client;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  if (std::optional<v1::Job> earlier =
+          ctx_->jobs->FindIdempotent(client, request->idempotency_key())) {
+    *response->mutable_job() = *earlier;
+    response->set_deduplicated(true);
+    return grpc::Status::OK;
+  }
+  size_t size = SourceBytes(request->module());
+  if (static_cast<int64_t>(size) > ctx_->max_module_bytes) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("module: ", size, " bytes is over this server's limit of ",
+                                     ctx_->max_module_bytes, " bytes"));
+  }
+  if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
+  std::string target = request->target().empty() ? "llvm" : request->target();
+  if (absl::StatusOr<codegen::LlvmTargetInfo> t = codegen::ParseTarget(target); !t.ok()) {
+    return Invalid(absl::StrCat("target '", target, "': ", t.status().message()));
+  }
+  std::string name = request->module().name();
+  absl::StatusOr<ir::IRModule> mod = ParseModule(request->module(), &name);
+  if (!mod.ok()) return ToGrpc(mod.status());
+
+  v1::Job job;
+  job.set_kind(v1::JOB_KIND_COMPILE);
+  job.set_client(client);
+  job.set_idempotency_key(request->idempotency_key());
+  job.set_target(target);
+  job.set_module_name(name);
+  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
+  std::string key = CacheKey(*mod, target, request->options());
+  absl::StatusOr<std::optional<std::string>> hit = ctx_->cache->Lookup(key, *mod);
+  if (!hit.ok()) return ToGrpc(hit.status());
+  Submitted submitted;
+  if (hit->has_value()) {
+    job.set_artifact_digest(**hit);
+    absl::StatusOr<std::optional<ArtifactRecord>> record = ctx_->store->FindArtifact(**hit);
+    if (record.ok() && record->has_value()) job.set_artifact_size((*record)->size);
+    submitted = ctx_->jobs->AddCacheHit(std::move(job));
+  } else {
+    submitted = ctx_->jobs->EnqueueCompile(std::move(job), wire::SerializeModule(*mod), key,
+                                           request->options());
+  }
+  *response->mutable_job() = submitted.job;
+  response->set_deduplicated(submitted.deduplicated);
+  return grpc::Status::OK;
+}
+
+grpc::Status KilnService::PrepareTask(const std::string& device_key, const v1::ArtifactRef& ref,
+                                      const std::string* client, v1::ArtifactManifest* manifest,
+                                      v1::Task* task) {
+  if (device_key.empty()) return Invalid("device_key: required");
+  if (!ctx_->jobs->KnownDevice(device_key)) {
+    std::vector<std::string> known;
+    for (const v1::Device& d : ctx_->jobs->Devices()) known.push_back(d.key());
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("unknown device key '", device_key, "' (known: ",
+                                     known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+  }
+  if (absl::Status s = ctx_->jobs->Admit(*client); !s.ok()) return ToGrpc(s);
+  std::string digest;
+  if (ref.ref_case() == v1::ArtifactRef::kDigest) {
+    absl::StatusOr<std::string> bytes = ctx_->store->ReadArtifact(ref.digest());
+    if (!bytes.ok()) return ToGrpc(bytes.status());
+    absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(*bytes, false);
+    if (!parsed.ok()) return ToGrpc(parsed.status());
+    *manifest = parsed->manifest();
+    digest = ref.digest();
+    task->set_artifact_size(static_cast<int64_t>(bytes->size()));
+  } else if (ref.ref_case() == v1::ArtifactRef::kArtifact) {
+    if (static_cast<int64_t>(ref.artifact().size()) > ctx_->max_module_bytes) {
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("artifact: ", ref.artifact().size(),
+                       " bytes is over this server's limit of ", ctx_->max_module_bytes, " bytes"));
+    }
+    absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(ref.artifact(), false);
+    if (!parsed.ok()) return Invalid(absl::StrCat("artifact: ", parsed.status().message()));
+    *manifest = parsed->manifest();
+    digest = manifest->digest();
+    task->set_artifact_size(static_cast<int64_t>(ref.artifact().size()));
+    if (absl::Status s = ctx_->cache->Insert("", digest, ref.artifact(), ""); !s.ok()) {
+      return ToGrpc(s);
+    }
+  } else {
+    return Invalid("artifact: give a digest or the artifact's bytes");
+  }
+  task->set_artifact_digest(digest);
+  return grpc::Status::OK;
+}
+
+grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
+                                        const v1::SubmitProfileRequest* request,
+                                        v1::SubmitResponse* response) {
+  std::string client;
+  v1::ArtifactManifest manifest;
+  v1::Task task;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  if (std::optional<v1::Job> earlier =
+          ctx_->jobs->FindIdempotent(client, request->idempotency_key())) {
+    *response->mutable_job() = *earlier;
+    response->set_deduplicated(true);
+    return grpc::Status::OK;
+  }
+  const v1::ProfileOptions& o = request->options();
+  if (o.warmup() < 0 || o.number() < 0 || o.repeat() < 0 || o.min_repeat_ms() < 0 ||
+      o.cooldown_ms() < 0 || o.repeat() > 10000) {
+    return Invalid(
+        "options: warmup, number, min_repeat_ms and cooldown_ms must be >= 0, "
+        "repeat in [0, 10000]");
+  }
+  grpc::Status s =
+      PrepareTask(request->device_key(), request->artifact(), &client, &manifest, &task);
+  if (!s.ok()) return s;
+  std::string function = o.function().empty() ? "main" : o.function();
+  if (FindEntry(manifest, function) == nullptr) {
+    return Invalid(absl::StrCat("the artifact has no function '", function, "'"));
+  }
+  task.set_kind(v1::JOB_KIND_PROFILE);
+  *task.mutable_profile() = o;
+  task.mutable_profile()->set_function(function);
+  v1::Job job;
+  job.set_kind(v1::JOB_KIND_PROFILE);
+  job.set_client(client);
+  job.set_idempotency_key(request->idempotency_key());
+  job.set_device_key(request->device_key());
+  job.set_artifact_digest(task.artifact_digest());
+  job.set_artifact_size(task.artifact_size());
+  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
+  Submitted submitted = ctx_->jobs->EnqueueTask(std::move(job), std::move(task));
+  *response->mutable_job() = submitted.job;
+  response->set_deduplicated(submitted.deduplicated);
+  return grpc::Status::OK;
+}
+
+grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
+                                          const v1::SubmitInferenceRequest* request,
+                                          v1::SubmitResponse* response) {
+  std::string client;
+  v1::ArtifactManifest manifest;
+  v1::Task task;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  if (std::optional<v1::Job> earlier =
+          ctx_->jobs->FindIdempotent(client, request->idempotency_key())) {
+    *response->mutable_job() = *earlier;
+    response->set_deduplicated(true);
+    return grpc::Status::OK;
+  }
+  grpc::Status s =
+      PrepareTask(request->device_key(), request->artifact(), &client, &manifest, &task);
+  if (!s.ok()) return s;
+  std::string function = request->function().empty() ? "main" : request->function();
+  const v1::EntryFunction* entry = FindEntry(manifest, function);
+  if (entry == nullptr)
+    return Invalid(absl::StrCat("the artifact has no function '", function, "'"));
+  if (absl::Status bad = CheckInputs(*entry, request->inputs()); !bad.ok()) return ToGrpc(bad);
+  task.set_kind(v1::JOB_KIND_INFERENCE);
+  task.set_function(function);
+  *task.mutable_inputs() = request->inputs();
+  v1::Job job;
+  job.set_kind(v1::JOB_KIND_INFERENCE);
+  job.set_client(client);
+  job.set_idempotency_key(request->idempotency_key());
+  job.set_device_key(request->device_key());
+  job.set_artifact_digest(task.artifact_digest());
+  job.set_artifact_size(task.artifact_size());
+  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
+  Submitted submitted = ctx_->jobs->EnqueueTask(std::move(job), std::move(task));
+  *response->mutable_job() = submitted.job;
+  response->set_deduplicated(submitted.deduplicated);
+  return grpc::Status::OK;
+}
+
+grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
+                                 v1::Job* response) {
+  std::string client;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  absl::StatusOr<v1::Job> job = ctx_->jobs->Get(request->job_id());
+  if (!job.ok()) return ToGrpc(job.status());
+  *response = *job;
+  return grpc::Status::OK;
+}
+
+grpc::Status KilnService::WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
+                                   grpc::ServerWriter<v1::JobEvent>* writer) {
+  std::string client;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  absl::Status s = ctx_->jobs->Watch(
+      request->job_id(), [&](const v1::JobEvent& e) { return writer->Write(e); },
+      [&] { return context->IsCancelled(); });
+  return ToGrpc(s);
+}
+
+grpc::Status KilnService::CancelJob(grpc::ServerContext* context,
+                                    const v1::CancelJobRequest* request, v1::Job* response) {
+  std::string client;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  absl::StatusOr<v1::Job> job = ctx_->jobs->Cancel(request->job_id(), request->reason());
+  if (!job.ok()) return ToGrpc(job.status());
+  *response = *job;
+  return grpc::Status::OK;
+}
+
+grpc::Status KilnService::ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
+                                   v1::ListJobsResponse* response) {
+  std::string client;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  int limit = request->limit() > 0 ? request->limit() : 100;
+  for (v1::Job& job : ctx_->jobs->List(request->state(), limit)) {
+    *response->add_jobs() = std::move(job);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KilnService::DownloadArtifact(grpc::ServerContext* context,
+                                           const v1::DownloadArtifactRequest* request,
+                                           grpc::ServerWriter<v1::ArtifactChunk>* writer) {
+  std::string client;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  return StreamArtifact(ctx_->store, request->digest(), writer);
+}
+
+grpc::Status KilnService::ListDevices(grpc::ServerContext* context,
+                                      const v1::ListDevicesRequest* /*request*/,
+                                      v1::ListDevicesResponse* response) {
+  std::string client;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  for (v1::Device& d : ctx_->jobs->Devices()) *response->add_devices() = std::move(d);
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentServiceImpl::Connect(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) {
+  std::string identity;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kAgent, &identity); !s.ok()) return s;
+  v1::AgentMessage hello;
+  if (!stream->Read(&hello)) return grpc::Status(grpc::StatusCode::CANCELLED, "no registration");
+  if (!hello.has_register_()) return Invalid("the first message must register the agent");
+  if (!ValidDeviceKey(hello.register_().device_key())) {
+    return Invalid(absl::StrCat("device key '", hello.register_().device_key(),
+                                "': use 1 to 64 of [A-Za-z0-9._-]"));
+  }
+  std::shared_ptr<AgentLink> agent = ctx_->jobs->RegisterAgent(hello.register_(), context);
+  v1::ServerMessage registered;
+  registered.mutable_registered()->set_agent_id(agent->id);
+  registered.mutable_registered()->set_heartbeat_interval_ms(ctx_->jobs->heartbeat_interval_ms());
+  bool alive = stream->Write(registered);
+  // Reads run beside the writes below: heartbeats and results come in while tasks go out.
+  std::thread reader([&] {
+    v1::AgentMessage message;
+    while (stream->Read(&message)) {
+      if (message.has_heartbeat()) ctx_->jobs->AgentHeartbeat(agent);
+      if (message.has_result()) ctx_->jobs->AgentResult(agent, message.result());
+    }
+    ctx_->jobs->AgentGone(agent);
+  });
+  std::vector<v1::ServerMessage> out;
+  while (alive && !context->IsCancelled()) {
+    out.clear();
+    bool open = ctx_->jobs->NextAgentMessages(agent, 200, &out);
+    for (const v1::ServerMessage& m : out) alive = alive && stream->Write(m);
+    if (!open) break;
+  }
+  context->TryCancel();  // ends the reader's Read
+  reader.join();
+  ctx_->jobs->AgentGone(agent);
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentServiceImpl::FetchArtifact(grpc::ServerContext* context,
+                                             const v1::FetchArtifactRequest* request,
+                                             grpc::ServerWriter<v1::ArtifactChunk>* writer) {
+  std::string identity;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kAgent, &identity); !s.ok()) return s;
+  return StreamArtifact(ctx_->store, request->digest(), writer);
 }
 
 }  // namespace kiln::server

@@ -1,16 +1,83 @@
-// The kiln.v1.Kiln service: the client-facing RPCs of kilnd.
+// The gRPC edge: the client API (kiln.v1.Kiln) and the agent API (kiln.v1.AgentService). Each
+// handler authorizes the caller, checks the request (sizes, forms, names) and maps the
+// components' absl::Status errors to gRPC codes. Nothing is stored for a refused request.
 #ifndef KILN_SERVER_KILN_SERVICE_H_
 #define KILN_SERVER_KILN_SERVICE_H_
 
+#include <cstdint>
+
+#include "proto/kiln/v1/agent.grpc.pb.h"
+#include "proto/kiln/v1/artifact.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
+#include "server/artifact_cache.h"
+#include "server/auth.h"
+#include "server/job_manager.h"
+#include "server/store.h"
 
 namespace kiln::server {
 
+// What both services share.
+struct ServiceContext {
+  AuthConfig auth;
+  Store* store = nullptr;
+  ArtifactCache* cache = nullptr;
+  JobManager* jobs = nullptr;
+  int64_t max_module_bytes = 32 << 20;
+};
+
 class KilnService final : public kiln::v1::Kiln::Service {
  public:
+  explicit KilnService(ServiceContext* ctx) : ctx_(ctx) {}
+
   grpc::Status GetServerInfo(grpc::ServerContext* context,
                              const kiln::v1::GetServerInfoRequest* request,
                              kiln::v1::ServerInfo* response) override;
+  grpc::Status SubmitCompile(grpc::ServerContext* context,
+                             const kiln::v1::SubmitCompileRequest* request,
+                             kiln::v1::SubmitResponse* response) override;
+  grpc::Status SubmitProfile(grpc::ServerContext* context,
+                             const kiln::v1::SubmitProfileRequest* request,
+                             kiln::v1::SubmitResponse* response) override;
+  grpc::Status SubmitInference(grpc::ServerContext* context,
+                               const kiln::v1::SubmitInferenceRequest* request,
+                               kiln::v1::SubmitResponse* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context, const kiln::v1::GetJobRequest* request,
+                      kiln::v1::Job* response) override;
+  grpc::Status WatchJob(grpc::ServerContext* context, const kiln::v1::WatchJobRequest* request,
+                        grpc::ServerWriter<kiln::v1::JobEvent>* writer) override;
+  grpc::Status CancelJob(grpc::ServerContext* context, const kiln::v1::CancelJobRequest* request,
+                         kiln::v1::Job* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context, const kiln::v1::ListJobsRequest* request,
+                        kiln::v1::ListJobsResponse* response) override;
+  grpc::Status DownloadArtifact(grpc::ServerContext* context,
+                                const kiln::v1::DownloadArtifactRequest* request,
+                                grpc::ServerWriter<kiln::v1::ArtifactChunk>* writer) override;
+  grpc::Status ListDevices(grpc::ServerContext* context,
+                           const kiln::v1::ListDevicesRequest* request,
+                           kiln::v1::ListDevicesResponse* response) override;
+
+ private:
+  // Shared by profile and inference (the caller is authorized): the device and the artifact,
+  // checked, and the artifact stored.
+  grpc::Status PrepareTask(const std::string& device_key, const kiln::v1::ArtifactRef& ref,
+                           const std::string* client, kiln::v1::ArtifactManifest* manifest,
+                           kiln::v1::Task* task);
+  ServiceContext* ctx_;
+};
+
+class AgentServiceImpl final : public kiln::v1::AgentService::Service {
+ public:
+  explicit AgentServiceImpl(ServiceContext* ctx) : ctx_(ctx) {}
+
+  grpc::Status Connect(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<kiln::v1::ServerMessage, kiln::v1::AgentMessage>* stream) override;
+  grpc::Status FetchArtifact(grpc::ServerContext* context,
+                             const kiln::v1::FetchArtifactRequest* request,
+                             grpc::ServerWriter<kiln::v1::ArtifactChunk>* writer) override;
+
+ private:
+  ServiceContext* ctx_;
 };
 
 }  // namespace kiln::server

@@ -1,27 +1,117 @@
-// kilnd: the Kiln compilation daemon.
+// kilnd: the Kiln compilation daemon. Every flag can also come from a config file
+// (--config FILE, TOML or INI: `listen = "0.0.0.0:7077"`); flags on the command line win.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "server/log.h"
 #include "server/server.h"
 
 namespace {
 
 // Set by the signal handler; a watcher thread turns it into a graceful shutdown, since
-// grpc::Server::Shutdown is not async-signal-safe.
+// draining is not async-signal-safe.
 volatile std::sig_atomic_t g_stop_requested = 0;
 
 void RequestStop(int /*signal*/) { g_stop_requested = 1; }
+
+std::string DefaultStoreDir() {
+  if (const char* state = std::getenv("XDG_STATE_HOME")) return std::string(state) + "/kiln";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "/tmp") + "/.local/state/kiln";
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   kiln::server::ServerOptions options;
+  options.store_dir = DefaultStoreDir();
+  int64_t max_request_mb = options.max_request_bytes >> 20;
+  int64_t max_module_mb = options.max_module_bytes >> 20;
+  int64_t cache_max_mb = options.cache_max_bytes >> 20;
+  int64_t worker_memory_mb = 8192;
+  int64_t default_deadline_s = options.jobs.default_deadline_ms / 1000;
+  int64_t max_deadline_s = options.jobs.max_deadline_ms / 1000;
+  int64_t drain_timeout_s = options.drain_timeout_ms / 1000;
+  std::string log_level = "info";
+
   CLI::App app{"kilnd: the Kiln compilation daemon"};
+  app.set_config("--config", "", "TOML/INI file with any of these options");
   app.add_option("--listen", options.listen_address, "host:port to serve gRPC on")
       ->capture_default_str();
+  app.add_option("--store", options.store_dir, "directory of the embedded store")
+      ->capture_default_str();
+  app.add_option("--metrics-port", options.metrics_port,
+                 "Prometheus metrics port (-1: off, 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--metrics-address", options.metrics_address, "address the metrics port binds")
+      ->capture_default_str();
+  app.add_option("--tls-cert", options.tls_cert, "server certificate (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", options.tls_key, "server private key (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-client-ca", options.tls_client_ca,
+                 "CA (PEM) that signs client certificates: requires mutual TLS")
+      ->check(CLI::ExistingFile);
+  app.add_option("--client-tokens", options.client_tokens_file,
+                 "file of client bearer tokens, one per line (turns auth on)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--agent-tokens", options.agent_tokens_file,
+                 "file of agent bearer tokens, one per line (turns auth on)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--workers", options.jobs.workers, "concurrent compile workers")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--worker", options.jobs.worker_path,
+                 "kiln-worker binary (default: beside kilnd)");
+  app.add_option("--worker-memory-mb", worker_memory_mb,
+                 "address-space limit of a worker (0: none)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--default-deadline-s", default_deadline_s, "deadline of a job that names none")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-deadline-s", max_deadline_s, "longest deadline a job may ask for")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-jobs-per-client", options.jobs.max_active_jobs_per_client,
+                 "unfinished jobs one client may have")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-request-mb", max_request_mb, "largest gRPC message accepted")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-module-mb", max_module_mb, "largest module or artifact accepted")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--cache-max-mb", cache_max_mb, "artifact store bound (LRU eviction)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--heartbeat-ms", options.jobs.heartbeat_interval_ms,
+                 "agent heartbeat interval (an agent is dropped after 5 missed)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--drain-timeout-s", drain_timeout_s, "how long shutdown waits for running jobs")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--log-level", log_level, "debug, info, warning or error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   CLI11_PARSE(app, argc, argv);
+
+  options.max_request_bytes = max_request_mb << 20;
+  options.max_module_bytes = max_module_mb << 20;
+  options.cache_max_bytes = cache_max_mb << 20;
+  options.jobs.worker_memory_bytes = worker_memory_mb << 20;
+  options.jobs.default_deadline_ms = default_deadline_s * 1000;
+  options.jobs.max_deadline_ms = max_deadline_s * 1000;
+  options.drain_timeout_ms = drain_timeout_s * 1000;
+  kiln::server::SetLogLevel(log_level == "debug"     ? kiln::server::LogLevel::kDebug
+                            : log_level == "warning" ? kiln::server::LogLevel::kWarning
+                            : log_level == "error"   ? kiln::server::LogLevel::kError
+                                                     : kiln::server::LogLevel::kInfo);
 
   absl::StatusOr<std::unique_ptr<kiln::server::KilnServer>> server =
       kiln::server::KilnServer::Start(options);
@@ -29,17 +119,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kilnd: %s\n", std::string(server.status().message()).c_str());
     return 1;
   }
+  // Scripts and tests wait for these lines.
   std::printf("kilnd: listening on port %d\n", (*server)->port());
+  if ((*server)->metrics_port() >= 0) {
+    std::printf("kilnd: metrics on port %d\n", (*server)->metrics_port());
+  }
   std::fflush(stdout);
 
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
   std::thread watcher([&] {
-    while (!g_stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (!g_stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     (*server)->Shutdown();
   });
   (*server)->Wait();
   watcher.join();
+  server->reset();
   std::printf("kilnd: stopped\n");
   return 0;
 }

@@ -3,34 +3,173 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <mutex>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/agent/channel.h"
+#include "runtime/support/subprocess.h"
+#include "server/artifact_cache.h"
 #include "server/kiln_service.h"
+#include "server/log.h"
+#include "server/metrics.h"
+#include "server/store.h"
 
 namespace kiln::server {
 
-struct KilnServer::Services {
-  KilnService kiln;
+struct KilnServer::Parts {
+  std::unique_ptr<Store> store;
+  std::unique_ptr<ArtifactCache> cache;
+  std::unique_ptr<JobManager> jobs;
+  ServiceContext context;
+  std::unique_ptr<KilnService> kiln;
+  std::unique_ptr<AgentServiceImpl> agents;
+  std::unique_ptr<MetricsServer> metrics;
+  int64_t drain_timeout_ms = 0;
+  std::once_flag shutdown_once;
 };
 
+namespace {
+
+std::string RenderMetrics(JobManager& jobs, ArtifactCache& cache, Store& store) {
+  JobStats stats = jobs.Stats();
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+  };
+  metric("kiln_jobs", "gauge", "Jobs known to this server, by state.");
+  for (const auto& [state, count] : stats.jobs_by_state) {
+    std::string name = v1::JobState_Name(state);
+    absl::StrAppend(&out, "kiln_jobs{state=\"", absl::AsciiStrToLower(name.substr(10)), "\"} ",
+                    count, "\n");
+  }
+  metric("kiln_queue_depth", "gauge", "Jobs waiting, by queue.");
+  absl::StrAppend(&out, "kiln_queue_depth{queue=\"compile\"} ", stats.compile_queue, "\n");
+  absl::StrAppend(&out, "kiln_queue_depth{queue=\"device\"} ", stats.task_queue, "\n");
+  metric("kiln_workers_busy", "gauge", "Compile workers running a job.");
+  absl::StrAppend(&out, "kiln_workers_busy ", stats.workers_busy, "\n");
+  metric("kiln_compile_seconds", "summary", "Wall time of compiles in workers.");
+  absl::StrAppend(&out, "kiln_compile_seconds_sum ", stats.compile_seconds, "\n");
+  absl::StrAppend(&out, "kiln_compile_seconds_count ", stats.compiles, "\n");
+  metric("kiln_cache_hits_total", "counter", "Compiles served from the artifact cache.");
+  absl::StrAppend(&out, "kiln_cache_hits_total ", cache.hits(), "\n");
+  metric("kiln_cache_misses_total", "counter", "Compiles the cache could not serve.");
+  absl::StrAppend(&out, "kiln_cache_misses_total ", cache.misses(), "\n");
+  metric("kiln_cache_evictions_total", "counter", "Artifacts evicted to stay in bounds.");
+  absl::StrAppend(&out, "kiln_cache_evictions_total ", cache.evictions(), "\n");
+  metric("kiln_cache_bytes", "gauge", "Bytes of stored artifacts.");
+  absl::StrAppend(&out, "kiln_cache_bytes ", store.TotalArtifactBytes().value_or(-1), "\n");
+  metric("kiln_agents_connected", "gauge", "Device agents connected now.");
+  absl::StrAppend(&out, "kiln_agents_connected ", stats.agents_connected, "\n");
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
+  if (o.tls_cert.empty() && o.tls_key.empty()) {
+    if (!o.tls_client_ca.empty()) {
+      return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  absl::StatusOr<std::string> cert = runtime::ReadTextFile(o.tls_cert);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = runtime::ReadTextFile(o.tls_key);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl(
+      o.tls_client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!o.tls_client_ca.empty()) {
+    absl::StatusOr<std::string> ca = runtime::ReadTextFile(o.tls_client_ca);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOptions& options) {
+  if (options.store_dir.empty()) return absl::InvalidArgumentError("no store directory given");
   // Both are process-wide switches that must be set before the builder runs.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   std::unique_ptr<KilnServer> server(new KilnServer());
-  server->services_ = std::make_unique<Services>();
+  auto parts = std::make_unique<Parts>();
+  parts->drain_timeout_ms = options.drain_timeout_ms;
+  ServiceContext& ctx = parts->context;
+  if (!options.client_tokens_file.empty()) {
+    absl::StatusOr<std::set<std::string>> t = ReadTokens(options.client_tokens_file);
+    if (!t.ok()) return t.status();
+    ctx.auth.client_tokens = *t;
+  }
+  if (!options.agent_tokens_file.empty()) {
+    absl::StatusOr<std::set<std::string>> t = ReadTokens(options.agent_tokens_file);
+    if (!t.ok()) return t.status();
+    ctx.auth.agent_tokens = *t;
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
+  if (!credentials.ok()) return credentials.status();
+
+  JobManagerOptions jobs = options.jobs;
+  if (jobs.worker_path.empty()) {
+    jobs.worker_path =
+        (std::filesystem::path(runtime::SelfExecutablePath()).parent_path() / "kiln-worker")
+            .string();
+  }
+  if (access(jobs.worker_path.c_str(), X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no kiln-worker executable at ", jobs.worker_path));
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.store_dir);
+  if (!store.ok()) return store.status();
+  parts->store = std::move(*store);
+  parts->cache = std::make_unique<ArtifactCache>(parts->store.get(), options.cache_max_bytes);
+  parts->jobs = std::make_unique<JobManager>(jobs, parts->store.get(), parts->cache.get());
+  if (absl::Status s = parts->jobs->Start(); !s.ok()) return s;
+  ctx.store = parts->store.get();
+  ctx.cache = parts->cache.get();
+  ctx.jobs = parts->jobs.get();
+  ctx.max_module_bytes = options.max_module_bytes;
+  parts->kiln = std::make_unique<KilnService>(&ctx);
+  parts->agents = std::make_unique<AgentServiceImpl>(&ctx);
 
   grpc::ServerBuilder builder;
-  // TLS and tokens come with the service issue; until then kilnd listens on loopback by default.
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &server->port_);
-  builder.RegisterService(&server->services_->kiln);
+  builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_request_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.max_request_bytes));
+  builder.RegisterService(parts->kiln.get());
+  builder.RegisterService(parts->agents.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen_address, "'"));
   }
+  if (options.metrics_port >= 0) {
+    Parts* p = parts.get();
+    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
+        MetricsServer::Start(options.metrics_address, options.metrics_port,
+                             [p] { return RenderMetrics(*p->jobs, *p->cache, *p->store); });
+    if (!metrics.ok()) return metrics.status();
+    parts->metrics = std::move(*metrics);
+  }
+  server->parts_ = std::move(parts);
+  LogEvent(LogLevel::kInfo, "kilnd serving",
+           {{"port", std::to_string(server->port_)},
+            {"store", options.store_dir},
+            {"tls", options.tls_cert.empty()        ? "off"
+                    : options.tls_client_ca.empty() ? "on"
+                                                    : "mutual"},
+            {"auth", ctx.auth.enabled() ? "tokens" : "off"},
+            {"workers", std::to_string(jobs.workers)}});
   return server;
+}
+
+int KilnServer::metrics_port() const {
+  return parts_ && parts_->metrics ? parts_->metrics->port() : -1;
 }
 
 KilnServer::~KilnServer() { Shutdown(); }
@@ -38,7 +177,17 @@ KilnServer::~KilnServer() { Shutdown(); }
 void KilnServer::Wait() { server_->Wait(); }
 
 void KilnServer::Shutdown() {
-  if (server_ != nullptr) server_->Shutdown();
+  if (server_ == nullptr) return;
+  std::call_once(parts_->shutdown_once, [this] {
+    LogEvent(LogLevel::kInfo, "draining",
+             {{"timeout_ms", std::to_string(parts_->drain_timeout_ms)}});
+    // New submissions are refused from here; running jobs get the drain timeout to finish.
+    parts_->jobs->Drain(parts_->drain_timeout_ms);
+    // Then open streams (watchers, agents) are cut after a short grace.
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    parts_->metrics.reset();
+    LogEvent(LogLevel::kInfo, "stopped");
+  });
 }
 
 }  // namespace kiln::server

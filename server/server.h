@@ -1,4 +1,6 @@
-// Assembles kilnd's gRPC server: the Kiln service, gRPC health checking and reflection.
+// Assembles kilnd: the store, the artifact cache, the job manager, the client and agent gRPC
+// services (with TLS, tokens and size limits), gRPC health checking and reflection, and the
+// metrics endpoint.
 #ifndef KILN_SERVER_SERVER_H_
 #define KILN_SERVER_SERVER_H_
 
@@ -8,30 +10,50 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/job_manager.h"
 
 namespace kiln::server {
 
 struct ServerOptions {
   // host:port to listen on; port 0 picks a free port (tests use 127.0.0.1:0).
   std::string listen_address = "127.0.0.1:7077";
+  // The embedded store's directory (SQLite + artifact files). Required.
+  std::string store_dir;
+  // Prometheus metrics at http://metrics_address:metrics_port/metrics; -1 turns them off, 0
+  // picks a free port.
+  std::string metrics_address = "127.0.0.1";
+  int metrics_port = -1;
+  // TLS: certificate and key (PEM) of the server; with a client CA, clients must present a
+  // certificate it signed (mutual TLS).
+  std::string tls_cert, tls_key, tls_client_ca;
+  // Token files (one token per line); either turns authentication on.
+  std::string client_tokens_file, agent_tokens_file;
+  int64_t max_request_bytes = 64 << 20;  // any one gRPC message
+  int64_t max_module_bytes = 32 << 20;   // a submitted module or artifact
+  int64_t cache_max_bytes = int64_t{1} << 30;
+  int64_t drain_timeout_ms = 30000;
+  JobManagerOptions jobs;  // an empty worker_path means kiln-worker next to this executable
 };
 
 class KilnServer {
  public:
-  // Starts serving. Fails with Unavailable when the address cannot be bound.
+  // Starts serving. Unavailable when the address cannot be bound; InvalidArgument for bad
+  // options (files that do not exist, a missing store).
   static absl::StatusOr<std::unique_ptr<KilnServer>> Start(const ServerOptions& options);
   ~KilnServer();
 
   // The port actually bound (the chosen one when the options asked for port 0).
   int port() const { return port_; }
-  // Blocks until Shutdown() is called from another thread.
+  int metrics_port() const;
+  // Blocks until Shutdown() has finished.
   void Wait();
+  // Graceful: refuses new jobs, lets running ones finish (up to the drain timeout), then stops.
   void Shutdown();
 
  private:
   KilnServer() = default;
-  struct Services;
-  std::unique_ptr<Services> services_;
+  struct Parts;
+  std::unique_ptr<Parts> parts_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

@@ -17,11 +17,19 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
+ServerOptions Options(const std::string& address) {
+  ServerOptions options;
+  options.listen_address = address;
+  options.store_dir = absl::StrCat(getenv("TEST_TMPDIR"), "/store");
+  options.jobs.worker_path = "server/kiln-worker";
+  options.drain_timeout_ms = 0;
+  return options;
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<KilnServer>> server =
-        KilnServer::Start(ServerOptions{"127.0.0.1:0"});
+    absl::StatusOr<std::unique_ptr<KilnServer>> server = KilnServer::Start(Options("127.0.0.1:0"));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
@@ -69,8 +77,7 @@ TEST_F(ServerTest, ServerInfoNamesLinkedToolchain) {
 }
 
 TEST(ServerStartTest, ReportsAddressThatCannotBeBound) {
-  absl::StatusOr<std::unique_ptr<KilnServer>> server =
-      KilnServer::Start(ServerOptions{"256.1.2.3:1"});
+  absl::StatusOr<std::unique_ptr<KilnServer>> server = KilnServer::Start(Options("256.1.2.3:1"));
   ASSERT_FALSE(server.ok());
   EXPECT_EQ(server.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(server.status().message(), HasSubstr("256.1.2.3:1"));

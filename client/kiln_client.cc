@@ -1,0 +1,202 @@
+#include "client/kiln_client.h"
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/artifact.h"
+
+namespace kiln::client {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+// Calls `rpc` until it answers something other than Unavailable, at most four times.
+template <typename Response, typename Rpc>
+absl::StatusOr<Response> WithRetries(const Rpc& rpc) {
+  grpc::Status status;
+  for (int attempt = 0, backoff_ms = 100; attempt < 4; ++attempt, backoff_ms *= 2) {
+    Response response;
+    status = rpc(&response);
+    if (status.ok()) return response;
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+  }
+  return FromGrpc(status);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ModuleSource> ModuleSourceFromFile(const std::string& path) {
+  absl::StatusOr<std::string> bytes = runtime::ReadTextFile(path);
+  if (!bytes.ok()) return bytes.status();
+  v1::ModuleSource source;
+  source.set_name(path.substr(path.rfind('/') + 1));
+  if (absl::EndsWith(path, ".py")) {
+    source.set_tvmscript(*bytes);
+  } else if (absl::EndsWith(path, ".onnx")) {
+    source.set_onnx(*bytes);
+  } else if (absl::EndsWith(path, ".pb")) {
+    source.set_ir_proto(*bytes);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": expected TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)"));
+  }
+  return source;
+}
+
+std::string NewIdempotencyKey() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrCat(absl::Hex(rng(), absl::kZeroPad16), absl::Hex(rng(), absl::kZeroPad16));
+}
+
+absl::StatusOr<std::unique_ptr<KilnClient>> KilnClient::Connect(runtime::ChannelOptions options) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = runtime::MakeChannel(options);
+  if (!channel.ok()) return channel.status();
+  std::unique_ptr<KilnClient> client(new KilnClient());
+  client->options_ = std::move(options);
+  client->stub_ = v1::Kiln::NewStub(*channel);
+  return client;
+}
+
+void KilnClient::Prepare(grpc::ClientContext* context) const {
+  runtime::AddToken(options_, context);
+  context->set_wait_for_ready(false);
+}
+
+absl::StatusOr<v1::ServerInfo> KilnClient::ServerInfo(int timeout_seconds) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_seconds));
+  v1::ServerInfo info;
+  absl::Status s = FromGrpc(stub_->GetServerInfo(&context, v1::GetServerInfoRequest(), &info));
+  if (!s.ok()) return s;
+  return info;
+}
+
+absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitCompile(v1::SubmitCompileRequest request) {
+  if (request.idempotency_key().empty()) request.set_idempotency_key(NewIdempotencyKey());
+  return WithRetries<v1::SubmitResponse>([&](v1::SubmitResponse* response) {
+    grpc::ClientContext context;
+    Prepare(&context);
+    return stub_->SubmitCompile(&context, request, response);
+  });
+}
+
+absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitProfile(v1::SubmitProfileRequest request) {
+  if (request.idempotency_key().empty()) request.set_idempotency_key(NewIdempotencyKey());
+  return WithRetries<v1::SubmitResponse>([&](v1::SubmitResponse* response) {
+    grpc::ClientContext context;
+    Prepare(&context);
+    return stub_->SubmitProfile(&context, request, response);
+  });
+}
+
+absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitInference(v1::SubmitInferenceRequest request) {
+  if (request.idempotency_key().empty()) request.set_idempotency_key(NewIdempotencyKey());
+  return WithRetries<v1::SubmitResponse>([&](v1::SubmitResponse* response) {
+    grpc::ClientContext context;
+    Prepare(&context);
+    return stub_->SubmitInference(&context, request, response);
+  });
+}
+
+absl::StatusOr<v1::Job> KilnClient::Wait(const std::string& job_id, const EventFn& on_event) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::WatchJobRequest request;
+  request.set_job_id(job_id);
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader = stub_->WatchJob(&context, request);
+  v1::JobEvent event;
+  v1::Job last;
+  while (reader->Read(&event)) {
+    if (on_event) on_event(event);
+    last = event.job();
+  }
+  absl::Status s = FromGrpc(reader->Finish());
+  if (!s.ok()) return s;
+  if (last.id().empty()) return absl::UnavailableError("the watch ended without an event");
+  return last;
+}
+
+absl::StatusOr<v1::Job> KilnClient::Compile(v1::SubmitCompileRequest request,
+                                            const EventFn& on_event) {
+  absl::StatusOr<v1::SubmitResponse> submitted = SubmitCompile(std::move(request));
+  if (!submitted.ok()) return submitted.status();
+  return Wait(submitted->job().id(), on_event);
+}
+
+absl::StatusOr<v1::Job> KilnClient::GetJob(const std::string& job_id) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job job;
+  absl::Status s = FromGrpc(stub_->GetJob(&context, request, &job));
+  if (!s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<v1::Job> KilnClient::Cancel(const std::string& job_id, const std::string& reason) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  request.set_reason(reason);
+  v1::Job job;
+  absl::Status s = FromGrpc(stub_->CancelJob(&context, request, &job));
+  if (!s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<std::vector<v1::Job>> KilnClient::ListJobs(v1::JobState state, int limit) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::ListJobsRequest request;
+  request.set_state(state);
+  request.set_limit(limit);
+  v1::ListJobsResponse response;
+  absl::Status s = FromGrpc(stub_->ListJobs(&context, request, &response));
+  if (!s.ok()) return s;
+  return std::vector<v1::Job>(response.jobs().begin(), response.jobs().end());
+}
+
+absl::StatusOr<std::vector<v1::Device>> KilnClient::ListDevices() {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::ListDevicesResponse response;
+  absl::Status s = FromGrpc(stub_->ListDevices(&context, v1::ListDevicesRequest(), &response));
+  if (!s.ok()) return s;
+  return std::vector<v1::Device>(response.devices().begin(), response.devices().end());
+}
+
+absl::StatusOr<std::string> KilnClient::DownloadArtifact(const std::string& digest) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::DownloadArtifactRequest request;
+  request.set_digest(digest);
+  std::unique_ptr<grpc::ClientReader<v1::ArtifactChunk>> reader =
+      stub_->DownloadArtifact(&context, request);
+  std::string bytes;
+  v1::ArtifactChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (chunk.offset() == 0 && chunk.total_size() > 0) bytes.reserve(chunk.total_size());
+    bytes += chunk.data();
+  }
+  absl::Status s = FromGrpc(reader->Finish());
+  if (!s.ok()) return s;
+  absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(bytes, /*check_host=*/false);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->manifest().digest() != digest) {
+    return absl::DataLossError(absl::StrCat("downloaded artifact has digest ",
+                                            parsed->manifest().digest(), ", asked for ", digest));
+  }
+  return bytes;
+}
+
+}  // namespace kiln::client

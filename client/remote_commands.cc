@@ -1,0 +1,309 @@
+#include "client/remote_commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/kiln_client.h"
+#include "google/protobuf/util/json_util.h"
+#include "runtime/agent/tensor_value.h"
+#include "runtime/npy.h"
+
+namespace kiln::client {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "kiln: %s\n", message.substr(0, message.find('\n')).c_str());
+  return 1;
+}
+
+int Fail(const absl::Status& status) { return Fail(std::string(status.message())); }
+
+absl::StatusOr<std::unique_ptr<KilnClient>> Connect(const RemoteFlags& flags) {
+  runtime::ChannelOptions options = flags.channel;
+  if (!flags.token_file.empty()) {
+    absl::StatusOr<std::string> token = runtime::ReadTokenFile(flags.token_file);
+    if (!token.ok()) return token.status();
+    options.token = *token;
+  }
+  return KilnClient::Connect(options);
+}
+
+std::string StateName(v1::JobState state) {
+  std::string name = v1::JobState_Name(state);
+  return absl::AsciiStrToLower(name.substr(name.rfind('_') + 1));
+}
+
+std::string KindName(v1::JobKind kind) {
+  std::string name = v1::JobKind_Name(kind);
+  return absl::AsciiStrToLower(name.substr(name.rfind('_') + 1));
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(m, &out, options).ok()) return "{}";
+  return out;
+}
+
+std::string LocalTime(int64_t unix_ms) {
+  if (unix_ms == 0) return "-";
+  std::time_t t = unix_ms / 1000;
+  std::tm local;
+  localtime_r(&t, &local);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
+  return text;
+}
+
+// Progress on stderr: one line per event, with the time since the watch began.
+KilnClient::EventFn Progress(bool quiet) {
+  auto start = std::chrono::steady_clock::now();
+  return [start, quiet](const v1::JobEvent& e) {
+    if (quiet || e.message().empty()) return;
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "[%6.2fs] %s %-9s %s\n", t, e.job_id().c_str(),
+                 StateName(e.state()).c_str(), e.message().c_str());
+  };
+}
+
+// Follows a submitted job to its end; 0 when it succeeded.
+absl::StatusOr<v1::Job> Follow(KilnClient& client, const v1::SubmitResponse& submitted,
+                               bool quiet) {
+  absl::StatusOr<v1::Job> job = client.Wait(submitted.job().id(), Progress(quiet));
+  if (!job.ok()) return job.status();
+  if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+    return absl::AbortedError(
+        absl::StrCat("job ", job->id(), " ", StateName(job->state()), ": ", job->reason()));
+  }
+  return job;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write the file"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RemoteInfo(const RemoteFlags& flags, int timeout_seconds) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<v1::ServerInfo> info = (*client)->ServerInfo(timeout_seconds);
+  if (!info.ok()) {
+    return Fail(absl::StrCat("server ", flags.channel.address, ": ", info.status().message()));
+  }
+  if (flags.json) {
+    std::printf("%s\n", ToJson(*info).c_str());
+    return 0;
+  }
+  std::printf("server    %s\n", flags.channel.address.c_str());
+  std::printf("host      %s\n", info->host_target_triple().c_str());
+  for (const auto& component : info->components()) {
+    std::printf("%-9s %s\n", component.name().c_str(), component.version().c_str());
+  }
+  return 0;
+}
+
+int RemoteCompile(const RemoteFlags& flags, const std::string& path, const std::string& target,
+                  const std::string& output, const v1::CompileOptions& options) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  v1::SubmitCompileRequest request;
+  absl::StatusOr<v1::ModuleSource> source = ModuleSourceFromFile(path);
+  if (!source.ok()) return Fail(source.status());
+  *request.mutable_module() = std::move(*source);
+  request.set_target(target);
+  *request.mutable_options() = options;
+  request.set_deadline_ms(flags.deadline_s * 1000);
+  absl::StatusOr<v1::SubmitResponse> submitted = (*client)->SubmitCompile(request);
+  if (!submitted.ok()) return Fail(submitted.status());
+  absl::StatusOr<v1::Job> job = Follow(**client, *submitted, flags.json);
+  if (!job.ok()) return Fail(job.status());
+  absl::StatusOr<std::string> bytes = (*client)->DownloadArtifact(job->artifact_digest());
+  if (!bytes.ok()) return Fail(bytes.status());
+  if (absl::Status s = WriteFile(output, *bytes); !s.ok()) return Fail(s);
+  if (flags.json) {
+    std::printf("%s\n", ToJson(*job).c_str());
+    return 0;
+  }
+  std::printf("%s: %zu bytes, target %s, digest %s (job %s%s)\n", output.c_str(), bytes->size(),
+              target.c_str(), job->artifact_digest().substr(0, 16).c_str(), job->id().c_str(),
+              job->cache_hit() ? ", cache hit" : "");
+  return 0;
+}
+
+int RemoteBench(const RemoteFlags& flags, const std::string& artifact, const std::string& device,
+                const v1::ProfileOptions& options) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<std::string> bytes = runtime::ReadTextFile(artifact);
+  if (!bytes.ok()) return Fail(bytes.status());
+  v1::SubmitProfileRequest request;
+  request.mutable_artifact()->set_artifact(*bytes);
+  request.set_device_key(device);
+  *request.mutable_options() = options;
+  request.set_deadline_ms(flags.deadline_s * 1000);
+  absl::StatusOr<v1::SubmitResponse> submitted = (*client)->SubmitProfile(request);
+  if (!submitted.ok()) return Fail(submitted.status());
+  absl::StatusOr<v1::Job> job = Follow(**client, *submitted, flags.json);
+  if (!job.ok()) return Fail(job.status());
+  const v1::ProfileResult& p = job->profile();
+  if (flags.json) {
+    std::printf("%s\n", ToJson(*job).c_str());
+    return 0;
+  }
+  std::printf("%-12s %-10s %-9s %7s %7s %11s %11s %11s %11s %11s\n", "function", "device", "agent",
+              "number", "repeat", "median us", "mean us", "min us", "max us", "stddev us");
+  std::printf("%-12s %-10s %-9s %7d %7d %11.2f %11.2f %11.2f %11.2f %11.2f\n", p.function().c_str(),
+              device.c_str(), job->agent_id().c_str(), p.number(), p.seconds_per_call_size(),
+              p.median_seconds() * 1e6, p.mean_seconds() * 1e6, p.min_seconds() * 1e6,
+              p.max_seconds() * 1e6, p.stddev_seconds() * 1e6);
+  return 0;
+}
+
+int RemoteRun(const RemoteFlags& flags, const std::string& artifact, const std::string& device,
+              const std::string& function, const std::vector<std::string>& inputs,
+              const std::string& output_dir) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<std::string> bytes = runtime::ReadTextFile(artifact);
+  if (!bytes.ok()) return Fail(bytes.status());
+  v1::SubmitInferenceRequest request;
+  request.mutable_artifact()->set_artifact(*bytes);
+  request.set_device_key(device);
+  request.set_function(function);
+  request.set_deadline_ms(flags.deadline_s * 1000);
+  for (const std::string& spec : inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos) return Fail("--input " + spec + ": expected NAME=FILE.npy");
+    absl::StatusOr<std::string> npy = runtime::ReadTextFile(spec.substr(eq + 1));
+    if (!npy.ok()) return Fail(npy.status());
+    absl::StatusOr<runtime::Tensor> t = runtime::ReadNpy(*npy, spec.substr(eq + 1));
+    if (!t.ok()) return Fail(t.status());
+    runtime::TensorToProto(*t, spec.substr(0, eq), request.add_inputs());
+  }
+  absl::StatusOr<v1::SubmitResponse> submitted = (*client)->SubmitInference(request);
+  if (!submitted.ok()) return Fail(submitted.status());
+  absl::StatusOr<v1::Job> job = Follow(**client, *submitted, false);
+  if (!job.ok()) return Fail(job.status());
+  std::error_code ec;
+  std::filesystem::create_directories(output_dir, ec);
+  for (const v1::TensorValue& out : job->inference().outputs()) {
+    absl::StatusOr<runtime::Tensor> t = runtime::TensorFromProto(out);
+    if (!t.ok()) return Fail(t.status());
+    absl::StatusOr<std::string> npy = runtime::WriteNpy(*t);
+    if (!npy.ok()) return Fail(npy.status());
+    std::string path = absl::StrCat(output_dir, "/", out.name(), ".npy");
+    if (absl::Status s = WriteFile(path, *npy); !s.ok()) return Fail(s);
+    std::printf("%s\n", path.c_str());
+  }
+  return 0;
+}
+
+int RemoteJobs(const RemoteFlags& flags, const std::string& state, int limit) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  v1::JobState wanted = v1::JOB_STATE_UNSPECIFIED;
+  if (!state.empty() && !v1::JobState_Parse("JOB_STATE_" + absl::AsciiStrToUpper(state), &wanted)) {
+    return Fail("--state " + state + ": expected queued, running, succeeded, failed or cancelled");
+  }
+  absl::StatusOr<std::vector<v1::Job>> jobs = (*client)->ListJobs(wanted, limit);
+  if (!jobs.ok()) return Fail(jobs.status());
+  if (flags.json) {
+    v1::ListJobsResponse all;
+    for (const v1::Job& j : *jobs) *all.add_jobs() = j;
+    std::printf("%s\n", ToJson(all).c_str());
+    return 0;
+  }
+  std::printf("%-16s %-9s %-9s %-19s %-18s %s\n", "JOB", "KIND", "STATE", "CREATED", "ARTIFACT",
+              "DETAIL");
+  for (const v1::Job& j : *jobs) {
+    std::string detail = j.reason();
+    if (detail.empty() && j.kind() == v1::JOB_KIND_COMPILE) {
+      detail =
+          absl::StrCat(j.module_name(), " -> ", j.target(), j.cache_hit() ? " (cache hit)" : "");
+    }
+    if (detail.empty()) detail = absl::StrCat("on ", j.device_key(), " ", j.agent_id());
+    std::printf("%-16s %-9s %-9s %-19s %-18s %s\n", j.id().c_str(), KindName(j.kind()).c_str(),
+                StateName(j.state()).c_str(), LocalTime(j.created_unix_ms()).c_str(),
+                j.artifact_digest().substr(0, 16).c_str(), detail.c_str());
+  }
+  return 0;
+}
+
+int RemoteWatch(const RemoteFlags& flags, const std::string& job_id) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<v1::Job> job = (*client)->Wait(job_id, [&](const v1::JobEvent& e) {
+    if (flags.json) {
+      std::printf("%s\n", ToJson(e).c_str());
+    } else {
+      std::printf("%s %s %-9s %s\n", LocalTime(e.unix_ms()).c_str(), e.job_id().c_str(),
+                  StateName(e.state()).c_str(), e.message().c_str());
+    }
+    std::fflush(stdout);
+  });
+  if (!job.ok()) return Fail(job.status());
+  if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+    return Fail(absl::StrCat("job ", job->id(), " ", StateName(job->state()), ": ", job->reason()));
+  }
+  return 0;
+}
+
+int RemoteCancel(const RemoteFlags& flags, const std::string& job_id, const std::string& reason) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<v1::Job> job = (*client)->Cancel(job_id, reason);
+  if (!job.ok()) return Fail(job.status());
+  std::printf("%s %s\n", job->id().c_str(), StateName(job->state()).c_str());
+  return 0;
+}
+
+int RemoteDevices(const RemoteFlags& flags) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<std::vector<v1::Device>> devices = (*client)->ListDevices();
+  if (!devices.ok()) return Fail(devices.status());
+  if (flags.json) {
+    v1::ListDevicesResponse all;
+    for (const v1::Device& d : *devices) *all.add_devices() = d;
+    std::printf("%s\n", ToJson(all).c_str());
+    return 0;
+  }
+  std::printf("%-12s %-6s %-6s %-28s %5s %8s  %s\n", "DEVICE", "AGENTS", "QUEUED", "TRIPLE",
+              "CORES", "MEM GiB", "CPU");
+  for (const v1::Device& d : *devices) {
+    const v1::DeviceAttributes& a = d.attributes();
+    std::printf("%-12s %-6d %-6d %-28s %5d %8.1f  %s [%s]\n", d.key().c_str(), d.agents_connected(),
+                d.tasks_queued(), a.target_triple().c_str(), a.cores(),
+                static_cast<double>(a.memory_bytes()) / (1 << 30), a.cpu_model().c_str(),
+                absl::StrJoin(a.cpu_features(), " ").c_str());
+  }
+  return 0;
+}
+
+int RemoteArtifactGet(const RemoteFlags& flags, const std::string& digest,
+                      const std::string& output) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<std::string> bytes = (*client)->DownloadArtifact(digest);
+  if (!bytes.ok()) return Fail(bytes.status());
+  if (absl::Status s = WriteFile(output, *bytes); !s.ok()) return Fail(s);
+  std::printf("%s: %zu bytes, digest %s\n", output.c_str(), bytes->size(),
+              digest.substr(0, 16).c_str());
+  return 0;
+}
+
+}  // namespace kiln::client

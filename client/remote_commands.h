@@ -1,0 +1,39 @@
+// The `kiln` commands that talk to a kilnd (`--server ADDR`): remote compile, bench (a profile
+// job on an agent) and run (an inference job), and jobs / watch / cancel / devices / artifact
+// get / info. Each returns the process exit status: 0, or 1 with a one-line reason on stderr.
+#ifndef KILN_CLIENT_REMOTE_COMMANDS_H_
+#define KILN_CLIENT_REMOTE_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "proto/kiln/v1/jobs.pb.h"
+#include "runtime/agent/channel.h"
+
+namespace kiln::client {
+
+struct RemoteFlags {
+  runtime::ChannelOptions channel;
+  std::string token_file;
+  bool json = false;
+  int64_t deadline_s = 0;  // 0: the server's default
+};
+
+int RemoteInfo(const RemoteFlags& flags, int timeout_seconds);
+int RemoteCompile(const RemoteFlags& flags, const std::string& path, const std::string& target,
+                  const std::string& output, const v1::CompileOptions& options);
+int RemoteBench(const RemoteFlags& flags, const std::string& artifact, const std::string& device,
+                const v1::ProfileOptions& options);
+int RemoteRun(const RemoteFlags& flags, const std::string& artifact, const std::string& device,
+              const std::string& function, const std::vector<std::string>& inputs,
+              const std::string& output_dir);
+int RemoteJobs(const RemoteFlags& flags, const std::string& state, int limit);
+int RemoteWatch(const RemoteFlags& flags, const std::string& job_id);
+int RemoteCancel(const RemoteFlags& flags, const std::string& job_id, const std::string& reason);
+int RemoteDevices(const RemoteFlags& flags);
+int RemoteArtifactGet(const RemoteFlags& flags, const std::string& digest,
+                      const std::string& output);
+
+}  // namespace kiln::client
+
+#endif  // KILN_CLIENT_REMOTE_COMMANDS_H_

@@ -1,0 +1,53 @@
+// Running untrusted work in a child process: kilnd's compile workers and kiln-agent's task
+// children. The child gets a memory limit, dies with its parent, is fed `input` on stdin and
+// has its stdout collected; a child past its deadline, or cancelled, is killed with SIGKILL.
+// Whatever the child does — crash, hang, allocate without bound — costs only the child.
+#ifndef KILN_RUNTIME_SUPPORT_SUBPROCESS_H_
+#define KILN_RUNTIME_SUPPORT_SUBPROCESS_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::runtime {
+
+struct ChildOptions {
+  int64_t memory_limit_bytes = 0;  // RLIMIT_AS; 0 for none
+  int64_t timeout_ms = 0;          // 0 for none
+  // Polled while the child runs; when it turns true the child is killed.
+  const std::atomic<bool>* cancel = nullptr;
+  // Called with the child's pid once it runs (for progress reports).
+  std::function<void(pid_t)> on_start;
+};
+
+struct ChildResult {
+  enum class Outcome { kExited, kSignaled, kTimedOut, kCancelled };
+  Outcome outcome = Outcome::kExited;
+  int exit_code = 0;       // kExited
+  int signal = 0;          // kSignaled
+  std::string output;      // everything written to stdout
+  std::string error_tail;  // the last 4 KiB written to stderr
+  double seconds = 0;      // wall time
+
+  bool exited_ok() const { return outcome == Outcome::kExited && exit_code == 0; }
+  // "exited with status 3", "killed by signal 11 (Segmentation fault)", "timed out after 2000 ms
+  // and was killed", "cancelled and killed".
+  std::string Describe(int64_t timeout_ms) const;
+};
+
+// Runs argv[0] (a path) with `argv`. Fails only when the child cannot be started.
+absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, const std::string& input,
+                                     const ChildOptions& options);
+
+// The path of the running executable (/proc/self/exe, resolved).
+std::string SelfExecutablePath();
+
+}  // namespace kiln::runtime
+
+#endif  // KILN_RUNTIME_SUPPORT_SUBPROCESS_H_

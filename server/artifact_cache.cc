@@ -1,0 +1,83 @@
+#include "server/artifact_cache.h"
+
+#include <sys/stat.h>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/structural.h"
+#include "compiler/version.h"
+#include "compiler/wire/ir_proto.h"
+#include "runtime/artifact.h"
+
+namespace kiln::server {
+namespace {
+
+// Deserialized modules kept for equality checks on hits.
+constexpr size_t kModuleMemo = 64;
+
+}  // namespace
+
+std::string CacheKey(const ir::IRModule& mod, const std::string& target,
+                     const v1::CompileOptions& options) {
+  std::string options_bytes;
+  options.SerializeToString(&options_bytes);  // deterministic for a message of scalars
+  return runtime::Sha256Hex(absl::StrCat("kiln-cache-key-v1\n", ir::StructuralHash(mod), "\n",
+                                         target, "\n", options_bytes, "\n", kCompilerVersion));
+}
+
+bool ArtifactCache::Intact(const std::string& digest) {
+  struct stat st;
+  std::string path = absl::StrCat(store_->dir(), "/artifacts/", digest, ".kiln");
+  if (stat(path.c_str(), &st) != 0) return false;
+  std::pair<int64_t, int64_t> stamp(st.st_size,
+                                    int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = verified_.find(digest);
+    if (it != verified_.end() && it->second == stamp) return true;
+  }
+  if (!store_->ReadArtifact(digest).ok()) return false;  // a corrupt one is dropped there
+  std::lock_guard<std::mutex> lock(mu_);
+  verified_[digest] = stamp;
+  return true;
+}
+
+absl::StatusOr<std::optional<std::string>> ArtifactCache::Lookup(const std::string& key,
+                                                                 const ir::IRModule& mod) {
+  absl::StatusOr<std::vector<std::string>> candidates = store_->FindByCacheKey(key);
+  if (!candidates.ok()) return candidates.status();
+  for (const std::string& digest : *candidates) {
+    std::optional<ir::IRModule> stored;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = modules_.find(digest);
+      if (it != modules_.end()) stored = it->second;
+    }
+    if (!stored.has_value()) {
+      absl::StatusOr<std::string> bytes = store_->ReadModule(digest);
+      if (!bytes.ok()) continue;
+      absl::StatusOr<ir::IRModule> parsed = wire::DeserializeModule(*bytes);
+      if (!parsed.ok()) continue;
+      stored = *parsed;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (modules_.size() >= kModuleMemo) modules_.erase(modules_.begin());
+      modules_[digest] = *parsed;
+    }
+    if (!ir::StructuralEqual(*stored, mod) || !Intact(digest)) continue;
+    store_->TouchArtifact(digest).IgnoreError();
+    ++hits_;
+    return std::optional<std::string>(digest);
+  }
+  ++misses_;
+  return std::optional<std::string>();
+}
+
+absl::Status ArtifactCache::Insert(const std::string& key, const std::string& digest,
+                                   const std::string& artifact, const std::string& module_bytes) {
+  if (absl::Status s = store_->PutArtifact(digest, key, artifact, module_bytes); !s.ok()) return s;
+  absl::StatusOr<int> evicted = store_->EvictTo(max_bytes_, digest);
+  if (!evicted.ok()) return evicted.status();
+  evictions_ += *evicted;
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,56 @@
+// The artifact cache: compiled artifacts content-addressed by a cache key, the SHA-256 of
+// (structural hash of the module, target, options, compiler version). A key match is only a
+// candidate: a hit also needs the stored module to be structurally equal to the submitted one,
+// so a 64-bit hash collision can never serve the wrong code. Bounded in bytes, evicting the
+// least recently used artifact first.
+#ifndef KILN_SERVER_ARTIFACT_CACHE_H_
+#define KILN_SERVER_ARTIFACT_CACHE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/module.h"
+#include "proto/kiln/v1/jobs.pb.h"
+#include "server/store.h"
+
+namespace kiln::server {
+
+std::string CacheKey(const ir::IRModule& mod, const std::string& target,
+                     const v1::CompileOptions& options);
+
+class ArtifactCache {
+ public:
+  ArtifactCache(Store* store, int64_t max_bytes) : store_(store), max_bytes_(max_bytes) {}
+
+  // The digest of an intact artifact compiled from a module equal to `mod` under `key`.
+  absl::StatusOr<std::optional<std::string>> Lookup(const std::string& key,
+                                                    const ir::IRModule& mod);
+  // Stores a fresh artifact with the module it came from, then evicts down to the bound.
+  absl::Status Insert(const std::string& key, const std::string& digest,
+                      const std::string& artifact, const std::string& module_bytes);
+
+  int64_t hits() const { return hits_; }
+  int64_t misses() const { return misses_; }
+  int64_t evictions() const { return evictions_; }
+  int64_t max_bytes() const { return max_bytes_; }
+
+ private:
+  // Whether the artifact file still verifies; re-checked only when its size or mtime changed.
+  bool Intact(const std::string& digest);
+
+  Store* store_;
+  int64_t max_bytes_;
+  std::atomic<int64_t> hits_{0}, misses_{0}, evictions_{0};
+  std::mutex mu_;
+  std::map<std::string, std::pair<int64_t, int64_t>> verified_;  // digest -> (size, mtime ns)
+  std::map<std::string, ir::IRModule> modules_;                  // digest -> its module
+};
+
+}  // namespace kiln::server
+
+#endif  // KILN_SERVER_ARTIFACT_CACHE_H_

@@ -1,0 +1,645 @@
+#include "server/job_manager.h"
+
+#include <grpcpp/server_context.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/support/subprocess.h"
+#include "server/log.h"
+#include "server/worker.pb.h"
+
+namespace kiln::server {
+
+struct JobManager::Entry {
+  v1::Job job;
+  std::vector<v1::JobEvent> events;
+  // What running the job needs; dropped when it finishes.
+  std::string module_bytes;
+  std::string cache_key;
+  v1::CompileOptions options;
+  v1::Task task;
+  int64_t deadline_unix_ms = 0;
+  std::atomic<bool> cancel{false};  // kills a running compile's worker
+  bool counted_active = false;      // in active_by_client_
+};
+
+namespace {
+
+bool Terminal(v1::JobState s) {
+  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+
+std::string StateName(v1::JobState s) {
+  std::string name = v1::JobState_Name(s);
+  return absl::AsciiStrToLower(name.substr(name.rfind('_') + 1));
+}
+
+}  // namespace
+
+JobManager::JobManager(JobManagerOptions options, Store* store, ArtifactCache* cache)
+    : options_(std::move(options)), store_(store), cache_(cache) {}
+
+JobManager::~JobManager() { Drain(0); }
+
+absl::Status JobManager::Start() {
+  absl::StatusOr<std::vector<v1::Job>> jobs = store_->LoadJobs(100000);
+  if (!jobs.ok()) return jobs.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (v1::Job& job : *jobs) {
+    auto e = std::make_unique<Entry>();
+    if (!Terminal(job.state())) {
+      // A restart loses the worker or agent that ran it; the client sees why and can resubmit.
+      job.set_state(v1::JOB_STATE_FAILED);
+      job.set_reason("interrupted: kilnd restarted before the job finished");
+      job.set_finished_unix_ms(NowUnixMs());
+      if (absl::Status s = store_->PutJob(job); !s.ok()) return s;
+    }
+    if (!job.idempotency_key().empty()) {
+      idempotency_[{job.client(), job.idempotency_key()}] = job.id();
+    }
+    e->job = std::move(job);
+    std::string id = e->job.id();
+    jobs_[id] = std::move(e);
+  }
+  absl::StatusOr<std::vector<v1::Device>> devices = store_->LoadDevices();
+  if (!devices.ok()) return devices.status();
+  for (v1::Device& d : *devices) {
+    d.set_agents_connected(0);
+    devices_[d.key()] = d;
+  }
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    threads_.emplace_back([this] { CompileLoop(); });
+  }
+  threads_.emplace_back([this] { MonitorLoop(); });
+  return absl::OkStatus();
+}
+
+std::string JobManager::NewIdLocked() {
+  static std::mt19937_64 rng(std::random_device{}());
+  while (true) {
+    std::string id = absl::StrCat("job-", absl::Hex(rng() & 0xffffffffffff, absl::kZeroPad12));
+    if (jobs_.count(id) == 0) return id;
+  }
+}
+
+std::optional<v1::Job> JobManager::FindIdempotent(const std::string& client,
+                                                  const std::string& key) {
+  if (key.empty()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = idempotency_.find({client, key});
+  if (it == idempotency_.end()) return std::nullopt;
+  return jobs_.at(it->second)->job;
+}
+
+int JobManager::ActiveJobsLocked(const std::string& client) const {
+  auto it = active_by_client_.find(client);
+  return it == active_by_client_.end() ? 0 : it->second;
+}
+
+absl::Status JobManager::Admit(const std::string& client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_) return absl::UnavailableError("kilnd is shutting down and takes no new jobs");
+  int active = ActiveJobsLocked(client);
+  if (active >= options_.max_active_jobs_per_client) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("client ", client, " already has ", active, " unfinished jobs (the limit is ",
+                     options_.max_active_jobs_per_client, "); wait for some to finish"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t JobManager::ClampDeadline(int64_t requested_ms) const {
+  if (requested_ms <= 0) return options_.default_deadline_ms;
+  return std::min(requested_ms, options_.max_deadline_ms);
+}
+
+Submitted JobManager::InsertLocked(v1::Job job, std::unique_ptr<Entry> e) {
+  if (!job.idempotency_key().empty()) {
+    auto it = idempotency_.find({job.client(), job.idempotency_key()});
+    if (it != idempotency_.end()) return Submitted{jobs_.at(it->second)->job, true};
+  }
+  job.set_id(NewIdLocked());
+  job.set_created_unix_ms(NowUnixMs());
+  e->job = std::move(job);
+  e->deadline_unix_ms = e->job.created_unix_ms() + e->job.deadline_ms();
+  std::string id = e->job.id();
+  if (!e->job.idempotency_key().empty()) {
+    idempotency_[{e->job.client(), e->job.idempotency_key()}] = id;
+  }
+  Entry& entry = *e;
+  jobs_[id] = std::move(e);
+  return Submitted{entry.job, false};
+}
+
+Submitted JobManager::AddCacheHit(v1::Job job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  job.set_cache_hit(true);
+  Submitted s = InsertLocked(std::move(job), std::make_unique<Entry>());
+  if (s.deduplicated) return s;
+  Entry& e = *jobs_.at(s.job.id());
+  e.job.set_started_unix_ms(e.job.created_unix_ms());
+  TransitionLocked(e, v1::JOB_STATE_SUCCEEDED, "served from the artifact cache");
+  s.job = e.job;
+  return s;
+}
+
+Submitted JobManager::EnqueueCompile(v1::Job job, std::string module_bytes, std::string cache_key,
+                                     v1::CompileOptions options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto entry = std::make_unique<Entry>();
+  entry->module_bytes = std::move(module_bytes);
+  entry->cache_key = std::move(cache_key);
+  entry->options = std::move(options);
+  Submitted s = InsertLocked(std::move(job), std::move(entry));
+  if (s.deduplicated) return s;
+  Entry& e = *jobs_.at(s.job.id());
+  TransitionLocked(e, v1::JOB_STATE_QUEUED, "queued for a compile worker");
+  compile_queue_.push_back(e.job.id());
+  compile_ready_.notify_one();
+  s.job = e.job;
+  return s;
+}
+
+Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto entry = std::make_unique<Entry>();
+  entry->task = std::move(task);
+  Submitted s = InsertLocked(std::move(job), std::move(entry));
+  if (s.deduplicated) return s;
+  Entry& e = *jobs_.at(s.job.id());
+  e.task.set_task_id(e.job.id());
+  TransitionLocked(e, v1::JOB_STATE_QUEUED,
+                   absl::StrCat("queued for an agent of device '", e.job.device_key(), "'"));
+  task_queues_[e.job.device_key()].push_back(e.job.id());
+  DispatchLocked();
+  s.job = e.job;
+  return s;
+}
+
+bool JobManager::KnownDevice(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return devices_.count(key) > 0;
+}
+
+void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::string& message) {
+  int64_t now = NowUnixMs();
+  e.job.set_state(state);
+  if (Terminal(state) == e.counted_active) {
+    e.counted_active = !e.counted_active;
+    active_by_client_[e.job.client()] += e.counted_active ? 1 : -1;
+  }
+  if (state == v1::JOB_STATE_RUNNING) e.job.set_started_unix_ms(now);
+  if (Terminal(state)) {
+    e.job.set_finished_unix_ms(now);
+    if (state != v1::JOB_STATE_SUCCEEDED) e.job.set_reason(message);
+    e.module_bytes.clear();
+    e.module_bytes.shrink_to_fit();
+    e.task.Clear();
+  }
+  if (absl::Status s = store_->PutJob(e.job); !s.ok()) {
+    LogEvent(LogLevel::kError, "cannot save a job", {{"job", e.job.id()}, {"error", s.ToString()}});
+  }
+  LogEvent(
+      Terminal(state) && state != v1::JOB_STATE_SUCCEEDED ? LogLevel::kWarning : LogLevel::kInfo,
+      "job " + StateName(state),
+      {{"job", e.job.id()},
+       {"kind", v1::JobKind_Name(e.job.kind())},
+       {"client", e.job.client()},
+       {"message", message}});
+  PublishLocked(e, message);
+}
+
+void JobManager::PublishLocked(Entry& e, const std::string& message) {
+  v1::JobEvent& event = e.events.emplace_back();
+  event.set_job_id(e.job.id());
+  event.set_unix_ms(NowUnixMs());
+  event.set_state(e.job.state());
+  event.set_message(message);
+  *event.mutable_job() = e.job;
+  changed_.notify_all();
+}
+
+absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) return it->second->job;
+  }
+  absl::StatusOr<std::optional<v1::Job>> stored = store_->GetJob(id);
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
+  return **stored;
+}
+
+std::vector<v1::Job> JobManager::List(v1::JobState state, int limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const v1::Job*> matching;
+  for (const auto& [id, e] : jobs_) {
+    if (state == v1::JOB_STATE_UNSPECIFIED || e->job.state() == state) {
+      matching.push_back(&e->job);
+    }
+  }
+  std::sort(matching.begin(), matching.end(), [](const v1::Job* a, const v1::Job* b) {
+    if (a->created_unix_ms() != b->created_unix_ms()) {
+      return a->created_unix_ms() > b->created_unix_ms();
+    }
+    return a->id() > b->id();
+  });
+  std::vector<v1::Job> out;
+  for (size_t i = 0; i < matching.size() && static_cast<int>(i) < limit; ++i) {
+    out.push_back(*matching[i]);
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
+  Entry& e = *it->second;
+  if (Terminal(e.job.state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " already ", StateName(e.job.state())));
+  }
+  bool was_running = e.job.state() == v1::JOB_STATE_RUNNING;
+  std::string why = reason.empty() ? "cancelled by the client" : "cancelled: " + reason;
+  e.cancel = true;  // a running worker is killed by its supervisor
+  if (e.job.kind() == v1::JOB_KIND_COMPILE) {
+    compile_queue_.erase(std::remove(compile_queue_.begin(), compile_queue_.end(), id),
+                         compile_queue_.end());
+  } else {
+    auto& queue = task_queues_[e.job.device_key()];
+    queue.erase(std::remove(queue.begin(), queue.end(), id), queue.end());
+    if (was_running) {
+      for (auto& [agent_id, agent] : agents_) {
+        if (agent->busy_task != id) continue;
+        v1::ServerMessage m;
+        m.mutable_cancel()->set_task_id(id);
+        agent->outbox.push_back(m);
+      }
+    }
+  }
+  TransitionLocked(e, v1::JOB_STATE_CANCELLED, why);
+  return e.job;
+}
+
+absl::Status JobManager::Watch(const std::string& id,
+                               const std::function<bool(const v1::JobEvent&)>& send,
+                               const std::function<bool()>& stopped) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    lock.unlock();
+    absl::StatusOr<v1::Job> job = Get(id);  // older than what is kept in memory
+    if (!job.ok()) return job.status();
+    v1::JobEvent event;
+    event.set_job_id(id);
+    event.set_unix_ms(job->finished_unix_ms());
+    event.set_state(job->state());
+    *event.mutable_job() = *job;
+    send(event);
+    return absl::OkStatus();
+  }
+  Entry* e = it->second.get();
+  // First the job as it is now, then each event after it.
+  v1::JobEvent now;
+  now.set_job_id(id);
+  now.set_unix_ms(NowUnixMs());
+  now.set_state(e->job.state());
+  now.set_message(e->events.empty() ? "" : e->events.back().message());
+  *now.mutable_job() = e->job;
+  size_t seen = e->events.size();
+  while (true) {
+    lock.unlock();
+    if (!send(now)) return absl::CancelledError("the watcher went away");
+    lock.lock();
+    if (Terminal(now.state())) return absl::OkStatus();
+    while (e->events.size() == seen) {
+      if (stopped() || stopping_) return absl::CancelledError("the watch was stopped");
+      changed_.wait_for(lock, std::chrono::milliseconds(250));
+    }
+    now = e->events[seen++];
+  }
+}
+
+// --- compiles -----------------------------------------------------------------------------
+
+void JobManager::CompileLoop() {
+  while (true) {
+    std::string id;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      compile_ready_.wait(lock, [this] { return stopping_ || !compile_queue_.empty(); });
+      if (stopping_) return;
+      id = compile_queue_.front();
+      compile_queue_.pop_front();
+      Entry& e = *jobs_.at(id);
+      e.job.set_attempts(e.job.attempts() + 1);
+      ++workers_busy_;
+      TransitionLocked(e, v1::JOB_STATE_RUNNING, "starting a compile worker");
+    }
+    RunCompile(id);
+    std::lock_guard<std::mutex> lock(mu_);
+    --workers_busy_;
+    changed_.notify_all();
+  }
+}
+
+void JobManager::RunCompile(const std::string& id) {
+  CompileWork work;
+  Entry* e;
+  int64_t timeout_ms;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    e = jobs_.at(id).get();
+    work.set_module(e->module_bytes);
+    work.set_target(e->job.target());
+    *work.mutable_options() = e->options;
+    work.set_module_name(e->job.module_name());
+    timeout_ms = std::max<int64_t>(1, e->deadline_unix_ms - NowUnixMs());
+  }
+  runtime::ChildOptions child;
+  child.memory_limit_bytes = options_.worker_memory_bytes;
+  child.timeout_ms = timeout_ms;
+  child.cancel = &e->cancel;
+  child.on_start = [&](pid_t pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    e->job.set_worker_pid(pid);
+    PublishLocked(*e, absl::StrCat("compiling in kiln-worker pid ", pid));
+  };
+  absl::StatusOr<runtime::ChildResult> ran =
+      runtime::RunChild({options_.worker_path}, work.SerializeAsString(), child);
+
+  CompileOutcome outcome;
+  std::string failure;
+  if (!ran.ok()) {
+    failure = absl::StrCat("cannot start the compile worker ", options_.worker_path, ": ",
+                           ran.status().message());
+  } else if (ran->outcome == runtime::ChildResult::Outcome::kCancelled) {
+    return;  // Cancel() already recorded it
+  } else if (ran->outcome == runtime::ChildResult::Outcome::kTimedOut) {
+    failure = absl::StrCat("the compile exceeded its deadline of ", e->job.deadline_ms(),
+                           " ms; its worker was killed");
+  } else if (!ran->exited_ok() || !outcome.ParseFromString(ran->output)) {
+    failure = absl::StrCat("the compile worker (pid ", e->job.worker_pid(), ") ",
+                           ran->Describe(timeout_ms));
+    if (ran->outcome == runtime::ChildResult::Outcome::kSignaled &&
+        options_.worker_memory_bytes > 0) {
+      absl::StrAppend(&failure, " (its memory limit is ", options_.worker_memory_bytes >> 20,
+                      " MiB)");
+    }
+    std::string tail(absl::StripAsciiWhitespace(ran->error_tail));
+    if (!tail.empty()) absl::StrAppend(&failure, ": ", tail.substr(tail.rfind('\n') + 1));
+  } else if (!outcome.ok()) {
+    failure = outcome.error();
+  }
+  std::string artifact_digest;
+  if (failure.empty()) {
+    std::string module;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      module = e->module_bytes;
+    }
+    absl::Status stored =
+        cache_->Insert(e->cache_key, outcome.digest(), outcome.artifact(), module);
+    if (!stored.ok()) failure = absl::StrCat("cannot store the artifact: ", stored.message());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Terminal(e->job.state())) return;  // cancelled meanwhile
+  if (ran.ok()) {
+    ++compiles_;
+    compile_seconds_ += ran->seconds;
+    e->job.set_compile_seconds(ran->seconds);
+  }
+  if (!failure.empty()) {
+    TransitionLocked(*e, v1::JOB_STATE_FAILED, failure);
+    return;
+  }
+  e->job.set_artifact_digest(outcome.digest());
+  e->job.set_artifact_size(static_cast<int64_t>(outcome.artifact().size()));
+  TransitionLocked(*e, v1::JOB_STATE_SUCCEEDED,
+                   absl::StrCat("compiled in ", absl::SixDigits(ran->seconds), " s"));
+}
+
+// --- agents -------------------------------------------------------------------------------
+
+std::shared_ptr<AgentLink> JobManager::RegisterAgent(const v1::RegisterAgent& hello,
+                                                     grpc::ServerContext* context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto agent = std::make_shared<AgentLink>();
+  agent->id = absl::StrCat("agent-", next_agent_++);
+  agent->device_key = hello.device_key();
+  agent->context = context;
+  agent->last_seen_ms = NowUnixMs();
+  agents_[agent->id] = agent;
+  v1::Device& device = devices_[hello.device_key()];
+  device.set_key(hello.device_key());
+  *device.mutable_attributes() = hello.attributes();
+  device.set_agents_connected(device.agents_connected() + 1);
+  device.set_last_seen_unix_ms(agent->last_seen_ms);
+  if (absl::Status s = store_->PutDevice(device); !s.ok()) {
+    LogEvent(LogLevel::kError, "cannot save a device", {{"error", s.ToString()}});
+  }
+  LogEvent(LogLevel::kInfo, "agent connected",
+           {{"agent", agent->id},
+            {"device_key", agent->device_key},
+            {"triple", hello.attributes().target_triple()},
+            {"peer", context->peer()}});
+  DispatchLocked();
+  return agent;
+}
+
+void JobManager::AgentHeartbeat(const std::shared_ptr<AgentLink>& agent) {
+  std::lock_guard<std::mutex> lock(mu_);
+  agent->last_seen_ms = NowUnixMs();
+  devices_[agent->device_key].set_last_seen_unix_ms(agent->last_seen_ms);
+}
+
+void JobManager::AgentResult(const std::shared_ptr<AgentLink>& agent,
+                             const v1::TaskResult& result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  agent->last_seen_ms = NowUnixMs();
+  if (agent->busy_task != result.task_id()) return;  // not the task it was given
+  agent->busy_task.clear();
+  auto it = jobs_.find(result.task_id());
+  if (it != jobs_.end() && it->second->job.state() == v1::JOB_STATE_RUNNING) {
+    Entry& e = *it->second;
+    if (result.ok()) {
+      if (result.has_profile()) *e.job.mutable_profile() = result.profile();
+      if (result.has_inference()) *e.job.mutable_inference() = result.inference();
+      TransitionLocked(e, v1::JOB_STATE_SUCCEEDED, absl::StrCat("done on ", agent->id));
+    } else {
+      TransitionLocked(e, v1::JOB_STATE_FAILED,
+                       absl::StrCat("on ", agent->id, ": ", result.error()));
+    }
+  }
+  DispatchLocked();
+}
+
+void JobManager::AgentGone(const std::shared_ptr<AgentLink>& agent) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (agent->gone) return;
+  agent->gone = true;
+  agents_.erase(agent->id);
+  v1::Device& device = devices_[agent->device_key];
+  device.set_agents_connected(std::max(0, device.agents_connected() - 1));
+  LogEvent(LogLevel::kWarning, "agent disconnected",
+           {{"agent", agent->id}, {"device_key", agent->device_key}});
+  if (!agent->busy_task.empty()) {
+    auto it = jobs_.find(agent->busy_task);
+    if (it != jobs_.end() && it->second->job.state() == v1::JOB_STATE_RUNNING) {
+      RequeueOrFailLocked(*it->second, absl::StrCat(agent->id, " disappeared"));
+    }
+    agent->busy_task.clear();
+  }
+  changed_.notify_all();
+  DispatchLocked();
+}
+
+void JobManager::RequeueOrFailLocked(Entry& e, const std::string& why) {
+  if (draining_) {
+    TransitionLocked(e, v1::JOB_STATE_FAILED, why + " while kilnd was shutting down");
+    return;
+  }
+  e.job.clear_agent_id();
+  task_queues_[e.job.device_key()].push_front(e.job.id());
+  TransitionLocked(e, v1::JOB_STATE_QUEUED,
+                   why + "; the task goes to another agent of device '" + e.job.device_key() + "'");
+}
+
+void JobManager::DispatchLocked() {
+  for (auto& [id, agent] : agents_) {
+    if (agent->gone || !agent->busy_task.empty()) continue;
+    std::deque<std::string>& queue = task_queues_[agent->device_key];
+    while (!queue.empty()) {
+      std::string job_id = queue.front();
+      queue.pop_front();
+      Entry& e = *jobs_.at(job_id);
+      if (e.job.state() != v1::JOB_STATE_QUEUED) continue;
+      agent->busy_task = job_id;
+      e.job.set_agent_id(agent->id);
+      e.job.set_attempts(e.job.attempts() + 1);
+      v1::ServerMessage m;
+      *m.mutable_task() = e.task;
+      m.mutable_task()->set_timeout_ms(std::max<int64_t>(1, e.deadline_unix_ms - NowUnixMs()));
+      agent->outbox.push_back(std::move(m));
+      TransitionLocked(e, v1::JOB_STATE_RUNNING, absl::StrCat("running on ", agent->id));
+      break;
+    }
+  }
+  changed_.notify_all();
+}
+
+bool JobManager::NextAgentMessages(const std::shared_ptr<AgentLink>& agent, int wait_ms,
+                                   std::vector<v1::ServerMessage>* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (agent->outbox.empty() && !agent->gone && !stopping_) {
+    changed_.wait_for(lock, std::chrono::milliseconds(wait_ms));
+  }
+  while (!agent->outbox.empty()) {
+    out->push_back(std::move(agent->outbox.front()));
+    agent->outbox.pop_front();
+  }
+  return !agent->gone && !stopping_;
+}
+
+std::vector<v1::Device> JobManager::Devices() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Device> out;
+  for (const auto& [key, device] : devices_) {
+    v1::Device d = device;
+    auto q = task_queues_.find(key);
+    d.set_tasks_queued(q == task_queues_.end() ? 0 : static_cast<int32_t>(q->second.size()));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// --- deadlines, heartbeats, shutdown ------------------------------------------------------
+
+void JobManager::MonitorLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    changed_.wait_for(lock, std::chrono::milliseconds(100));
+    int64_t now = NowUnixMs();
+    // Agent tasks past their deadline; compiles are killed by their own supervisor.
+    for (auto& [id, e] : jobs_) {
+      if (e->job.kind() == v1::JOB_KIND_COMPILE || Terminal(e->job.state()) ||
+          now < e->deadline_unix_ms) {
+        continue;
+      }
+      std::string where =
+          e->job.state() == v1::JOB_STATE_QUEUED
+              ? absl::StrCat("no agent of device '", e->job.device_key(), "' took it")
+              : absl::StrCat(e->job.agent_id(), " did not finish it");
+      auto& queue = task_queues_[e->job.device_key()];
+      queue.erase(std::remove(queue.begin(), queue.end(), id), queue.end());
+      for (auto& [agent_id, agent] : agents_) {
+        if (agent->busy_task != id) continue;
+        v1::ServerMessage m;
+        m.mutable_cancel()->set_task_id(id);
+        agent->outbox.push_back(m);
+      }
+      TransitionLocked(*e, v1::JOB_STATE_FAILED,
+                       absl::StrCat("deadline of ", e->job.deadline_ms(), " ms exceeded: ", where));
+    }
+    // Agents that stopped heartbeating: end their streams; AgentGone requeues their tasks.
+    for (auto& [id, agent] : agents_) {
+      if (now - agent->last_seen_ms > 5 * int64_t{options_.heartbeat_interval_ms}) {
+        agent->context->TryCancel();
+      }
+    }
+  }
+}
+
+JobStats JobManager::Stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobStats stats;
+  for (v1::JobState s : {v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED,
+                         v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED}) {
+    stats.jobs_by_state[s] = 0;
+  }
+  for (const auto& [id, e] : jobs_) ++stats.jobs_by_state[e->job.state()];
+  stats.compile_queue = static_cast<int64_t>(compile_queue_.size());
+  for (const auto& [key, q] : task_queues_) stats.task_queue += static_cast<int64_t>(q.size());
+  stats.workers_busy = workers_busy_;
+  stats.agents_connected = static_cast<int64_t>(agents_.size());
+  stats.compiles = compiles_;
+  stats.compile_seconds = compile_seconds_;
+  return stats;
+}
+
+void JobManager::Drain(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_) return;
+  draining_ = true;
+  auto running = [this] {
+    for (const auto& [id, e] : jobs_) {
+      if (e->job.state() == v1::JOB_STATE_RUNNING) return true;
+    }
+    return false;
+  };
+  changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return !running(); });
+  for (auto& [id, e] : jobs_) {
+    if (Terminal(e->job.state())) continue;
+    e->cancel = true;
+    TransitionLocked(*e, v1::JOB_STATE_FAILED,
+                     e->job.state() == v1::JOB_STATE_QUEUED
+                         ? "kilnd shut down before the job started"
+                         : "kilnd shut down before the job finished");
+  }
+  compile_queue_.clear();
+  task_queues_.clear();
+  stopping_ = true;
+  compile_ready_.notify_all();
+  changed_.notify_all();
+  lock.unlock();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,163 @@
+// The job state machine, its queues and the things that run jobs.
+//
+//   queued -> running -> succeeded | failed | cancelled     (reasons and timestamps on the Job)
+//
+// Compile jobs run in supervised kiln-worker processes, at most `workers` at once, each under
+// the job's deadline and a memory limit; whatever kills a worker fails only its job. Profile
+// and inference jobs are tasks for device agents: each device key has a queue, an idle agent of
+// that key takes the next task, and a task whose agent disappears goes back to the front of the
+// queue for another agent of the same key. Every state change is saved to the Store and
+// published to watchers.
+#ifndef KILN_SERVER_JOB_MANAGER_H_
+#define KILN_SERVER_JOB_MANAGER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/kiln/v1/agent.pb.h"
+#include "proto/kiln/v1/jobs.pb.h"
+#include "server/artifact_cache.h"
+#include "server/store.h"
+
+namespace grpc {
+class ServerContext;
+}
+
+namespace kiln::server {
+
+struct JobManagerOptions {
+  std::string worker_path;          // the kiln-worker binary
+  int workers = 2;                  // concurrent compiles
+  int64_t worker_memory_bytes = 0;  // per worker; 0 for none
+  int64_t default_deadline_ms = 10 * 60 * 1000;
+  int64_t max_deadline_ms = 60 * 60 * 1000;
+  int max_active_jobs_per_client = 16;
+  int heartbeat_interval_ms = 1000;  // agents are dropped after 5 missed heartbeats
+};
+
+struct Submitted {
+  v1::Job job;
+  bool deduplicated = false;  // an earlier job with the same idempotency key
+};
+
+// Counts for the metrics endpoint.
+struct JobStats {
+  std::map<v1::JobState, int64_t> jobs_by_state;
+  int64_t compile_queue = 0;
+  int64_t task_queue = 0;
+  int64_t workers_busy = 0;
+  int64_t agents_connected = 0;
+  int64_t compiles = 0;
+  double compile_seconds = 0;
+};
+
+// One connected agent, as the Connect handler and the dispatcher share it.
+struct AgentLink {
+  std::string id;
+  std::string device_key;
+  grpc::ServerContext* context = nullptr;
+  // Written by the dispatcher, drained by the Connect handler (under JobManager's lock).
+  std::deque<v1::ServerMessage> outbox;
+  std::string busy_task;  // the job it runs; empty when idle
+  int64_t last_seen_ms = 0;
+  bool gone = false;
+};
+
+class JobManager {
+ public:
+  JobManager(JobManagerOptions options, Store* store, ArtifactCache* cache);
+  ~JobManager();
+
+  // Loads jobs and devices from the store (jobs a restart interrupted are failed) and starts the
+  // worker threads and the monitor.
+  absl::Status Start();
+
+  // The job an idempotency key already names, if any.
+  std::optional<v1::Job> FindIdempotent(const std::string& client, const std::string& key);
+  // ResourceExhausted when `client` has too many unfinished jobs; Unavailable while draining.
+  absl::Status Admit(const std::string& client);
+  int64_t ClampDeadline(int64_t requested_ms) const;
+
+  // `job` carries kind, client, key and its descriptive fields; the manager fills in the rest.
+  Submitted AddCacheHit(v1::Job job);
+  Submitted EnqueueCompile(v1::Job job, std::string module_bytes, std::string cache_key,
+                           v1::CompileOptions options);
+  Submitted EnqueueTask(v1::Job job, v1::Task task);
+  bool KnownDevice(const std::string& key);
+
+  absl::StatusOr<v1::Job> Get(const std::string& id);
+  std::vector<v1::Job> List(v1::JobState state, int limit);
+  absl::StatusOr<v1::Job> Cancel(const std::string& id, const std::string& reason);
+  // Sends the job as it is, then every event, until the job is done (OK), `send` fails or
+  // `stopped()` (Cancelled).
+  absl::Status Watch(const std::string& id, const std::function<bool(const v1::JobEvent&)>& send,
+                     const std::function<bool()>& stopped);
+
+  // Agents.
+  std::shared_ptr<AgentLink> RegisterAgent(const v1::RegisterAgent& hello,
+                                           grpc::ServerContext* context);
+  void AgentHeartbeat(const std::shared_ptr<AgentLink>& agent);
+  void AgentResult(const std::shared_ptr<AgentLink>& agent, const v1::TaskResult& result);
+  void AgentGone(const std::shared_ptr<AgentLink>& agent);
+  // Waits up to `wait_ms` for messages to the agent; false once it is gone or the manager stops.
+  bool NextAgentMessages(const std::shared_ptr<AgentLink>& agent, int wait_ms,
+                         std::vector<v1::ServerMessage>* out);
+  std::vector<v1::Device> Devices();
+
+  JobStats Stats();
+  int heartbeat_interval_ms() const { return options_.heartbeat_interval_ms; }
+
+  // Graceful shutdown: refuse new jobs, wait up to `timeout_ms` for running ones, fail what is
+  // still queued, stop the threads.
+  void Drain(int64_t timeout_ms);
+
+ private:
+  struct Entry;
+  std::string NewIdLocked();
+  Submitted InsertLocked(v1::Job job, std::unique_ptr<Entry> entry);
+  // Records a state change: timestamps, persistence, an event for watchers.
+  void TransitionLocked(Entry& e, v1::JobState state, const std::string& message);
+  void PublishLocked(Entry& e, const std::string& message);
+  void DispatchLocked();
+  void RequeueOrFailLocked(Entry& e, const std::string& why);
+  void CompileLoop();
+  void RunCompile(const std::string& id);
+  void MonitorLoop();
+  int ActiveJobsLocked(const std::string& client) const;
+
+  JobManagerOptions options_;
+  Store* store_;
+  ArtifactCache* cache_;
+
+  std::mutex mu_;
+  std::condition_variable changed_;        // any job event (watchers wait on it)
+  std::condition_variable compile_ready_;  // the compile queue grew or the manager stops
+  std::map<std::string, std::unique_ptr<Entry>> jobs_;
+  std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (client, key)
+  std::map<std::string, int> active_by_client_;                             // unfinished jobs
+  std::deque<std::string> compile_queue_;
+  std::map<std::string, std::deque<std::string>> task_queues_;  // by device key
+  std::map<std::string, std::shared_ptr<AgentLink>> agents_;
+  std::map<std::string, v1::Device> devices_;
+  uint64_t next_agent_ = 1;
+  int workers_busy_ = 0;
+  int64_t compiles_ = 0;
+  double compile_seconds_ = 0;
+  bool draining_ = false;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace kiln::server
+
+#endif  // KILN_SERVER_JOB_MANAGER_H_

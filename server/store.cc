@@ -1,0 +1,309 @@
+#include "server/store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/artifact.h"
+
+namespace kiln::server {
+namespace {
+
+// One prepared statement, finalized on scope exit; Bind* take 1-based indexes like SQLite.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  bool ok() const { return stmt_ != nullptr; }
+  void Bind(int i, const std::string& text) {
+    sqlite3_bind_blob(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  // SQLITE_ROW, SQLITE_DONE, or an error code.
+  int Step() { return stmt_ == nullptr ? SQLITE_ERROR : sqlite3_step(stmt_); }
+  std::string Blob(int column) {
+    const void* data = sqlite3_column_blob(stmt_, column);
+    int n = sqlite3_column_bytes(stmt_, column);
+    return data == nullptr ? std::string() : std::string(static_cast<const char*>(data), n);
+  }
+  int64_t Int(int column) { return sqlite3_column_int64(stmt_, column); }
+  absl::Status Error(const char* what) const {
+    return absl::InternalError(absl::StrCat("store: ", what, ": ", sqlite3_errmsg(db_)));
+  }
+  absl::Status Done(const char* what) {
+    return Step() == SQLITE_DONE ? absl::OkStatus() : Error(what);
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) return absl::InternalError(absl::StrCat("store: cannot write ", temp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  if (ec)
+    return absl::InternalError(absl::StrCat("store: cannot write ", path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("store: no file ", path));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+}  // namespace
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/artifacts", ec);
+  if (ec)
+    return absl::PermissionDeniedError(
+        absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
+  std::unique_ptr<Store> store(new Store());
+  store->dir_ = dir;
+  std::string path = dir + "/kiln.db";
+  if (sqlite3_open(path.c_str(), &store->db_) != SQLITE_OK) {
+    return absl::InternalError(
+        absl::StrCat("store: cannot open ", path, ": ", sqlite3_errmsg(store->db_)));
+  }
+  sqlite3_busy_timeout(store->db_, 5000);
+  // WAL with synchronous=NORMAL: a commit is durable against a crash of kilnd (not of the
+  // machine) without an fsync per job.
+  for (const char* sql : {
+           "PRAGMA journal_mode=WAL",
+           "PRAGMA synchronous=NORMAL",
+           "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, created_ms INTEGER NOT NULL, "
+           "job BLOB NOT NULL)",
+           "CREATE INDEX IF NOT EXISTS jobs_by_created ON jobs(created_ms)",
+           "CREATE TABLE IF NOT EXISTS devices (key TEXT PRIMARY KEY, device BLOB NOT NULL)",
+           "CREATE TABLE IF NOT EXISTS artifacts (digest TEXT PRIMARY KEY, cache_key TEXT NOT "
+           "NULL, size INTEGER NOT NULL, last_used_ms INTEGER NOT NULL)",
+           "CREATE INDEX IF NOT EXISTS artifacts_by_key ON artifacts(cache_key)",
+       }) {
+    if (absl::Status s = store->Exec(sql); !s.ok()) return s;
+  }
+  return store;
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+absl::Status Store::Exec(const std::string& sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    return absl::InternalError(absl::StrCat("store: ", message, " in: ", sql));
+  }
+  return absl::OkStatus();
+}
+
+std::string Store::ArtifactPath(const std::string& digest) const {
+  return absl::StrCat(dir_, "/artifacts/", digest, ".kiln");
+}
+
+std::string Store::ModulePath(const std::string& digest) const {
+  return absl::StrCat(dir_, "/artifacts/", digest, ".module");
+}
+
+absl::Status Store::PutJob(const v1::Job& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "INSERT OR REPLACE INTO jobs (id, created_ms, job) VALUES (?, ?, ?)");
+  s.Bind(1, job.id());
+  s.Bind(2, job.created_unix_ms());
+  s.Bind(3, job.SerializeAsString());
+  return s.Done("saving a job");
+}
+
+absl::StatusOr<std::optional<v1::Job>> Store::GetJob(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT job FROM jobs WHERE id = ?");
+  s.Bind(1, id);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<v1::Job>();
+  if (rc != SQLITE_ROW) return s.Error("reading a job");
+  v1::Job job;
+  if (!job.ParseFromString(s.Blob(0)))
+    return absl::DataLossError("store: job " + id + " is corrupt");
+  return std::optional<v1::Job>(std::move(job));
+}
+
+absl::StatusOr<std::vector<v1::Job>> Store::LoadJobs(int limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT job FROM jobs ORDER BY created_ms DESC LIMIT ?");
+  s.Bind(1, static_cast<int64_t>(limit));
+  std::vector<v1::Job> jobs;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    if (!jobs.emplace_back().ParseFromString(s.Blob(0))) jobs.pop_back();
+  }
+  if (rc != SQLITE_DONE) return s.Error("loading jobs");
+  return jobs;
+}
+
+absl::Status Store::PutDevice(const v1::Device& device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "INSERT OR REPLACE INTO devices (key, device) VALUES (?, ?)");
+  s.Bind(1, device.key());
+  s.Bind(2, device.SerializeAsString());
+  return s.Done("saving a device");
+}
+
+absl::StatusOr<std::vector<v1::Device>> Store::LoadDevices() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT device FROM devices ORDER BY key");
+  std::vector<v1::Device> devices;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    if (!devices.emplace_back().ParseFromString(s.Blob(0))) devices.pop_back();
+  }
+  if (rc != SQLITE_DONE) return s.Error("loading devices");
+  return devices;
+}
+
+absl::Status Store::PutArtifact(const std::string& digest, const std::string& cache_key,
+                                const std::string& bytes, const std::string& module) {
+  // Files first, then the index: a crash in between leaves an unindexed file, never an index
+  // entry without its bytes.
+  if (absl::Status s = WriteFileAtomically(ArtifactPath(digest), bytes); !s.ok()) return s;
+  if (!module.empty()) {
+    if (absl::Status s = WriteFileAtomically(ModulePath(digest), module); !s.ok()) return s;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_,
+              "INSERT INTO artifacts (digest, cache_key, size, last_used_ms) VALUES (?, ?, ?, ?) "
+              "ON CONFLICT(digest) DO UPDATE SET last_used_ms = excluded.last_used_ms, "
+              "cache_key = CASE WHEN excluded.cache_key != '' THEN excluded.cache_key "
+              "ELSE artifacts.cache_key END");
+  s.Bind(1, digest);
+  s.Bind(2, cache_key);
+  s.Bind(3, static_cast<int64_t>(bytes.size()));
+  s.Bind(4, NowUnixMs());
+  return s.Done("indexing an artifact");
+}
+
+absl::StatusOr<std::optional<ArtifactRecord>> Store::FindArtifact(const std::string& digest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = ?");
+  s.Bind(1, digest);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<ArtifactRecord>();
+  if (rc != SQLITE_ROW) return s.Error("finding an artifact");
+  return std::optional<ArtifactRecord>(ArtifactRecord{digest, s.Blob(0), s.Int(1), s.Int(2)});
+}
+
+absl::StatusOr<std::string> Store::ReadArtifact(const std::string& digest) {
+  absl::StatusOr<std::optional<ArtifactRecord>> record = FindArtifact(digest);
+  if (!record.ok()) return record.status();
+  if (!record->has_value()) return absl::NotFoundError(absl::StrCat("no artifact ", digest));
+  absl::StatusOr<std::string> bytes = ReadFile(ArtifactPath(digest));
+  absl::Status verdict = bytes.status();
+  if (bytes.ok()) {
+    absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(*bytes, /*check_host=*/false);
+    if (!parsed.ok()) {
+      verdict = parsed.status();
+    } else if (parsed->manifest().digest() != digest) {
+      verdict =
+          absl::DataLossError(absl::StrCat("its content digest is ", parsed->manifest().digest()));
+    }
+  }
+  if (verdict.ok()) return bytes;
+  std::lock_guard<std::mutex> lock(mu_);
+  DropArtifactLocked(digest).IgnoreError();
+  return absl::DataLossError(absl::StrCat("artifact ", digest, " is corrupt on disk (",
+                                          verdict.message(), "); it was removed from the store"));
+}
+
+absl::StatusOr<std::string> Store::ReadModule(const std::string& digest) {
+  return ReadFile(ModulePath(digest));
+}
+
+absl::StatusOr<std::vector<std::string>> Store::FindByCacheKey(const std::string& cache_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT digest FROM artifacts WHERE cache_key = ?");
+  s.Bind(1, cache_key);
+  std::vector<std::string> digests;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) digests.push_back(s.Blob(0));
+  if (rc != SQLITE_DONE) return s.Error("looking up the cache");
+  return digests;
+}
+
+absl::Status Store::TouchArtifact(const std::string& digest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "UPDATE artifacts SET last_used_ms = ? WHERE digest = ?");
+  s.Bind(1, NowUnixMs());
+  s.Bind(2, digest);
+  return s.Done("touching an artifact");
+}
+
+absl::StatusOr<int64_t> Store::TotalArtifactBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT COALESCE(SUM(size), 0) FROM artifacts");
+  if (s.Step() != SQLITE_ROW) return s.Error("summing artifact sizes");
+  return s.Int(0);
+}
+
+absl::StatusOr<int> Store::EvictTo(int64_t max_bytes, const std::string& keep) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, int64_t>> lru;
+  int64_t total = 0;
+  {
+    Statement s(db_, "SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC");
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      lru.emplace_back(s.Blob(0), s.Int(1));
+      total += s.Int(1);
+    }
+    if (rc != SQLITE_DONE) return s.Error("listing artifacts");
+  }
+  int evicted = 0;
+  for (const auto& [digest, size] : lru) {
+    if (total <= max_bytes) break;
+    if (digest == keep) continue;
+    if (absl::Status s = DropArtifactLocked(digest); !s.ok()) return s;
+    total -= size;
+    ++evicted;
+  }
+  return evicted;
+}
+
+absl::Status Store::DropArtifact(const std::string& digest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return DropArtifactLocked(digest);
+}
+
+absl::Status Store::DropArtifactLocked(const std::string& digest) {
+  Statement s(db_, "DELETE FROM artifacts WHERE digest = ?");
+  s.Bind(1, digest);
+  absl::Status status = s.Done("dropping an artifact");
+  std::error_code ec;
+  std::filesystem::remove(ArtifactPath(digest), ec);
+  std::filesystem::remove(ModulePath(digest), ec);
+  return status;
+}
+
+}  // namespace kiln::server
