@@ -34,12 +34,12 @@ grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& cont
                     : peer;
     return grpc::Status::OK;
   }
-  const char* role_name = role == Role::kClient ? "client" : "agent";
+  const char* role_name = role == Role::kClient ? "a client" : "an agent";
   auto header = context.client_metadata().find("authorization");
   if (header == context.client_metadata().end()) {
     return grpc::Status(
         grpc::StatusCode::UNAUTHENTICATED,
-        absl::StrCat("this server requires a ", role_name, " token (authorization: Bearer TOKEN)"));
+        absl::StrCat("this server requires ", role_name, " token (authorization: Bearer TOKEN)"));
   }
   std::string value(header->second.data(), header->second.size());
   if (!absl::StartsWith(value, "Bearer ")) {
@@ -56,9 +56,10 @@ grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& cont
     return grpc::Status::OK;
   }
   if (other.count(token)) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("an ", role == Role::kClient ? "agent" : "client",
-                                     " token cannot be used as a ", role_name, " token"));
+    return grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        absl::StrCat(role == Role::kClient ? "an agent" : "a client", " token cannot be used as ",
+                     role == Role::kClient ? "a client" : "an agent", " token"));
   }
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "unknown token");
 }

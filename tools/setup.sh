@@ -26,8 +26,8 @@ PACKAGES=(
   libcli11-dev
   # Embedded state store.
   libsqlite3-dev
-  # Content digests of artifacts (SHA-256).
-  libssl-dev
+  # Content digests of artifacts (SHA-256); openssl makes the service tests' TLS certificates.
+  libssl-dev openssl
   # ONNX models: the protobuf definitions the importer reads.
   libonnx-dev
 )

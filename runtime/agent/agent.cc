@@ -169,7 +169,7 @@ absl::Status Agent::Session(const std::atomic<bool>& stop) {
   *hello.mutable_register_()->mutable_attributes() = LocalDeviceAttributes();
   v1::ServerMessage message;
   if (!write(hello) || !stream->Read(&message) || !message.has_registered()) {
-    context.TryCancel();
+    // kilnd refused (or never answered): its status says why.
     grpc::Status s = stream->Finish();
     return s.ok() ? absl::UnavailableError("kilnd closed the stream before registering")
                   : FromGrpc(s);

@@ -1,0 +1,592 @@
+// The service end to end on loopback: a real kilnd with its SQLite store and kiln-worker
+// processes, real kiln-agent processes, and the C++ client library. No mocks.
+//
+// Arguments: kilnd, kiln-agent, kiln (the binaries under test).
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/frontend/onnx/testing/onnx_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/agent/tensor_value.h"
+#include "runtime/artifact.h"
+#include "runtime/npy.h"
+#include "tests/service_cluster.h"
+
+namespace kiln::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kMlp[] = "compiler/script/testdata/tvm_mlp.py";
+constexpr char kMlpInput[] = "runtime/testdata/mlp_dynamic_batch.input.npy";
+constexpr char kCnn[] = "tests/models/tiny_resnet.onnx";
+constexpr char kCnnInput[] = "tests/models/tiny_resnet.input.npy";
+constexpr char kCnnOutput[] = "tests/models/tiny_resnet.output.npy";
+constexpr char kBig[] = "tests/models/mobilenet_v2.onnx";  // seconds to compile
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+runtime::Tensor Npy(const std::string& path) {
+  absl::StatusOr<runtime::Tensor> t = runtime::ReadNpy(ReadFile(path), path);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return *t;
+}
+
+v1::SubmitCompileRequest CompileRequest(const std::string& path) {
+  v1::SubmitCompileRequest request;
+  absl::StatusOr<v1::ModuleSource> source = client::ModuleSourceFromFile(path);
+  EXPECT_TRUE(source.ok()) << source.status();
+  *request.mutable_module() = *source;
+  request.set_target("llvm");
+  return request;
+}
+
+// Compiles and expects success.
+v1::Job CompileOk(client::KilnClient& client, v1::SubmitCompileRequest request) {
+  absl::StatusOr<v1::Job> job = client.Compile(std::move(request));
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return v1::Job();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->reason();
+  EXPECT_EQ(job->artifact_digest().size(), 64u);
+  return *job;
+}
+
+// Waits until `predicate(job)` holds, polling GetJob.
+v1::Job WaitFor(client::KilnClient& client, const std::string& id,
+                const std::function<bool(const v1::Job&)>& predicate, int timeout_ms = 60000) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  v1::Job job;
+  while (std::chrono::steady_clock::now() < end) {
+    absl::StatusOr<v1::Job> got = client.GetJob(id);
+    if (got.ok()) {
+      job = *got;
+      if (predicate(job)) return job;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ADD_FAILURE() << "job " << id
+                << " never reached the expected state; last: " << v1::JobState_Name(job.state())
+                << " " << job.reason();
+  return job;
+}
+
+// The value of an unlabelled metric line "NAME VALUE".
+double MetricValue(const std::string& metrics, const std::string& name) {
+  size_t at = metrics.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(metrics.substr(at + name.size() + 2));
+}
+
+// Runs `digest` in this process on `inputs`: what the agent's answer must equal.
+std::vector<runtime::Tensor> RunInProcess(const std::string& artifact,
+                                          const std::vector<runtime::Tensor>& inputs) {
+  absl::StatusOr<runtime::LoadedArtifact> loaded =
+      runtime::LoadArtifact(artifact, std::make_shared<runtime::ThreadPool>(1));
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  std::vector<runtime::Value> args(inputs.begin(), inputs.end());
+  absl::StatusOr<runtime::Value> out = loaded->vm->Invoke("main", args);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return {*out->as_tensor()};
+}
+
+void ExpectClose(const runtime::Tensor& got, const runtime::Tensor& want, double tolerance) {
+  ASSERT_EQ(got.NumElements(), want.NumElements());
+  for (int64_t i = 0; i < want.NumElements(); ++i) {
+    float w = static_cast<const float*>(want.data())[i];
+    ASSERT_NEAR(static_cast<const float*>(got.data())[i], w, tolerance * (1 + std::abs(w))) << i;
+  }
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void StartWithAgents(const std::string& name, int agents,
+                       const std::vector<std::string>& flags = {}) {
+    cluster_ = std::make_unique<Cluster>(name);
+    ASSERT_TRUE(cluster_->StartDaemon(flags).ok());
+    for (int i = 0; i < agents; ++i) {
+      absl::StatusOr<std::string> id = cluster_->StartAgent("cpu");
+      ASSERT_TRUE(id.ok()) << id.status();
+      agent_ids_.push_back(*id);
+    }
+    absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster_->Client();
+    ASSERT_TRUE(c.ok()) << c.status();
+    client_ = std::move(*c);
+  }
+
+  std::unique_ptr<Cluster> cluster_;
+  std::vector<std::string> agent_ids_;
+  std::unique_ptr<client::KilnClient> client_;
+};
+
+TEST_F(ServiceTest, CompilesProfilesAndRunsTheMlpAndTheCnnOnAgents) {
+  StartWithAgents("models", 2);
+  struct Case {
+    const char* module;
+    const char* input_name;
+    const char* input;
+  };
+  for (const Case& c : {Case{kMlp, "input", kMlpInput}, Case{kCnn, "input", kCnnInput}}) {
+    SCOPED_TRACE(c.module);
+    v1::Job compiled = CompileOk(*client_, CompileRequest(c.module));
+    EXPECT_FALSE(compiled.cache_hit());
+    EXPECT_GT(compiled.worker_pid(), 0);
+    EXPECT_GT(compiled.compile_seconds(), 0);
+    absl::StatusOr<std::string> artifact = client_->DownloadArtifact(compiled.artifact_digest());
+    ASSERT_TRUE(artifact.ok()) << artifact.status();
+    EXPECT_EQ(static_cast<int64_t>(artifact->size()), compiled.artifact_size());
+
+    // Profile on an agent: every repeat's time and the statistics over them.
+    v1::SubmitProfileRequest profile;
+    profile.mutable_artifact()->set_digest(compiled.artifact_digest());
+    profile.set_device_key("cpu");
+    profile.mutable_options()->set_repeat(5);
+    profile.mutable_options()->set_min_repeat_ms(5);
+    absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitProfile(profile);
+    ASSERT_TRUE(submitted.ok()) << submitted.status();
+    absl::StatusOr<v1::Job> profiled = client_->Wait(submitted->job().id());
+    ASSERT_TRUE(profiled.ok()) << profiled.status();
+    ASSERT_EQ(profiled->state(), v1::JOB_STATE_SUCCEEDED) << profiled->reason();
+    const v1::ProfileResult& p = profiled->profile();
+    ASSERT_EQ(p.seconds_per_call_size(), 5);
+    EXPECT_GT(p.min_seconds(), 0);
+    EXPECT_LE(p.min_seconds(), p.median_seconds());
+    EXPECT_LE(p.median_seconds(), p.max_seconds());
+    EXPECT_GE(p.number(), 1);
+    EXPECT_THAT(agent_ids_, ::testing::Contains(profiled->agent_id()));
+
+    // Inference on an agent equals the same artifact run in this process.
+    runtime::Tensor input = Npy(c.input);
+    v1::SubmitInferenceRequest infer;
+    infer.mutable_artifact()->set_digest(compiled.artifact_digest());
+    infer.set_device_key("cpu");
+    runtime::TensorToProto(input, c.input_name, infer.add_inputs());
+    submitted = client_->SubmitInference(infer);
+    ASSERT_TRUE(submitted.ok()) << submitted.status();
+    absl::StatusOr<v1::Job> inferred = client_->Wait(submitted->job().id());
+    ASSERT_TRUE(inferred.ok()) << inferred.status();
+    ASSERT_EQ(inferred->state(), v1::JOB_STATE_SUCCEEDED) << inferred->reason();
+    ASSERT_EQ(inferred->inference().outputs_size(), 1);
+    absl::StatusOr<runtime::Tensor> remote =
+        runtime::TensorFromProto(inferred->inference().outputs(0));
+    ASSERT_TRUE(remote.ok()) << remote.status();
+    ExpectClose(*remote, RunInProcess(*artifact, {input})[0], 1e-6);
+  }
+  // And the CNN's answer is PyTorch's.
+  absl::StatusOr<std::vector<v1::Job>> jobs = client_->ListJobs(v1::JOB_STATE_SUCCEEDED, 1);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  ExpectClose(*runtime::TensorFromProto((*jobs)[0].inference().outputs(0)), Npy(kCnnOutput), 1e-4);
+}
+
+TEST_F(ServiceTest, ResubmittingIsACacheHitThatRunsNoWorker) {
+  StartWithAgents("cache", 0);
+  v1::Job first = CompileOk(*client_, CompileRequest(kMlp));
+  double compiles = MetricValue(cluster_->Metrics(), "kiln_compile_seconds_count");
+  EXPECT_EQ(compiles, 1);
+
+  v1::Job again = CompileOk(*client_, CompileRequest(kMlp));
+  EXPECT_TRUE(again.cache_hit());
+  EXPECT_EQ(again.worker_pid(), 0);
+  EXPECT_NE(again.id(), first.id());
+  EXPECT_EQ(again.artifact_digest(), first.artifact_digest());
+  std::string metrics = cluster_->Metrics();
+  EXPECT_EQ(MetricValue(metrics, "kiln_compile_seconds_count"), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "kiln_cache_hits_total"), 1) << metrics;
+
+  // The same module as protobuf IR text differs in form, not structure: still a hit? It is a
+  // different source, so compare through a changed option and a changed target instead.
+  v1::SubmitCompileRequest unfused = CompileRequest(kMlp);
+  unfused.mutable_options()->set_no_fuse(true);
+  v1::Job miss_option = CompileOk(*client_, unfused);
+  EXPECT_FALSE(miss_option.cache_hit());
+  EXPECT_NE(miss_option.artifact_digest(), first.artifact_digest());
+
+  v1::SubmitCompileRequest other_target = CompileRequest(kMlp);
+  other_target.set_target("llvm -mtriple=aarch64-linux-gnu");
+  v1::Job miss_target = CompileOk(*client_, other_target);
+  EXPECT_FALSE(miss_target.cache_hit());
+  EXPECT_EQ(MetricValue(cluster_->Metrics(), "kiln_compile_seconds_count"), 3);
+}
+
+TEST_F(ServiceTest, AnIdempotencyKeyNamesOneJob) {
+  StartWithAgents("idempotency", 0);
+  v1::SubmitCompileRequest request = CompileRequest(kMlp);
+  request.set_idempotency_key("build-42");
+  absl::StatusOr<v1::SubmitResponse> a = client_->SubmitCompile(request);
+  absl::StatusOr<v1::SubmitResponse> b = client_->SubmitCompile(request);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->job().id(), b->job().id());
+  EXPECT_FALSE(a->deduplicated());
+  EXPECT_TRUE(b->deduplicated());
+}
+
+TEST_F(ServiceTest, ATaskWhoseAgentIsKilledCompletesOnTheOtherAgent) {
+  StartWithAgents("agent_kill", 2);
+  v1::Job compiled = CompileOk(*client_, CompileRequest(kMlp));
+  v1::SubmitProfileRequest profile;
+  profile.mutable_artifact()->set_digest(compiled.artifact_digest());
+  profile.set_device_key("cpu");
+  profile.mutable_options()->set_repeat(15);
+  profile.mutable_options()->set_min_repeat_ms(100);  // 1.5 s of timing
+  absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitProfile(profile);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  v1::Job running = WaitFor(*client_, submitted->job().id(),
+                            [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
+  std::string victim = running.agent_id();
+  ASSERT_FALSE(victim.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  cluster_->agent(victim).Signal(SIGKILL);
+
+  absl::StatusOr<v1::Job> done = client_->Wait(submitted->job().id());
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->reason();
+  EXPECT_NE(done->agent_id(), victim);
+  EXPECT_EQ(done->attempts(), 2);
+  EXPECT_EQ(done->profile().seconds_per_call_size(), 15);
+}
+
+TEST_F(ServiceTest, AKilledWorkerFailsItsJobAndTheDaemonServesOn) {
+  StartWithAgents("worker_kill", 0);
+  absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitCompile(CompileRequest(kBig));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  v1::Job running =
+      WaitFor(*client_, submitted->job().id(), [](const v1::Job& j) { return j.worker_pid() > 0; });
+  ASSERT_EQ(kill(running.worker_pid(), SIGKILL), 0);
+  absl::StatusOr<v1::Job> done = client_->Wait(submitted->job().id());
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(done->reason(), HasSubstr("killed by signal 9"));
+  EXPECT_THAT(done->reason(), HasSubstr(absl::StrCat("pid ", running.worker_pid())));
+  // The next compile gets a fresh worker.
+  v1::Job next = CompileOk(*client_, CompileRequest(kMlp));
+  EXPECT_NE(next.worker_pid(), running.worker_pid());
+}
+
+TEST_F(ServiceTest, ACompilePastItsDeadlineIsKilled) {
+  StartWithAgents("deadline", 0);
+  v1::SubmitCompileRequest request = CompileRequest(kBig);
+  request.set_deadline_ms(300);
+  absl::StatusOr<v1::Job> done = client_->Compile(request);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(done->reason(), HasSubstr("exceeded its deadline of 300 ms"));
+  EXPECT_LT(done->finished_unix_ms() - done->created_unix_ms(), 5000);
+}
+
+TEST_F(ServiceTest, CancellingARunningCompileKillsItsWorker) {
+  StartWithAgents("cancel", 0);
+  absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitCompile(CompileRequest(kBig));
+  ASSERT_TRUE(submitted.ok());
+  v1::Job running =
+      WaitFor(*client_, submitted->job().id(), [](const v1::Job& j) { return j.worker_pid() > 0; });
+  absl::StatusOr<v1::Job> cancelled = client_->Cancel(running.id(), "changed my mind");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(cancelled->reason(), "cancelled: changed my mind");
+  // The worker is gone within moments.
+  for (int i = 0; i < 100 && kill(running.worker_pid(), 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(kill(running.worker_pid(), 0), 0);
+  EXPECT_EQ(client_->Cancel(running.id()).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ServiceTest, FinishedJobsAndArtifactsSurviveARestart) {
+  StartWithAgents("restart", 0);
+  v1::Job compiled = CompileOk(*client_, CompileRequest(kMlp));
+  absl::StatusOr<std::string> before = client_->DownloadArtifact(compiled.artifact_digest());
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(cluster_->StopDaemon(), 0);
+
+  ASSERT_TRUE(cluster_->StartDaemon().ok());
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster_->Client();
+  ASSERT_TRUE(c.ok());
+  absl::StatusOr<v1::Job> job = (*c)->GetJob(compiled.id());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job->artifact_digest(), compiled.artifact_digest());
+  absl::StatusOr<std::string> after = (*c)->DownloadArtifact(compiled.artifact_digest());
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after, *before);
+  v1::Job again = CompileOk(**c, CompileRequest(kMlp));
+  EXPECT_TRUE(again.cache_hit());
+}
+
+TEST_F(ServiceTest, ACorruptedArtifactIsDetectedAndNotServed) {
+  StartWithAgents("corrupt", 0);
+  v1::Job compiled = CompileOk(*client_, CompileRequest(kMlp));
+  std::string path =
+      absl::StrCat(cluster_->dir(), "/store/artifacts/", compiled.artifact_digest(), ".kiln");
+  std::string bytes = ReadFile(path);
+  ASSERT_FALSE(bytes.empty());
+  bytes[bytes.size() - 100] ^= 0x5a;  // in the kernel library
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+
+  absl::StatusOr<std::string> download = client_->DownloadArtifact(compiled.artifact_digest());
+  EXPECT_EQ(download.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(download.status().message(), HasSubstr("corrupt"));
+  // The cache does not serve it either: the resubmit compiles again.
+  v1::Job again = CompileOk(*client_, CompileRequest(kMlp));
+  EXPECT_FALSE(again.cache_hit());
+  absl::StatusOr<std::string> fresh = client_->DownloadArtifact(again.artifact_digest());
+  EXPECT_TRUE(fresh.ok()) << fresh.status();
+}
+
+TEST_F(ServiceTest, BadInputIsRefusedWithTheRightCodeAndNothingIsStored) {
+  StartWithAgents("bad_input", 1, {"--max-request-mb", "2", "--max-module-mb", "1"});
+  struct Bad {
+    std::string what;
+    v1::SubmitCompileRequest request;
+    absl::StatusCode code;
+    std::string message;
+  };
+  std::vector<Bad> cases;
+  auto add = [&](const std::string& what, auto fill, absl::StatusCode code,
+                 const std::string& message) {
+    v1::SubmitCompileRequest r;
+    r.set_target("llvm");
+    fill(r);
+    cases.push_back({what, r, code, message});
+  };
+  add(
+      "garbage bytes", [](auto& r) { r.mutable_module()->set_ir_proto("\xff\xfe garbage \x01"); },
+      absl::StatusCode::kInvalidArgument, "module.pb");
+  std::string ir = ReadFile(kMlp);
+  add(
+      "malformed TVMScript",
+      [](auto& r) {
+        r.mutable_module()->set_tvmscript("@I.ir_module\nclass M:\n  def main(x: R.Tensor(:\n");
+        r.mutable_module()->set_name("broken.py");
+      },
+      absl::StatusCode::kInvalidArgument, "broken.py:");
+  frontend::testing::GraphBuilder celu(13);
+  celu.Input("x", 1, {2}).Output("y", 1).Node("Celu", {"x"}, {"y"});
+  std::string celu_bytes = celu.Serialize();
+  add(
+      "unsupported ONNX op", [&](auto& r) { r.mutable_module()->set_onnx(celu_bytes); },
+      absl::StatusCode::kUnimplemented, "operator Celu is not supported");
+  add(
+      "truncated ONNX protobuf",
+      [&](auto& r) { r.mutable_module()->set_onnx(celu_bytes.substr(0, celu_bytes.size() / 2)); },
+      absl::StatusCode::kInvalidArgument, "model.onnx");
+  add(
+      "unknown target",
+      [&](auto& r) {
+        r.mutable_module()->set_tvmscript(ir);
+        r.set_target("cuda -arch=sm_90");
+      },
+      absl::StatusCode::kInvalidArgument, "target 'cuda -arch=sm_90'");
+  add(
+      "no module", [](auto&) {}, absl::StatusCode::kInvalidArgument, "none was set");
+  add(
+      "module over the limit",
+      [](auto& r) { r.mutable_module()->set_tvmscript(std::string((1 << 20) + 10, '#')); },
+      absl::StatusCode::kResourceExhausted, "limit");
+  add(
+      "request over the limit",
+      [](auto& r) { r.mutable_module()->set_tvmscript(std::string(3 << 20, '#')); },
+      absl::StatusCode::kResourceExhausted, "");
+
+  for (const Bad& bad : cases) {
+    SCOPED_TRACE(bad.what);
+    absl::StatusOr<v1::SubmitResponse> r = client_->SubmitCompile(bad.request);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), bad.code) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(bad.message));
+  }
+  // Profile and inference requests.
+  v1::Job compiled = CompileOk(*client_, CompileRequest(kMlp));
+  v1::SubmitProfileRequest unknown_device;
+  unknown_device.mutable_artifact()->set_digest(compiled.artifact_digest());
+  unknown_device.set_device_key("tpu-v9");
+  absl::StatusOr<v1::SubmitResponse> r = client_->SubmitProfile(unknown_device);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("unknown device key 'tpu-v9' (known: cpu)"));
+  v1::SubmitProfileRequest unknown_artifact;
+  unknown_artifact.mutable_artifact()->set_digest(std::string(64, 'a'));
+  unknown_artifact.set_device_key("cpu");
+  EXPECT_EQ(client_->SubmitProfile(unknown_artifact).status().code(), absl::StatusCode::kNotFound);
+  v1::SubmitProfileRequest garbage_artifact;
+  garbage_artifact.mutable_artifact()->set_artifact("not an artifact");
+  garbage_artifact.set_device_key("cpu");
+  EXPECT_EQ(client_->SubmitProfile(garbage_artifact).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::SubmitInferenceRequest wrong_shape;
+  wrong_shape.mutable_artifact()->set_digest(compiled.artifact_digest());
+  wrong_shape.set_device_key("cpu");
+  runtime::Tensor input = Npy(kMlpInput);
+  runtime::TensorToProto(input, "input", wrong_shape.add_inputs());
+  wrong_shape.mutable_inputs(0)->set_shape(0, 8);
+  r = client_->SubmitInference(wrong_shape);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("needs 2048 bytes of data, got 1024"));
+  wrong_shape.mutable_inputs(0)->set_shape(0, 2);
+  wrong_shape.mutable_inputs(0)->set_shape(1, 128);
+  r = client_->SubmitInference(wrong_shape);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("must have shape [4, 64], got [2, 128]"));
+
+  // Only the one good compile was stored.
+  absl::StatusOr<std::vector<v1::Job>> jobs = client_->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->size(), 1u);
+  // And the daemon is still here.
+  EXPECT_TRUE(client_->ServerInfo().ok());
+}
+
+TEST_F(ServiceTest, MetricsCountJobsQueuesCacheAndAgents) {
+  StartWithAgents("metrics", 2);
+  CompileOk(*client_, CompileRequest(kMlp));
+  CompileOk(*client_, CompileRequest(kMlp));
+  std::string m = cluster_->Metrics();
+  EXPECT_THAT(m, HasSubstr("HTTP/1.0 200 OK"));
+  EXPECT_THAT(m, HasSubstr("kiln_jobs{state=\"succeeded\"} 2\n"));
+  EXPECT_THAT(m, HasSubstr("kiln_queue_depth{queue=\"compile\"} 0\n"));
+  EXPECT_EQ(MetricValue(m, "kiln_cache_hits_total"), 1);
+  EXPECT_EQ(MetricValue(m, "kiln_cache_misses_total"), 1);
+  EXPECT_EQ(MetricValue(m, "kiln_agents_connected"), 2);
+  EXPECT_GT(MetricValue(m, "kiln_compile_seconds_sum"), 0);
+  absl::StatusOr<std::vector<v1::Device>> devices = client_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].agents_connected(), 2);
+  EXPECT_GT((*devices)[0].attributes().cores(), 0);
+  EXPECT_GT((*devices)[0].attributes().memory_bytes(), 0);
+  EXPECT_THAT((*devices)[0].attributes().target_triple(), HasSubstr("-linux-gnu"));
+}
+
+TEST_F(ServiceTest, ShutdownDrainsARunningCompile) {
+  StartWithAgents("drain", 0);
+  absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitCompile(CompileRequest(kBig));
+  ASSERT_TRUE(submitted.ok());
+  WaitFor(*client_, submitted->job().id(), [](const v1::Job& j) { return j.worker_pid() > 0; });
+  cluster_->daemon().Signal(SIGTERM);
+  EXPECT_EQ(cluster_->daemon().Wait(), 0);
+  EXPECT_THAT(cluster_->daemon().Log(), HasSubstr("kilnd: stopped"));
+  ASSERT_TRUE(cluster_->StartDaemon().ok());
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster_->Client();
+  absl::StatusOr<v1::Job> job = (*c)->GetJob(submitted->job().id());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->reason();
+}
+
+// Tokens with separate roles, over mutual TLS with certificates made by openssl.
+class SecureServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = Cluster::TmpPath("pki");
+    std::string d = dir_;
+    std::string script = absl::StrCat(
+        "set -e; cd ", d, ";",
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kiln-test-ca "
+        "-keyout ca.key -out ca.pem 2>/dev/null;",
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext;",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key "
+        "-out server.csr 2>/dev/null;",
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile san.ext -out server.pem 2>/dev/null;",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=client -keyout client.key "
+        "-out client.csr 2>/dev/null;",
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-out client.pem 2>/dev/null;",
+        "echo client-secret > client.tokens; echo agent-secret > agent.tokens;",
+        "echo client-secret > client.token; echo agent-secret > agent.token;");
+    ASSERT_EQ(std::system(script.c_str()), 0);
+  }
+
+  runtime::ChannelOptions Tls(const std::string& token) {
+    runtime::ChannelOptions o;
+    o.tls_ca = dir_ + "/ca.pem";
+    o.tls_cert = dir_ + "/client.pem";
+    o.tls_key = dir_ + "/client.key";
+    o.token = token;
+    return o;
+  }
+
+  static std::string dir_;
+};
+std::string SecureServiceTest::dir_;
+
+TEST_F(SecureServiceTest, TokensAndMutualTls) {
+  Cluster cluster("secure");
+  ASSERT_TRUE(
+      cluster
+          .StartDaemon({"--tls-cert", dir_ + "/server.pem", "--tls-key", dir_ + "/server.key",
+                        "--tls-client-ca", dir_ + "/ca.pem", "--client-tokens",
+                        dir_ + "/client.tokens", "--agent-tokens", dir_ + "/agent.tokens"})
+          .ok());
+  auto call = [&](runtime::ChannelOptions o) {
+    absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster.Client(o);
+    EXPECT_TRUE(c.ok());
+    return (*c)->ListJobs().status();
+  };
+  EXPECT_TRUE(call(Tls("client-secret")).ok());
+  absl::Status missing = call(Tls(""));
+  EXPECT_EQ(missing.code(), absl::StatusCode::kUnauthenticated) << missing;
+  EXPECT_EQ(call(Tls("wrong")).code(), absl::StatusCode::kUnauthenticated);
+  absl::Status role = call(Tls("agent-secret"));
+  EXPECT_EQ(role.code(), absl::StatusCode::kPermissionDenied) << role;
+  EXPECT_THAT(role.message(), HasSubstr("agent token cannot be used as a client token"));
+  // Without a client certificate, or without TLS, there is no connection at all.
+  runtime::ChannelOptions no_cert = Tls("client-secret");
+  no_cert.tls_cert.clear();
+  no_cert.tls_key.clear();
+  EXPECT_EQ(call(no_cert).code(), absl::StatusCode::kUnavailable);
+  runtime::ChannelOptions plain;
+  plain.token = "client-secret";
+  EXPECT_EQ(call(plain).code(), absl::StatusCode::kUnavailable);
+
+  // An agent with the agent token registers; with the client token it is refused.
+  std::vector<std::string> tls = {"--tls-ca",           dir_ + "/ca.pem", "--tls-cert",
+                                  dir_ + "/client.pem", "--tls-key",      dir_ + "/client.key"};
+  std::vector<std::string> bad = tls;
+  bad.insert(bad.end(), {"--token", dir_ + "/client.token"});
+  Process refused(
+      {TestBinaries().agent, "--server", cluster.address(), "--device-key", "cpu", "--cache-dir",
+       cluster.dir() + "/refused", "--token", dir_ + "/client.token", "--tls-ca", dir_ + "/ca.pem",
+       "--tls-cert", dir_ + "/client.pem", "--tls-key", dir_ + "/client.key"},
+      cluster.dir() + "/refused.log");
+  EXPECT_TRUE(
+      refused.WaitForLog("PERMISSION_DENIED: a client token cannot be used as an agent token").ok())
+      << refused.Log();
+  std::vector<std::string> good = tls;
+  good.insert(good.end(), {"--token", dir_ + "/agent.token"});
+  absl::StatusOr<std::string> agent = cluster.StartAgent("cpu", good);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster.Client(Tls("client-secret"));
+  v1::Job compiled = CompileOk(**c, CompileRequest(kMlp));
+  v1::SubmitProfileRequest profile;
+  profile.mutable_artifact()->set_digest(compiled.artifact_digest());
+  profile.set_device_key("cpu");
+  profile.mutable_options()->set_repeat(2);
+  absl::StatusOr<v1::SubmitResponse> submitted = (*c)->SubmitProfile(profile);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  absl::StatusOr<v1::Job> done = (*c)->Wait(submitted->job().id());
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->reason();
+}
+
+}  // namespace
+}  // namespace kiln::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: service_e2e_test KILND KILN_AGENT KILN\n");
+    return 2;
+  }
+  kiln::testing::TestBinaries() = {argv[1], argv[2], argv[3]};
+  return RUN_ALL_TESTS();
+}
