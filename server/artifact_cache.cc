@@ -11,8 +11,9 @@
 namespace kiln::server {
 namespace {
 
-// Deserialized modules kept for equality checks on hits.
+// Deserialized modules kept for equality checks on hits, and request fingerprints.
 constexpr size_t kModuleMemo = 64;
+constexpr size_t kFingerprintMemo = 4096;
 
 }  // namespace
 
@@ -69,6 +70,31 @@ absl::StatusOr<std::optional<std::string>> ArtifactCache::Lookup(const std::stri
   }
   ++misses_;
   return std::optional<std::string>();
+}
+
+std::optional<std::string> ArtifactCache::LookupFingerprint(const std::string& fingerprint) {
+  std::string digest;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = fingerprints_.find(fingerprint);
+    if (it == fingerprints_.end()) return std::nullopt;
+    digest = it->second;
+  }
+  absl::StatusOr<std::optional<ArtifactRecord>> record = store_->FindArtifact(digest);
+  if (!record.ok() || !record->has_value() || !Intact(digest)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fingerprints_.erase(fingerprint);  // evicted or corrupted since
+    return std::nullopt;
+  }
+  store_->TouchArtifact(digest).IgnoreError();
+  ++hits_;
+  return digest;
+}
+
+void ArtifactCache::RememberFingerprint(const std::string& fingerprint, const std::string& digest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fingerprints_.size() >= kFingerprintMemo) fingerprints_.clear();
+  fingerprints_[fingerprint] = digest;
 }
 
 absl::Status ArtifactCache::Insert(const std::string& key, const std::string& digest,

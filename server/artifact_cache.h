@@ -34,6 +34,12 @@ class ArtifactCache {
   absl::Status Insert(const std::string& key, const std::string& digest,
                       const std::string& artifact, const std::string& module_bytes);
 
+  // Requests seen before, by a fingerprint of their exact bytes (module source, target,
+  // options): the same bytes parse to the same module, so a remembered fingerprint is a hit
+  // without parsing at all. Only intact artifacts are returned.
+  std::optional<std::string> LookupFingerprint(const std::string& fingerprint);
+  void RememberFingerprint(const std::string& fingerprint, const std::string& digest);
+
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }
   int64_t evictions() const { return evictions_; }
@@ -49,6 +55,7 @@ class ArtifactCache {
   std::mutex mu_;
   std::map<std::string, std::pair<int64_t, int64_t>> verified_;  // digest -> (size, mtime ns)
   std::map<std::string, ir::IRModule> modules_;                  // digest -> its module
+  std::map<std::string, std::string> fingerprints_;              // request -> digest
 };
 
 }  // namespace kiln::server

@@ -13,6 +13,8 @@
 #include "compiler/script/script_parser.h"
 #include "compiler/version.h"
 #include "compiler/wire/ir_proto.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
 #include "server/build_info.h"
@@ -64,6 +66,22 @@ absl::StatusOr<ir::IRModule> ParseModule(const v1::ModuleSource& source, std::st
     return absl::Status(code, message);
   }
   return mod;
+}
+
+// The exact bytes of what a compile asks for, less what does not change the artifact (the
+// idempotency key, the deadline).
+std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const std::string& target) {
+  v1::SubmitCompileRequest copy;
+  *copy.mutable_module() = request.module();
+  copy.set_target(target);
+  *copy.mutable_options() = request.options();
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  copy.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return runtime::Sha256Hex(absl::StrCat(kCompilerVersion, "\n", bytes));
 }
 
 size_t SourceBytes(const v1::ModuleSource& source) {
@@ -192,29 +210,40 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   if (absl::StatusOr<codegen::LlvmTargetInfo> t = codegen::ParseTarget(target); !t.ok()) {
     return Invalid(absl::StrCat("target '", target, "': ", t.status().message()));
   }
-  std::string name = request->module().name();
-  absl::StatusOr<ir::IRModule> mod = ParseModule(request->module(), &name);
-  if (!mod.ok()) return ToGrpc(mod.status());
-
   v1::Job job;
   job.set_kind(v1::JOB_KIND_COMPILE);
   job.set_client(client);
   job.set_idempotency_key(request->idempotency_key());
   job.set_target(target);
-  job.set_module_name(name);
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
-  std::string key = CacheKey(*mod, target, request->options());
-  absl::StatusOr<std::optional<std::string>> hit = ctx_->cache->Lookup(key, *mod);
-  if (!hit.ok()) return ToGrpc(hit.status());
   Submitted submitted;
-  if (hit->has_value()) {
-    job.set_artifact_digest(**hit);
-    absl::StatusOr<std::optional<ArtifactRecord>> record = ctx_->store->FindArtifact(**hit);
+  // A request seen before is answered without parsing; otherwise parse, and look the module up
+  // by its cache key and structural equality.
+  std::string fingerprint = RequestFingerprint(*request, target);
+  if (std::optional<std::string> digest = ctx_->cache->LookupFingerprint(fingerprint)) {
+    job.set_module_name(request->module().name());
+    job.set_artifact_digest(*digest);
+    absl::StatusOr<std::optional<ArtifactRecord>> record = ctx_->store->FindArtifact(*digest);
     if (record.ok() && record->has_value()) job.set_artifact_size((*record)->size);
     submitted = ctx_->jobs->AddCacheHit(std::move(job));
   } else {
-    submitted = ctx_->jobs->EnqueueCompile(std::move(job), wire::SerializeModule(*mod), key,
-                                           request->options());
+    std::string name = request->module().name();
+    absl::StatusOr<ir::IRModule> mod = ParseModule(request->module(), &name);
+    if (!mod.ok()) return ToGrpc(mod.status());
+    job.set_module_name(name);
+    std::string key = CacheKey(*mod, target, request->options());
+    absl::StatusOr<std::optional<std::string>> hit = ctx_->cache->Lookup(key, *mod);
+    if (!hit.ok()) return ToGrpc(hit.status());
+    if (hit->has_value()) {
+      ctx_->cache->RememberFingerprint(fingerprint, **hit);
+      job.set_artifact_digest(**hit);
+      absl::StatusOr<std::optional<ArtifactRecord>> record = ctx_->store->FindArtifact(**hit);
+      if (record.ok() && record->has_value()) job.set_artifact_size((*record)->size);
+      submitted = ctx_->jobs->AddCacheHit(std::move(job));
+    } else {
+      submitted = ctx_->jobs->EnqueueCompile(std::move(job), wire::SerializeModule(*mod), key,
+                                             request->options());
+    }
   }
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);

@@ -30,9 +30,11 @@ Process::Process(const std::vector<std::string>& argv, const std::string& log_pa
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // Truncated here, not in the child: a reader must never see an earlier run's log.
+  std::ofstream(log_path, std::ios::trunc).close();
   pid_ = fork();
   if (pid_ == 0) {
-    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
     execv(args[0], args.data());
