@@ -1,57 +1,86 @@
 #!/usr/bin/env bash
-# The main job, end to end, on one machine: set up, build the binaries, start kilnd on loopback,
-# talk to it with the kiln client, stop it; then import an ONNX model, compile it into a .kiln
-# artifact, run it on its reference input and benchmark it. Each issue that
-# adds a capability extends this path (next: a local agent, compile and bench through kilnd).
+# The main job, end to end, on one machine: set up, build the binaries, start kilnd with the
+# embedded store and a local kiln-agent, compile an example model through the daemon (a second
+# submit is served by the artifact cache), profile it on the agent, run it there on its reference
+# input, list jobs and devices, and stop everything cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/setup.sh
-# Optimized binaries: the benchmark at the end measures the runtime, not debug code.
-bazel build --config=opt //server:kilnd //client:kiln --disk_cache="${HOME}/.cache/kiln/bazel-disk" \
-  --color=no --curses=no
+# Optimized binaries: the profile measures the runtime, not debug code.
+bazel build --config=opt //server:kilnd //server:kiln-worker //runtime/agent:kiln-agent \
+  //client:kiln --disk_cache="${HOME}/.cache/kiln/bazel-disk" --color=no --curses=no
 
 BIN=bazel-bin
-echo "== kiln version"
-"$BIN/client/kiln" version
+KILN="$BIN/client/kiln"
+WORK=$(mktemp -d)
+KILND_PID=""
+AGENT_PID=""
+cleanup() {
+  [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null || true
+  [ -n "$KILND_PID" ] && kill "$KILND_PID" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 
-LOG=$(mktemp)
-"$BIN/server/kilnd" --listen 127.0.0.1:0 >"$LOG" 2>&1 &
+# Waits for "PREFIX<value>" in a log file and prints the value.
+wait_for() {
+  local file="$1" prefix="$2" value=""
+  for _ in $(seq 1 300); do
+    value=$(sed -n "s/^${prefix}\([^ ]*\).*/\1/p" "$file" | head -1)
+    [ -n "$value" ] && { echo "$value"; return 0; }
+    sleep 0.1
+  done
+  cat "$file" >&2
+  return 1
+}
+
+echo "== kilnd (store in $WORK/store)"
+"$BIN/server/kilnd" --listen 127.0.0.1:0 --store "$WORK/store" --metrics-port 0 \
+  >"$WORK/kilnd.out" 2>"$WORK/kilnd.log" &
 KILND_PID=$!
-trap 'kill "$KILND_PID" 2>/dev/null || true; rm -f "$LOG"' EXIT
-port=""
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/^kilnd: listening on port \([0-9]*\)$/\1/p' "$LOG")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$LOG"; echo "demo: kilnd did not start" >&2; exit 1; }
+port=$(wait_for "$WORK/kilnd.out" "kilnd: listening on port ")
+metrics_port=$(wait_for "$WORK/kilnd.out" "kilnd: metrics on port ")
+SERVER="127.0.0.1:$port"
+"$KILN" info --server "$SERVER"
 
-echo "== kilnd on 127.0.0.1:$port: kiln info"
-"$BIN/client/kiln" info --server "127.0.0.1:$port"
+echo "== kiln-agent (device key 'local-cpu')"
+"$BIN/runtime/agent/kiln-agent" --server "$SERVER" --device-key local-cpu \
+  --cache-dir "$WORK/agent-cache" --threads 1 2>"$WORK/agent.log" &
+AGENT_PID=$!
+wait_for "$WORK/agent.log" "kiln-agent: registered as " >/dev/null
+"$KILN" devices --server "$SERVER"
 
+# An ONNX model exported from PyTorch (a small residual CNN): imported by kilnd, compiled in a
+# kiln-worker process, stored, downloaded.
+MODEL=tests/models/tiny_resnet.onnx
+echo "== kiln compile $MODEL --server $SERVER"
+"$KILN" compile "$MODEL" --target llvm --server "$SERVER" -o "$WORK/tiny_resnet.kiln"
+echo "== the same compile again: an artifact cache hit, no worker"
+"$KILN" compile "$MODEL" --target llvm --server "$SERVER" -o "$WORK/tiny_resnet.kiln"
+
+echo "== kiln bench --server $SERVER --device local-cpu (a profile job on the agent)"
+"$KILN" bench "$WORK/tiny_resnet.kiln" --server "$SERVER" --device local-cpu \
+  --repeat 10 --min-repeat-ms 50
+
+echo "== kiln run --server $SERVER --device local-cpu (reference input)"
+"$KILN" run "$WORK/tiny_resnet.kiln" --server "$SERVER" --device local-cpu \
+  --input input=tests/models/tiny_resnet.input.npy --output-dir "$WORK/outputs"
+
+echo "== kiln jobs"
+"$KILN" jobs --server "$SERVER"
+echo "== metrics (http://127.0.0.1:$metrics_port/metrics)"
+exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
+printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
+grep -E '^kiln_(jobs|cache_hits_total|cache_misses_total|agents_connected)' <&3 || true
+exec 3>&-
+
+echo "== stopping the agent and kilnd"
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" || true
+AGENT_PID=""
 kill -TERM "$KILND_PID"
 wait "$KILND_PID"
-cat "$LOG"
-
-# The TVMScript front end on a model as TVM prints it (an ONNX MLP, weights in the metadata
-# section): parse and check every well-formedness rule and StructInfo.
-echo "== kiln check compiler/script/testdata/tvm_mlp.py"
-"$BIN/client/kiln" check compiler/script/testdata/tvm_mlp.py
-
-# An ONNX model exported from PyTorch (a small residual CNN): imported to Relax, compiled (each
-# operator lowered to a TIR kernel, fused, memory planned), run on its reference input and
-# benchmarked.
-MODEL=tests/models/tiny_resnet.onnx
-OUT=$(mktemp -d)
-echo "== kiln print $MODEL (main)"
-"$BIN/client/kiln" print "$MODEL" | sed -n '/def main/,/return/p'
-echo "== kiln compile $MODEL"
-"$BIN/client/kiln" compile "$MODEL" --target llvm -o "$OUT/tiny_resnet.kiln"
-echo "== kiln run (reference input; PyTorch's output is tests/models/tiny_resnet.output.npy)"
-"$BIN/client/kiln" run "$OUT/tiny_resnet.kiln" --input input=tests/models/tiny_resnet.input.npy \
-  --output-dir "$OUT/outputs"
-echo "== kiln bench"
-"$BIN/client/kiln" bench "$OUT/tiny_resnet.kiln" --repeat 10 --min-repeat-ms 50 --threads 1
-rm -rf "$OUT"
+KILND_PID=""
+tail -1 "$WORK/kilnd.out"
 echo "== demo finished"

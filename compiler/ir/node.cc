@@ -44,4 +44,14 @@ Attrs WithAttr(Attrs attrs, std::string key, ObjectRef value) {
   return attrs;
 }
 
+Attrs CanonicalAttrs(Attrs attrs) {
+  if (std::is_sorted(attrs.begin(), attrs.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; })) {
+    return attrs;
+  }
+  Attrs sorted;
+  for (auto& [key, value] : attrs) sorted = WithAttr(std::move(sorted), key, std::move(value));
+  return sorted;
+}
+
 }  // namespace kiln::ir

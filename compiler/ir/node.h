@@ -298,6 +298,9 @@ std::vector<FieldVisitor::Field> FieldsOf(const Object& node);
 ObjectRef GetAttr(const Attrs& attrs, absl::string_view key);
 // Returns `attrs` with `key` set to `value`, keeping keys sorted.
 Attrs WithAttr(Attrs attrs, std::string key, ObjectRef value);
+// Attributes sorted by key (the last of duplicate keys wins): the one order printing, hashing,
+// equality and the wire format all see, however a producer listed them.
+Attrs CanonicalAttrs(Attrs attrs);
 
 }  // namespace kiln::ir
 

@@ -235,7 +235,7 @@ class CallNode : public ExprNode {
       : ExprNode(NodeKind::kRelaxCall),
         op(std::move(op)),
         args(std::move(args)),
-        attrs(std::move(attrs)),
+        attrs(CanonicalAttrs(std::move(attrs))),
         sinfo_args(std::move(sinfo_args)) {}
   void VisitFields(FieldVisitor& v) const override;
   Expr op;
@@ -334,7 +334,7 @@ class FunctionNode : public ExprNode {
         body(std::move(body)),
         ret_struct_info(std::move(ret_struct_info)),
         is_pure(is_pure),
-        attrs(std::move(attrs)) {}
+        attrs(CanonicalAttrs(std::move(attrs))) {}
   void VisitFields(FieldVisitor& v) const override;
   std::vector<Var> params;
   Expr body;

@@ -1,0 +1,124 @@
+// The artifact cache over a real store: keys, hits by structural equality, LRU eviction and
+// corruption.
+#include "server/artifact_cache.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "compiler/backend/build.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/relax/block_builder.h"
+#include "compiler/script/script_parser.h"
+#include "compiler/wire/ir_proto.h"
+#include "gtest/gtest.h"
+#include "proto/kiln/v1/artifact.pb.h"
+
+namespace kiln::server {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ir::IRModule Import(const std::string& path) {
+  std::string bytes = ReadFile(path);
+  absl::StatusOr<ir::IRModule> mod = path.size() > 5 && path.substr(path.size() - 5) == ".onnx"
+                                         ? frontend::ImportOnnx(bytes, path)
+                                         : script::ParseScript(bytes, path);
+  EXPECT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<ir::IRModule> normalized = ir::relax::NormalizeModule(*mod);
+  EXPECT_TRUE(normalized.ok()) << normalized.status();
+  return *normalized;
+}
+
+std::string StoreDir(const std::string& name) {
+  return std::string(getenv("TEST_TMPDIR")) + "/" + name;
+}
+
+// Compiles `mod` and inserts it; returns the digest.
+std::string CompileInto(ArtifactCache& cache, const ir::IRModule& mod, const std::string& key) {
+  absl::StatusOr<std::string> artifact = backend::BuildArtifact(mod, "llvm");
+  EXPECT_TRUE(artifact.ok()) << artifact.status();
+  v1::ArtifactProto parsed;
+  parsed.ParseFromString(*artifact);
+  std::string digest = parsed.manifest().digest();
+  EXPECT_TRUE(cache.Insert(key, digest, *artifact, wire::SerializeModule(mod)).ok());
+  return digest;
+}
+
+class CacheTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CacheTest, TheSameModuleImportedTwiceHasOneKeyAndHits) {
+  ir::IRModule a = Import(GetParam());
+  ir::IRModule b = Import(GetParam());
+  EXPECT_EQ(CacheKey(a, "llvm", {}), CacheKey(b, "llvm", {}));
+  // Through the wire form the store keeps, too.
+  absl::StatusOr<ir::IRModule> round = wire::DeserializeModule(wire::SerializeModule(a));
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(CacheKey(*round, "llvm", {}), CacheKey(b, "llvm", {}));
+
+  auto store = Store::Open(StoreDir(std::string("hit_") + std::to_string(rand())));
+  ASSERT_TRUE(store.ok());
+  ArtifactCache cache(store->get(), 1 << 30);
+  std::string key = CacheKey(a, "llvm", {});
+  std::string digest = CompileInto(cache, a, key);
+  absl::StatusOr<std::optional<std::string>> hit = cache.Lookup(key, b);
+  ASSERT_TRUE(hit.ok());
+  ASSERT_TRUE(hit->has_value());
+  EXPECT_EQ(**hit, digest);
+  EXPECT_EQ(cache.hits(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CacheTest,
+                         ::testing::Values("compiler/script/testdata/tvm_mlp.py",
+                                           "tests/models/tiny_resnet.onnx"));
+
+TEST(ArtifactCache, KeysDifferByTargetAndOptions) {
+  ir::IRModule mlp = Import("compiler/script/testdata/tvm_mlp.py");
+  v1::CompileOptions unfused;
+  unfused.set_no_fuse(true);
+  EXPECT_NE(CacheKey(mlp, "llvm", {}), CacheKey(mlp, "llvm -mtriple=aarch64-linux-gnu", {}));
+  EXPECT_NE(CacheKey(mlp, "llvm", {}), CacheKey(mlp, "llvm", unfused));
+}
+
+TEST(ArtifactCache, AKeyCollisionWithADifferentModuleIsAMiss) {
+  auto store = Store::Open(StoreDir("collision"));
+  ASSERT_TRUE(store.ok());
+  ArtifactCache cache(store->get(), 1 << 30);
+  ir::IRModule mlp = Import("compiler/script/testdata/tvm_mlp.py");
+  ir::IRModule cnn = Import("tests/models/tiny_resnet.onnx");
+  std::string key = CacheKey(mlp, "llvm", {});
+  CompileInto(cache, mlp, key);
+  // Pretend the CNN hashed to the MLP's key: structural equality still refuses it.
+  absl::StatusOr<std::optional<std::string>> hit = cache.Lookup(key, cnn);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_FALSE(hit->has_value());
+  EXPECT_EQ(cache.misses(), 1);
+}
+
+TEST(ArtifactCache, EvictsTheLeastRecentlyUsedToStayInBounds) {
+  auto store = Store::Open(StoreDir("lru"));
+  ASSERT_TRUE(store.ok());
+  ir::IRModule mlp = Import("compiler/script/testdata/tvm_mlp.py");
+  ir::IRModule cnn = Import("tests/models/tiny_resnet.onnx");
+  absl::StatusOr<std::string> a = backend::BuildArtifact(mlp, "llvm");
+  absl::StatusOr<std::string> b = backend::BuildArtifact(cnn, "llvm");
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Room for the larger of the two only.
+  ArtifactCache cache(store->get(), static_cast<int64_t>(std::max(a->size(), b->size())));
+  v1::ArtifactProto pa, pb;
+  pa.ParseFromString(*a);
+  pb.ParseFromString(*b);
+  ASSERT_TRUE(cache.Insert("ka", pa.manifest().digest(), *a, "").ok());
+  ASSERT_TRUE(cache.Insert("kb", pb.manifest().digest(), *b, "").ok());
+  EXPECT_EQ(cache.evictions(), 1);
+  EXPECT_EQ((*store)->ReadArtifact(pa.manifest().digest()).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE((*store)->ReadArtifact(pb.manifest().digest()).ok());
+}
+
+}  // namespace
+}  // namespace kiln::server
