@@ -193,12 +193,7 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
                                         v1::SubmitResponse* response) {
   std::string client;
   if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
-  if (std::optional<v1::Job> earlier =
-          ctx_->jobs->FindIdempotent(client, request->idempotency_key())) {
-    *response->mutable_job() = *earlier;
-    response->set_deduplicated(true);
-    return grpc::Status::OK;
-  }
+  if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   size_t size = SourceBytes(request->module());
   if (static_cast<int64_t>(size) > ctx_->max_module_bytes) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -293,6 +288,32 @@ grpc::Status KilnService::PrepareTask(const std::string& device_key, const v1::A
   return grpc::Status::OK;
 }
 
+bool KilnService::Deduplicated(const std::string& client, const std::string& key,
+                               v1::SubmitResponse* response) {
+  std::optional<v1::Job> earlier = ctx_->jobs->FindIdempotent(client, key);
+  if (!earlier.has_value()) return false;
+  *response->mutable_job() = *earlier;
+  response->set_deduplicated(true);
+  return true;
+}
+
+grpc::Status KilnService::EnqueueTask(const std::string& client, const std::string& key,
+                                      const std::string& device_key, int64_t deadline_ms,
+                                      v1::Task task, v1::SubmitResponse* response) {
+  v1::Job job;
+  job.set_kind(task.kind());
+  job.set_client(client);
+  job.set_idempotency_key(key);
+  job.set_device_key(device_key);
+  job.set_artifact_digest(task.artifact_digest());
+  job.set_artifact_size(task.artifact_size());
+  job.set_deadline_ms(ctx_->jobs->ClampDeadline(deadline_ms));
+  Submitted submitted = ctx_->jobs->EnqueueTask(std::move(job), std::move(task));
+  *response->mutable_job() = submitted.job;
+  response->set_deduplicated(submitted.deduplicated);
+  return grpc::Status::OK;
+}
+
 grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
                                         const v1::SubmitProfileRequest* request,
                                         v1::SubmitResponse* response) {
@@ -300,12 +321,7 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
   v1::ArtifactManifest manifest;
   v1::Task task;
   if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
-  if (std::optional<v1::Job> earlier =
-          ctx_->jobs->FindIdempotent(client, request->idempotency_key())) {
-    *response->mutable_job() = *earlier;
-    response->set_deduplicated(true);
-    return grpc::Status::OK;
-  }
+  if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   const v1::ProfileOptions& o = request->options();
   if (o.warmup() < 0 || o.number() < 0 || o.repeat() < 0 || o.min_repeat_ms() < 0 ||
       o.cooldown_ms() < 0 || o.repeat() > 10000) {
@@ -323,18 +339,8 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
   task.set_kind(v1::JOB_KIND_PROFILE);
   *task.mutable_profile() = o;
   task.mutable_profile()->set_function(function);
-  v1::Job job;
-  job.set_kind(v1::JOB_KIND_PROFILE);
-  job.set_client(client);
-  job.set_idempotency_key(request->idempotency_key());
-  job.set_device_key(request->device_key());
-  job.set_artifact_digest(task.artifact_digest());
-  job.set_artifact_size(task.artifact_size());
-  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
-  Submitted submitted = ctx_->jobs->EnqueueTask(std::move(job), std::move(task));
-  *response->mutable_job() = submitted.job;
-  response->set_deduplicated(submitted.deduplicated);
-  return grpc::Status::OK;
+  return EnqueueTask(client, request->idempotency_key(), request->device_key(),
+                     request->deadline_ms(), std::move(task), response);
 }
 
 grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
@@ -344,12 +350,7 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
   v1::ArtifactManifest manifest;
   v1::Task task;
   if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
-  if (std::optional<v1::Job> earlier =
-          ctx_->jobs->FindIdempotent(client, request->idempotency_key())) {
-    *response->mutable_job() = *earlier;
-    response->set_deduplicated(true);
-    return grpc::Status::OK;
-  }
+  if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   grpc::Status s =
       PrepareTask(request->device_key(), request->artifact(), &client, &manifest, &task);
   if (!s.ok()) return s;
@@ -361,18 +362,8 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
   task.set_kind(v1::JOB_KIND_INFERENCE);
   task.set_function(function);
   *task.mutable_inputs() = request->inputs();
-  v1::Job job;
-  job.set_kind(v1::JOB_KIND_INFERENCE);
-  job.set_client(client);
-  job.set_idempotency_key(request->idempotency_key());
-  job.set_device_key(request->device_key());
-  job.set_artifact_digest(task.artifact_digest());
-  job.set_artifact_size(task.artifact_size());
-  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
-  Submitted submitted = ctx_->jobs->EnqueueTask(std::move(job), std::move(task));
-  *response->mutable_job() = submitted.job;
-  response->set_deduplicated(submitted.deduplicated);
-  return grpc::Status::OK;
+  return EnqueueTask(client, request->idempotency_key(), request->device_key(),
+                     request->deadline_ms(), std::move(task), response);
 }
 
 grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,

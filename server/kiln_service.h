@@ -62,6 +62,13 @@ class KilnService final : public kiln::v1::Kiln::Service {
   grpc::Status PrepareTask(const std::string& device_key, const kiln::v1::ArtifactRef& ref,
                            const std::string* client, kiln::v1::ArtifactManifest* manifest,
                            kiln::v1::Task* task);
+  // True (and the earlier job in `response`) when `key` already names a job of `client`.
+  bool Deduplicated(const std::string& client, const std::string& key,
+                    kiln::v1::SubmitResponse* response);
+  // A checked profile or inference task, as a queued job.
+  grpc::Status EnqueueTask(const std::string& client, const std::string& key,
+                           const std::string& device_key, int64_t deadline_ms, kiln::v1::Task task,
+                           kiln::v1::SubmitResponse* response);
   ServiceContext* ctx_;
 };
 
