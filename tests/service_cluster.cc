@@ -97,10 +97,11 @@ std::string Cluster::TmpPath(const std::string& name) {
   return dir;
 }
 
-absl::Status Cluster::StartDaemon(const std::vector<std::string>& extra_flags) {
+absl::Status Cluster::StartDaemon(const std::vector<std::string>& extra_flags, bool same_port) {
+  std::string listen = same_port ? address() : "127.0.0.1:0";
   std::vector<std::string> argv = {TestBinaries().kilnd,
                                    "--listen",
-                                   "127.0.0.1:0",
+                                   listen,
                                    "--store",
                                    dir_ + "/store",
                                    "--metrics-port",

@@ -45,8 +45,10 @@ class Cluster {
   // `name` names the directory of this cluster's store and logs.
   explicit Cluster(const std::string& name) : dir_(TmpPath(name)) {}
 
-  // Starts kilnd on a free port with a store in the cluster's directory.
-  absl::Status StartDaemon(const std::vector<std::string>& extra_flags = {});
+  // Starts kilnd on a free port (or, restarting, on the port it had) with a store in the
+  // cluster's directory.
+  absl::Status StartDaemon(const std::vector<std::string>& extra_flags = {},
+                           bool same_port = false);
   // SIGTERM, and the exit status.
   int StopDaemon();
   // Starts an agent and waits until it has registered; returns its agent id.

@@ -306,15 +306,24 @@ TEST_F(ServiceTest, CancellingARunningCompileKillsItsWorker) {
 }
 
 TEST_F(ServiceTest, FinishedJobsAndArtifactsSurviveARestart) {
-  StartWithAgents("restart", 0);
+  StartWithAgents("restart", 1);
   v1::Job compiled = CompileOk(*client_, CompileRequest(kMlp));
   absl::StatusOr<std::string> before = client_->DownloadArtifact(compiled.artifact_digest());
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(cluster_->StopDaemon(), 0);
 
-  ASSERT_TRUE(cluster_->StartDaemon().ok());
+  ASSERT_TRUE(cluster_->StartDaemon({}, /*same_port=*/true).ok());
   absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster_->Client();
   ASSERT_TRUE(c.ok());
+  // The agent reconnects by itself (its backoff is capped at 500 ms here); the restarted
+  // daemon loaded the device with no agents connected.
+  bool reconnected = false;
+  for (int i = 0; i < 200 && !reconnected; ++i) {
+    absl::StatusOr<std::vector<v1::Device>> devices = (*c)->ListDevices();
+    reconnected = devices.ok() && devices->size() == 1 && (*devices)[0].agents_connected() == 1;
+    if (!reconnected) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(reconnected);
   absl::StatusOr<v1::Job> job = (*c)->GetJob(compiled.id());
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED);
