@@ -169,14 +169,6 @@ int Compile(const std::string& path, const std::string& target, const std::strin
   return 0;
 }
 
-const kiln::v1::EntryFunction* FindEntry(const kiln::v1::ArtifactManifest& m,
-                                         const std::string& name) {
-  for (const auto& f : m.functions()) {
-    if (f.name() == name) return &f;
-  }
-  return nullptr;
-}
-
 // The arguments of `entry`: NAME=X.npy files, or random values from the signature when none
 // are given and `random_ok`.
 absl::StatusOr<std::vector<kiln::runtime::Value>> Inputs(const kiln::v1::EntryFunction& entry,
@@ -256,7 +248,8 @@ absl::StatusOr<Prepared> Prepare(const std::string& path, const std::string& fun
                                  const std::vector<std::string>& inputs, bool random_ok) {
   absl::StatusOr<kiln::runtime::LoadedArtifact> loaded = Load(path);
   if (!loaded.ok()) return loaded.status();
-  const kiln::v1::EntryFunction* entry = FindEntry(loaded->manifest, function);
+  const kiln::v1::EntryFunction* entry =
+      kiln::runtime::FindEntryFunction(loaded->manifest, function);
   if (entry == nullptr)
     return absl::NotFoundError(absl::StrCat(path, " has no function '", function, "'"));
   absl::StatusOr<std::vector<kiln::runtime::Value>> args = Inputs(*entry, inputs, random_ok);

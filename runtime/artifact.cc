@@ -30,6 +30,14 @@ std::string SerializeArtifact(kiln::v1::ArtifactProto artifact) {
   return artifact.SerializeAsString();
 }
 
+const kiln::v1::EntryFunction* FindEntryFunction(const kiln::v1::ArtifactManifest& manifest,
+                                                 absl::string_view name) {
+  for (const kiln::v1::EntryFunction& f : manifest.functions()) {
+    if (f.name() == name) return &f;
+  }
+  return nullptr;
+}
+
 std::string HostArchitecture() {
   struct utsname u;
   if (uname(&u) != 0) return "unknown";

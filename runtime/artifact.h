@@ -27,6 +27,10 @@ std::string SerializeArtifact(kiln::v1::ArtifactProto artifact);
 // architecture is this machine's. Errors name what does not match.
 absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, bool check_host);
 
+// The manifest's entry `name`, or null.
+const kiln::v1::EntryFunction* FindEntryFunction(const kiln::v1::ArtifactManifest& manifest,
+                                                 absl::string_view name);
+
 // The architecture this runtime runs on, as in a target triple: "x86_64", "aarch64".
 std::string HostArchitecture();
 

@@ -27,7 +27,7 @@ std::string CacheKey(const ir::IRModule& mod, const std::string& target,
 
 bool ArtifactCache::Intact(const std::string& digest) {
   struct stat st;
-  std::string path = absl::StrCat(store_->dir(), "/artifacts/", digest, ".kiln");
+  std::string path = store_->ArtifactPath(digest);
   if (stat(path.c_str(), &st) != 0) return false;
   std::pair<int64_t, int64_t> stamp(st.st_size,
                                     int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);

@@ -265,23 +265,13 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id, const std::str
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " already ", StateName(e.job.state())));
   }
-  bool was_running = e.job.state() == v1::JOB_STATE_RUNNING;
   std::string why = reason.empty() ? "cancelled by the client" : "cancelled: " + reason;
   e.cancel = true;  // a running worker is killed by its supervisor
   if (e.job.kind() == v1::JOB_KIND_COMPILE) {
     compile_queue_.erase(std::remove(compile_queue_.begin(), compile_queue_.end(), id),
                          compile_queue_.end());
   } else {
-    auto& queue = task_queues_[e.job.device_key()];
-    queue.erase(std::remove(queue.begin(), queue.end(), id), queue.end());
-    if (was_running) {
-      for (auto& [agent_id, agent] : agents_) {
-        if (agent->busy_task != id) continue;
-        v1::ServerMessage m;
-        m.mutable_cancel()->set_task_id(id);
-        agent->outbox.push_back(m);
-      }
-    }
+    WithdrawTaskLocked(id, e.job.device_key());
   }
   TransitionLocked(e, v1::JOB_STATE_CANCELLED, why);
   return e.job;
@@ -500,6 +490,17 @@ void JobManager::AgentGone(const std::shared_ptr<AgentLink>& agent) {
   DispatchLocked();
 }
 
+void JobManager::WithdrawTaskLocked(const std::string& id, const std::string& device_key) {
+  std::deque<std::string>& queue = task_queues_[device_key];
+  queue.erase(std::remove(queue.begin(), queue.end(), id), queue.end());
+  for (auto& [agent_id, agent] : agents_) {
+    if (agent->busy_task != id) continue;
+    v1::ServerMessage m;
+    m.mutable_cancel()->set_task_id(id);
+    agent->outbox.push_back(std::move(m));
+  }
+}
+
 void JobManager::RequeueOrFailLocked(Entry& e, const std::string& why) {
   if (draining_) {
     TransitionLocked(e, v1::JOB_STATE_FAILED, why + " while kilnd was shutting down");
@@ -566,26 +567,25 @@ void JobManager::MonitorLoop() {
   while (!stopping_) {
     changed_.wait_for(lock, std::chrono::milliseconds(100));
     int64_t now = NowUnixMs();
-    // Agent tasks past their deadline; compiles are killed by their own supervisor.
-    for (auto& [id, e] : jobs_) {
-      if (e->job.kind() == v1::JOB_KIND_COMPILE || Terminal(e->job.state()) ||
-          now < e->deadline_unix_ms) {
-        continue;
-      }
+    // Agent tasks past their deadline (compiles are killed by their own supervisor). Every
+    // unfinished task is in a device queue or on an agent, so finished jobs are never scanned.
+    std::vector<std::string> open_tasks;
+    for (const auto& [key, queue] : task_queues_) {
+      open_tasks.insert(open_tasks.end(), queue.begin(), queue.end());
+    }
+    for (const auto& [agent_id, agent] : agents_) {
+      if (!agent->busy_task.empty()) open_tasks.push_back(agent->busy_task);
+    }
+    for (const std::string& id : open_tasks) {
+      Entry& e = *jobs_.at(id);
+      if (Terminal(e.job.state()) || now < e.deadline_unix_ms) continue;
       std::string where =
-          e->job.state() == v1::JOB_STATE_QUEUED
-              ? absl::StrCat("no agent of device '", e->job.device_key(), "' took it")
-              : absl::StrCat(e->job.agent_id(), " did not finish it");
-      auto& queue = task_queues_[e->job.device_key()];
-      queue.erase(std::remove(queue.begin(), queue.end(), id), queue.end());
-      for (auto& [agent_id, agent] : agents_) {
-        if (agent->busy_task != id) continue;
-        v1::ServerMessage m;
-        m.mutable_cancel()->set_task_id(id);
-        agent->outbox.push_back(m);
-      }
-      TransitionLocked(*e, v1::JOB_STATE_FAILED,
-                       absl::StrCat("deadline of ", e->job.deadline_ms(), " ms exceeded: ", where));
+          e.job.state() == v1::JOB_STATE_QUEUED
+              ? absl::StrCat("no agent of device '", e.job.device_key(), "' took it")
+              : absl::StrCat(e.job.agent_id(), " did not finish it");
+      WithdrawTaskLocked(id, e.job.device_key());
+      TransitionLocked(e, v1::JOB_STATE_FAILED,
+                       absl::StrCat("deadline of ", e.job.deadline_ms(), " ms exceeded: ", where));
     }
     // Agents that stopped heartbeating: end their streams; AgentGone requeues their tasks.
     for (auto& [id, agent] : agents_) {

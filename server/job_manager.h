@@ -130,6 +130,8 @@ class JobManager {
   void PublishLocked(Entry& e, const std::string& message);
   void DispatchLocked();
   void RequeueOrFailLocked(Entry& e, const std::string& why);
+  // Takes a task out of its device queue and tells the agent running it, if any, to stop.
+  void WithdrawTaskLocked(const std::string& id, const std::string& device_key);
   void CompileLoop();
   void RunCompile(const std::string& id);
   void MonitorLoop();

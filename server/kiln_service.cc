@@ -88,13 +88,6 @@ size_t SourceBytes(const v1::ModuleSource& source) {
   return source.ir_proto().size() + source.tvmscript().size() + source.onnx().size();
 }
 
-const v1::EntryFunction* FindEntry(const v1::ArtifactManifest& manifest, const std::string& name) {
-  for (const v1::EntryFunction& f : manifest.functions()) {
-    if (f.name() == name) return &f;
-  }
-  return nullptr;
-}
-
 // Inference inputs against the function's signature: count, names, dtypes and static shapes.
 absl::Status CheckInputs(const v1::EntryFunction& entry,
                          const google::protobuf::RepeatedPtrField<v1::TensorValue>& inputs) {
@@ -211,35 +204,33 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   job.set_idempotency_key(request->idempotency_key());
   job.set_target(target);
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
-  Submitted submitted;
   // A request seen before is answered without parsing; otherwise parse, and look the module up
   // by its cache key and structural equality.
   std::string fingerprint = RequestFingerprint(*request, target);
-  if (std::optional<std::string> digest = ctx_->cache->LookupFingerprint(fingerprint)) {
-    job.set_module_name(request->module().name());
-    job.set_artifact_digest(*digest);
-    absl::StatusOr<std::optional<ArtifactRecord>> record = ctx_->store->FindArtifact(*digest);
-    if (record.ok() && record->has_value()) job.set_artifact_size((*record)->size);
-    submitted = ctx_->jobs->AddCacheHit(std::move(job));
-  } else {
+  std::optional<std::string> hit = ctx_->cache->LookupFingerprint(fingerprint);
+  job.set_module_name(request->module().name());
+  if (!hit.has_value()) {
     std::string name = request->module().name();
     absl::StatusOr<ir::IRModule> mod = ParseModule(request->module(), &name);
     if (!mod.ok()) return ToGrpc(mod.status());
     job.set_module_name(name);
     std::string key = CacheKey(*mod, target, request->options());
-    absl::StatusOr<std::optional<std::string>> hit = ctx_->cache->Lookup(key, *mod);
-    if (!hit.ok()) return ToGrpc(hit.status());
-    if (hit->has_value()) {
-      ctx_->cache->RememberFingerprint(fingerprint, **hit);
-      job.set_artifact_digest(**hit);
-      absl::StatusOr<std::optional<ArtifactRecord>> record = ctx_->store->FindArtifact(**hit);
-      if (record.ok() && record->has_value()) job.set_artifact_size((*record)->size);
-      submitted = ctx_->jobs->AddCacheHit(std::move(job));
-    } else {
-      submitted = ctx_->jobs->EnqueueCompile(std::move(job), wire::SerializeModule(*mod), key,
-                                             request->options());
+    absl::StatusOr<std::optional<std::string>> found = ctx_->cache->Lookup(key, *mod);
+    if (!found.ok()) return ToGrpc(found.status());
+    if (!found->has_value()) {
+      Submitted submitted = ctx_->jobs->EnqueueCompile(std::move(job), wire::SerializeModule(*mod),
+                                                       key, request->options());
+      *response->mutable_job() = submitted.job;
+      response->set_deduplicated(submitted.deduplicated);
+      return grpc::Status::OK;
     }
+    hit = **found;
+    ctx_->cache->RememberFingerprint(fingerprint, *hit);
   }
+  job.set_artifact_digest(*hit);
+  absl::StatusOr<std::optional<ArtifactRecord>> record = ctx_->store->FindArtifact(*hit);
+  if (record.ok() && record->has_value()) job.set_artifact_size((*record)->size);
+  Submitted submitted = ctx_->jobs->AddCacheHit(std::move(job));
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);
   return grpc::Status::OK;
@@ -333,7 +324,7 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
       PrepareTask(request->device_key(), request->artifact(), &client, &manifest, &task);
   if (!s.ok()) return s;
   std::string function = o.function().empty() ? "main" : o.function();
-  if (FindEntry(manifest, function) == nullptr) {
+  if (runtime::FindEntryFunction(manifest, function) == nullptr) {
     return Invalid(absl::StrCat("the artifact has no function '", function, "'"));
   }
   task.set_kind(v1::JOB_KIND_PROFILE);
@@ -355,7 +346,7 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
       PrepareTask(request->device_key(), request->artifact(), &client, &manifest, &task);
   if (!s.ok()) return s;
   std::string function = request->function().empty() ? "main" : request->function();
-  const v1::EntryFunction* entry = FindEntry(manifest, function);
+  const v1::EntryFunction* entry = runtime::FindEntryFunction(manifest, function);
   if (entry == nullptr)
     return Invalid(absl::StrCat("the artifact has no function '", function, "'"));
   if (absl::Status bad = CheckInputs(*entry, request->inputs()); !bad.ok()) return ToGrpc(bad);

@@ -60,11 +60,12 @@ class Store {
   absl::Status DropArtifact(const std::string& digest);
 
   const std::string& dir() const { return dir_; }
+  // Where an artifact's bytes live (whether or not it is stored).
+  std::string ArtifactPath(const std::string& digest) const;
 
  private:
   Store() = default;
   absl::Status Exec(const std::string& sql);
-  std::string ArtifactPath(const std::string& digest) const;
   std::string ModulePath(const std::string& digest) const;
   absl::Status DropArtifactLocked(const std::string& digest);
 

@@ -18,13 +18,6 @@
 namespace kiln::runtime {
 namespace {
 
-const v1::EntryFunction* FindEntry(const v1::ArtifactManifest& manifest, const std::string& name) {
-  for (const v1::EntryFunction& f : manifest.functions()) {
-    if (f.name() == name) return &f;
-  }
-  return nullptr;
-}
-
 // A float32 tensor of the parameter's static shape, uniform in [-1, 1) from a fixed seed.
 absl::StatusOr<Tensor> RandomInput(const v1::ValueSignature& param, std::mt19937* rng) {
   if (param.kind() != "tensor" || param.dtype() != "float32") {
@@ -98,7 +91,7 @@ absl::Status Run(const v1::LocalTask& local, v1::TaskResult* result) {
   bool profile = task.kind() == v1::JOB_KIND_PROFILE;
   std::string function = profile ? task.profile().function() : task.function();
   if (function.empty()) function = "main";
-  const v1::EntryFunction* entry = FindEntry(loaded.manifest, function);
+  const v1::EntryFunction* entry = FindEntryFunction(loaded.manifest, function);
   if (entry == nullptr) {
     return absl::NotFoundError(absl::StrCat("the artifact has no function '", function, "'"));
   }
