@@ -25,25 +25,25 @@ std::string CacheKey(const ir::IRModule& mod, const std::string& target,
                                          target, "\n", options_bytes, "\n", kCompilerVersion));
 }
 
-bool ArtifactCache::Intact(const std::string& digest) {
+std::optional<int64_t> ArtifactCache::IntactSize(const std::string& digest) {
   struct stat st;
   std::string path = store_->ArtifactPath(digest);
-  if (stat(path.c_str(), &st) != 0) return false;
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
   std::pair<int64_t, int64_t> stamp(st.st_size,
                                     int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = verified_.find(digest);
-    if (it != verified_.end() && it->second == stamp) return true;
+    if (it != verified_.end() && it->second == stamp) return stamp.first;
   }
-  if (!store_->ReadArtifact(digest).ok()) return false;  // a corrupt one is dropped there
+  if (!store_->ReadArtifact(digest).ok()) return std::nullopt;  // a corrupt one is dropped there
   std::lock_guard<std::mutex> lock(mu_);
   verified_[digest] = stamp;
-  return true;
+  return stamp.first;
 }
 
-absl::StatusOr<std::optional<std::string>> ArtifactCache::Lookup(const std::string& key,
-                                                                 const ir::IRModule& mod) {
+absl::StatusOr<std::optional<CachedArtifact>> ArtifactCache::Lookup(const std::string& key,
+                                                                    const ir::IRModule& mod) {
   absl::StatusOr<std::vector<std::string>> candidates = store_->FindByCacheKey(key);
   if (!candidates.ok()) return candidates.status();
   for (const std::string& digest : *candidates) {
@@ -63,16 +63,18 @@ absl::StatusOr<std::optional<std::string>> ArtifactCache::Lookup(const std::stri
       if (modules_.size() >= kModuleMemo) modules_.erase(modules_.begin());
       modules_[digest] = *parsed;
     }
-    if (!ir::StructuralEqual(*stored, mod) || !Intact(digest)) continue;
-    store_->TouchArtifact(digest).IgnoreError();
+    if (!ir::StructuralEqual(*stored, mod)) continue;
+    std::optional<int64_t> size = IntactSize(digest);
+    if (!size.has_value()) continue;
+    store_->TouchArtifact(digest);
     ++hits_;
-    return std::optional<std::string>(digest);
+    return std::optional<CachedArtifact>(CachedArtifact{digest, *size});
   }
   ++misses_;
-  return std::optional<std::string>();
+  return std::optional<CachedArtifact>();
 }
 
-std::optional<std::string> ArtifactCache::LookupFingerprint(const std::string& fingerprint) {
+std::optional<CachedArtifact> ArtifactCache::LookupFingerprint(const std::string& fingerprint) {
   std::string digest;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -80,15 +82,15 @@ std::optional<std::string> ArtifactCache::LookupFingerprint(const std::string& f
     if (it == fingerprints_.end()) return std::nullopt;
     digest = it->second;
   }
-  absl::StatusOr<std::optional<ArtifactRecord>> record = store_->FindArtifact(digest);
-  if (!record.ok() || !record->has_value() || !Intact(digest)) {
+  std::optional<int64_t> size = IntactSize(digest);
+  if (!size.has_value()) {
     std::lock_guard<std::mutex> lock(mu_);
     fingerprints_.erase(fingerprint);  // evicted or corrupted since
     return std::nullopt;
   }
-  store_->TouchArtifact(digest).IgnoreError();
+  store_->TouchArtifact(digest);
   ++hits_;
-  return digest;
+  return CachedArtifact{digest, *size};
 }
 
 void ArtifactCache::RememberFingerprint(const std::string& fingerprint, const std::string& digest) {

@@ -23,13 +23,19 @@ namespace kiln::server {
 std::string CacheKey(const ir::IRModule& mod, const std::string& target,
                      const v1::CompileOptions& options);
 
+// A hit: the artifact's digest and size in bytes.
+struct CachedArtifact {
+  std::string digest;
+  int64_t size = 0;
+};
+
 class ArtifactCache {
  public:
   ArtifactCache(Store* store, int64_t max_bytes) : store_(store), max_bytes_(max_bytes) {}
 
-  // The digest of an intact artifact compiled from a module equal to `mod` under `key`.
-  absl::StatusOr<std::optional<std::string>> Lookup(const std::string& key,
-                                                    const ir::IRModule& mod);
+  // An intact artifact compiled from a module equal to `mod` under `key`.
+  absl::StatusOr<std::optional<CachedArtifact>> Lookup(const std::string& key,
+                                                       const ir::IRModule& mod);
   // Stores a fresh artifact with the module it came from, then evicts down to the bound.
   absl::Status Insert(const std::string& key, const std::string& digest,
                       const std::string& artifact, const std::string& module_bytes);
@@ -37,7 +43,7 @@ class ArtifactCache {
   // Requests seen before, by a fingerprint of their exact bytes (module source, target,
   // options): the same bytes parse to the same module, so a remembered fingerprint is a hit
   // without parsing at all. Only intact artifacts are returned.
-  std::optional<std::string> LookupFingerprint(const std::string& fingerprint);
+  std::optional<CachedArtifact> LookupFingerprint(const std::string& fingerprint);
   void RememberFingerprint(const std::string& fingerprint, const std::string& digest);
 
   int64_t hits() const { return hits_; }
@@ -46,8 +52,9 @@ class ArtifactCache {
   int64_t max_bytes() const { return max_bytes_; }
 
  private:
-  // Whether the artifact file still verifies; re-checked only when its size or mtime changed.
-  bool Intact(const std::string& digest);
+  // The size of the artifact file if it is there and verifies; re-verified only when its size
+  // or mtime changed since the last check (eviction and corruption both show there).
+  std::optional<int64_t> IntactSize(const std::string& digest);
 
   Store* store_;
   int64_t max_bytes_;

@@ -65,10 +65,10 @@ TEST_P(CacheTest, TheSameModuleImportedTwiceHasOneKeyAndHits) {
   ArtifactCache cache(store->get(), 1 << 30);
   std::string key = CacheKey(a, "llvm", {});
   std::string digest = CompileInto(cache, a, key);
-  absl::StatusOr<std::optional<std::string>> hit = cache.Lookup(key, b);
+  absl::StatusOr<std::optional<CachedArtifact>> hit = cache.Lookup(key, b);
   ASSERT_TRUE(hit.ok());
   ASSERT_TRUE(hit->has_value());
-  EXPECT_EQ(**hit, digest);
+  EXPECT_EQ((*hit)->digest, digest);
   EXPECT_EQ(cache.hits(), 1);
 }
 
@@ -93,7 +93,7 @@ TEST(ArtifactCache, AKeyCollisionWithADifferentModuleIsAMiss) {
   std::string key = CacheKey(mlp, "llvm", {});
   CompileInto(cache, mlp, key);
   // Pretend the CNN hashed to the MLP's key: structural equality still refuses it.
-  absl::StatusOr<std::optional<std::string>> hit = cache.Lookup(key, cnn);
+  absl::StatusOr<std::optional<CachedArtifact>> hit = cache.Lookup(key, cnn);
   ASSERT_TRUE(hit.ok());
   EXPECT_FALSE(hit->has_value());
   EXPECT_EQ(cache.misses(), 1);

@@ -25,6 +25,7 @@ struct JobManager::Entry {
   int64_t deadline_unix_ms = 0;
   std::atomic<bool> cancel{false};  // kills a running compile's worker
   bool counted_active = false;      // in active_by_client_
+  uint64_t saved_ticket = 0;        // the store's ticket for its latest row
 };
 
 namespace {
@@ -56,7 +57,7 @@ absl::Status JobManager::Start() {
       job.set_state(v1::JOB_STATE_FAILED);
       job.set_reason("interrupted: kilnd restarted before the job finished");
       job.set_finished_unix_ms(NowUnixMs());
-      if (absl::Status s = store_->PutJob(job); !s.ok()) return s;
+      if (absl::Status s = store_->AwaitSaved(store_->SaveJob(job)); !s.ok()) return s;
     }
     if (!job.idempotency_key().empty()) {
       idempotency_[{job.client(), job.idempotency_key()}] = job.id();
@@ -120,7 +121,10 @@ int64_t JobManager::ClampDeadline(int64_t requested_ms) const {
 Submitted JobManager::InsertLocked(v1::Job job, std::unique_ptr<Entry> e) {
   if (!job.idempotency_key().empty()) {
     auto it = idempotency_.find({job.client(), job.idempotency_key()});
-    if (it != idempotency_.end()) return Submitted{jobs_.at(it->second)->job, true};
+    if (it != idempotency_.end()) {
+      const Entry& earlier = *jobs_.at(it->second);
+      return Submitted{earlier.job, true, earlier.saved_ticket};
+    }
   }
   job.set_id(NewIdLocked());
   job.set_created_unix_ms(NowUnixMs());
@@ -132,44 +136,55 @@ Submitted JobManager::InsertLocked(v1::Job job, std::unique_ptr<Entry> e) {
   }
   Entry& entry = *e;
   jobs_[id] = std::move(e);
-  return Submitted{entry.job, false};
+  return Submitted{entry.job, false, 0};
+}
+
+Submitted JobManager::Saved(std::unique_lock<std::mutex>& lock, Submitted s) {
+  lock.unlock();
+  if (absl::Status status = store_->AwaitSaved(s.saved_ticket); !status.ok()) {
+    LogEvent(LogLevel::kError, "cannot save a job",
+             {{"job", s.job.id()}, {"error", status.ToString()}});
+  }
+  return s;
 }
 
 Submitted JobManager::AddCacheHit(v1::Job job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   job.set_cache_hit(true);
   Submitted s = InsertLocked(std::move(job), std::make_unique<Entry>());
-  if (s.deduplicated) return s;
+  if (s.deduplicated) return Saved(lock, std::move(s));
   Entry& e = *jobs_.at(s.job.id());
   e.job.set_started_unix_ms(e.job.created_unix_ms());
   TransitionLocked(e, v1::JOB_STATE_SUCCEEDED, "served from the artifact cache");
   s.job = e.job;
-  return s;
+  s.saved_ticket = e.saved_ticket;
+  return Saved(lock, std::move(s));
 }
 
 Submitted JobManager::EnqueueCompile(v1::Job job, std::string module_bytes, std::string cache_key,
                                      v1::CompileOptions options) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto entry = std::make_unique<Entry>();
   entry->module_bytes = std::move(module_bytes);
   entry->cache_key = std::move(cache_key);
   entry->options = std::move(options);
   Submitted s = InsertLocked(std::move(job), std::move(entry));
-  if (s.deduplicated) return s;
+  if (s.deduplicated) return Saved(lock, std::move(s));
   Entry& e = *jobs_.at(s.job.id());
   TransitionLocked(e, v1::JOB_STATE_QUEUED, "queued for a compile worker");
   compile_queue_.push_back(e.job.id());
   compile_ready_.notify_one();
   s.job = e.job;
-  return s;
+  s.saved_ticket = e.saved_ticket;
+  return Saved(lock, std::move(s));
 }
 
 Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto entry = std::make_unique<Entry>();
   entry->task = std::move(task);
   Submitted s = InsertLocked(std::move(job), std::move(entry));
-  if (s.deduplicated) return s;
+  if (s.deduplicated) return Saved(lock, std::move(s));
   Entry& e = *jobs_.at(s.job.id());
   e.task.set_task_id(e.job.id());
   TransitionLocked(e, v1::JOB_STATE_QUEUED,
@@ -177,7 +192,8 @@ Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task) {
   task_queues_[e.job.device_key()].push_back(e.job.id());
   DispatchLocked();
   s.job = e.job;
-  return s;
+  s.saved_ticket = e.saved_ticket;
+  return Saved(lock, std::move(s));
 }
 
 bool JobManager::KnownDevice(const std::string& key) {
@@ -200,9 +216,7 @@ void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::strin
     e.module_bytes.shrink_to_fit();
     e.task.Clear();
   }
-  if (absl::Status s = store_->PutJob(e.job); !s.ok()) {
-    LogEvent(LogLevel::kError, "cannot save a job", {{"job", e.job.id()}, {"error", s.ToString()}});
-  }
+  e.saved_ticket = store_->SaveJob(e.job);
   LogEvent(
       Terminal(state) && state != v1::JOB_STATE_SUCCEEDED ? LogLevel::kWarning : LogLevel::kInfo,
       "job " + StateName(state),
@@ -319,7 +333,16 @@ absl::Status JobManager::Watch(const std::string& id,
 // --- compiles -----------------------------------------------------------------------------
 
 void JobManager::CompileLoop() {
+  // Each compile thread keeps its next worker started and waiting for input, so a compile does
+  // not wait for a process start (exec and LLVM's shared libraries) and each job still gets a
+  // fresh process.
+  std::unique_ptr<runtime::Child> spare;
   while (true) {
+    if (spare == nullptr || !spare->Alive()) {
+      absl::StatusOr<std::unique_ptr<runtime::Child>> started =
+          runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
+      spare = started.ok() ? std::move(*started) : nullptr;
+    }
     std::string id;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -332,14 +355,14 @@ void JobManager::CompileLoop() {
       ++workers_busy_;
       TransitionLocked(e, v1::JOB_STATE_RUNNING, "starting a compile worker");
     }
-    RunCompile(id);
+    RunCompile(id, std::move(spare));
     std::lock_guard<std::mutex> lock(mu_);
     --workers_busy_;
     changed_.notify_all();
   }
 }
 
-void JobManager::RunCompile(const std::string& id) {
+void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Child> worker) {
   CompileWork work;
   Entry* e;
   int64_t timeout_ms;
@@ -361,8 +384,17 @@ void JobManager::RunCompile(const std::string& id) {
     e->job.set_worker_pid(pid);
     PublishLocked(*e, absl::StrCat("compiling in kiln-worker pid ", pid));
   };
-  absl::StatusOr<runtime::ChildResult> ran =
-      runtime::RunChild({options_.worker_path}, work.SerializeAsString(), child);
+  absl::StatusOr<runtime::ChildResult> ran = absl::UnknownError("not run");
+  if (worker == nullptr || !worker->Alive()) {  // no spare, or it died while waiting
+    absl::StatusOr<std::unique_ptr<runtime::Child>> started =
+        runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
+    if (started.ok()) {
+      worker = std::move(*started);
+    } else {
+      ran = started.status();
+    }
+  }
+  if (worker != nullptr) ran = worker->Run(work.SerializeAsString(), child);
 
   CompileOutcome outcome;
   std::string failure;

@@ -32,6 +32,9 @@
 namespace grpc {
 class ServerContext;
 }
+namespace kiln::runtime {
+class Child;
+}
 
 namespace kiln::server {
 
@@ -48,6 +51,7 @@ struct JobManagerOptions {
 struct Submitted {
   v1::Job job;
   bool deduplicated = false;  // an earlier job with the same idempotency key
+  uint64_t saved_ticket = 0;  // the store's ticket for the job's row
 };
 
 // Counts for the metrics endpoint.
@@ -125,6 +129,9 @@ class JobManager {
   struct Entry;
   std::string NewIdLocked();
   Submitted InsertLocked(v1::Job job, std::unique_ptr<Entry> entry);
+  // Unlocks and waits until the submitted job's row is committed: a client is answered only
+  // once its job would survive a restart.
+  Submitted Saved(std::unique_lock<std::mutex>& lock, Submitted s);
   // Records a state change: timestamps, persistence, an event for watchers.
   void TransitionLocked(Entry& e, v1::JobState state, const std::string& message);
   void PublishLocked(Entry& e, const std::string& message);
@@ -133,7 +140,8 @@ class JobManager {
   // Takes a task out of its device queue and tells the agent running it, if any, to stop.
   void WithdrawTaskLocked(const std::string& id, const std::string& device_key);
   void CompileLoop();
-  void RunCompile(const std::string& id);
+  // Compiles in `worker` (a started kiln-worker waiting for input), or in a fresh one.
+  void RunCompile(const std::string& id, std::unique_ptr<runtime::Child> worker);
   void MonitorLoop();
   int ActiveJobsLocked(const std::string& client) const;
 

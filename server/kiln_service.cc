@@ -207,7 +207,7 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   // A request seen before is answered without parsing; otherwise parse, and look the module up
   // by its cache key and structural equality.
   std::string fingerprint = RequestFingerprint(*request, target);
-  std::optional<std::string> hit = ctx_->cache->LookupFingerprint(fingerprint);
+  std::optional<CachedArtifact> hit = ctx_->cache->LookupFingerprint(fingerprint);
   job.set_module_name(request->module().name());
   if (!hit.has_value()) {
     std::string name = request->module().name();
@@ -215,7 +215,7 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
     if (!mod.ok()) return ToGrpc(mod.status());
     job.set_module_name(name);
     std::string key = CacheKey(*mod, target, request->options());
-    absl::StatusOr<std::optional<std::string>> found = ctx_->cache->Lookup(key, *mod);
+    absl::StatusOr<std::optional<CachedArtifact>> found = ctx_->cache->Lookup(key, *mod);
     if (!found.ok()) return ToGrpc(found.status());
     if (!found->has_value()) {
       Submitted submitted = ctx_->jobs->EnqueueCompile(std::move(job), wire::SerializeModule(*mod),
@@ -225,11 +225,10 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
       return grpc::Status::OK;
     }
     hit = **found;
-    ctx_->cache->RememberFingerprint(fingerprint, *hit);
+    ctx_->cache->RememberFingerprint(fingerprint, hit->digest);
   }
-  job.set_artifact_digest(*hit);
-  absl::StatusOr<std::optional<ArtifactRecord>> record = ctx_->store->FindArtifact(*hit);
-  if (record.ok() && record->has_value()) job.set_artifact_size((*record)->size);
+  job.set_artifact_digest(hit->digest);
+  job.set_artifact_size(hit->size);
   Submitted submitted = ctx_->jobs->AddCacheHit(std::move(job));
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);

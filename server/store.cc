@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,11 @@ class Statement {
   void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   // SQLITE_ROW, SQLITE_DONE, or an error code.
   int Step() { return stmt_ == nullptr ? SQLITE_ERROR : sqlite3_step(stmt_); }
+  // For running the statement again with new bindings.
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
   std::string Blob(int column) {
     const void* data = sqlite3_column_blob(stmt_, column);
     int n = sqlite3_column_bytes(stmt_, column);
@@ -106,10 +112,22 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
        }) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
+  Store* raw = store.get();
+  store->writer_ = std::thread([raw] { raw->WriterLoop(); });
   return store;
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  if (writer_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      stopping_ = true;
+      queued_.notify_one();
+    }
+    writer_.join();  // it writes what is still queued first
+  }
+  sqlite3_close(db_);
+}
 
 absl::Status Store::Exec(const std::string& sql) {
   char* error = nullptr;
@@ -129,17 +147,87 @@ std::string Store::ModulePath(const std::string& digest) const {
   return absl::StrCat(dir_, "/artifacts/", digest, ".module");
 }
 
-absl::Status Store::PutJob(const v1::Job& job) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "INSERT OR REPLACE INTO jobs (id, created_ms, job) VALUES (?, ?, ?)");
-  s.Bind(1, job.id());
-  s.Bind(2, job.created_unix_ms());
-  s.Bind(3, job.SerializeAsString());
-  return s.Done("saving a job");
+uint64_t Store::SaveJob(const v1::Job& job) {
+  std::string row = job.SerializeAsString();
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  queued_jobs_[job.id()] = {job.created_unix_ms(), std::move(row)};
+  queued_.notify_one();
+  return ++queued_ticket_;
+}
+
+absl::Status Store::AwaitSaved(uint64_t ticket) {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  committed_.wait(lock, [&] { return committed_ticket_ >= ticket; });
+  if (ticket >= failed_from_ && ticket <= failed_to_) return failed_status_;
+  return absl::OkStatus();
+}
+
+void Store::WriterLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queued_.wait(lock, [&] { return stopping_ || queued_ticket_ > committed_ticket_; });
+      if (queued_ticket_ == committed_ticket_ && stopping_) return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    FlushQueueLocked();
+  }
+}
+
+void Store::FlushQueueLocked() {
+  std::map<std::string, std::pair<int64_t, std::string>> jobs;
+  std::map<std::string, int64_t> touches;
+  uint64_t first, last;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    jobs.swap(queued_jobs_);
+    touches.swap(queued_touches_);
+    first = committed_ticket_ + 1;
+    last = queued_ticket_;
+  }
+  absl::Status status = WriteBatchLocked(std::move(jobs), std::move(touches));
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  if (!status.ok()) {
+    failed_from_ = first;
+    failed_to_ = last;
+    failed_status_ = status;
+  }
+  committed_ticket_ = std::max(committed_ticket_, last);
+  committed_.notify_all();
+}
+
+absl::Status Store::WriteBatchLocked(std::map<std::string, std::pair<int64_t, std::string>> jobs,
+                                     std::map<std::string, int64_t> touches) {
+  if (jobs.empty() && touches.empty()) return absl::OkStatus();
+  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  absl::Status status;
+  {
+    Statement put(db_, "INSERT OR REPLACE INTO jobs (id, created_ms, job) VALUES (?, ?, ?)");
+    for (const auto& [id, row] : jobs) {
+      put.Bind(1, id);
+      put.Bind(2, row.first);
+      put.Bind(3, row.second);
+      if (status.ok()) status = put.Done("saving a job");
+      put.Reset();
+    }
+    Statement touch(db_, "UPDATE artifacts SET last_used_ms = ? WHERE digest = ?");
+    for (const auto& [digest, ms] : touches) {
+      touch.Bind(1, ms);
+      touch.Bind(2, digest);
+      if (status.ok()) status = touch.Done("touching an artifact");
+      touch.Reset();
+    }
+  }
+  if (!status.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return status;
+  }
+  return Exec("COMMIT");
 }
 
 absl::StatusOr<std::optional<v1::Job>> Store::GetJob(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
+  FlushQueueLocked();
   Statement s(db_, "SELECT job FROM jobs WHERE id = ?");
   s.Bind(1, id);
   int rc = s.Step();
@@ -153,6 +241,7 @@ absl::StatusOr<std::optional<v1::Job>> Store::GetJob(const std::string& id) {
 
 absl::StatusOr<std::vector<v1::Job>> Store::LoadJobs(int limit) {
   std::lock_guard<std::mutex> lock(mu_);
+  FlushQueueLocked();
   Statement s(db_, "SELECT job FROM jobs ORDER BY created_ms DESC LIMIT ?");
   s.Bind(1, static_cast<int64_t>(limit));
   std::vector<v1::Job> jobs;
@@ -252,12 +341,9 @@ absl::StatusOr<std::vector<std::string>> Store::FindByCacheKey(const std::string
   return digests;
 }
 
-absl::Status Store::TouchArtifact(const std::string& digest) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "UPDATE artifacts SET last_used_ms = ? WHERE digest = ?");
-  s.Bind(1, NowUnixMs());
-  s.Bind(2, digest);
-  return s.Done("touching an artifact");
+void Store::TouchArtifact(const std::string& digest) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  queued_touches_[digest] = NowUnixMs();
 }
 
 absl::StatusOr<int64_t> Store::TotalArtifactBytes() {
@@ -269,6 +355,7 @@ absl::StatusOr<int64_t> Store::TotalArtifactBytes() {
 
 absl::StatusOr<int> Store::EvictTo(int64_t max_bytes, const std::string& keep) {
   std::lock_guard<std::mutex> lock(mu_);
+  FlushQueueLocked();  // the last-used times it orders by
   std::vector<std::pair<std::string, int64_t>> lru;
   int64_t total = 0;
   {

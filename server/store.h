@@ -7,14 +7,22 @@
 //
 // Every artifact read is verified against its digest; a corrupted file is dropped from the
 // index and reported as DataLoss, never served. Thread-safe: one connection behind a mutex.
+//
+// Job rows and artifact last-used times are written by one background thread in batches, one
+// transaction per batch: concurrent submits share a commit (group commit), and a cache hit costs
+// no synchronous write of its own. SaveJob queues a row and returns a ticket; AwaitSaved blocks
+// until the row is committed, so a client is answered only after its job is durable.
 #ifndef KILN_SERVER_STORE_H_
 #define KILN_SERVER_STORE_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,7 +44,10 @@ class Store {
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir);
   ~Store();
 
-  absl::Status PutJob(const v1::Job& job);
+  // Queues the job's row (a later save of the same job replaces an unwritten one).
+  uint64_t SaveJob(const v1::Job& job);
+  // Blocks until everything queued up to `ticket` is committed; the batch's error if it failed.
+  absl::Status AwaitSaved(uint64_t ticket);
   absl::StatusOr<std::optional<v1::Job>> GetJob(const std::string& id);
   // The newest `limit` jobs, newest first.
   absl::StatusOr<std::vector<v1::Job>> LoadJobs(int limit);
@@ -52,7 +63,8 @@ class Store {
   absl::StatusOr<std::string> ReadModule(const std::string& digest);
   absl::StatusOr<std::optional<ArtifactRecord>> FindArtifact(const std::string& digest);
   absl::StatusOr<std::vector<std::string>> FindByCacheKey(const std::string& cache_key);
-  absl::Status TouchArtifact(const std::string& digest);
+  // Marks an artifact used now; written with the next batch.
+  void TouchArtifact(const std::string& digest);
   absl::StatusOr<int64_t> TotalArtifactBytes();
   // Removes least-recently-used artifacts until at most `max_bytes` remain, sparing `keep`.
   // Returns how many were removed.
@@ -68,10 +80,28 @@ class Store {
   absl::Status Exec(const std::string& sql);
   std::string ModulePath(const std::string& digest) const;
   absl::Status DropArtifactLocked(const std::string& digest);
+  void WriterLoop();
+  // Commits the queued rows in one transaction (db_ locked by the caller).
+  absl::Status WriteBatchLocked(std::map<std::string, std::pair<int64_t, std::string>> jobs,
+                                std::map<std::string, int64_t> touches);
+  // Takes the queued rows and commits them; called by the writer and before LRU eviction.
+  void FlushQueueLocked();
 
   std::string dir_;
   sqlite3* db_ = nullptr;
-  std::mutex mu_;
+  std::mutex mu_;  // db_
+
+  // The write queue, under queue_mu_ (taken after mu_ when both are held).
+  std::mutex queue_mu_;
+  std::condition_variable queued_, committed_;
+  std::map<std::string, std::pair<int64_t, std::string>> queued_jobs_;  // id -> (created, row)
+  std::map<std::string, int64_t> queued_touches_;                       // digest -> unix ms
+  uint64_t queued_ticket_ = 0;                // the last ticket handed out
+  uint64_t committed_ticket_ = 0;             // every ticket up to this one is written (or failed)
+  uint64_t failed_from_ = 0, failed_to_ = 0;  // the tickets of the last failed batch
+  absl::Status failed_status_;
+  bool stopping_ = false;
+  std::thread writer_;
 };
 
 int64_t NowUnixMs();

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,8 +61,8 @@ std::string SelfExecutablePath() {
   return std::string(path, static_cast<size_t>(n));
 }
 
-absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, const std::string& input,
-                                     const ChildOptions& options) {
+absl::StatusOr<std::unique_ptr<Child>> Child::Start(const std::vector<std::string>& argv,
+                                                    int64_t memory_limit_bytes) {
   if (argv.empty()) return absl::InvalidArgumentError("no program to run");
   // Everything the child needs is prepared before fork: between fork and exec a child of a
   // multithreaded process may only make async-signal-safe calls.
@@ -74,7 +75,6 @@ absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, const
     return absl::InternalError("pipe failed");
   }
   const pid_t parent = getpid();
-  auto start = std::chrono::steady_clock::now();
   pid_t pid = fork();
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", strerror(errno)));
   if (pid == 0) {
@@ -83,9 +83,9 @@ absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, const
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
-    if (options.memory_limit_bytes > 0) {
+    if (memory_limit_bytes > 0) {
       struct rlimit limit;
-      limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(options.memory_limit_bytes);
+      limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(memory_limit_bytes);
       setrlimit(RLIMIT_AS, &limit);
     }
     execv(args[0], args.data());
@@ -94,58 +94,88 @@ absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, const
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);
-  if (options.on_start) options.on_start(pid);
   signal(SIGPIPE, SIG_IGN);  // a child that exits early must not take the parent with it
-  int in_fd = in_pipe[1], out_fd = out_pipe[0], err_fd = err_pipe[0];
-  SetNonBlocking(in_fd);
-  SetNonBlocking(out_fd);
-  SetNonBlocking(err_fd);
+  std::unique_ptr<Child> child(new Child());
+  child->pid_ = pid;
+  child->in_fd_ = in_pipe[1];
+  child->out_fd_ = out_pipe[0];
+  child->err_fd_ = err_pipe[0];
+  // Readable once the child exits, so waiting for the exit needs no polling interval.
+  child->exit_fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  SetNonBlocking(child->in_fd_);
+  SetNonBlocking(child->out_fd_);
+  SetNonBlocking(child->err_fd_);
+  return child;
+}
 
+Child::~Child() {
+  if (!reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  for (int fd : {in_fd_, out_fd_, err_fd_, exit_fd_}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+bool Child::Alive() {
+  if (reaped_) return false;
+  int status;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+  reaped_ = true;
+  return false;
+}
+
+ChildResult Child::Run(const std::string& input, const ChildOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  if (options.on_start) options.on_start(pid_);
   ChildResult result;
   size_t written = 0;
-  if (input.empty()) {
-    close(in_fd);
-    in_fd = -1;
+  if (input.empty() && in_fd_ >= 0) {
+    close(in_fd_);
+    in_fd_ = -1;
   }
   bool killed = false;
   auto kill_child = [&](ChildResult::Outcome why) {
     if (killed) return;
-    kill(pid, SIGKILL);
+    kill(pid_, SIGKILL);
     killed = true;
     result.outcome = why;
   };
   int status = 0;
-  bool reaped = false;
-  while (!reaped) {
-    if (out_fd < 0 && err_fd < 0) {
+  while (!reaped_) {
+    if (out_fd_ < 0 && err_fd_ < 0) {
       // Both pipes closed: wait for the exit, still under the deadline.
-      pid_t r = waitpid(pid, &status, WNOHANG);
-      if (r == pid || (r < 0 && errno != EINTR)) {
-        reaped = true;
+      pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_ || (r < 0 && errno != EINTR)) {
+        reaped_ = true;
         break;
       }
     }
-    pollfd fds[3];
+    pollfd fds[4];
     int n = 0;
-    if (out_fd >= 0) fds[n++] = {out_fd, POLLIN, 0};
-    if (err_fd >= 0) fds[n++] = {err_fd, POLLIN, 0};
-    if (in_fd >= 0) fds[n++] = {in_fd, POLLOUT, 0};
-    poll(fds, static_cast<nfds_t>(n), 20);
-    if (in_fd >= 0) {
-      ssize_t w = write(in_fd, input.data() + written, input.size() - written);
+    if (out_fd_ >= 0) fds[n++] = {out_fd_, POLLIN, 0};
+    if (err_fd_ >= 0) fds[n++] = {err_fd_, POLLIN, 0};
+    if (in_fd_ >= 0) fds[n++] = {in_fd_, POLLOUT, 0};
+    if (exit_fd_ >= 0 && out_fd_ < 0 && err_fd_ < 0) fds[n++] = {exit_fd_, POLLIN, 0};
+    // Without a pidfd, a short interval once the pipes are closed bounds the wait for the exit.
+    int interval_ms = (exit_fd_ < 0 && out_fd_ < 0 && err_fd_ < 0) ? 2 : 20;
+    poll(fds, static_cast<nfds_t>(n), interval_ms);
+    if (in_fd_ >= 0) {
+      ssize_t w = write(in_fd_, input.data() + written, input.size() - written);
       if (w > 0) written += static_cast<size_t>(w);
       if ((w < 0 && errno != EAGAIN && errno != EINTR) || written == input.size()) {
-        close(in_fd);
-        in_fd = -1;
+        close(in_fd_);
+        in_fd_ = -1;
       }
     }
-    if (out_fd >= 0 && !Drain(out_fd, &result.output, 0)) {
-      close(out_fd);
-      out_fd = -1;
+    if (out_fd_ >= 0 && !Drain(out_fd_, &result.output, 0)) {
+      close(out_fd_);
+      out_fd_ = -1;
     }
-    if (err_fd >= 0 && !Drain(err_fd, &result.error_tail, kErrorTailBytes)) {
-      close(err_fd);
-      err_fd = -1;
+    if (err_fd_ >= 0 && !Drain(err_fd_, &result.error_tail, kErrorTailBytes)) {
+      close(err_fd_);
+      err_fd_ = -1;
     }
     auto elapsed = std::chrono::steady_clock::now() - start;
     if (options.timeout_ms > 0 && elapsed > std::chrono::milliseconds(options.timeout_ms)) {
@@ -155,7 +185,6 @@ absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, const
       kill_child(ChildResult::Outcome::kCancelled);
     }
   }
-  if (in_fd >= 0) close(in_fd);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (result.error_tail.size() > kErrorTailBytes) {
     result.error_tail.erase(0, result.error_tail.size() - kErrorTailBytes);
@@ -169,6 +198,13 @@ absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, const
     result.exit_code = WEXITSTATUS(status);
   }
   return result;
+}
+
+absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, const std::string& input,
+                                     const ChildOptions& options) {
+  absl::StatusOr<std::unique_ptr<Child>> child = Child::Start(argv, options.memory_limit_bytes);
+  if (!child.ok()) return child.status();
+  return (*child)->Run(input, options);
 }
 
 }  // namespace kiln::runtime

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,8 @@
 namespace kiln::runtime {
 
 struct ChildOptions {
-  int64_t memory_limit_bytes = 0;  // RLIMIT_AS; 0 for none
-  int64_t timeout_ms = 0;          // 0 for none
+  int64_t memory_limit_bytes = 0;  // RLIMIT_AS; 0 for none (RunChild only: set at start)
+  int64_t timeout_ms = 0;          // 0 for none; counted from when the input is fed
   // Polled while the child runs; when it turns true the child is killed.
   const std::atomic<bool>* cancel = nullptr;
   // Called with the child's pid once it runs (for progress reports).
@@ -41,7 +42,33 @@ struct ChildResult {
   std::string Describe(int64_t timeout_ms) const;
 };
 
-// Runs argv[0] (a path) with `argv`. Fails only when the child cannot be started.
+// A started child waiting for its input. Starting one ahead of need takes the process start
+// (exec, dynamic loading, static initialization) off the critical path of the work it will do.
+class Child {
+ public:
+  // Starts argv[0] (a path) with `argv` and an address-space limit (0 for none).
+  static absl::StatusOr<std::unique_ptr<Child>> Start(const std::vector<std::string>& argv,
+                                                      int64_t memory_limit_bytes);
+  ~Child();  // kills and reaps a child that is still there
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // False once it has exited (a spare that died while waiting must not be given work).
+  bool Alive();
+  // Feeds `input` on stdin and collects stdout until the child exits, under the options'
+  // timeout and cancel flag. Call once.
+  ChildResult Run(const std::string& input, const ChildOptions& options);
+
+ private:
+  Child() = default;
+  pid_t pid_ = -1;
+  int in_fd_ = -1, out_fd_ = -1, err_fd_ = -1;
+  int exit_fd_ = -1;  // a pidfd, when the kernel has them
+  bool reaped_ = false;
+};
+
+// Child::Start + Child::Run. Fails only when the child cannot be started.
 absl::StatusOr<ChildResult> RunChild(const std::vector<std::string>& argv, const std::string& input,
                                      const ChildOptions& options);
 

@@ -18,6 +18,34 @@ TEST(RunChild, FeedsStdinAndCollectsStdout) {
   EXPECT_EQ(r->output, input);
 }
 
+TEST(Child, AStartedChildWaitsForItsInputAndTheDeadlineCountsFromThere) {
+  absl::StatusOr<std::unique_ptr<Child>> child =
+      Child::Start({"/bin/sh", "-c", "read line; echo got $line"}, 0);
+  ASSERT_TRUE(child.ok()) << child.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE((*child)->Alive());
+  ChildOptions options;
+  options.timeout_ms = 250;  // shorter than the wait above: only the run counts
+  pid_t fed = 0;
+  options.on_start = [&](pid_t pid) { fed = pid; };
+  ChildResult r = (*child)->Run("42\n", options);
+  EXPECT_TRUE(r.exited_ok()) << r.Describe(250);
+  EXPECT_EQ(r.output, "got 42\n");
+  EXPECT_EQ(fed, (*child)->pid());
+  EXPECT_LT(r.seconds, 0.25);
+}
+
+TEST(Child, ASpareThatDiedIsNotAlive) {
+  absl::StatusOr<std::unique_ptr<Child>> child = Child::Start({"/bin/sleep", "30"}, 0);
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_TRUE((*child)->Alive());
+  kill((*child)->pid(), SIGKILL);
+  for (int i = 0; i < 200 && (*child)->Alive(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_FALSE((*child)->Alive());
+}
+
 TEST(RunChild, ReportsExitStatusAndStderr) {
   absl::StatusOr<ChildResult> r = RunChild({"/bin/sh", "-c", "echo oops >&2; exit 3"}, "", {});
   ASSERT_TRUE(r.ok()) << r.status();
