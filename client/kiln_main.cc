@@ -21,6 +21,7 @@
 #include "compiler/relax/well_formed.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
+#include "compiler/tir/schedule/trace.h"
 #include "compiler/wire/ir_proto.h"
 #include "nlohmann/json.hpp"
 #include "runtime/artifact.h"
@@ -72,6 +73,49 @@ int PrintModule(const std::string& path) {
     return kExitUserError;
   }
   std::printf("%s", kiln::script::PrintScript(*mod).c_str());
+  return 0;
+}
+
+// kiln schedule apply FILE --trace TRACE: the module with the trace replayed onto the function it
+// names, marked scheduled (the default schedule leaves it alone), as TVMScript.
+int ApplySchedule(const std::string& path, const std::string& trace_path,
+                  const std::string& output) {
+  absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
+  if (!mod.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", Reason(path, mod.status()).c_str());
+    return kExitUserError;
+  }
+  std::ifstream in(trace_path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "kiln: %s: cannot open the file\n", trace_path.c_str());
+    return kExitUserError;
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  absl::StatusOr<kiln::v1::TraceProto> trace = absl::EndsWith(trace_path, ".json")
+                                                   ? kiln::tir::TraceFromJson(bytes.str())
+                                                   : kiln::tir::TraceFromBytes(bytes.str());
+  absl::StatusOr<kiln::tir::Schedule> sch =
+      trace.ok() ? kiln::tir::ReplayTrace(*mod, *trace) : trace.status();
+  if (!sch.ok()) {
+    std::fprintf(stderr, "kiln: %s: %s\n", trace_path.c_str(),
+                 std::string(sch.status().message()).c_str());
+    return kExitUserError;
+  }
+  kiln::ir::IRModuleBuilder builder(sch->mod());
+  builder.Update(sch->mod()->GetGlobalVar(sch->func_name()),
+                 kiln::ir::WithFuncAttr(sch->func(), "tir.is_scheduled", kiln::ir::Bool(true)));
+  std::string text = kiln::script::PrintScript(builder.Build());
+  if (output.empty()) {
+    std::printf("%s", text.c_str());
+    return 0;
+  }
+  std::ofstream out(output, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) {
+    std::fprintf(stderr, "kiln: %s: cannot write\n", output.c_str());
+    return kExitUserError;
+  }
   return 0;
 }
 
@@ -365,7 +409,15 @@ int main(int argc, char** argv) {
       app.add_subcommand("check", "report every well-formedness and StructInfo error");
   check->add_option("FILE", file, "TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)")->required();
 
-  std::string target = "llvm", output, output_dir, function = "main";
+  std::string target = "llvm", output, output_dir, function = "main", trace_file;
+  CLI::App* schedule = app.add_subcommand("schedule", "schedule TensorIR functions");
+  CLI::App* schedule_apply =
+      schedule->add_subcommand("apply", "replay a schedule trace onto a module's PrimFunc");
+  schedule_apply->add_option("FILE", file, "TVMScript (.py) or protobuf IR (.pb)")->required();
+  schedule_apply->add_option("--trace", trace_file, "the trace: JSON (.json) or protobuf")
+      ->required();
+  schedule_apply->add_option("-o,--output", output, "the TVMScript to write (default: stdout)");
+  schedule->require_subcommand(1);
   std::vector<std::string> inputs;
   CLI::App* compile = app.add_subcommand("compile", "compile a module into a .kiln artifact");
   compile->add_option("FILE", file, "TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)")
@@ -463,6 +515,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (*print) return PrintModule(file);
+  if (*schedule_apply) return ApplySchedule(file, trace_file, output);
   if (*check) return CheckModule(file);
   if (*compile) {
     build_options.fuse = !no_fuse;

@@ -1,0 +1,77 @@
+// What the schedule primitives share: finding blocks and loops, rebuilding a function body with
+// statements replaced or removed, access regions, and affine forms of index expressions.
+// Internal to compiler/tir/schedule.
+#ifndef KILN_COMPILER_TIR_SCHEDULE_IR_UTIL_H_
+#define KILN_COMPILER_TIR_SCHEDULE_IR_UTIL_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/tir_stmt.h"
+
+namespace kiln::tir::schedule_util {
+
+using ir::PrimExpr;
+using ir::Stmt;
+
+// The statements from `root` down to the first one `match` accepts, inclusive; empty if none.
+std::vector<Stmt> PathTo(const Stmt& root, const std::function<bool(const Stmt&)>& match);
+// ... ending at the BlockRealize of the block named `name`.
+std::vector<Stmt> PathToBlock(const Stmt& root, const std::string& name);
+// ... ending at the For of `var`.
+std::vector<Stmt> PathToLoop(const Stmt& root, const ir::VarNode* var);
+
+// `root` with each key statement replaced by its value; a null value removes the statement,
+// and loops, sequences and blocks left empty by it go too. Nested sequences are flattened.
+Stmt Rebuild(const Stmt& root, const std::map<const ir::StmtNode*, Stmt>& replacements);
+
+// A copy of `loop` (kind, thread, annotations) around another body.
+Stmt WithLoopBody(const ir::ForNode& loop, Stmt body);
+
+// The loops between the innermost block on `path` (before its last element) and the last
+// element, outermost first.
+std::vector<const ir::ForNode*> LoopsInScope(const std::vector<Stmt>& path);
+// The index in `path` of that innermost enclosing block, or -1.
+int ScopeIndex(const std::vector<Stmt>& path);
+// The block realizes reachable from `s` without entering another block, in program order.
+std::vector<const ir::BlockRealizeNode*> ChildRealizes(const Stmt& s);
+// Every block in `root`, nested ones included, in program order.
+std::vector<const ir::BlockNode*> AllBlocks(const Stmt& root);
+
+// The top-level statement of `scope_body` (the element of its sequence, or itself) that
+// contains `node`.
+const ir::StmtNode* TopLevelStmt(const Stmt& scope_body, const ir::StmtNode* node);
+
+// Buffers a block loads from and stores to in its body and init.
+std::set<const ir::BufferNode*> LoadedBuffers(const ir::BlockNode& block);
+std::set<const ir::BufferNode*> StoredBuffers(const ir::BlockNode& block);
+// Read regions derived from the loads in `block` (body and init): a point per buffer when
+// every load of it agrees, else the span of constant offsets, else the whole buffer.
+std::vector<ir::BufferRegion> DeriveReadRegions(const ir::BlockNode& block);
+
+// e = sum(coeffs[v] * v) + rest, where the sum covers the variables of `vars` and `rest` uses
+// none of them; nullopt when `e` is not affine in them.
+struct AffineForm {
+  std::map<const ir::VarNode*, int64_t> coeffs;
+  PrimExpr rest;  // null for 0
+};
+std::optional<AffineForm> Affine(const PrimExpr& e, const std::set<const ir::VarNode*>& vars);
+
+// a + b and a * b without the identities (0 + x, 1 * x).
+PrimExpr Add(const PrimExpr& a, const PrimExpr& b);
+PrimExpr Mul(const PrimExpr& a, int64_t b);
+PrimExpr And(const PrimExpr& a, const PrimExpr& b);
+bool IsConst(const PrimExpr& e, int64_t value);
+
+// A name not in `used` (base, base_1, base_2, ...), added to it.
+std::string FreshName(const std::string& base, std::set<std::string>* used);
+// Names of every variable and block in `f`.
+std::set<std::string> UsedNames(const ir::PrimFunc& f);
+
+}  // namespace kiln::tir::schedule_util
+
+#endif  // KILN_COMPILER_TIR_SCHEDULE_IR_UTIL_H_
