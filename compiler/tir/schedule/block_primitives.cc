@@ -18,9 +18,6 @@ namespace su = schedule_util;
 
 namespace {
 
-std::string LoopRef(LoopRV l) { return absl::StrCat("l", l.id); }
-std::string BlockRef(BlockRV b) { return absl::StrCat("b", b.id); }
-
 // Where a block sits: its path, its scope (the enclosing block, whose body holds it) and the
 // top-level statement of that scope containing it.
 struct Place {
@@ -154,6 +151,25 @@ PrimFunc WithScopeBody(const PrimFunc& f, const Place& place, Stmt body, Buffer 
   return WithBody(f, su::Rebuild(f->body, {{place.scope, owner}}));
 }
 
+// The block at `place` reads (or writes) a new buffer in `scope` instead of `buffer`, copied
+// from it by a block before the block's top-level statement (or to it, after); the copy's name
+// in `copy_name`.
+PrimFunc WithCache(const PrimFunc& f, const Place& place, const Buffer& buffer,
+                   const std::string& scope, bool write, std::string* copy_name) {
+  std::set<std::string> names = su::UsedNames(f);
+  Buffer cache = MakeBuffer(su::FreshName(buffer->name + "_" + scope, &names), buffer->dtype,
+                            buffer->shape, scope);
+  Stmt rewritten = BufferReplacer(buffer.get(), cache).VisitStmt(Stmt(place.realize));
+  std::set<std::string> block_names = BlockNames(f->body);
+  *copy_name = su::FreshName(cache->name, &block_names);
+  Stmt copy = write ? CopyNest(*copy_name, cache, buffer, &names)
+                    : CopyNest(*copy_name, buffer, cache, &names);
+  Stmt top = su::Rebuild(Stmt(place.top), {{place.realize, rewritten}});
+  Stmt body =
+      su::Rebuild(place.scope_body, {{place.top, write ? Seq({top, copy}) : Seq({copy, top})}});
+  return WithScopeBody(f, place, body, cache);
+}
+
 // A block's store, checked to be `buffer[v0, v1, ...]` over distinct iter vars; the dimension
 // each iter var indexes.
 std::optional<std::map<const VarNode*, size_t>> DimsOfIterVars(const std::vector<PrimExpr>& idx,
@@ -212,22 +228,14 @@ absl::StatusOr<BlockRV> Schedule::CacheWrite(BlockRV block, int write_index,
         absl::StrCat(what, ": its body must store the whole of '", buffer->name,
                      "' indexed by its iter vars (buffer[v0, v1, ...])"));
   }
-  std::set<std::string> names = su::UsedNames(f);
-  Buffer cache = MakeBuffer(su::FreshName(buffer->name + "_" + scope, &names), buffer->dtype,
-                            buffer->shape, scope);
-  Stmt rewritten = BufferReplacer(buffer.get(), cache).VisitStmt(Stmt(place.realize));
-  std::set<std::string> block_names = BlockNames(f->body);
-  std::string copy_name = su::FreshName(cache->name, &block_names);
-  Stmt copy = CopyNest(copy_name, cache, buffer, &names);
-  Stmt top = su::Rebuild(Stmt(place.top), {{place.realize, rewritten}});
-  Stmt body = su::Rebuild(place.scope_body, {{place.top, Seq({top, copy})}});
-  SetFunc(WithScopeBody(f, place, body, cache));
+  std::string copy_name;
+  SetFunc(WithCache(f, place, buffer, scope, /*write=*/true, &copy_name));
   v1::TraceInstruction* inst = Record("CacheWrite");
-  inst->add_inputs()->set_rv(BlockRef(block));
+  inst->add_inputs()->set_rv(su::RvName(block));
   inst->add_attrs()->set_int_(write_index);
   inst->add_attrs()->set_str(scope);
   BlockRV out = NewBlock(copy_name);
-  inst->add_outputs(BlockRef(out));
+  inst->add_outputs(su::RvName(out));
   return out;
 }
 
@@ -255,22 +263,14 @@ absl::StatusOr<BlockRV> Schedule::CacheRead(BlockRV block, int read_index,
                        "' in the same loop nest, so a copy before the nest would be stale"));
     }
   }
-  std::set<std::string> names = su::UsedNames(f);
-  Buffer cache = MakeBuffer(su::FreshName(buffer->name + "_" + scope, &names), buffer->dtype,
-                            buffer->shape, scope);
-  Stmt rewritten = BufferReplacer(buffer.get(), cache).VisitStmt(Stmt(place.realize));
-  std::set<std::string> block_names = BlockNames(f->body);
-  std::string copy_name = su::FreshName(cache->name, &block_names);
-  Stmt copy = CopyNest(copy_name, buffer, cache, &names);
-  Stmt top = su::Rebuild(Stmt(place.top), {{place.realize, rewritten}});
-  Stmt body = su::Rebuild(place.scope_body, {{place.top, Seq({copy, top})}});
-  SetFunc(WithScopeBody(f, place, body, cache));
+  std::string copy_name;
+  SetFunc(WithCache(f, place, buffer, scope, /*write=*/false, &copy_name));
   v1::TraceInstruction* inst = Record("CacheRead");
-  inst->add_inputs()->set_rv(BlockRef(block));
+  inst->add_inputs()->set_rv(su::RvName(block));
   inst->add_attrs()->set_int_(read_index);
   inst->add_attrs()->set_str(scope);
   BlockRV out = NewBlock(copy_name);
-  inst->add_outputs(BlockRef(out));
+  inst->add_outputs(su::RvName(out));
   return out;
 }
 
@@ -302,7 +302,7 @@ absl::Status Schedule::SetScope(BlockRV block, int write_index, const std::strin
   changed->data_alignment = buffer->data_alignment;
   SetFunc(WithBody(f, BufferReplacer(buffer.get(), owner).VisitStmt(f->body)));
   v1::TraceInstruction* inst = Record("SetScope");
-  inst->add_inputs()->set_rv(BlockRef(block));
+  inst->add_inputs()->set_rv(su::RvName(block));
   inst->add_attrs()->set_int_(write_index);
   inst->add_attrs()->set_str(scope);
   return absl::OkStatus();
@@ -402,10 +402,10 @@ absl::StatusOr<BlockRV> Schedule::DecomposeReduction(BlockRV block, LoopRV loop)
   Stmt loop_stmt = su::Rebuild(Stmt(*at), {{place.block, update_owner}});
   SetFunc(WithBody(f, su::Rebuild(f->body, {{*at, Seq({init_nest, loop_stmt})}})));
   v1::TraceInstruction* inst = Record("DecomposeReduction");
-  inst->add_inputs()->set_rv(BlockRef(block));
-  inst->add_inputs()->set_rv(LoopRef(loop));
+  inst->add_inputs()->set_rv(su::RvName(block));
+  inst->add_inputs()->set_rv(su::RvName(loop));
   BlockRV out = NewBlock(init->name);
-  inst->add_outputs(BlockRef(out));
+  inst->add_outputs(su::RvName(out));
   return out;
 }
 
@@ -665,8 +665,8 @@ absl::Status Schedule::ComputeAt(BlockRV block, LoopRV loop) {
   if (!moved.ok()) return moved.status();
   SetFunc(*moved);
   v1::TraceInstruction* inst = Record("ComputeAt");
-  inst->add_inputs()->set_rv(BlockRef(block));
-  inst->add_inputs()->set_rv(LoopRef(loop));
+  inst->add_inputs()->set_rv(su::RvName(block));
+  inst->add_inputs()->set_rv(su::RvName(loop));
   return absl::OkStatus();
 }
 
@@ -679,8 +679,8 @@ absl::Status Schedule::ReverseComputeAt(BlockRV block, LoopRV loop) {
   if (!moved.ok()) return moved.status();
   SetFunc(*moved);
   v1::TraceInstruction* inst = Record("ReverseComputeAt");
-  inst->add_inputs()->set_rv(BlockRef(block));
-  inst->add_inputs()->set_rv(LoopRef(loop));
+  inst->add_inputs()->set_rv(su::RvName(block));
+  inst->add_inputs()->set_rv(su::RvName(loop));
   return absl::OkStatus();
 }
 
@@ -818,7 +818,7 @@ absl::Status Schedule::ComputeInline(BlockRV block) {
   }
   Stmt body = DropUnusedAllocation(su::Rebuild(f->body, edits), buffer);
   SetFunc(WithBody(f, body));
-  Record("ComputeInline")->add_inputs()->set_rv(BlockRef(block));
+  Record("ComputeInline")->add_inputs()->set_rv(su::RvName(block));
   return absl::OkStatus();
 }
 
@@ -908,7 +908,7 @@ absl::Status Schedule::ReverseComputeInline(BlockRV block) {
   std::map<const StmtNode*, Stmt> edits = {{place.realize, Stmt()}, {producer, owner}};
   Stmt body = DropUnusedAllocation(su::Rebuild(f->body, edits), buffer);
   SetFunc(WithBody(f, body));
-  Record("ReverseComputeInline")->add_inputs()->set_rv(BlockRef(block));
+  Record("ReverseComputeInline")->add_inputs()->set_rv(su::RvName(block));
   return absl::OkStatus();
 }
 

@@ -61,17 +61,28 @@ std::vector<Stmt> PathToLoop(const Stmt& root, const VarNode* var) {
   });
 }
 
-Stmt WithLoopBody(const ForNode& loop, Stmt body) {
+ForNode* CopyFor(const ForNode& loop) {
   auto* copy = new ForNode();
   copy->loop_var = loop.loop_var;
   copy->min = loop.min;
   copy->extent = loop.extent;
   copy->for_kind = loop.for_kind;
   copy->thread_tag = loop.thread_tag;
-  copy->body = std::move(body);
+  copy->body = loop.body;
   copy->annotations = loop.annotations;
-  return Stmt(copy);
+  return copy;
 }
+
+Stmt WithLoopBody(const ForNode& loop, Stmt body) {
+  ForNode* copy = CopyFor(loop);
+  Stmt owner(copy);
+  copy->body = std::move(body);
+  return owner;
+}
+
+std::string RvName(BlockRV rv) { return absl::StrCat("b", rv.id); }
+std::string RvName(LoopRV rv) { return absl::StrCat("l", rv.id); }
+std::string RvName(ExprRV rv) { return absl::StrCat("v", rv.id); }
 
 Stmt Rebuild(const Stmt& s, const std::map<const StmtNode*, Stmt>& replacements) {
   if (!s) return s;

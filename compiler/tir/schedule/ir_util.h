@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/ir/tir_stmt.h"
+#include "compiler/tir/schedule/schedule.h"
 
 namespace kiln::tir::schedule_util {
 
@@ -29,8 +30,15 @@ std::vector<Stmt> PathToLoop(const Stmt& root, const ir::VarNode* var);
 // and loops, sequences and blocks left empty by it go too. Nested sequences are flattened.
 Stmt Rebuild(const Stmt& root, const std::map<const ir::StmtNode*, Stmt>& replacements);
 
+// A new loop node with `loop`'s fields, for the caller to change and then own (like CopyBlock).
+ir::ForNode* CopyFor(const ir::ForNode& loop);
 // A copy of `loop` (kind, thread, annotations) around another body.
 Stmt WithLoopBody(const ir::ForNode& loop, Stmt body);
+
+// Trace names of random variables: "b3", "l0", "v7".
+std::string RvName(BlockRV rv);
+std::string RvName(LoopRV rv);
+std::string RvName(ExprRV rv);
 
 // The loops between the innermost block on `path` (before its last element) and the last
 // element, outermost first.

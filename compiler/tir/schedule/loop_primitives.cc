@@ -16,9 +16,6 @@ namespace su = schedule_util;
 
 namespace {
 
-std::string LoopRef(LoopRV l) { return absl::StrCat("l", l.id); }
-std::string BlockRef(BlockRV b) { return absl::StrCat("b", b.id); }
-
 bool Uses(const PrimExpr& e, const VarNode* var) {
   bool found = false;
   PostOrderVisit(e, [&](const PrimExpr& x) { found |= x.get() == var; });
@@ -152,12 +149,12 @@ absl::StatusOr<std::vector<LoopRV>> Schedule::Split(LoopRV loop, std::vector<Fac
   SetFunc(WithBody(f, su::Rebuild(f->body, {{node, body}})));
 
   v1::TraceInstruction* inst = Record("Split");
-  inst->add_inputs()->set_rv(LoopRef(loop));
+  inst->add_inputs()->set_rv(su::RvName(loop));
   for (const Factor& factor : factors) {
     if (factor.inferred()) {
       inst->add_inputs()->set_none(true);
     } else if (factor.sampled()) {
-      inst->add_inputs()->set_rv(absl::StrCat("v", factor.rv().id));
+      inst->add_inputs()->set_rv(su::RvName(factor.rv()));
     } else {
       inst->add_inputs()->set_int_(factor.value());
     }
@@ -165,7 +162,7 @@ absl::StatusOr<std::vector<LoopRV>> Schedule::Split(LoopRV loop, std::vector<Fac
   std::vector<LoopRV> out;
   for (const Var& v : vars) {
     out.push_back(NewLoop(v));
-    inst->add_outputs(LoopRef(out.back()));
+    inst->add_outputs(su::RvName(out.back()));
   }
   return out;
 }
@@ -227,9 +224,9 @@ absl::StatusOr<LoopRV> Schedule::Fuse(std::vector<LoopRV> loops) {
   body = MakeFor(fused, IntImm(t, 0), extent, ForKind::kSerial, body);
   SetFunc(WithBody(f, su::Rebuild(f->body, {{nodes[0], body}})));
   v1::TraceInstruction* inst = Record("Fuse");
-  for (LoopRV l : loops) inst->add_inputs()->set_rv(LoopRef(l));
+  for (LoopRV l : loops) inst->add_inputs()->set_rv(su::RvName(l));
   LoopRV out = NewLoop(fused);
-  inst->add_outputs(LoopRef(out));
+  inst->add_outputs(su::RvName(out));
   return out;
 }
 
@@ -297,7 +294,7 @@ absl::Status Schedule::Reorder(std::vector<LoopRV> loops) {
   for (size_t k = order.size(); k-- > 0;) body = su::WithLoopBody(*order[k], body);
   SetFunc(WithBody(f, su::Rebuild(f->body, {{chain[0], body}})));
   v1::TraceInstruction* inst = Record("Reorder");
-  for (LoopRV l : loops) inst->add_inputs()->set_rv(LoopRef(l));
+  for (LoopRV l : loops) inst->add_inputs()->set_rv(su::RvName(l));
   return absl::OkStatus();
 }
 
@@ -314,15 +311,11 @@ absl::StatusOr<Stmt> WithKind(const ForNode& loop, ForKind kind, const std::stri
     std::string why = NonSpatialUse(loop);
     if (!why.empty()) return absl::FailedPreconditionError(absl::StrCat(what, ": ", why));
   }
-  auto* copy = new ForNode();
-  copy->loop_var = loop.loop_var;
-  copy->min = loop.min;
-  copy->extent = loop.extent;
+  ForNode* copy = su::CopyFor(loop);
+  Stmt owner(copy);
   copy->for_kind = kind;
   copy->thread_tag = thread;
-  copy->body = loop.body;
-  copy->annotations = loop.annotations;
-  return Stmt(copy);
+  return owner;
 }
 
 }  // namespace
@@ -336,7 +329,7 @@ absl::StatusOr<Stmt> WithKind(const ForNode& loop, ForKind kind, const std::stri
     absl::StatusOr<Stmt> changed = WithKind(*node, Kind, "");                    \
     if (!changed.ok()) return changed.status();                                  \
     SetFunc(WithBody(f, su::Rebuild(f->body, {{node, *changed}})));              \
-    Record(Name)->add_inputs()->set_rv(LoopRef(loop));                           \
+    Record(Name)->add_inputs()->set_rv(su::RvName(loop));                        \
     return absl::OkStatus();                                                     \
   }
 
@@ -362,7 +355,7 @@ absl::Status Schedule::Bind(LoopRV loop, const std::string& thread_axis) {
   if (!changed.ok()) return changed.status();
   SetFunc(WithBody(f, su::Rebuild(f->body, {{node, *changed}})));
   v1::TraceInstruction* inst = Record("Bind");
-  inst->add_inputs()->set_rv(LoopRef(loop));
+  inst->add_inputs()->set_rv(su::RvName(loop));
   inst->add_attrs()->set_str(thread_axis);
   return absl::OkStatus();
 }
@@ -370,15 +363,10 @@ absl::Status Schedule::Bind(LoopRV loop, const std::string& thread_axis) {
 namespace {
 
 Stmt LoopWithAnnotations(const ForNode& loop, Attrs annotations) {
-  auto* copy = new ForNode();
-  copy->loop_var = loop.loop_var;
-  copy->min = loop.min;
-  copy->extent = loop.extent;
-  copy->for_kind = loop.for_kind;
-  copy->thread_tag = loop.thread_tag;
-  copy->body = loop.body;
+  ForNode* copy = su::CopyFor(loop);
+  Stmt owner(copy);
   copy->annotations = CanonicalAttrs(std::move(annotations));
-  return Stmt(copy);
+  return owner;
 }
 
 Stmt BlockWithAnnotations(const BlockNode& block, Attrs annotations) {
@@ -400,7 +388,7 @@ absl::Status Schedule::Annotate(LoopRV loop, const std::string& key, AnnotationV
       LoopWithAnnotations(*node, WithAttr(node->annotations, key, AnnotationObject(value)));
   SetFunc(WithBody(f, su::Rebuild(f->body, {{node, changed}})));
   v1::TraceInstruction* inst = Record("Annotate");
-  inst->add_inputs()->set_rv(LoopRef(loop));
+  inst->add_inputs()->set_rv(su::RvName(loop));
   inst->add_attrs()->set_str(key);
   RecordAnnotation(inst, value);
   return absl::OkStatus();
@@ -417,7 +405,7 @@ absl::Status Schedule::Annotate(BlockRV block, const std::string& key, Annotatio
       BlockWithAnnotations(*node, WithAttr(node->annotations, key, AnnotationObject(value)));
   SetFunc(WithBody(f, su::Rebuild(f->body, {{node, changed}})));
   v1::TraceInstruction* inst = Record("Annotate");
-  inst->add_inputs()->set_rv(BlockRef(block));
+  inst->add_inputs()->set_rv(su::RvName(block));
   inst->add_attrs()->set_str(key);
   RecordAnnotation(inst, value);
   return absl::OkStatus();
@@ -435,7 +423,7 @@ absl::Status Schedule::Unannotate(LoopRV loop, const std::string& key) {
   Stmt changed = LoopWithAnnotations(*node, WithoutAttr(node->annotations, key));
   SetFunc(WithBody(f, su::Rebuild(f->body, {{node, changed}})));
   v1::TraceInstruction* inst = Record("Unannotate");
-  inst->add_inputs()->set_rv(LoopRef(loop));
+  inst->add_inputs()->set_rv(su::RvName(loop));
   inst->add_attrs()->set_str(key);
   return absl::OkStatus();
 }
@@ -453,7 +441,7 @@ absl::Status Schedule::Unannotate(BlockRV block, const std::string& key) {
   Stmt changed = BlockWithAnnotations(*node, WithoutAttr(node->annotations, key));
   SetFunc(WithBody(f, su::Rebuild(f->body, {{node, changed}})));
   v1::TraceInstruction* inst = Record("Unannotate");
-  inst->add_inputs()->set_rv(BlockRef(block));
+  inst->add_inputs()->set_rv(su::RvName(block));
   inst->add_attrs()->set_str(key);
   return absl::OkStatus();
 }

@@ -17,10 +17,6 @@ namespace {
 
 constexpr int kTraceVersion = 1;
 
-std::string BlockRef(BlockRV b) { return absl::StrCat("b", b.id); }
-std::string LoopRef(LoopRV l) { return absl::StrCat("l", l.id); }
-std::string ValueRef(ExprRV v) { return absl::StrCat("v", v.id); }
-
 void AddRv(v1::TraceInstruction* inst, const std::string& rv) { inst->add_inputs()->set_rv(rv); }
 
 // Prime factors of n, smallest first, with multiplicity.
@@ -146,7 +142,7 @@ absl::StatusOr<BlockRV> Schedule::GetBlock(const std::string& name) {
   BlockRV rv = NewBlock(name);
   v1::TraceInstruction* inst = Record("GetBlock");
   inst->add_attrs()->set_str(name);
-  inst->add_outputs(BlockRef(rv));
+  inst->add_outputs(su::RvName(rv));
   return rv;
 }
 
@@ -156,10 +152,10 @@ absl::StatusOr<std::vector<LoopRV>> Schedule::GetLoops(BlockRV block) {
   std::vector<Stmt> path = su::PathToBlock(func()->body, *name);
   std::vector<LoopRV> loops;
   v1::TraceInstruction* inst = Record("GetLoops");
-  AddRv(inst, BlockRef(block));
+  AddRv(inst, su::RvName(block));
   for (const ForNode* f : su::LoopsInScope(path)) {
     loops.push_back(NewLoop(f->loop_var));
-    inst->add_outputs(LoopRef(loops.back()));
+    inst->add_outputs(su::RvName(loops.back()));
   }
   return loops;
 }
@@ -181,10 +177,10 @@ absl::StatusOr<std::vector<BlockRV>> Schedule::GetChildBlocks(BlockRV block) {
   const auto* realize = path.back().as<BlockRealizeNode>();
   std::vector<BlockRV> out;
   v1::TraceInstruction* inst = Record("GetChildBlocks");
-  AddRv(inst, BlockRef(block));
+  AddRv(inst, su::RvName(block));
   for (const std::string& child : ChildBlockNames(realize->block->body)) {
     out.push_back(NewBlock(child));
-    inst->add_outputs(BlockRef(out.back()));
+    inst->add_outputs(su::RvName(out.back()));
   }
   return out;
 }
@@ -195,10 +191,10 @@ absl::StatusOr<std::vector<BlockRV>> Schedule::GetChildBlocks(LoopRV loop) {
   std::vector<Stmt> path = su::PathToLoop(func()->body, var->get());
   std::vector<BlockRV> out;
   v1::TraceInstruction* inst = Record("GetChildBlocks");
-  AddRv(inst, LoopRef(loop));
+  AddRv(inst, su::RvName(loop));
   for (const std::string& child : ChildBlockNames(path.back().as<ForNode>()->body)) {
     out.push_back(NewBlock(child));
-    inst->add_outputs(BlockRef(out.back()));
+    inst->add_outputs(su::RvName(out.back()));
   }
   return out;
 }
@@ -238,10 +234,10 @@ absl::StatusOr<std::vector<BlockRV>> Schedule::GetProducers(BlockRV block) {
   if (!name.ok()) return name.status();
   std::vector<BlockRV> out;
   v1::TraceInstruction* inst = Record("GetProducers");
-  AddRv(inst, BlockRef(block));
+  AddRv(inst, su::RvName(block));
   for (const std::string& n : Neighbours(func(), *name, true)) {
     out.push_back(NewBlock(n));
-    inst->add_outputs(BlockRef(out.back()));
+    inst->add_outputs(su::RvName(out.back()));
   }
   return out;
 }
@@ -251,10 +247,10 @@ absl::StatusOr<std::vector<BlockRV>> Schedule::GetConsumers(BlockRV block) {
   if (!name.ok()) return name.status();
   std::vector<BlockRV> out;
   v1::TraceInstruction* inst = Record("GetConsumers");
-  AddRv(inst, BlockRef(block));
+  AddRv(inst, su::RvName(block));
   for (const std::string& n : Neighbours(func(), *name, false)) {
     out.push_back(NewBlock(n));
-    inst->add_outputs(BlockRef(out.back()));
+    inst->add_outputs(su::RvName(out.back()));
   }
   return out;
 }
@@ -304,14 +300,14 @@ absl::StatusOr<std::vector<ExprRV>> Schedule::SamplePerfectTile(
   }
   std::vector<ExprRV> out;
   v1::TraceInstruction* inst = Record("SamplePerfectTile");
-  AddRv(inst, LoopRef(loop));
+  AddRv(inst, su::RvName(loop));
   inst->add_attrs()->set_int_(n);
   inst->add_attrs()->set_int_(max_innermost_factor);
   inst->set_has_decision(true);
   for (int64_t x : factors) {
     inst->add_decision(x);
     out.push_back(NewValue(x));
-    inst->add_outputs(ValueRef(out.back()));
+    inst->add_outputs(su::RvName(out.back()));
   }
   return out;
 }
@@ -350,7 +346,7 @@ absl::StatusOr<ExprRV> Schedule::SampleCategorical(std::vector<int64_t> candidat
   for (double p : probabilities) inst->add_attrs()->set_real(p);
   inst->set_has_decision(true);
   inst->add_decision(index);
-  inst->add_outputs(ValueRef(out));
+  inst->add_outputs(su::RvName(out));
   return out;
 }
 
@@ -383,10 +379,10 @@ absl::StatusOr<LoopRV> Schedule::SampleComputeLocation(BlockRV block,
   }
   LoopRV out = NewLoop(candidates[index]);
   v1::TraceInstruction* inst = Record("SampleComputeLocation");
-  AddRv(inst, BlockRef(block));
+  AddRv(inst, su::RvName(block));
   inst->set_has_decision(true);
   inst->add_decision(index);
-  inst->add_outputs(LoopRef(out));
+  inst->add_outputs(su::RvName(out));
   return out;
 }
 
