@@ -453,7 +453,7 @@ class KernelCodeGen {
         {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
         {"round", llvm::Intrinsic::round}, {"trunc", llvm::Intrinsic::trunc},
         {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
-        {"pow", llvm::Intrinsic::pow}};
+        {"pow", llvm::Intrinsic::pow},     {"fma", llvm::Intrinsic::fma}};
     if (!c.dtype.is_float() && c.op != "if_then_else") {
       Fail(absl::StrCat(name_, ": ", c.op, " needs a float type, not ", c.dtype.ToString()));
       return nullptr;

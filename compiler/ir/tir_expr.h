@@ -206,7 +206,8 @@ PrimExpr Select(PrimExpr condition, PrimExpr true_value, PrimExpr false_value);
 PrimExpr Not(PrimExpr a);
 PrimExpr Call(DataType dtype, std::string op, std::vector<PrimExpr> args);
 
-// Names of the math intrinsics CallNode::op may hold (unary float unless noted: "pow" binary).
+// Names of the math intrinsics CallNode::op may hold (unary float unless noted: "pow" binary,
+// "fma" ternary a * b + c, rounded once).
 bool IsMathIntrinsic(absl::string_view op);
 
 // How a binary node is written in TVMScript: its Python infix operator ("+", "//", "<=", "and"),

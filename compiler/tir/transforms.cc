@@ -1,5 +1,6 @@
 #include "compiler/tir/transforms.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -63,10 +64,24 @@ class MatchBufferRewriter : public StmtExprMutator {
   }
 
  private:
+  // `e` in the wider of its integer type and `other`'s (views and sources may index in int32
+  // and int64).
+  static PrimExpr Widened(const PrimExpr& e, const PrimExpr& other) {
+    return e->dtype.bits() < other->dtype.bits() ? Cast(other->dtype.element_of(), e) : e;
+  }
+  static PrimExpr Plus(const PrimExpr& a, const PrimExpr& b) {
+    return Widened(a, b) + Widened(b, a);
+  }
   static std::vector<PrimExpr> Map(const View& v, const std::vector<PrimExpr>& indices) {
     std::vector<PrimExpr> out = v.mins;
     for (size_t j = 0; j < indices.size() && j < v.mapped.size(); ++j) {
-      out[v.mapped[j]] = v.mins[v.mapped[j]] + indices[j];
+      const PrimExpr& min = v.mins[v.mapped[j]];
+      // A vector index stays a ramp, so the access stays a contiguous vector load or store.
+      if (const auto* r = indices[j].as<RampNode>()) {
+        out[v.mapped[j]] = Make<RampNode>(Plus(min, r->base), Widened(r->stride, min), r->lanes);
+      } else {
+        out[v.mapped[j]] = Plus(min, indices[j]);
+      }
     }
     return out;
   }
@@ -185,9 +200,19 @@ class BufferFlattener : public StmtExprMutator {
 
  private:
   std::vector<PrimExpr> Flat(const BufferNode& b, const std::vector<PrimExpr>& indices) {
-    PrimExpr flat = indices[0];
-    for (size_t d = 1; d < indices.size(); ++d) flat = flat * b.shape[d] + indices[d];
-    return {analyzer_.Simplify(flat)};
+    // A ramp in the last dimension (scalars elsewhere) stays a ramp over the flat index, so the
+    // access stays a contiguous vector load or store.
+    const auto* ramp = indices.back().as<RampNode>();
+    bool keep_ramp =
+        ramp != nullptr && std::all_of(indices.begin(), indices.end() - 1,
+                                       [](const PrimExpr& i) { return i->dtype.lanes() == 1; });
+    std::vector<PrimExpr> idx = indices;
+    if (keep_ramp) idx.back() = ramp->base;
+    PrimExpr flat = idx[0];
+    for (size_t d = 1; d < idx.size(); ++d) flat = flat * b.shape[d] + idx[d];
+    flat = analyzer_.Simplify(flat);
+    if (keep_ramp) return {Make<RampNode>(flat, ramp->stride, ramp->lanes)};
+    return {flat};
   }
   std::unordered_map<const Object*, Buffer> flat_;
   arith::Analyzer analyzer_;

@@ -15,41 +15,13 @@ namespace kiln::tir {
 
 using namespace ir;  // NOLINT: TIR rewriting
 namespace su = schedule_util;
+using su::BlockNames;
+using su::Locate;
+using su::Place;
+using su::WithRootBlock;
+using su::WithScopeBody;
 
 namespace {
-
-// Where a block sits: its path, its scope (the enclosing block, whose body holds it) and the
-// top-level statement of that scope containing it.
-struct Place {
-  std::vector<Stmt> path;
-  const BlockRealizeNode* realize = nullptr;
-  const BlockNode* block = nullptr;
-  const BlockNode* scope = nullptr;  // null: directly in the function body
-  Stmt scope_body;
-  const StmtNode* top = nullptr;
-};
-
-Place Locate(const PrimFunc& f, const std::string& name) {
-  Place p;
-  p.path = su::PathToBlock(f->body, name);
-  p.realize = p.path.back().as<BlockRealizeNode>();
-  p.block = p.realize->block.get();
-  int scope = su::ScopeIndex(p.path);
-  p.scope = scope >= 0 ? p.path[scope].as<BlockNode>() : nullptr;
-  p.scope_body = p.scope ? p.scope->body : f->body;
-  p.top = su::TopLevelStmt(p.scope_body, p.realize);
-  return p;
-}
-
-// A function whose body is a root block, so that new buffers have a block to live in.
-PrimFunc WithRootBlock(const PrimFunc& f) {
-  if (const auto* r = f->body.as<BlockRealizeNode>(); r && r->block->iter_vars.empty()) return f;
-  auto* root = new BlockNode();
-  Block owner(root);
-  root->name = "root";
-  root->body = f->body;
-  return WithBody(f, Make<BlockRealizeNode>(std::vector<PrimExpr>{}, Bool(true), owner));
-}
 
 // `block` with `buffer` (appended to its allocations) or with its allocations filtered.
 Stmt WithAllocations(const BlockNode& block, std::vector<Buffer> buffers) {
@@ -104,12 +76,6 @@ std::vector<const BlockNode*> Readers(const Stmt& root, const BufferNode* buffer
   return out;
 }
 
-std::set<std::string> BlockNames(const Stmt& root) {
-  std::set<std::string> names;
-  for (const BlockNode* b : su::AllBlocks(root)) names.insert(b->name);
-  return names;
-}
-
 // A copy between two buffers of the same shape, one loop per dimension:
 //   for ax0, ax1 in grid(shape): with block(name): v0, v1 = remap; dst[v0, v1] = src[v0, v1]
 Stmt CopyNest(const std::string& name, const Buffer& src, const Buffer& dst,
@@ -138,17 +104,6 @@ Stmt CopyNest(const std::string& name, const Buffer& src, const Buffer& dst,
     body = MakeFor(loops[d], IntImm(loops[d]->dtype, 0), src->shape[d], ForKind::kSerial, body);
   }
   return body;
-}
-
-// Replaces the scope block (or the function body) after its body changed and, optionally, with
-// one more allocation.
-PrimFunc WithScopeBody(const PrimFunc& f, const Place& place, Stmt body, Buffer allocate) {
-  if (place.scope == nullptr) return WithBody(f, body);
-  BlockNode* copy = CopyBlock(*place.scope);
-  Block owner(copy);
-  copy->body = body;
-  if (allocate) copy->alloc_buffers.push_back(allocate);
-  return WithBody(f, su::Rebuild(f->body, {{place.scope, owner}}));
 }
 
 // The block at `place` reads (or writes) a new buffer in `scope` instead of `buffer`, copied

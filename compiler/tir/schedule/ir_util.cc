@@ -356,6 +356,45 @@ PrimExpr And(const PrimExpr& a, const PrimExpr& b) {
   return Binary(NodeKind::kAnd, a, b);
 }
 
+Place Locate(const PrimFunc& f, const std::string& name) {
+  Place p;
+  p.path = PathToBlock(f->body, name);
+  p.realize = p.path.back().as<BlockRealizeNode>();
+  p.block = p.realize->block.get();
+  int scope = ScopeIndex(p.path);
+  p.scope = scope >= 0 ? p.path[scope].as<BlockNode>() : nullptr;
+  p.scope_body = p.scope ? p.scope->body : f->body;
+  p.top = TopLevelStmt(p.scope_body, p.realize);
+  return p;
+}
+
+// A function whose body is a root block, so that new buffers have a block to live in.
+PrimFunc WithRootBlock(const PrimFunc& f) {
+  if (const auto* r = f->body.as<BlockRealizeNode>(); r && r->block->iter_vars.empty()) return f;
+  auto* root = new BlockNode();
+  Block owner(root);
+  root->name = "root";
+  root->body = f->body;
+  return WithBody(f, Make<BlockRealizeNode>(std::vector<PrimExpr>{}, Bool(true), owner));
+}
+
+std::set<std::string> BlockNames(const Stmt& root) {
+  std::set<std::string> names;
+  for (const BlockNode* b : AllBlocks(root)) names.insert(b->name);
+  return names;
+}
+
+// Replaces the scope block (or the function body) after its body changed and, optionally, with
+// one more allocation.
+PrimFunc WithScopeBody(const PrimFunc& f, const Place& place, Stmt body, Buffer allocate) {
+  if (place.scope == nullptr) return WithBody(f, body);
+  BlockNode* copy = CopyBlock(*place.scope);
+  Block owner(copy);
+  copy->body = body;
+  if (allocate) copy->alloc_buffers.push_back(allocate);
+  return WithBody(f, Rebuild(f->body, {{place.scope, owner}}));
+}
+
 std::string FreshName(const std::string& base, std::set<std::string>* used) {
   std::string name = base;
   for (int k = 1; used->count(name); ++k) name = absl::StrCat(base, "_", k);

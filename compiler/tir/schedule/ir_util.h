@@ -54,6 +54,27 @@ std::vector<const ir::BlockNode*> AllBlocks(const Stmt& root);
 // contains `node`.
 const ir::StmtNode* TopLevelStmt(const Stmt& scope_body, const ir::StmtNode* node);
 
+// Where a block sits: its path, its scope (the enclosing block, whose body holds it) and the
+// top-level statement of that scope containing it.
+struct Place {
+  std::vector<Stmt> path;
+  const ir::BlockRealizeNode* realize = nullptr;
+  const ir::BlockNode* block = nullptr;
+  const ir::BlockNode* scope = nullptr;  // null: directly in the function body
+  Stmt scope_body;
+  const ir::StmtNode* top = nullptr;
+};
+// The block named `name`, which must exist.
+Place Locate(const ir::PrimFunc& f, const std::string& name);
+// A function whose body is a root block, so that new buffers have a block to live in.
+ir::PrimFunc WithRootBlock(const ir::PrimFunc& f);
+// Replaces the scope block (or the function body) of `place` after its body changed and,
+// optionally, with one more allocation.
+ir::PrimFunc WithScopeBody(const ir::PrimFunc& f, const Place& place, Stmt body,
+                           ir::Buffer allocate);
+// Names of every block in `root`.
+std::set<std::string> BlockNames(const Stmt& root);
+
 // Buffers a block loads from and stores to in its body and init.
 std::set<const ir::BufferNode*> LoadedBuffers(const ir::BlockNode& block);
 std::set<const ir::BufferNode*> StoredBuffers(const ir::BlockNode& block);

@@ -147,6 +147,21 @@ class Schedule {
   absl::Status SetScope(BlockRV block, int write_index, const std::string& scope);
   // Splits a reduction block's init into its own block placed before `loop`.
   absl::StatusOr<BlockRV> DecomposeReduction(BlockRV block, LoopRV loop);
+  // Factors the reduction over `loop` out: a new block ("<name>_rf", returned) computes partial
+  // results into a buffer with one more dimension (the loop's, at `factor_axis`), and the block
+  // becomes a reduction of those partials.
+  absl::StatusOr<BlockRV> RFactor(LoopRV loop, int factor_axis);
+
+  // --- Tensorization ---
+  // Makes the loops from `loop` down, with the one block under them, the body of a new outer
+  // block ("<name>_o", returned) whose iter vars are the outer parts of the block's.
+  absl::StatusOr<BlockRV> Blockize(LoopRV loop);
+  // Replaces the body of `block` (loops around one block, as Blockize makes it) with the
+  // implementation of the registered tensor intrinsic `intrin` (schedule/tensor_intrin.h),
+  // after checking that it computes what the intrinsic's description does.
+  absl::Status Tensorize(BlockRV block, const std::string& intrin);
+  // Blockize(loop), then Tensorize of the new block; returns it.
+  absl::StatusOr<BlockRV> Tensorize(LoopRV loop, const std::string& intrin);
 
  private:
   Schedule() = default;

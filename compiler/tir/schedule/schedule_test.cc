@@ -6,58 +6,19 @@
 #include "absl/strings/str_replace.h"
 #include "compiler/ir/structural.h"
 #include "compiler/script/printer.h"
+#include "compiler/tir/schedule/testing/expect.h"
 #include "compiler/tir/schedule/testing/workloads.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tir {
 namespace {
 
-ir::IRModule Load(const std::string& script) {
-  absl::StatusOr<ir::IRModule> mod = testing::Parse(script);
-  EXPECT_TRUE(mod.ok()) << mod.status();
-  return *mod;
-}
-
+using testing::ExpectIr;
+using testing::ExpectRefused;
+using testing::ExpectSameNumbers;
+using testing::Load;
 Schedule Make(const ir::IRModule& mod, const std::string& name) {
-  absl::StatusOr<Schedule> sch = Schedule::Create(mod, name);
-  EXPECT_TRUE(sch.ok()) << sch.status();
-  return *sch;
-}
-
-// The scheduled function equals `expected` (one PrimFunc, TVMScript) up to variable names.
-void ExpectIr(const Schedule& sch, const std::string& expected) {
-  ir::IRModule want = Load(expected);
-  ir::ObjectRef got_f = sch.mod()->Lookup(sch.func_name());
-  ir::ObjectRef want_f = want->Lookup(sch.func_name());
-  ASSERT_TRUE(want_f) << "the expected script has no " << sch.func_name();
-  EXPECT_TRUE(ir::StructuralEqual(got_f, want_f)) << "got:\n"
-                                                  << script::PrintScript(sch.mod()) << "\nwant:\n"
-                                                  << script::PrintScript(want);
-}
-
-// The scheduled function computes what the original does.
-void ExpectSameNumbers(const ir::IRModule& original, const Schedule& sch) {
-  auto want = testing::RunPrimFunc(original, sch.func_name());
-  auto got = testing::RunPrimFunc(sch.mod(), sch.func_name());
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_TRUE(got.ok()) << got.status() << "\n" << script::PrintScript(sch.mod());
-  ASSERT_EQ(want->size(), got->size());
-  for (size_t b = 0; b < want->size(); ++b) {
-    for (size_t e = 0; e < (*want)[b].size(); ++e) {
-      ASSERT_NEAR((*want)[b][e], (*got)[b][e], 1e-4 * (1 + std::abs((*want)[b][e])))
-          << "buffer " << b << " element " << e << "\n"
-          << script::PrintScript(sch.mod());
-    }
-  }
-}
-
-// A failed primitive: the error names what went wrong, and nothing changed.
-void ExpectRefused(const Schedule& sch, const ir::IRModule& before, int trace_size,
-                   const absl::Status& status, const std::string& message_part) {
-  EXPECT_FALSE(status.ok());
-  EXPECT_NE(std::string(status.message()).find(message_part), std::string::npos) << status;
-  EXPECT_EQ(sch.mod().get(), before.get());
-  EXPECT_EQ(sch.trace().instructions_size(), trace_size);
+  return testing::MakeSchedule(mod, name);
 }
 
 const std::string kMatmul = testing::MatmulScript(64, 64, 64);

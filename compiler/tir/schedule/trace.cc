@@ -222,6 +222,20 @@ absl::Status Replayer::Run(std::map<std::string, int>* rvs) {
     KILN_TRY_ASSIGN(l, L(1));
     return BindOne(sch_->DecomposeReduction(b, l));
   }
+  if (kind == "Blockize") {
+    KILN_TRY_ASSIGN(l, L(0));
+    return BindOne(sch_->Blockize(l));
+  }
+  if (kind == "Tensorize") {
+    KILN_TRY_ASSIGN(b, B(0));
+    KILN_TRY_ASSIGN(intrin, StrAttr(0));
+    return sch_->Tensorize(b, intrin);
+  }
+  if (kind == "RFactor") {
+    KILN_TRY_ASSIGN(l, L(0));
+    KILN_TRY_ASSIGN(axis, IntAttr(0));
+    return BindOne(sch_->RFactor(l, static_cast<int>(axis)));
+  }
   return absl::InvalidArgumentError(absl::StrCat("unknown instruction kind '", kind, "'"));
 }
 
