@@ -171,10 +171,13 @@ class BufferFlattener : public StmtExprMutator {
  public:
   Stmt VisitStmt(const Stmt& s) override {
     if (const auto* a = s.as<AllocateNode>();
-        a && a->buffer->shape.size() > 1 && a->buffer->strides.empty()) {
+        a && (a->buffer->shape.size() > 1 || !a->buffer->strides.empty())) {
       const Buffer& b = a->buffer;
-      PrimExpr size = b->shape[0];
-      for (size_t d = 1; d < b->shape.size(); ++d) size = size * b->shape[d];
+      // Padded strides (storage_align) make the storage stride[0] * shape[0] elements.
+      PrimExpr size = b->strides.empty() ? b->shape[0] : b->strides[0] * b->shape[0];
+      for (size_t d = 1; b->strides.empty() && d < b->shape.size(); ++d) {
+        size = size * b->shape[d];
+      }
       Buffer flat = WithShape(b, {analyzer_.Simplify(size)});
       flat_[b.get()] = flat;
       Stmt body = VisitStmt(a->body);
@@ -209,7 +212,13 @@ class BufferFlattener : public StmtExprMutator {
     std::vector<PrimExpr> idx = indices;
     if (keep_ramp) idx.back() = ramp->base;
     PrimExpr flat = idx[0];
-    for (size_t d = 1; d < idx.size(); ++d) flat = flat * b.shape[d] + idx[d];
+    if (!b.strides.empty()) {
+      flat = idx[0] * b.strides[0];
+      for (size_t d = 1; d < idx.size(); ++d) flat = flat + idx[d] * b.strides[d];
+    }
+    for (size_t d = 1; b.strides.empty() && d < idx.size(); ++d) {
+      flat = flat * b.shape[d] + idx[d];
+    }
     flat = analyzer_.Simplify(flat);
     if (keep_ramp) return {Make<RampNode>(flat, ramp->stride, ramp->lanes)};
     return {flat};

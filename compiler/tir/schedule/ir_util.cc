@@ -395,6 +395,28 @@ PrimFunc WithScopeBody(const PrimFunc& f, const Place& place, Stmt body, Buffer 
   return WithBody(f, Rebuild(f->body, {{place.scope, owner}}));
 }
 
+Stmt ReplaceBuffers(const Stmt& s, const std::map<const BufferNode*, Buffer>& map) {
+  struct Replacer : StmtExprMutator {
+    const std::map<const BufferNode*, Buffer>* map;
+    PrimExpr VisitExpr(const PrimExpr& e) override {
+      PrimExpr visited = DefaultVisitExpr(e);
+      const auto* l = visited.as<BufferLoadNode>();
+      auto it = l ? map->find(l->buffer.get()) : map->end();
+      if (it == map->end()) return visited;
+      return Make<BufferLoadNode>(l->dtype, it->second, l->indices);
+    }
+    Stmt VisitStmt(const Stmt& x) override {
+      Stmt visited = DefaultVisitStmt(x);
+      const auto* st = visited.as<BufferStoreNode>();
+      auto it = st ? map->find(st->buffer.get()) : map->end();
+      if (it == map->end()) return visited;
+      return Make<BufferStoreNode>(it->second, st->value, st->indices);
+    }
+  } replacer;
+  replacer.map = &map;
+  return replacer.VisitStmt(s);
+}
+
 std::string FreshName(const std::string& base, std::set<std::string>* used) {
   std::string name = base;
   for (int k = 1; used->count(name); ++k) name = absl::StrCat(base, "_", k);

@@ -96,6 +96,10 @@ PrimExpr Mul(const PrimExpr& a, int64_t b);
 PrimExpr And(const PrimExpr& a, const PrimExpr& b);
 bool IsConst(const PrimExpr& e, int64_t value);
 
+// `s` with the loads and stores of the buffers in `map` redirected (regions and allocations
+// are the caller's).
+Stmt ReplaceBuffers(const Stmt& s, const std::map<const ir::BufferNode*, ir::Buffer>& map);
+
 // A name not in `used` (base, base_1, base_2, ...), added to it.
 std::string FreshName(const std::string& base, std::set<std::string>* used);
 // Names of every variable and block in `f`.

@@ -152,6 +152,23 @@ class Schedule {
   // becomes a reduction of those partials.
   absl::StatusOr<BlockRV> RFactor(LoopRV loop, int factor_axis);
 
+  // --- Layouts ---
+  // Pads the strides of a buffer the block writes (allocated in the function) so that the
+  // stride of dimension `axis` is `factor * k + offset`: rows that start on distinct cache sets
+  // or banks.
+  absl::Status StorageAlign(BlockRV block, int write_index, int axis, int factor, int offset);
+  // Rewrites the layout of a buffer the block reads (`write` false) or writes: each dimension d
+  // with inner_factors[d] > 1 is split into (i / f, i % f), then the dimensions so made are put
+  // in `order` (a permutation of them). Every access in the function follows; e.g. packing a
+  // (k, n) operand into (n / 16, k, 16) panels is inner_factors {1, 16}, order {1, 0, 2}.
+  absl::Status TransformLayout(BlockRV block, int buffer_index, bool write,
+                               std::vector<int64_t> inner_factors, std::vector<int> order);
+  // Pads the iteration domain of an einsum-like block (each access indexes by plain iter vars)
+  // to multiples of `padding` (one per iter var): the inputs are copied into zero-padded
+  // buffers, the block computes into a padded output, and a copy block writes back the part
+  // that exists.
+  absl::Status PadEinsum(BlockRV block, std::vector<int64_t> padding);
+
   // --- Tensorization ---
   // Makes the loops from `loop` down, with the one block under them, the body of a new outer
   // block ("<name>_o", returned) whose iter vars are the outer parts of the block's.

@@ -276,29 +276,6 @@ std::optional<Computation> Normalize(
   return out;
 }
 
-// `s` with its buffers replaced by `map` (others kept).
-Stmt ReplaceBuffers(const Stmt& s, const std::map<const BufferNode*, Buffer>& map) {
-  struct Replacer : StmtExprMutator {
-    const std::map<const BufferNode*, Buffer>* map;
-    PrimExpr VisitExpr(const PrimExpr& e) override {
-      PrimExpr visited = DefaultVisitExpr(e);
-      const auto* l = visited.as<BufferLoadNode>();
-      auto it = l ? map->find(l->buffer.get()) : map->end();
-      if (it == map->end()) return visited;
-      return Make<BufferLoadNode>(l->dtype, it->second, l->indices);
-    }
-    Stmt VisitStmt(const Stmt& x) override {
-      Stmt visited = DefaultVisitStmt(x);
-      const auto* st = visited.as<BufferStoreNode>();
-      auto it = st ? map->find(st->buffer.get()) : map->end();
-      if (it == map->end()) return visited;
-      return Make<BufferStoreNode>(it->second, st->value, st->indices);
-    }
-  } replacer;
-  replacer.map = &map;
-  return replacer.VisitStmt(s);
-}
-
 // `s` with every loop variable it binds replaced by a fresh one (named from `names`), so that
 // one implementation can be placed many times in a function.
 Stmt WithFreshLoopVars(const Stmt& s, std::set<std::string>* names) {
@@ -425,7 +402,7 @@ absl::Status Schedule::Tensorize(BlockRV block, const std::string& intrin_name) 
     params.emplace_back(m, index);
   }
   if (same) {
-    same = ExprDeepEqual(ReplaceBuffers(mine->store, to_desc), theirs->store);
+    same = ExprDeepEqual(su::ReplaceBuffers(mine->store, to_desc), theirs->store);
   }
   if (!same) {
     return absl::FailedPreconditionError(
@@ -460,7 +437,7 @@ absl::Status Schedule::Tensorize(BlockRV block, const std::string& intrin_name) 
   }
   BlockNode* copy = CopyBlock(outer);
   Block owner(copy);
-  copy->body = WithFreshLoopVars(ReplaceBuffers(impl_body, to_view), &names);
+  copy->body = WithFreshLoopVars(su::ReplaceBuffers(impl_body, to_view), &names);
   copy->match_buffers = std::move(views);
   copy->annotations = WithAttr(copy->annotations, "tensorized", Make<StringImmNode>(intrin_name));
   SetFunc(WithBody(f, su::Rebuild(f->body, {{&outer, owner}})));

@@ -231,6 +231,42 @@ absl::Status Replayer::Run(std::map<std::string, int>* rvs) {
     KILN_TRY_ASSIGN(intrin, StrAttr(0));
     return sch_->Tensorize(b, intrin);
   }
+  if (kind == "StorageAlign") {
+    KILN_TRY_ASSIGN(b, B(0));
+    std::vector<int> v;
+    for (int k = 0; k < 4; ++k) {
+      KILN_TRY_ASSIGN(x, IntAttr(k));
+      v.push_back(static_cast<int>(x));
+    }
+    return sch_->StorageAlign(b, v[0], v[1], v[2], v[3]);
+  }
+  if (kind == "TransformLayout") {
+    // attrs: buffer index, write (0/1), n, n inner factors, then the order.
+    KILN_TRY_ASSIGN(b, B(0));
+    KILN_TRY_ASSIGN(index, IntAttr(0));
+    KILN_TRY_ASSIGN(write, IntAttr(1));
+    KILN_TRY_ASSIGN(n, IntAttr(2));
+    std::vector<int64_t> factors;
+    std::vector<int> order;
+    for (int k = 3; k < inst_.attrs_size(); ++k) {
+      KILN_TRY_ASSIGN(x, IntAttr(k));
+      if (k < 3 + n) {
+        factors.push_back(x);
+      } else {
+        order.push_back(static_cast<int>(x));
+      }
+    }
+    return sch_->TransformLayout(b, static_cast<int>(index), write != 0, factors, order);
+  }
+  if (kind == "PadEinsum") {
+    KILN_TRY_ASSIGN(b, B(0));
+    std::vector<int64_t> padding;
+    for (int k = 0; k < inst_.attrs_size(); ++k) {
+      KILN_TRY_ASSIGN(x, IntAttr(k));
+      padding.push_back(x);
+    }
+    return sch_->PadEinsum(b, padding);
+  }
   if (kind == "RFactor") {
     KILN_TRY_ASSIGN(l, L(0));
     KILN_TRY_ASSIGN(axis, IntAttr(0));
