@@ -3,6 +3,7 @@
 #include "compiler/tir/schedule/trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "compiler/ir/structural.h"
@@ -137,6 +138,54 @@ TEST(Trace, AChangedDecisionReplaysANeighbourThatComputesTheSame) {
             std::string::npos)
       << refused.status();
   EXPECT_FALSE(WithDecision(sch.trace(), 0, {1}).ok());  // GetBlock decides nothing
+}
+
+// Serialize -> deserialize -> replay, checked to give the same module and the same numbers.
+void ExpectReplays(const ir::IRModule& mod, const Schedule& sch) {
+  absl::StatusOr<v1::TraceProto> trace = TraceFromJson(TraceToJson(sch.trace()));
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  absl::StatusOr<Schedule> replay = ReplayTrace(mod, *trace);
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  ASSERT_TRUE(ir::StructuralEqual(replay->mod(), sch.mod()))
+      << script::PrintScript(sch.mod()) << "\nreplayed:\n"
+      << script::PrintScript(replay->mod());
+  auto want = testing::RunPrimFunc(mod, sch.func_name());
+  auto got = testing::RunPrimFunc(replay->mod(), sch.func_name());
+  ASSERT_TRUE(want.ok() && got.ok()) << got.status();
+  for (size_t e = 0; e < want->back().size(); ++e) {
+    ASSERT_NEAR(want->back()[e], got->back()[e], 1e-4 * (1 + std::abs(want->back()[e])));
+  }
+}
+
+TEST(Trace, LayoutTensorizeAndRFactorInstructionsReplay) {
+  // A 60^3 matmul padded to 64, a local accumulator with aligned rows, tiled 4 x 16 and
+  // tensorized with the AVX2 micro-kernel.
+  ir::IRModule mod = Load(testing::MatmulScript(60, 60, 60));
+  Schedule sch = *Schedule::Create(mod, "matmul", 3);
+  BlockRV c = *sch.GetBlock("C");
+  ASSERT_TRUE(sch.PadEinsum(c, {16, 16, 1}).ok());
+  BlockRV local = *sch.CacheWrite(c, 0, "local");
+  ASSERT_TRUE(sch.StorageAlign(c, 0, 0, 16, 4).ok());
+  std::vector<LoopRV> loops = *sch.GetLoops(c);
+  std::vector<LoopRV> i = *sch.Split(loops[0], {Factor(), 4});
+  std::vector<LoopRV> j = *sch.Split(loops[1], {Factor(), 16});
+  ASSERT_TRUE(sch.Reorder({i[0], j[0], loops[2], i[1], j[1]}).ok());
+  ASSERT_TRUE(sch.ReverseComputeAt(local, j[0]).ok());
+  ASSERT_TRUE(sch.DecomposeReduction(c, loops[2]).ok());
+  absl::StatusOr<BlockRV> tile = sch.Tensorize(i[1], "x86_avx2_fma_f32_4x16");
+  ASSERT_TRUE(tile.ok()) << tile.status();
+  ExpectReplays(mod, sch);
+
+  // Softmax: the exponentials in (8, 16, 8) panels, the row sum factored over 8 lanes, its
+  // row loop blockized.
+  ir::IRModule softmax = Load(testing::SoftmaxScript());
+  Schedule s = *Schedule::Create(softmax, "softmax", 3);
+  ASSERT_TRUE(s.TransformLayout(*s.GetBlock("exp"), 0, true, {1, 8}, {1, 0, 2}).ok());
+  std::vector<LoopRV> sum = *s.GetLoops(*s.GetBlock("sum"));
+  std::vector<LoopRV> k = *s.Split(sum[1], {Factor(), 8});
+  ASSERT_TRUE(s.RFactor(k[1], 1).ok());
+  ASSERT_TRUE(s.Blockize(k[0]).ok());
+  ExpectReplays(softmax, s);
 }
 
 TEST(Trace, BadTracesAreRefusedWithWhere) {
