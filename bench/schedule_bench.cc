@@ -4,6 +4,8 @@
 //   j_0, i_0, k, i_1, j_1 (a TJ-column panel of B stays in L2 across all row tiles), the
 //   write-back under i_0 (reverse_compute_at), the init split off (decompose_reduction),
 //   i_1 unrolled, j_1 vectorized (plain LLVM vectorization), j_0 parallel.
+// The tensorized variant splits j_1 into 16-wide strips and replaces each 4 x 16 tile with the
+// "x86_avx2_fma_f32_4x16" micro-kernel (tensorize) instead of unroll + vectorize.
 // Run: bazel run --config=opt //bench:schedule_bench
 #include <cblas.h>
 
@@ -25,7 +27,7 @@ namespace {
 
 constexpr int64_t kN = 1024;
 
-absl::StatusOr<ir::IRModule> ScheduledMatmul(int64_t ti, int64_t tj) {
+absl::StatusOr<ir::IRModule> ScheduledMatmul(int64_t ti, int64_t tj, bool tensorize) {
   absl::StatusOr<ir::IRModule> mod = tir::testing::Parse(tir::testing::MatmulScript(kN, kN, kN));
   if (!mod.ok()) return mod.status();
   absl::StatusOr<tir::Schedule> sch = tir::Schedule::Create(*mod, "matmul");
@@ -37,14 +39,31 @@ absl::StatusOr<ir::IRModule> ScheduledMatmul(int64_t ti, int64_t tj) {
   absl::StatusOr<std::vector<tir::LoopRV>> i = sch->Split(loops[0], {tir::Factor(), ti});
   absl::StatusOr<std::vector<tir::LoopRV>> j = sch->Split(loops[1], {tir::Factor(), tj});
   if (!i.ok() || !j.ok()) return i.ok() ? j.status() : i.status();
-  for (absl::Status s : {sch->Reorder({(*j)[0], (*i)[0], loops[2], (*i)[1], (*j)[1]}),
-                         sch->ReverseComputeAt(*write_back, (*i)[0])}) {
-    if (!s.ok()) return s;
-  }
-  absl::StatusOr<tir::BlockRV> init = sch->DecomposeReduction(c, loops[2]);
-  if (!init.ok()) return init.status();
-  for (absl::Status s : {sch->Unroll((*i)[1]), sch->Vectorize((*j)[1]), sch->Parallel((*j)[0])}) {
-    if (!s.ok()) return s;
+  if (tensorize) {
+    // The TJ columns in 16-wide strips, each a 4 x 16 register tile of the micro-kernel held
+    // across the whole k loop: j_0, i_0, j_1, k, i_1, j_2 with (i_1, j_2) tensorized.
+    absl::StatusOr<std::vector<tir::LoopRV>> strips = sch->Split((*j)[1], {tir::Factor(), 16});
+    if (!strips.ok()) return strips.status();
+    for (absl::Status s :
+         {sch->Reorder({(*j)[0], (*i)[0], (*strips)[0], loops[2], (*i)[1], (*strips)[1]}),
+          sch->ReverseComputeAt(*write_back, (*i)[0])}) {
+      if (!s.ok()) return s;
+    }
+    absl::StatusOr<tir::BlockRV> init = sch->DecomposeReduction(c, loops[2]);
+    if (!init.ok()) return init.status();
+    absl::StatusOr<tir::BlockRV> tile = sch->Tensorize((*i)[1], "x86_avx2_fma_f32_4x16");
+    if (!tile.ok()) return tile.status();
+    if (absl::Status s = sch->Parallel((*j)[0]); !s.ok()) return s;
+  } else {
+    for (absl::Status s : {sch->Reorder({(*j)[0], (*i)[0], loops[2], (*i)[1], (*j)[1]}),
+                           sch->ReverseComputeAt(*write_back, (*i)[0])}) {
+      if (!s.ok()) return s;
+    }
+    absl::StatusOr<tir::BlockRV> init = sch->DecomposeReduction(c, loops[2]);
+    if (!init.ok()) return init.status();
+    for (absl::Status s : {sch->Unroll((*i)[1]), sch->Vectorize((*j)[1]), sch->Parallel((*j)[0])}) {
+      if (!s.ok()) return s;
+    }
   }
   ir::IRModuleBuilder builder;
   ir::PrimFunc f = sch->func();
@@ -65,9 +84,10 @@ runtime::Tensor RandomTensor(std::vector<int64_t> shape) {
   return t;
 }
 
-// args: TI, TJ, threads.
+// args: TI, TJ, threads, tensorize (0: LLVM vectorizes j_1; 1: the AVX2/FMA micro-kernel).
 void BM_ScheduledMatmul(benchmark::State& state) {
-  absl::StatusOr<ir::IRModule> mod = ScheduledMatmul(state.range(0), state.range(1));
+  absl::StatusOr<ir::IRModule> mod =
+      ScheduledMatmul(state.range(0), state.range(1), state.range(3) != 0);
   if (!mod.ok()) {
     state.SkipWithError(mod.status().ToString().c_str());
     return;
@@ -117,11 +137,14 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
 
 BENCHMARK(BM_OpenBlasSgemm)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ScheduledMatmul)
-    ->Args({4, 32, 1})
-    ->Args({4, 64, 1})
-    ->Args({8, 32, 1})
-    ->Args({4, 64, 2})
-    ->Args({8, 32, 2})
+    ->Args({4, 32, 1, 0})
+    ->Args({4, 64, 1, 0})
+    ->Args({8, 32, 1, 0})
+    ->Args({4, 64, 2, 0})
+    ->Args({8, 32, 2, 0})
+    ->Args({4, 64, 1, 1})
+    ->Args({4, 128, 1, 1})
+    ->Args({4, 64, 2, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

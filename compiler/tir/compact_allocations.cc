@@ -113,10 +113,22 @@ std::vector<Window> AccessWindows(const Buffer& buffer, const Stmt& body) {
     Window& w = windows[d];
     w.known = true;
     for (const std::vector<PrimExpr>& access : c.accesses) {
-      if (access.size() != windows.size() || access[d]->dtype.lanes() != 1) return {};
-      PrimExpr base = at_first_iteration(access[d]);
-      PrimExpr offset_expr = analyzer.Simplify(access[d] - base);
+      if (access.size() != windows.size()) return {};
+      // A vector index Ramp(b, s, n) touches b .. b + s * (n - 1).
+      PrimExpr index = access[d];
+      int64_t lanes_lo = 0, lanes_hi = 0;
+      if (const auto* ramp = index.as<RampNode>()) {
+        const int64_t* stride = AsConstInt(ramp->stride);
+        if (stride == nullptr) return {};
+        (*stride < 0 ? lanes_lo : lanes_hi) = *stride * (ramp->lanes - 1);
+        index = ramp->base;
+      }
+      if (index->dtype.lanes() != 1) return {};
+      PrimExpr base = at_first_iteration(index);
+      PrimExpr offset_expr = analyzer.Simplify(index - base);
       arith::ConstIntBound offset = analyzer.Bound(offset_expr);
+      if (offset.min != arith::ConstIntBound::kNegInf) offset.min += lanes_lo;
+      if (offset.max != arith::ConstIntBound::kPosInf) offset.max += lanes_hi;
       // The offset must be a function of the bounded loops alone (i % n is not).
       if (Mentions(base, c.bound_inside) || Mentions(offset_expr, outside_or_unbounded) ||
           offset.min == arith::ConstIntBound::kNegInf ||
@@ -183,6 +195,12 @@ class Retarget : public StmtExprMutator {
   std::vector<PrimExpr> Shift(const std::vector<PrimExpr>& indices) {
     std::vector<PrimExpr> out;
     for (size_t d = 0; d < indices.size(); ++d) {
+      const auto* ramp = indices[d].as<RampNode>();
+      if (starts_[d] && ramp != nullptr) {
+        out.push_back(
+            Make<RampNode>(analyzer_.Simplify(ramp->base - starts_[d]), ramp->stride, ramp->lanes));
+        continue;
+      }
       out.push_back(starts_[d] ? analyzer_.Simplify(indices[d] - starts_[d]) : indices[d]);
     }
     return out;

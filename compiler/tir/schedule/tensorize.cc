@@ -276,41 +276,50 @@ std::optional<Computation> Normalize(
   return out;
 }
 
-// `s` with every loop variable it binds replaced by a fresh one (named from `names`), so that
-// one implementation can be placed many times in a function.
-Stmt WithFreshLoopVars(const Stmt& s, std::set<std::string>* names) {
-  std::map<const VarNode*, Var> fresh;
-  struct Collect : StmtExprVisitor {
-    std::vector<const ForNode*> loops;
-    void VisitStmt(const Stmt& x) override {
-      if (const auto* l = x.as<ForNode>()) loops.push_back(l);
-      DefaultVisitStmt(x);
+// `s` (an implementation body) placed in a function: every loop variable replaced by a fresh
+// one (so one implementation can be placed many times), and the integer index arithmetic in
+// `index` (the block's iter var type: intrinsics are written in int64, scripts index in int32),
+// so that later passes see one index type.
+class PlaceImplementation : public StmtExprMutator {
+ public:
+  PlaceImplementation(DataType index, std::set<std::string>* names)
+      : index_(index), names_(names) {}
+
+  PrimExpr VisitExpr(const PrimExpr& e) override {
+    if (const auto* imm = e.as<IntImmNode>(); imm && e->dtype.is_int() && e->dtype.lanes() == 1) {
+      return IntImm(index_, imm->value);
     }
-  } collect;
-  collect.VisitStmt(s);
-  for (const ForNode* l : collect.loops) {
-    fresh[l->loop_var.get()] = MakeVar(su::FreshName(l->loop_var->name, names), l->loop_var->dtype);
+    if (const auto* v = e.as<VarNode>()) {
+      auto it = fresh_.find(v);
+      return it == fresh_.end() ? e : PrimExpr(it->second);
+    }
+    if (const auto* c = e.as<CastNode>(); c && e->dtype.is_int()) return VisitExpr(c->value);
+    if (const auto* b = e.as<BinaryNode>())
+      return Binary(e->kind(), VisitExpr(b->a), VisitExpr(b->b));
+    if (const auto* r = e.as<RampNode>()) {
+      return Make<RampNode>(VisitExpr(r->base), VisitExpr(r->stride), r->lanes);
+    }
+    return DefaultVisitExpr(e);
   }
-  Stmt uses = Substitute(s, [&](const Var& v) -> PrimExpr {
-    auto it = fresh.find(v.get());
-    return it == fresh.end() ? PrimExpr() : PrimExpr(it->second);
-  });
-  struct Rename : StmtExprMutator {
-    const std::map<const VarNode*, Var>* fresh;
-    Stmt VisitStmt(const Stmt& x) override {
-      Stmt visited = DefaultVisitStmt(x);
-      const auto* loop = visited.as<ForNode>();
-      auto it = loop ? fresh->find(loop->loop_var.get()) : fresh->end();
-      if (it == fresh->end()) return visited;
-      ForNode* copy = su::CopyFor(*loop);
-      Stmt owner(copy);
-      copy->loop_var = it->second;
-      return owner;
-    }
-  } rename;
-  rename.fresh = &fresh;
-  return rename.VisitStmt(uses);
-}
+  Stmt VisitStmt(const Stmt& s) override {
+    const auto* loop = s.as<ForNode>();
+    if (loop == nullptr) return DefaultVisitStmt(s);
+    Var v = MakeVar(su::FreshName(loop->loop_var->name, names_), index_);
+    fresh_[loop->loop_var.get()] = v;
+    ForNode* copy = su::CopyFor(*loop);
+    Stmt owner(copy);
+    copy->loop_var = v;
+    copy->min = VisitExpr(loop->min);
+    copy->extent = VisitExpr(loop->extent);
+    copy->body = VisitStmt(loop->body);
+    return owner;
+  }
+
+ private:
+  DataType index_;
+  std::set<std::string>* names_;
+  std::map<const VarNode*, Var> fresh_;
+};
 
 }  // namespace
 
@@ -437,7 +446,10 @@ absl::Status Schedule::Tensorize(BlockRV block, const std::string& intrin_name) 
   }
   BlockNode* copy = CopyBlock(outer);
   Block owner(copy);
-  copy->body = WithFreshLoopVars(su::ReplaceBuffers(impl_body, to_view), &names);
+  DataType index = nest.realize->block->iter_vars.empty()
+                       ? DataType::Int(64)
+                       : nest.realize->block->iter_vars[0]->var->dtype;
+  copy->body = PlaceImplementation(index, &names).VisitStmt(su::ReplaceBuffers(impl_body, to_view));
   copy->match_buffers = std::move(views);
   copy->annotations = WithAttr(copy->annotations, "tensorized", Make<StringImmNode>(intrin_name));
   SetFunc(WithBody(f, su::Rebuild(f->body, {{&outer, owner}})));

@@ -131,10 +131,10 @@ def matmul(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C
                 C_view = T.match_buffer(C[vi_o * 4:vi_o * 4 + 4, vj_o * 16:vj_o * 16 + 16], (T.int64(4), T.int64(16)), "float32")
                 A_view = T.match_buffer(A[vi_o * 4:vi_o * 4 + 4, vk_o], (T.int64(4), T.int64(1)), "float32")
                 B_view = T.match_buffer(B[vk_o, vj_o * 16:vj_o * 16 + 16], (T.int64(1), T.int64(16)), "float32")
-                for k_1 in range(T.int64(1)):
-                    for i in T.unroll(T.int64(4)):
-                        for v in T.unroll(T.int64(2)):
-                            C_view[i, T.Ramp(v * 8, T.int64(1), 8)] = T.fma(T.Broadcast(A_view[i, k_1], 8), B_view[k_1, T.Ramp(v * 8, T.int64(1), 8)], C_view[i, T.Ramp(v * 8, T.int64(1), 8)])
+                for k_1 in range(1):
+                    for i in T.unroll(4):
+                        for v in T.unroll(2):
+                            C_view[i, T.Ramp(v * 8, 1, 8)] = T.fma(T.Broadcast(A_view[i, k_1], 8), B_view[k_1, T.Ramp(v * 8, 1, 8)], C_view[i, T.Ramp(v * 8, 1, 8)])
 )");
   ExpectSameNumbers(t.mod, t.sch);
 }
