@@ -16,6 +16,7 @@ namespace kiln::tir {
 using namespace ir;  // NOLINT: TIR rewriting
 namespace su = schedule_util;
 using su::BlockNames;
+using su::IsParam;
 using su::Locate;
 using su::Place;
 using su::WithRootBlock;
@@ -52,13 +53,6 @@ class BufferReplacer : public StmtExprMutator {
   const BufferNode* from_;
   Buffer to_;
 };
-
-bool IsParam(const PrimFunc& f, const BufferNode* buffer) {
-  for (const auto& [param, b] : f->buffer_map) {
-    if (b.get() == buffer) return true;
-  }
-  return false;
-}
 
 // Blocks (nested ones included) that store to / load from `buffer`.
 std::vector<const BlockNode*> Writers(const Stmt& root, const BufferNode* buffer) {
@@ -245,16 +239,9 @@ absl::Status Schedule::SetScope(BlockRV block, int write_index, const std::strin
         what, ": '", buffer->name, "' is a parameter of the function; its scope is the caller's"));
   }
   if (scope.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": empty scope"));
-  auto* changed = new BufferNode();
+  BufferNode* changed = su::CopyBuffer(buffer);
   Buffer owner(changed);
-  changed->name = buffer->name;
-  changed->data = buffer->data;
-  changed->dtype = buffer->dtype;
-  changed->shape = buffer->shape;
-  changed->strides = buffer->strides;
-  changed->elem_offset = buffer->elem_offset;
   changed->scope = scope;
-  changed->data_alignment = buffer->data_alignment;
   SetFunc(WithBody(f, BufferReplacer(buffer.get(), owner).VisitStmt(f->body)));
   v1::TraceInstruction* inst = Record("SetScope");
   inst->add_inputs()->set_rv(su::RvName(block));

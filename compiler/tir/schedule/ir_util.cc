@@ -417,6 +417,26 @@ Stmt ReplaceBuffers(const Stmt& s, const std::map<const BufferNode*, Buffer>& ma
   return replacer.VisitStmt(s);
 }
 
+bool IsParam(const PrimFunc& f, const BufferNode* buffer) {
+  for (const auto& [param, b] : f->buffer_map) {
+    if (b.get() == buffer) return true;
+  }
+  return false;
+}
+
+BufferNode* CopyBuffer(const Buffer& b) {
+  auto* node = new BufferNode();
+  node->name = b->name;
+  node->data = b->data;
+  node->dtype = b->dtype;
+  node->shape = b->shape;
+  node->strides = b->strides;
+  node->elem_offset = b->elem_offset;
+  node->scope = b->scope;
+  node->data_alignment = b->data_alignment;
+  return node;
+}
+
 std::string FreshName(const std::string& base, std::set<std::string>* used) {
   std::string name = base;
   for (int k = 1; used->count(name); ++k) name = absl::StrCat(base, "_", k);

@@ -72,6 +72,11 @@ ir::PrimFunc WithRootBlock(const ir::PrimFunc& f);
 // optionally, with one more allocation.
 ir::PrimFunc WithScopeBody(const ir::PrimFunc& f, const Place& place, Stmt body,
                            ir::Buffer allocate);
+// True when `buffer` is bound to a parameter of `f` (its layout and scope are the caller's).
+bool IsParam(const ir::PrimFunc& f, const ir::BufferNode* buffer);
+// A new buffer node with `b`'s fields (the same storage), for the caller to change and own.
+ir::BufferNode* CopyBuffer(const ir::Buffer& b);
+
 // Names of every block in `root`.
 std::set<std::string> BlockNames(const Stmt& root);
 

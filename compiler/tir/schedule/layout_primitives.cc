@@ -17,13 +17,6 @@ namespace su = schedule_util;
 
 namespace {
 
-bool IsParam(const PrimFunc& f, const BufferNode* buffer) {
-  for (const auto& [param, b] : f->buffer_map) {
-    if (b.get() == buffer) return true;
-  }
-  return false;
-}
-
 // The buffer's constant shape, or nullopt.
 std::optional<std::vector<int64_t>> ConstShape(const Buffer& b) {
   std::vector<int64_t> shape;
@@ -33,20 +26,6 @@ std::optional<std::vector<int64_t>> ConstShape(const Buffer& b) {
     shape.push_back(*c);
   }
   return shape;
-}
-
-// A new buffer node with `b`'s fields (the same storage), for the caller to change and own.
-BufferNode* CopyBuffer(const Buffer& b) {
-  auto* node = new BufferNode();
-  node->name = b->name;
-  node->data = b->data;
-  node->dtype = b->dtype;
-  node->shape = b->shape;
-  node->strides = b->strides;
-  node->elem_offset = b->elem_offset;
-  node->scope = b->scope;
-  node->data_alignment = b->data_alignment;
-  return node;
 }
 
 // Rewrites every access of `from` as an access of `to` at `map(indices)`; regions of `from`
@@ -132,7 +111,7 @@ absl::Status Schedule::StorageAlign(BlockRV block, int write_index, int axis, in
   }
   const Buffer& buffer = place.block->writes[write_index]->buffer;
   absl::StrAppend(&what, " on '", buffer->name, "'");
-  if (IsParam(f, buffer.get())) {
+  if (su::IsParam(f, buffer.get())) {
     return absl::FailedPreconditionError(
         absl::StrCat(what, ": it is a parameter of the function; its strides are the caller's"));
   }
@@ -168,7 +147,7 @@ absl::Status Schedule::StorageAlign(BlockRV block, int write_index, int axis, in
     }
     strides[d] = s;
   }
-  BufferNode* node = CopyBuffer(buffer);
+  BufferNode* node = su::CopyBuffer(buffer);
   Buffer aligned(node);
   node->strides.clear();
   for (int d = 0; d < rank; ++d) {
@@ -203,7 +182,7 @@ absl::Status Schedule::TransformLayout(BlockRV block, int buffer_index, bool wri
   }
   const Buffer& buffer = regions[buffer_index]->buffer;
   absl::StrAppend(&what, " on '", buffer->name, "'");
-  if (IsParam(f, buffer.get())) {
+  if (su::IsParam(f, buffer.get())) {
     return absl::FailedPreconditionError(absl::StrCat(
         what,
         ": it is a parameter of the function; its layout is the caller's (cache_read or "
