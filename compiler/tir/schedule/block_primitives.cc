@@ -74,30 +74,12 @@ std::vector<const BlockNode*> Readers(const Stmt& root, const BufferNode* buffer
 //   for ax0, ax1 in grid(shape): with block(name): v0, v1 = remap; dst[v0, v1] = src[v0, v1]
 Stmt CopyNest(const std::string& name, const Buffer& src, const Buffer& dst,
               std::set<std::string>* names) {
-  auto* block = new BlockNode();
-  Block owner(block);
-  block->name = name;
-  std::vector<PrimExpr> values, indices;
-  std::vector<Var> loops;
-  std::vector<Range> point;
-  for (size_t d = 0; d < src->shape.size(); ++d) {
-    DataType t = src->shape[d]->dtype;
-    Var v = MakeVar(absl::StrCat("v", d), t);
-    block->iter_vars.push_back(
-        Make<IterVarNode>(v, MakeRange(IntImm(t, 0), src->shape[d]), IterKind::kSpatial));
-    loops.push_back(MakeVar(su::FreshName(absl::StrCat("ax", d), names), t));
-    values.push_back(loops.back());
-    indices.push_back(v);
-    point.push_back(MakeRange(v, IntImm(t, 1)));
-  }
-  block->reads = {Make<BufferRegionNode>(src, point)};
-  block->writes = {Make<BufferRegionNode>(dst, point)};
-  block->body = Make<BufferStoreNode>(dst, Make<BufferLoadNode>(src->dtype, src, indices), indices);
-  Stmt body = Make<BlockRealizeNode>(values, Bool(true), owner);
-  for (size_t d = loops.size(); d-- > 0;) {
-    body = MakeFor(loops[d], IntImm(loops[d]->dtype, 0), src->shape[d], ForKind::kSerial, body);
-  }
-  return body;
+  return su::GridBlock(
+      name, src->shape, names, [&](const std::vector<PrimExpr>& v, BlockNode* block) {
+        block->reads = {su::PointRegion(src, v)};
+        block->writes = {su::PointRegion(dst, v)};
+        block->body = Make<BufferStoreNode>(dst, Make<BufferLoadNode>(src->dtype, src, v), v);
+      });
 }
 
 // The block at `place` reads (or writes) a new buffer in `scope` instead of `buffer`, copied
@@ -843,9 +825,7 @@ absl::Status Schedule::ReverseComputeInline(BlockRV block) {
   BlockNode* merged = CopyBlock(*producer);
   Block owner(merged);
   merged->body = Make<BufferStoreNode>(store->buffer, value, indices);
-  std::vector<Range> point;
-  for (const PrimExpr& i : indices) point.push_back(MakeRange(i, IntImm(i->dtype, 1)));
-  merged->writes = {Make<BufferRegionNode>(store->buffer, point)};
+  merged->writes = {su::PointRegion(store->buffer, indices)};
   merged->reads = su::DeriveReadRegions(*merged);
   std::map<const StmtNode*, Stmt> edits = {{place.realize, Stmt()}, {producer, owner}};
   Stmt body = DropUnusedAllocation(su::Rebuild(f->body, edits), buffer);

@@ -417,6 +417,37 @@ Stmt ReplaceBuffers(const Stmt& s, const std::map<const BufferNode*, Buffer>& ma
   return replacer.VisitStmt(s);
 }
 
+BufferRegion PointRegion(const Buffer& buffer, const std::vector<PrimExpr>& indices) {
+  std::vector<Range> region;
+  for (const PrimExpr& i : indices) region.push_back(MakeRange(i, IntImm(i->dtype, 1)));
+  return Make<BufferRegionNode>(buffer, std::move(region));
+}
+
+Stmt GridBlock(const std::string& name, const std::vector<PrimExpr>& shape,
+               std::set<std::string>* names,
+               const std::function<void(const std::vector<PrimExpr>&, BlockNode*)>& fill) {
+  auto* block = new BlockNode();
+  Block owner(block);
+  block->name = name;
+  std::vector<PrimExpr> iters, values;
+  std::vector<Var> loops;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    DataType t = shape[d]->dtype;
+    Var v = MakeVar(absl::StrCat("v", d), t);
+    block->iter_vars.push_back(
+        Make<IterVarNode>(v, MakeRange(IntImm(t, 0), shape[d]), IterKind::kSpatial));
+    iters.push_back(v);
+    loops.push_back(MakeVar(FreshName(absl::StrCat("ax", d), names), t));
+    values.push_back(loops.back());
+  }
+  fill(iters, block);
+  Stmt nest = Make<BlockRealizeNode>(values, Bool(true), owner);
+  for (size_t d = loops.size(); d-- > 0;) {
+    nest = MakeFor(loops[d], IntImm(loops[d]->dtype, 0), shape[d], ForKind::kSerial, nest);
+  }
+  return nest;
+}
+
 bool IsParam(const PrimFunc& f, const BufferNode* buffer) {
   for (const auto& [param, b] : f->buffer_map) {
     if (b.get() == buffer) return true;

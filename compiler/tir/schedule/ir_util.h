@@ -72,6 +72,15 @@ ir::PrimFunc WithRootBlock(const ir::PrimFunc& f);
 // optionally, with one more allocation.
 ir::PrimFunc WithScopeBody(const ir::PrimFunc& f, const Place& place, Stmt body,
                            ir::Buffer allocate);
+// The single element of `buffer` at `indices`, as a region.
+ir::BufferRegion PointRegion(const ir::Buffer& buffer, const std::vector<PrimExpr>& indices);
+// A block `name` with one spatial iter var per dimension of `shape` (v0, v1, ...), each bound
+// to its own new serial loop over the dimension (ax0, ax1, ... fresh in `names`), as the loop
+// nest; `fill` sets the block's reads, writes and body from the iter vars.
+Stmt GridBlock(const std::string& name, const std::vector<PrimExpr>& shape,
+               std::set<std::string>* names,
+               const std::function<void(const std::vector<PrimExpr>&, ir::BlockNode*)>& fill);
+
 // True when `buffer` is bound to a parameter of `f` (its layout and scope are the caller's).
 bool IsParam(const ir::PrimFunc& f, const ir::BufferNode* buffer);
 // A new buffer node with `b`'s fields (the same storage), for the caller to change and own.

@@ -75,9 +75,7 @@ class AccessRewriter : public StmtExprMutator {
       }
       std::vector<PrimExpr> mins;
       for (const Range& x : r->region) mins.push_back(x->min);
-      std::vector<Range> region;
-      for (const PrimExpr& i : map_(mins)) region.push_back(MakeRange(i, IntImm(i->dtype, 1)));
-      out.push_back(Make<BufferRegionNode>(to_, std::move(region)));
+      out.push_back(su::PointRegion(to_, map_(mins)));
     }
     return out;
   }
@@ -362,33 +360,19 @@ absl::Status Schedule::PadEinsum(BlockRV block, std::vector<int64_t> padding) {
         MakeBuffer(su::FreshName(buf->name + "_pad", &names), buf->dtype, shape, buf->scope);
     to_padded[node] = pad;
     allocations.push_back(pad);
-    auto* copy = new BlockNode();
-    Block owner(copy);
-    copy->name = su::FreshName(pad->name, &block_names);
-    std::vector<PrimExpr> idx, values;
-    std::vector<Var> axes;
-    PrimExpr inside;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      DataType t = shape[d]->dtype;
-      Var v = MakeVar(absl::StrCat("v", d), t);
-      copy->iter_vars.push_back(
-          Make<IterVarNode>(v, MakeRange(IntImm(t, 0), shape[d]), IterKind::kSpatial));
-      axes.push_back(MakeVar(su::FreshName(absl::StrCat("ax", d), &names), t));
-      values.push_back(axes.back());
-      idx.push_back(v);
-      inside = su::And(inside, Binary(NodeKind::kLT, v, buf->shape[d]));
-    }
-    copy->reads = {FullRegion(buf)};
-    std::vector<Range> point;
-    for (const PrimExpr& i : idx) point.push_back(MakeRange(i, IntImm(i->dtype, 1)));
-    copy->writes = {Make<BufferRegionNode>(pad, point)};
-    copy->body = Make<IfThenElseNode>(
-        inside, Make<BufferStoreNode>(pad, Make<BufferLoadNode>(buf->dtype, buf, idx), idx),
-        Make<BufferStoreNode>(pad, MakeConst(buf->dtype, 0), idx));
-    Stmt nest = Make<BlockRealizeNode>(values, Bool(true), owner);
-    for (size_t d = axes.size(); d-- > 0;) {
-      nest = MakeFor(axes[d], IntImm(axes[d]->dtype, 0), shape[d], ForKind::kSerial, nest);
-    }
+    Stmt nest = su::GridBlock(
+        su::FreshName(pad->name, &block_names), shape, &names,
+        [&](const std::vector<PrimExpr>& v, BlockNode* copy) {
+          PrimExpr inside;
+          for (size_t d = 0; d < v.size(); ++d) {
+            inside = su::And(inside, Binary(NodeKind::kLT, v[d], buf->shape[d]));
+          }
+          copy->reads = {FullRegion(buf)};
+          copy->writes = {su::PointRegion(pad, v)};
+          copy->body = Make<IfThenElseNode>(
+              inside, Make<BufferStoreNode>(pad, Make<BufferLoadNode>(buf->dtype, buf, v), v),
+              Make<BufferStoreNode>(pad, MakeConst(buf->dtype, 0), v));
+        });
     before.push_back(nest);
   }
   // The output: computed padded, the part that exists copied back.
@@ -399,29 +383,13 @@ absl::Status Schedule::PadEinsum(BlockRV block, std::vector<int64_t> padding) {
         MakeBuffer(su::FreshName(out->name + "_pad", &names), out->dtype, out_shape, out->scope);
     to_padded[out.get()] = pad;
     allocations.push_back(pad);
-    auto* copy = new BlockNode();
-    Block owner(copy);
-    copy->name = su::FreshName(out->name + "_unpad", &block_names);
-    std::vector<PrimExpr> idx, values;
-    std::vector<Var> axes;
-    for (size_t d = 0; d < out->shape.size(); ++d) {
-      DataType t = out->shape[d]->dtype;
-      Var v = MakeVar(absl::StrCat("v", d), t);
-      copy->iter_vars.push_back(
-          Make<IterVarNode>(v, MakeRange(IntImm(t, 0), out->shape[d]), IterKind::kSpatial));
-      axes.push_back(MakeVar(su::FreshName(absl::StrCat("ax", d), &names), t));
-      values.push_back(axes.back());
-      idx.push_back(v);
-    }
-    std::vector<Range> point;
-    for (const PrimExpr& i : idx) point.push_back(MakeRange(i, IntImm(i->dtype, 1)));
-    copy->reads = {Make<BufferRegionNode>(pad, point)};
-    copy->writes = {Make<BufferRegionNode>(out, point)};
-    copy->body = Make<BufferStoreNode>(out, Make<BufferLoadNode>(out->dtype, pad, idx), idx);
-    Stmt nest = Make<BlockRealizeNode>(values, Bool(true), owner);
-    for (size_t d = axes.size(); d-- > 0;) {
-      nest = MakeFor(axes[d], IntImm(axes[d]->dtype, 0), out->shape[d], ForKind::kSerial, nest);
-    }
+    Stmt nest = su::GridBlock(su::FreshName(out->name + "_unpad", &block_names), out->shape, &names,
+                              [&](const std::vector<PrimExpr>& v, BlockNode* copy) {
+                                copy->reads = {su::PointRegion(pad, v)};
+                                copy->writes = {su::PointRegion(out, v)};
+                                copy->body = Make<BufferStoreNode>(
+                                    out, Make<BufferLoadNode>(out->dtype, pad, v), v);
+                              });
     after.push_back(nest);
   }
   // The block over the padded domain, on the padded buffers.

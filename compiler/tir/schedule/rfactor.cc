@@ -54,12 +54,6 @@ std::vector<PrimExpr> Inserted(std::vector<PrimExpr> indices, size_t axis, PrimE
   return indices;
 }
 
-BufferRegion Point(const Buffer& buffer, const std::vector<PrimExpr>& indices) {
-  std::vector<Range> region;
-  for (const PrimExpr& i : indices) region.push_back(MakeRange(i, IntImm(i->dtype, 1)));
-  return Make<BufferRegionNode>(buffer, std::move(region));
-}
-
 std::function<PrimExpr(const Var&)> Lookup(const std::map<const VarNode*, PrimExpr>& map) {
   return [&map](const Var& v) -> PrimExpr {
     auto it = map.find(v.get());
@@ -193,7 +187,7 @@ absl::StatusOr<BlockRV> Schedule::RFactor(LoopRV loop, int factor_axis) {
   for (const BufferRegion& r : su::DeriveReadRegions(*rf_block)) {
     if (r->buffer.get() != rf.get()) rf_block->reads.push_back(r);
   }
-  rf_block->writes = {Point(rf, rf_indices)};
+  rf_block->writes = {su::PointRegion(rf, rf_indices)};
   Stmt rf_nest = su::Rebuild(
       Stmt(place.top), {{place.realize, Make<BlockRealizeNode>(rf_values, Bool(true), rf_owner)}});
 
@@ -235,8 +229,8 @@ absl::StatusOr<BlockRV> Schedule::RFactor(LoopRV loop, int factor_axis) {
              Make<BufferLoadNode>(rf->dtype, rf, partial)),
       wb_indices);
   wb->init = Substitute(b.init, Lookup(wb_map));
-  wb->reads = {Point(rf, partial)};
-  wb->writes = {Point(buffer, wb_indices)};
+  wb->reads = {su::PointRegion(rf, partial)};
+  wb->writes = {su::PointRegion(buffer, wb_indices)};
   Stmt wb_stmt = Make<BlockRealizeNode>(wb_values, Bool(true), wb_owner);
   for (size_t k = wb_nest.size(); k-- > 0;) {
     ForNode* copy = su::CopyFor(*wb_nest[k].first);

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/tir/schedule/ir_util.h"
 
 namespace kiln::tir {
 
@@ -72,13 +73,8 @@ TensorIntrin MatmulMicroKernel(int mr, int nr, int kc, int lanes) {
       Make<IterVarNode>(vj, MakeRange(I64(0), I64(nr)), IterKind::kSpatial),
       Make<IterVarNode>(vk, MakeRange(I64(0), I64(kc)), IterKind::kReduce),
   };
-  auto point = [](const Buffer& buf, std::vector<PrimExpr> at) {
-    std::vector<Range> region;
-    for (const PrimExpr& x : at) region.push_back(MakeRange(x, I64(1)));
-    return Make<BufferRegionNode>(buf, region);
-  };
-  block->reads = {point(a, {vi, vk}), point(b, {vk, vj})};
-  block->writes = {point(c, {vi, vj})};
+  block->reads = {schedule_util::PointRegion(a, {vi, vk}), schedule_util::PointRegion(b, {vk, vj})};
+  block->writes = {schedule_util::PointRegion(c, {vi, vj})};
   block->body =
       Make<BufferStoreNode>(c,
                             Make<BufferLoadNode>(f32, c, std::vector<PrimExpr>{vi, vj}) +
