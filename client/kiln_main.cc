@@ -16,13 +16,11 @@
 #include "absl/strings/str_join.h"
 #include "client/remote_commands.h"
 #include "compiler/backend/build.h"
-#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/frontend/load_module.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/well_formed.h"
 #include "compiler/script/printer.h"
-#include "compiler/script/script_parser.h"
 #include "compiler/tir/schedule/trace.h"
-#include "compiler/wire/ir_proto.h"
 #include "nlohmann/json.hpp"
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
@@ -41,22 +39,6 @@ int PrintLocalVersions() {
   return 0;
 }
 
-// Reads a module: TVMScript (.py), protobuf IR (.pb) or an ONNX model (.onnx), imported.
-absl::StatusOr<kiln::ir::IRModule> LoadModule(const std::string& path) {
-  bool script = absl::EndsWith(path, ".py");
-  bool onnx = absl::EndsWith(path, ".onnx");
-  if (!script && !onnx && !absl::EndsWith(path, ".pb")) {
-    return absl::UnimplementedError("expected TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError("cannot open the file");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (script) return kiln::script::ParseScript(bytes.str(), path);
-  if (onnx) return kiln::frontend::ImportOnnx(bytes.str(), path);
-  return kiln::wire::DeserializeModule(bytes.str());
-}
-
 // One line naming the file: parse errors already start with `path:line:col:`.
 std::string Reason(const std::string& path, const absl::Status& status) {
   std::string message(status.message());
@@ -66,7 +48,7 @@ std::string Reason(const std::string& path, const absl::Status& status) {
 
 // kiln print FILE: the normalized module as text.
 int PrintModule(const std::string& path) {
-  absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
+  absl::StatusOr<kiln::ir::IRModule> mod = kiln::frontend::ParseModuleFile(path);
   if (mod.ok()) mod = kiln::ir::relax::NormalizeModule(*mod);
   if (!mod.ok()) {
     std::fprintf(stderr, "kiln: %s\n", Reason(path, mod.status()).c_str());
@@ -80,7 +62,7 @@ int PrintModule(const std::string& path) {
 // names, marked scheduled (the default schedule leaves it alone), as TVMScript.
 int ApplySchedule(const std::string& path, const std::string& trace_path,
                   const std::string& output) {
-  absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
+  absl::StatusOr<kiln::ir::IRModule> mod = kiln::frontend::ParseModuleFile(path);
   if (!mod.ok()) {
     std::fprintf(stderr, "kiln: %s\n", Reason(path, mod.status()).c_str());
     return kExitUserError;
@@ -121,7 +103,7 @@ int ApplySchedule(const std::string& path, const std::string& trace_path,
 
 // kiln check FILE: every well-formedness violation, then StructInfo errors; exit 1 if any.
 int CheckModule(const std::string& path) {
-  absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
+  absl::StatusOr<kiln::ir::IRModule> mod = kiln::frontend::ParseModuleFile(path);
   if (!mod.ok()) {
     // A parse error: the located message with the offending line, then the one-line summary.
     std::printf("%s\n", std::string(mod.status().message()).c_str());
@@ -175,10 +157,13 @@ int Fail(const absl::Status& status) {
 }
 
 // kiln compile FILE --target T -o OUT.kiln [--dump-after PASS ... [--dump-dir DIR]]
+// [--time-passes] [--verify-passes]
 int Compile(const std::string& path, const std::string& target, const std::string& output,
-            kiln::backend::BuildOptions options, const std::string& dump_dir) {
+            kiln::backend::BuildOptions options, const std::string& dump_dir, bool time_passes) {
+  kiln::pass::PassTimer timer;
+  if (time_passes) options.timer = &timer;
   if (absl::Status s = kiln::backend::CheckDumpAfter(options); !s.ok()) return Fail(s);
-  absl::StatusOr<kiln::ir::IRModule> mod = LoadModule(path);
+  absl::StatusOr<kiln::ir::IRModule> mod = kiln::frontend::ParseModuleFile(path);
   if (!mod.ok()) return Fail(absl::InvalidArgumentError(Reason(path, mod.status())));
   // Dumps go to stderr, or to DIR/NN_PASS.py (NN the pass's position) with --dump-dir.
   int dumps = 0;
@@ -196,6 +181,8 @@ int Compile(const std::string& path, const std::string& target, const std::strin
     if (absl::Status s = WriteBytes(file, text); !s.ok() && dump_status.ok()) dump_status = s;
   };
   absl::StatusOr<std::string> artifact = kiln::backend::BuildArtifact(*mod, target, options);
+  // The pass times go to stderr, so that they never mix with a dump on stdout or the summary.
+  if (time_passes) std::fprintf(stderr, "%s", timer.Report().c_str());
   if (!dump_status.ok()) return Fail(dump_status);
   if (!artifact.ok()) return Fail(absl::InvalidArgumentError(Reason(path, artifact.status())));
   absl::Status written = WriteBytes(output, *artifact);
@@ -433,6 +420,11 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   compile->add_flag("--no-fuse", no_fuse, "one kernel per operator (skip FuseOps)");
   compile->add_flag("--no-fold", no_fold, "skip FoldConstant");
+  bool time_passes = false, verify_passes = false;
+  compile->add_flag("--time-passes", time_passes,
+                    "print each pass's and code generation step's wall time to stderr");
+  compile->add_flag("--verify-passes", verify_passes,
+                    "check well-formedness after every pass (always on in debug builds)");
   add_remote(compile, false);
   std::string device;
   CLI::App* run = app.add_subcommand("run", "run a function of a .kiln artifact on .npy inputs");
@@ -520,9 +512,12 @@ int main(int argc, char** argv) {
   if (*compile) {
     build_options.fuse = !no_fuse;
     build_options.fold_constants = !no_fold;
+    build_options.verify = build_options.verify || verify_passes;
     if (remote_mode) {
-      if (!build_options.dump_after.empty()) {
-        std::fprintf(stderr, "kiln: --dump-after works in-process only (without --server)\n");
+      if (!build_options.dump_after.empty() || time_passes) {
+        std::fprintf(stderr,
+                     "kiln: --dump-after and --time-passes work in-process only (without "
+                     "--server)\n");
         return kExitUsage;
       }
       kiln::v1::CompileOptions options;
@@ -530,7 +525,7 @@ int main(int argc, char** argv) {
       options.set_no_fold(no_fold);
       return kiln::client::RemoteCompile(remote, file, target, output, options);
     }
-    return Compile(file, target, output, build_options, dump_dir);
+    return Compile(file, target, output, build_options, dump_dir, time_passes);
   }
   if (*run && remote_mode) {
     return kiln::client::RemoteRun(remote, file, device, function, inputs, output_dir);

@@ -3,27 +3,15 @@
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/ir/structural.h"
-#include "compiler/version.h"
-#include "compiler/wire/ir_proto.h"
 #include "runtime/artifact.h"
 
 namespace kiln::server {
 namespace {
 
-// Deserialized modules kept for equality checks on hits, and request fingerprints.
-constexpr size_t kModuleMemo = 64;
+// Request fingerprints remembered.
 constexpr size_t kFingerprintMemo = 4096;
 
 }  // namespace
-
-std::string CacheKey(const ir::IRModule& mod, const std::string& target,
-                     const v1::CompileOptions& options) {
-  std::string options_bytes;
-  options.SerializeToString(&options_bytes);  // deterministic for a message of scalars
-  return runtime::Sha256Hex(absl::StrCat("kiln-cache-key-v1\n", ir::StructuralHash(mod), "\n",
-                                         target, "\n", options_bytes, "\n", kCompilerVersion));
-}
 
 std::optional<int64_t> ArtifactCache::IntactSize(const std::string& digest) {
   struct stat st;
@@ -42,36 +30,26 @@ std::optional<int64_t> ArtifactCache::IntactSize(const std::string& digest) {
   return stamp.first;
 }
 
-absl::StatusOr<std::optional<CachedArtifact>> ArtifactCache::Lookup(const std::string& key,
-                                                                    const ir::IRModule& mod) {
-  absl::StatusOr<std::vector<std::string>> candidates = store_->FindByCacheKey(key);
-  if (!candidates.ok()) return candidates.status();
-  for (const std::string& digest : *candidates) {
-    std::optional<ir::IRModule> stored;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = modules_.find(digest);
-      if (it != modules_.end()) stored = it->second;
-    }
-    if (!stored.has_value()) {
-      absl::StatusOr<std::string> bytes = store_->ReadModule(digest);
-      if (!bytes.ok()) continue;
-      absl::StatusOr<ir::IRModule> parsed = wire::DeserializeModule(*bytes);
-      if (!parsed.ok()) continue;
-      stored = *parsed;
-      std::lock_guard<std::mutex> lock(mu_);
-      if (modules_.size() >= kModuleMemo) modules_.erase(modules_.begin());
-      modules_[digest] = *parsed;
-    }
-    if (!ir::StructuralEqual(*stored, mod)) continue;
+absl::StatusOr<CacheCandidates> ArtifactCache::Candidates(const std::string& key) {
+  absl::StatusOr<std::vector<std::string>> digests = store_->FindByCacheKey(key);
+  if (!digests.ok()) return digests.status();
+  CacheCandidates out;
+  for (const std::string& digest : *digests) {
+    absl::StatusOr<std::string> module = store_->ReadModule(digest);
+    if (!module.ok()) continue;
     std::optional<int64_t> size = IntactSize(digest);
     if (!size.has_value()) continue;
-    store_->TouchArtifact(digest);
-    ++hits_;
-    return std::optional<CachedArtifact>(CachedArtifact{digest, *size});
+    CachedModule* candidate = out.add_candidates();
+    candidate->set_digest(digest);
+    candidate->set_size(*size);
+    candidate->set_module(std::move(*module));
   }
-  ++misses_;
-  return std::optional<CachedArtifact>();
+  return out;
+}
+
+void ArtifactCache::RecordHit(const std::string& digest) {
+  store_->TouchArtifact(digest);
+  ++hits_;
 }
 
 std::optional<CachedArtifact> ArtifactCache::LookupFingerprint(const std::string& fingerprint) {

@@ -1,8 +1,7 @@
-// The artifact cache: compiled artifacts content-addressed by a cache key, the SHA-256 of
-// (structural hash of the module, target, options, compiler version). A key match is only a
-// candidate: a hit also needs the stored module to be structurally equal to the submitted one,
-// so a 64-bit hash collision can never serve the wrong code. Bounded in bytes, evicting the
-// least recently used artifact first.
+// The artifact cache: compiled artifacts content-addressed by a cache key (server/cache_key.h),
+// each stored with the module it was compiled from. kilnd never parses a module: the worker that
+// loaded a submission asks for the candidates under its key and decides a hit by structural
+// equality itself. Bounded in bytes, evicting the least recently used artifact first.
 #ifndef KILN_SERVER_ARTIFACT_CACHE_H_
 #define KILN_SERVER_ARTIFACT_CACHE_H_
 
@@ -14,14 +13,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "compiler/ir/module.h"
-#include "proto/kiln/v1/jobs.pb.h"
 #include "server/store.h"
+#include "server/worker.pb.h"
 
 namespace kiln::server {
-
-std::string CacheKey(const ir::IRModule& mod, const std::string& target,
-                     const v1::CompileOptions& options);
 
 // A hit: the artifact's digest and size in bytes.
 struct CachedArtifact {
@@ -33,9 +28,12 @@ class ArtifactCache {
  public:
   ArtifactCache(Store* store, int64_t max_bytes) : store_(store), max_bytes_(max_bytes) {}
 
-  // An intact artifact compiled from a module equal to `mod` under `key`.
-  absl::StatusOr<std::optional<CachedArtifact>> Lookup(const std::string& key,
-                                                       const ir::IRModule& mod);
+  // The intact artifacts stored under `key`, each with the module it was compiled from.
+  absl::StatusOr<CacheCandidates> Candidates(const std::string& key);
+  // A worker found `digest` structurally equal to its module (counted, marked recently used);
+  // or found none.
+  void RecordHit(const std::string& digest);
+  void RecordMiss() { ++misses_; }
   // Stores a fresh artifact with the module it came from, then evicts down to the bound.
   absl::Status Insert(const std::string& key, const std::string& digest,
                       const std::string& artifact, const std::string& module_bytes);
@@ -61,7 +59,6 @@ class ArtifactCache {
   std::atomic<int64_t> hits_{0}, misses_{0}, evictions_{0};
   std::mutex mu_;
   std::map<std::string, std::pair<int64_t, int64_t>> verified_;  // digest -> (size, mtime ns)
-  std::map<std::string, ir::IRModule> modules_;                  // digest -> its module
   std::map<std::string, std::string> fingerprints_;              // request -> digest
 };
 

@@ -1,17 +1,16 @@
-// The artifact cache over a real store: keys, hits by structural equality, LRU eviction and
-// corruption.
+// The artifact cache over a real store: keys, candidates, hits by structural equality (as
+// kiln-worker decides them), LRU eviction and corruption.
 #include "server/artifact_cache.h"
 
 #include <fstream>
 #include <sstream>
 
 #include "compiler/backend/build.h"
-#include "compiler/frontend/onnx/onnx_importer.h"
-#include "compiler/relax/block_builder.h"
-#include "compiler/script/script_parser.h"
+#include "compiler/frontend/load_module.h"
 #include "compiler/wire/ir_proto.h"
 #include "gtest/gtest.h"
 #include "proto/kiln/v1/artifact.pb.h"
+#include "server/cache_key.h"
 
 namespace kiln::server {
 namespace {
@@ -24,14 +23,11 @@ std::string ReadFile(const std::string& path) {
 }
 
 ir::IRModule Import(const std::string& path) {
-  std::string bytes = ReadFile(path);
-  absl::StatusOr<ir::IRModule> mod = path.size() > 5 && path.substr(path.size() - 5) == ".onnx"
-                                         ? frontend::ImportOnnx(bytes, path)
-                                         : script::ParseScript(bytes, path);
+  absl::StatusOr<frontend::SourceForm> form = frontend::FormFromPath(path);
+  EXPECT_TRUE(form.ok()) << form.status();
+  absl::StatusOr<ir::IRModule> mod = frontend::LoadModule(*form, ReadFile(path), path);
   EXPECT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<ir::IRModule> normalized = ir::relax::NormalizeModule(*mod);
-  EXPECT_TRUE(normalized.ok()) << normalized.status();
-  return *normalized;
+  return *mod;
 }
 
 std::string StoreDir(const std::string& name) {
@@ -65,11 +61,14 @@ TEST_P(CacheTest, TheSameModuleImportedTwiceHasOneKeyAndHits) {
   ArtifactCache cache(store->get(), 1 << 30);
   std::string key = CacheKey(a, "llvm", {});
   std::string digest = CompileInto(cache, a, key);
-  absl::StatusOr<std::optional<CachedArtifact>> hit = cache.Lookup(key, b);
-  ASSERT_TRUE(hit.ok());
-  ASSERT_TRUE(hit->has_value());
-  EXPECT_EQ((*hit)->digest, digest);
-  EXPECT_EQ(cache.hits(), 1);
+  absl::StatusOr<CacheCandidates> candidates = cache.Candidates(key);
+  ASSERT_TRUE(candidates.ok()) << candidates.status();
+  ASSERT_EQ(candidates->candidates_size(), 1);
+  const CachedModule* hit = FindStructuralMatch(b, *candidates);
+  ASSERT_NE(hit, nullptr);
+  EXPECT_EQ(hit->digest(), digest);
+  EXPECT_GT(hit->size(), 0);
+  EXPECT_TRUE(cache.Candidates("another key")->candidates().empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CacheTest,
@@ -93,10 +92,11 @@ TEST(ArtifactCache, AKeyCollisionWithADifferentModuleIsAMiss) {
   std::string key = CacheKey(mlp, "llvm", {});
   CompileInto(cache, mlp, key);
   // Pretend the CNN hashed to the MLP's key: structural equality still refuses it.
-  absl::StatusOr<std::optional<CachedArtifact>> hit = cache.Lookup(key, cnn);
-  ASSERT_TRUE(hit.ok());
-  EXPECT_FALSE(hit->has_value());
-  EXPECT_EQ(cache.misses(), 1);
+  absl::StatusOr<CacheCandidates> candidates = cache.Candidates(key);
+  ASSERT_TRUE(candidates.ok());
+  ASSERT_EQ(candidates->candidates_size(), 1);
+  EXPECT_EQ(FindStructuralMatch(cnn, *candidates), nullptr);
+  EXPECT_NE(FindStructuralMatch(mlp, *candidates), nullptr);
 }
 
 TEST(ArtifactCache, EvictsTheLeastRecentlyUsedToStayInBounds) {
@@ -118,6 +118,24 @@ TEST(ArtifactCache, EvictsTheLeastRecentlyUsedToStayInBounds) {
   EXPECT_EQ((*store)->ReadArtifact(pa.manifest().digest()).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE((*store)->ReadArtifact(pb.manifest().digest()).ok());
+}
+
+TEST(ArtifactCache, ACorruptArtifactIsNoCandidate) {
+  auto store = Store::Open(StoreDir("corrupt"));
+  ASSERT_TRUE(store.ok());
+  ArtifactCache cache(store->get(), 1 << 30);
+  ir::IRModule mlp = Import("compiler/script/testdata/tvm_mlp.py");
+  std::string key = CacheKey(mlp, "llvm", {});
+  std::string digest = CompileInto(cache, mlp, key);
+  ASSERT_EQ(cache.Candidates(key)->candidates_size(), 1);
+  {
+    std::fstream f((*store)->ArtifactPath(digest), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(100);
+    char c = static_cast<char>(f.get());
+    f.seekp(100);
+    f.put(static_cast<char>(c ^ 0x55));
+  }
+  EXPECT_EQ(cache.Candidates(key)->candidates_size(), 0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <random>
 
 #include "absl/strings/ascii.h"
@@ -11,6 +12,7 @@
 #include "runtime/support/subprocess.h"
 #include "server/log.h"
 #include "server/worker.pb.h"
+#include "server/worker_frames.h"
 
 namespace kiln::server {
 
@@ -18,8 +20,8 @@ struct JobManager::Entry {
   v1::Job job;
   std::vector<v1::JobEvent> events;
   // What running the job needs; dropped when it finishes.
-  std::string module_bytes;
-  std::string cache_key;
+  v1::ModuleSource source;
+  std::string fingerprint;
   v1::CompileOptions options;
   v1::Task task;
   int64_t deadline_unix_ms = 0;
@@ -161,12 +163,12 @@ Submitted JobManager::AddCacheHit(v1::Job job) {
   return Saved(lock, std::move(s));
 }
 
-Submitted JobManager::EnqueueCompile(v1::Job job, std::string module_bytes, std::string cache_key,
-                                     v1::CompileOptions options) {
+Submitted JobManager::EnqueueCompile(v1::Job job, v1::ModuleSource source,
+                                     v1::CompileOptions options, std::string fingerprint) {
   std::unique_lock<std::mutex> lock(mu_);
   auto entry = std::make_unique<Entry>();
-  entry->module_bytes = std::move(module_bytes);
-  entry->cache_key = std::move(cache_key);
+  entry->source = std::move(source);
+  entry->fingerprint = std::move(fingerprint);
   entry->options = std::move(options);
   Submitted s = InsertLocked(std::move(job), std::move(entry));
   if (s.deduplicated) return Saved(lock, std::move(s));
@@ -212,8 +214,7 @@ void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::strin
   if (Terminal(state)) {
     e.job.set_finished_unix_ms(now);
     if (state != v1::JOB_STATE_SUCCEEDED) e.job.set_reason(message);
-    e.module_bytes.clear();
-    e.module_bytes.shrink_to_fit();
+    e.source.Clear();
     e.task.Clear();
   }
   e.saved_ticket = store_->SaveJob(e.job);
@@ -339,8 +340,8 @@ void JobManager::CompileLoop() {
   std::unique_ptr<runtime::Child> spare;
   while (true) {
     if (spare == nullptr || !spare->Alive()) {
-      absl::StatusOr<std::unique_ptr<runtime::Child>> started =
-          runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
+      absl::StatusOr<std::unique_ptr<runtime::Child>> started = runtime::Child::Start(
+          {options_.worker_path}, options_.worker_memory_bytes, options_.worker_cpu_seconds);
       spare = started.ok() ? std::move(*started) : nullptr;
     }
     std::string id;
@@ -362,6 +363,38 @@ void JobManager::CompileLoop() {
   }
 }
 
+// The compile's side of the worker conversation (worker.proto): answers the worker's cache query
+// with the candidates stored under its key and keeps its outcome.
+struct JobManager::WorkerConversation {
+  ArtifactCache* cache = nullptr;
+  std::map<std::string, int64_t> offered;  // candidate digest -> artifact size
+  CompileOutcome outcome;
+  bool have_outcome = false;
+  std::string broken;  // why the worker's output made no sense
+
+  std::string OnOutput(std::string* output) {
+    std::string reply, payload;
+    bool oversized = false;
+    while (broken.empty() && TakeFrame(output, &payload, &oversized)) {
+      WorkerMessage message;
+      if (!message.ParseFromString(payload)) {
+        broken = "sent a message that does not parse";
+      } else if (message.has_cache_query()) {
+        absl::StatusOr<CacheCandidates> candidates =
+            cache->Candidates(message.cache_query().cache_key());
+        CacheCandidates answer = candidates.ok() ? *std::move(candidates) : CacheCandidates();
+        for (const CachedModule& c : answer.candidates()) offered[c.digest()] = c.size();
+        reply += Frame(answer);
+      } else if (message.has_outcome()) {
+        outcome = message.outcome();
+        have_outcome = true;
+      }
+    }
+    if (oversized) broken = "sent a frame over the size limit";
+    return reply;
+  }
+};
+
 void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Child> worker) {
   CompileWork work;
   Entry* e;
@@ -369,12 +402,14 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
   {
     std::lock_guard<std::mutex> lock(mu_);
     e = jobs_.at(id).get();
-    work.set_module(e->module_bytes);
+    *work.mutable_source() = e->source;
     work.set_target(e->job.target());
     *work.mutable_options() = e->options;
     work.set_module_name(e->job.module_name());
     timeout_ms = std::max<int64_t>(1, e->deadline_unix_ms - NowUnixMs());
   }
+  WorkerConversation conversation;
+  conversation.cache = cache_;
   runtime::ChildOptions child;
   child.memory_limit_bytes = options_.worker_memory_bytes;
   child.timeout_ms = timeout_ms;
@@ -384,20 +419,22 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
     e->job.set_worker_pid(pid);
     PublishLocked(*e, absl::StrCat("compiling in kiln-worker pid ", pid));
   };
+  child.on_output = [&](std::string* output) { return conversation.OnOutput(output); };
   absl::StatusOr<runtime::ChildResult> ran = absl::UnknownError("not run");
   if (worker == nullptr || !worker->Alive()) {  // no spare, or it died while waiting
-    absl::StatusOr<std::unique_ptr<runtime::Child>> started =
-        runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
+    absl::StatusOr<std::unique_ptr<runtime::Child>> started = runtime::Child::Start(
+        {options_.worker_path}, options_.worker_memory_bytes, options_.worker_cpu_seconds);
     if (started.ok()) {
       worker = std::move(*started);
     } else {
       ran = started.status();
     }
   }
-  if (worker != nullptr) ran = worker->Run(work.SerializeAsString(), child);
+  if (worker != nullptr) ran = worker->Run(Frame(work), child);
 
-  CompileOutcome outcome;
+  const CompileOutcome& outcome = conversation.outcome;
   std::string failure;
+  absl::StatusCode code = absl::StatusCode::kInternal;
   if (!ran.ok()) {
     failure = absl::StrCat("cannot start the compile worker ", options_.worker_path, ": ",
                            ran.status().message());
@@ -406,43 +443,67 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
   } else if (ran->outcome == runtime::ChildResult::Outcome::kTimedOut) {
     failure = absl::StrCat("the compile exceeded its deadline of ", e->job.deadline_ms(),
                            " ms; its worker was killed");
-  } else if (!ran->exited_ok() || !outcome.ParseFromString(ran->output)) {
-    failure = absl::StrCat("the compile worker (pid ", e->job.worker_pid(), ") ",
-                           ran->Describe(timeout_ms));
-    if (ran->outcome == runtime::ChildResult::Outcome::kSignaled &&
-        options_.worker_memory_bytes > 0) {
-      absl::StrAppend(&failure, " (its memory limit is ", options_.worker_memory_bytes >> 20,
-                      " MiB)");
+    code = absl::StatusCode::kDeadlineExceeded;
+  } else if (!ran->exited_ok() || !conversation.have_outcome || !conversation.broken.empty()) {
+    failure =
+        absl::StrCat("the compile worker (pid ", e->job.worker_pid(), ") ",
+                     conversation.broken.empty() ? ran->Describe(timeout_ms) : conversation.broken);
+    if (ran->outcome == runtime::ChildResult::Outcome::kSignaled) {
+      if (ran->signal == SIGXCPU && options_.worker_cpu_seconds > 0) {
+        absl::StrAppend(&failure, ": over its CPU-time limit of ", options_.worker_cpu_seconds,
+                        " s");
+        code = absl::StatusCode::kResourceExhausted;
+      } else if (options_.worker_memory_bytes > 0) {
+        absl::StrAppend(&failure, " (its memory limit is ", options_.worker_memory_bytes >> 20,
+                        " MiB)");
+      }
     }
     std::string tail(absl::StripAsciiWhitespace(ran->error_tail));
     if (!tail.empty()) absl::StrAppend(&failure, ": ", tail.substr(tail.rfind('\n') + 1));
   } else if (!outcome.ok()) {
     failure = outcome.error();
+    code = static_cast<absl::StatusCode>(outcome.code());
   }
-  std::string artifact_digest;
-  if (failure.empty()) {
-    std::string module;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      module = e->module_bytes;
+  int64_t artifact_size = static_cast<int64_t>(outcome.artifact().size());
+  if (failure.empty() && outcome.cache_hit()) {
+    auto offered = conversation.offered.find(outcome.digest());
+    if (offered == conversation.offered.end()) {
+      failure = "the compile worker named a cached artifact it was not offered";
+    } else {
+      artifact_size = offered->second;
+      cache_->RecordHit(outcome.digest());
     }
+  } else if (failure.empty()) {
+    cache_->RecordMiss();
     absl::Status stored =
-        cache_->Insert(e->cache_key, outcome.digest(), outcome.artifact(), module);
+        cache_->Insert(outcome.cache_key(), outcome.digest(), outcome.artifact(), outcome.module());
     if (!stored.ok()) failure = absl::StrCat("cannot store the artifact: ", stored.message());
   }
+  if (failure.empty()) cache_->RememberFingerprint(e->fingerprint, outcome.digest());
   std::lock_guard<std::mutex> lock(mu_);
   if (Terminal(e->job.state())) return;  // cancelled meanwhile
   if (ran.ok()) {
-    ++compiles_;
-    compile_seconds_ += ran->seconds;
     e->job.set_compile_seconds(ran->seconds);
+    if (!outcome.cache_hit()) {  // the metrics count builds
+      ++compiles_;
+      compile_seconds_ += ran->seconds;
+    }
   }
   if (!failure.empty()) {
+    e->job.set_error_code(static_cast<int>(code));
     TransitionLocked(*e, v1::JOB_STATE_FAILED, failure);
     return;
   }
   e->job.set_artifact_digest(outcome.digest());
-  e->job.set_artifact_size(static_cast<int64_t>(outcome.artifact().size()));
+  e->job.set_artifact_size(artifact_size);
+  if (outcome.cache_hit()) {
+    e->job.set_cache_hit(true);
+    TransitionLocked(
+        *e, v1::JOB_STATE_SUCCEEDED,
+        absl::StrCat("served from the artifact cache: the module loaded in ",
+                     absl::SixDigits(outcome.load_seconds()), " s matches a stored one"));
+    return;
+  }
   TransitionLocked(*e, v1::JOB_STATE_SUCCEEDED,
                    absl::StrCat("compiled in ", absl::SixDigits(ran->seconds), " s"));
 }

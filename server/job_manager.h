@@ -39,9 +39,10 @@ class Child;
 namespace kiln::server {
 
 struct JobManagerOptions {
-  std::string worker_path;          // the kiln-worker binary
-  int workers = 2;                  // concurrent compiles
-  int64_t worker_memory_bytes = 0;  // per worker; 0 for none
+  std::string worker_path;            // the kiln-worker binary
+  int workers = 2;                    // concurrent compiles
+  int64_t worker_memory_bytes = 0;    // per worker (RLIMIT_AS); 0 for none
+  int64_t worker_cpu_seconds = 1800;  // per worker (RLIMIT_CPU); 0 for none
   int64_t default_deadline_ms = 10 * 60 * 1000;
   int64_t max_deadline_ms = 60 * 60 * 1000;
   int max_active_jobs_per_client = 16;
@@ -94,8 +95,10 @@ class JobManager {
 
   // `job` carries kind, client, key and its descriptive fields; the manager fills in the rest.
   Submitted AddCacheHit(v1::Job job);
-  Submitted EnqueueCompile(v1::Job job, std::string module_bytes, std::string cache_key,
-                           v1::CompileOptions options);
+  // A compile of `source` as submitted: a kiln-worker loads it, asks the cache and builds on a
+  // miss. `fingerprint` (the request's exact bytes) answers a repeat of it once it succeeded.
+  Submitted EnqueueCompile(v1::Job job, v1::ModuleSource source, v1::CompileOptions options,
+                           std::string fingerprint);
   Submitted EnqueueTask(v1::Job job, v1::Task task);
   bool KnownDevice(const std::string& key);
 
@@ -127,6 +130,7 @@ class JobManager {
 
  private:
   struct Entry;
+  struct WorkerConversation;
   std::string NewIdLocked();
   Submitted InsertLocked(v1::Job job, std::unique_ptr<Entry> entry);
   // Unlocks and waits until the submitted job's row is committed: a client is answered only

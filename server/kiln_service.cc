@@ -7,12 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler/codegen/codegen_llvm.h"
-#include "compiler/frontend/onnx/onnx_importer.h"
-#include "compiler/relax/block_builder.h"
-#include "compiler/script/script_parser.h"
+#include "compiler/codegen/llvm_target.h"
 #include "compiler/version.h"
-#include "compiler/wire/ir_proto.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "runtime/agent/tensor_value.h"
@@ -34,40 +30,6 @@ grpc::Status Invalid(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
 }
 
-// Parses the submitted module in whichever form it came, normalized (StructInfo filled in).
-absl::StatusOr<ir::IRModule> ParseModule(const v1::ModuleSource& source, std::string* name) {
-  absl::StatusOr<ir::IRModule> mod;
-  switch (source.form_case()) {
-    case v1::ModuleSource::kIrProto:
-      if (name->empty()) *name = "module.pb";
-      mod = wire::DeserializeModule(source.ir_proto());
-      break;
-    case v1::ModuleSource::kTvmscript:
-      if (name->empty()) *name = "module.py";
-      mod = script::ParseScript(source.tvmscript(), *name);
-      break;
-    case v1::ModuleSource::kOnnx:
-      if (name->empty()) *name = "model.onnx";
-      mod = frontend::ImportOnnx(source.onnx(), *name);
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          "module: give it as ir_proto, tvmscript or onnx (none was set)");
-  }
-  if (mod.ok()) mod = ir::relax::NormalizeModule(*mod);
-  if (!mod.ok()) {
-    std::string message(mod.status().message());
-    if (!absl::StartsWith(message, *name)) message = absl::StrCat(*name, ": ", message);
-    // The parsers' own codes stand (an unsupported ONNX operator is Unimplemented); anything
-    // else the input caused is InvalidArgument.
-    absl::StatusCode code = mod.status().code() == absl::StatusCode::kUnimplemented
-                                ? absl::StatusCode::kUnimplemented
-                                : absl::StatusCode::kInvalidArgument;
-    return absl::Status(code, message);
-  }
-  return mod;
-}
-
 // The exact bytes of what a compile asks for, less what does not change the artifact (the
 // idempotency key, the deadline).
 std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const std::string& target) {
@@ -86,6 +48,18 @@ std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const st
 
 size_t SourceBytes(const v1::ModuleSource& source) {
   return source.ir_proto().size() + source.tvmscript().size() + source.onnx().size();
+}
+
+// The name a module without one goes by in messages, from the form it came in.
+std::string DefaultModuleName(const v1::ModuleSource& source) {
+  switch (source.form_case()) {
+    case v1::ModuleSource::kIrProto:
+      return "module.pb";
+    case v1::ModuleSource::kOnnx:
+      return "model.onnx";
+    default:
+      return "module.py";
+  }
 }
 
 // Inference inputs against the function's signature: count, names, dtypes and static shapes.
@@ -193,6 +167,9 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
                         absl::StrCat("module: ", size, " bytes is over this server's limit of ",
                                      ctx_->max_module_bytes, " bytes"));
   }
+  if (request->module().form_case() == v1::ModuleSource::FORM_NOT_SET) {
+    return Invalid("module: give it as ir_proto, tvmscript or onnx (none was set)");
+  }
   if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
   std::string target = request->target().empty() ? "llvm" : request->target();
   if (absl::StatusOr<codegen::LlvmTargetInfo> t = codegen::ParseTarget(target); !t.ok()) {
@@ -204,32 +181,21 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   job.set_idempotency_key(request->idempotency_key());
   job.set_target(target);
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
-  // A request seen before is answered without parsing; otherwise parse, and look the module up
-  // by its cache key and structural equality.
+  // A request seen before is answered by its fingerprint; anything else goes to a worker, which
+  // loads the module (kilnd never parses one), matches it against the cache and builds on a miss.
   std::string fingerprint = RequestFingerprint(*request, target);
-  std::optional<CachedArtifact> hit = ctx_->cache->LookupFingerprint(fingerprint);
-  job.set_module_name(request->module().name());
-  if (!hit.has_value()) {
-    std::string name = request->module().name();
-    absl::StatusOr<ir::IRModule> mod = ParseModule(request->module(), &name);
-    if (!mod.ok()) return ToGrpc(mod.status());
-    job.set_module_name(name);
-    std::string key = CacheKey(*mod, target, request->options());
-    absl::StatusOr<std::optional<CachedArtifact>> found = ctx_->cache->Lookup(key, *mod);
-    if (!found.ok()) return ToGrpc(found.status());
-    if (!found->has_value()) {
-      Submitted submitted = ctx_->jobs->EnqueueCompile(std::move(job), wire::SerializeModule(*mod),
-                                                       key, request->options());
-      *response->mutable_job() = submitted.job;
-      response->set_deduplicated(submitted.deduplicated);
-      return grpc::Status::OK;
-    }
-    hit = **found;
-    ctx_->cache->RememberFingerprint(fingerprint, hit->digest);
+  job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
+                                                       : request->module().name());
+  if (std::optional<CachedArtifact> hit = ctx_->cache->LookupFingerprint(fingerprint)) {
+    job.set_artifact_digest(hit->digest);
+    job.set_artifact_size(hit->size);
+    Submitted submitted = ctx_->jobs->AddCacheHit(std::move(job));
+    *response->mutable_job() = submitted.job;
+    response->set_deduplicated(submitted.deduplicated);
+    return grpc::Status::OK;
   }
-  job.set_artifact_digest(hit->digest);
-  job.set_artifact_size(hit->size);
-  Submitted submitted = ctx_->jobs->AddCacheHit(std::move(job));
+  Submitted submitted = ctx_->jobs->EnqueueCompile(std::move(job), request->module(),
+                                                   request->options(), std::move(fingerprint));
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);
   return grpc::Status::OK;

@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
                  "address-space limit of a worker (0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--worker-cpu-s", options.jobs.worker_cpu_seconds,
+                 "CPU-time limit of a worker, in seconds (0: none)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--default-deadline-s", default_deadline_s, "deadline of a job that names none")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

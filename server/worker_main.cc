@@ -1,56 +1,145 @@
-// kiln-worker: compiles one module and exits. kilnd runs each compile in a fresh worker process
-// under a deadline and a memory limit, so a compiler crash, hang or runaway allocation costs that
-// one job and never the daemon (server/worker_pool.h).
+// kiln-worker: loads and compiles one module, then exits. kilnd runs each compile in a fresh
+// worker process under the job's deadline and the configured memory and CPU-time limits
+// (runtime/support/subprocess.h), so a front end or compiler crash, hang or runaway allocation
+// costs that one job and never the daemon. The conversation with kilnd is in worker.proto.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
+#include <cstdlib>
+#include <new>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/backend/build.h"
+#include "compiler/frontend/load_module.h"
 #include "compiler/wire/ir_proto.h"
 #include "proto/kiln/v1/artifact.pb.h"
+#include "server/cache_key.h"
 #include "server/worker.pb.h"
+#include "server/worker_frames.h"
 
+namespace kiln::server {
 namespace {
 
-kiln::server::CompileOutcome Compile(const kiln::server::CompileWork& work) {
-  kiln::server::CompileOutcome outcome;
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Fail(const absl::Status& status, CompileOutcome* outcome) {
+  outcome->set_ok(false);
+  outcome->set_code(static_cast<int>(status.code()));
+  outcome->set_error(std::string(status.message()));
+}
+
+#ifdef KILN_WORKER_TEST_HOOKS
+// Only in the test build (//server:kiln-worker-test-hooks): a module with one of these names
+// makes the front end misbehave, so tests can show what a crashing front end costs.
+void TestHooks(const std::string& module_name) {
+  if (module_name == "kiln-test-abort-in-frontend") std::abort();
+  if (module_name == "kiln-test-spin-in-frontend") {
+    for (volatile uint64_t i = 0;; i = i + 1) {
+    }
+  }
+}
+#else
+void TestHooks(const std::string& /*module_name*/) {}
+#endif
+
+absl::StatusOr<frontend::SourceForm> FormOf(const v1::ModuleSource& source) {
+  switch (source.form_case()) {
+    case v1::ModuleSource::kIrProto:
+      return frontend::SourceForm::kIrProto;
+    case v1::ModuleSource::kTvmscript:
+      return frontend::SourceForm::kTvmScript;
+    case v1::ModuleSource::kOnnx:
+      return frontend::SourceForm::kOnnx;
+    default:
+      return absl::InvalidArgumentError(
+          "module: give it as ir_proto, tvmscript or onnx (none was set)");
+  }
+}
+
+absl::string_view SourceBytes(const v1::ModuleSource& source) {
+  switch (source.form_case()) {
+    case v1::ModuleSource::kIrProto:
+      return source.ir_proto();
+    case v1::ModuleSource::kTvmscript:
+      return source.tvmscript();
+    default:
+      return source.onnx();
+  }
+}
+
+// Load, ask kilnd's cache, and build on a miss.
+void Compile(const CompileWork& work, CompileOutcome* outcome) {
   auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<kiln::ir::IRModule> mod = kiln::wire::DeserializeModule(work.module());
-  absl::StatusOr<std::string> artifact = absl::InternalError("not compiled");
-  if (!mod.ok()) {
-    artifact = mod.status();
-  } else {
-    kiln::backend::BuildOptions options;
-    options.fuse = !work.options().no_fuse();
-    options.fold_constants = !work.options().no_fold();
-    artifact = kiln::backend::BuildArtifact(*mod, work.target(), options);
+  TestHooks(work.module_name());
+  absl::StatusOr<frontend::SourceForm> form = FormOf(work.source());
+  if (!form.ok()) return Fail(form.status(), outcome);
+  absl::StatusOr<ir::IRModule> mod =
+      frontend::LoadModule(*form, SourceBytes(work.source()), work.module_name());
+  outcome->set_load_seconds(SecondsSince(start));
+  if (!mod.ok()) return Fail(mod.status(), outcome);
+
+  std::string key = CacheKey(*mod, work.target(), work.options());
+  outcome->set_cache_key(key);
+  WorkerMessage query;
+  query.mutable_cache_query()->set_cache_key(key);
+  if (!WriteFrame(stdout, query)) return Fail(absl::InternalError("kilnd went away"), outcome);
+  std::optional<std::string> answer = ReadFrame(stdin);
+  CacheCandidates candidates;
+  if (!answer.has_value() || !candidates.ParseFromString(*answer)) {
+    return Fail(absl::InternalError("kilnd sent no cache answer"), outcome);
   }
-  outcome.set_seconds(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  if (!artifact.ok()) {
-    outcome.set_code(static_cast<int>(artifact.status().code()));
-    outcome.set_error(std::string(artifact.status().message()));
-    return outcome;
+  if (const CachedModule* hit = FindStructuralMatch(*mod, candidates)) {
+    outcome->set_ok(true);
+    outcome->set_cache_hit(true);
+    outcome->set_digest(hit->digest());
+    outcome->set_seconds(SecondsSince(start));
+    return;
   }
-  kiln::v1::ArtifactProto parsed;
+
+  backend::BuildOptions options;
+  options.fuse = !work.options().no_fuse();
+  options.fold_constants = !work.options().no_fold();
+  absl::StatusOr<std::string> artifact = backend::BuildArtifact(*mod, work.target(), options);
+  outcome->set_seconds(SecondsSince(start));
+  if (!artifact.ok()) return Fail(artifact.status(), outcome);
+  v1::ArtifactProto parsed;
   parsed.ParseFromString(*artifact);
-  outcome.set_ok(true);
-  outcome.set_digest(parsed.manifest().digest());
-  outcome.set_artifact(std::move(*artifact));
-  return outcome;
+  outcome->set_ok(true);
+  outcome->set_digest(parsed.manifest().digest());
+  outcome->set_module(wire::SerializeModule(*mod));
+  outcome->set_artifact(std::move(*artifact));
+}
+
+std::string MemoryLimit() {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
+  return absl::StrCat(" of ", limit.rlim_cur >> 20, " MiB");
 }
 
 }  // namespace
+}  // namespace kiln::server
 
 int main() {
-  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  kiln::server::CompileWork work;
-  if (!work.ParseFromString(input)) {
-    std::fprintf(stderr, "kiln-worker: the work on stdin does not parse\n");
+  using namespace kiln::server;  // NOLINT: a main of one namespace
+  std::optional<std::string> input = ReadFrame(stdin);
+  CompileWork work;
+  if (!input.has_value() || !work.ParseFromString(*input)) {
+    std::fprintf(stderr, "kiln-worker: no compile work on stdin\n");
     return 1;
   }
-  std::string out = Compile(work).SerializeAsString();
-  return std::fwrite(out.data(), 1, out.size(), stdout) == out.size() ? 0 : 1;
+  WorkerMessage reply;
+  try {
+    Compile(work, reply.mutable_outcome());
+  } catch (const std::bad_alloc&) {
+    reply.Clear();
+    Fail(absl::ResourceExhaustedError(absl::StrCat("out of memory: compiling ", work.module_name(),
+                                                   " needs more than the worker's memory limit",
+                                                   MemoryLimit())),
+         reply.mutable_outcome());
+  }
+  return WriteFrame(stdout, reply) ? 0 : 1;
 }

@@ -37,6 +37,7 @@ class Process {
 // Paths of the binaries under test, from the test's arguments.
 struct Binaries {
   std::string kilnd, agent, kiln;
+  std::string worker_with_test_hooks;  // //server:kiln-worker-test-hooks, where a test needs it
 };
 Binaries& TestBinaries();
 

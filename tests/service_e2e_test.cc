@@ -208,6 +208,22 @@ TEST_F(ServiceTest, ResubmittingIsACacheHitThatRunsNoWorker) {
   EXPECT_EQ(MetricValue(metrics, "kiln_compile_seconds_count"), 1) << metrics;
   EXPECT_EQ(MetricValue(metrics, "kiln_cache_hits_total"), 1) << metrics;
 
+  // The same module in other bytes (a comment added) is loaded by a worker, which matches it
+  // structurally: served from the cache, nothing built.
+  v1::SubmitCompileRequest reworded = CompileRequest(kMlp);
+  reworded.mutable_module()->set_tvmscript("# the same module in other bytes\n" +
+                                           reworded.module().tvmscript());
+  v1::Job structural = CompileOk(*client_, reworded);
+  EXPECT_TRUE(structural.cache_hit());
+  EXPECT_GT(structural.worker_pid(), 0);
+  EXPECT_EQ(structural.artifact_digest(), first.artifact_digest());
+  EXPECT_EQ(structural.artifact_size(), first.artifact_size());
+  metrics = cluster_->Metrics();
+  EXPECT_EQ(MetricValue(metrics, "kiln_compile_seconds_count"), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "kiln_cache_hits_total"), 2) << metrics;
+  // And a repeat of those bytes is now answered by its fingerprint.
+  EXPECT_EQ(CompileOk(*client_, reworded).worker_pid(), 0);
+
   // A changed option or target misses.
   v1::SubmitCompileRequest unfused = CompileRequest(kMlp);
   unfused.mutable_options()->set_no_fuse(true);
@@ -220,6 +236,60 @@ TEST_F(ServiceTest, ResubmittingIsACacheHitThatRunsNoWorker) {
   v1::Job miss_target = CompileOk(*client_, other_target);
   EXPECT_FALSE(miss_target.cache_hit());
   EXPECT_EQ(MetricValue(cluster_->Metrics(), "kiln_compile_seconds_count"), 3);
+}
+
+// The worker built with test hooks: a module named "kiln-test-abort-in-frontend" aborts in the
+// front end, "kiln-test-spin-in-frontend" spins there.
+std::string WorkerWithTestHooks() {
+  return std::filesystem::absolute(TestBinaries().worker_with_test_hooks).string();
+}
+
+TEST_F(ServiceTest, AFrontEndThatCrashesOrSpinsCostsOnlyItsJob) {
+  StartWithAgents("frontend_crash", 0, {"--worker", WorkerWithTestHooks(), "--worker-cpu-s", "2"});
+
+  v1::SubmitCompileRequest crash = CompileRequest(kMlp);
+  crash.mutable_module()->set_name("kiln-test-abort-in-frontend");
+  absl::StatusOr<v1::Job> crashed = client_->Compile(crash);
+  ASSERT_TRUE(crashed.ok()) << crashed.status();
+  EXPECT_EQ(crashed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(crashed->error_code(), static_cast<int>(absl::StatusCode::kInternal));
+  EXPECT_THAT(crashed->reason(), HasSubstr("killed by signal 6"));
+
+  v1::SubmitCompileRequest spin = CompileRequest(kMlp);
+  spin.mutable_module()->set_name("kiln-test-spin-in-frontend");
+  absl::StatusOr<v1::Job> spun = client_->Compile(spin);
+  ASSERT_TRUE(spun.ok()) << spun.status();
+  EXPECT_EQ(spun->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(spun->error_code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(spun->reason(), HasSubstr("CPU-time limit of 2 s"));
+
+  // kilnd is still serving, and compiles on.
+  EXPECT_TRUE(client_->ServerInfo().ok());
+  CompileOk(*client_, CompileRequest(kMlp));
+  EXPECT_EQ(cluster_->daemon().Wait(100), -1);  // still running
+}
+
+TEST_F(ServiceTest, AModelOverTheWorkersMemoryLimitCostsOnlyItsJob) {
+  StartWithAgents("frontend_memory", 0, {"--worker-memory-mb", "1536"});
+  // A 200-byte model whose import asks for 2 GiB (a Range of 2^28 int64s) of a worker with 1.5.
+  frontend::testing::GraphBuilder range(13);
+  range.Init(frontend::testing::IntTensor("start", {}, {0}))
+      .Init(frontend::testing::IntTensor("limit", {}, {int64_t{1} << 28}))
+      .Init(frontend::testing::IntTensor("delta", {}, {1}))
+      .Output("y", 7)
+      .Node("Range", {"start", "limit", "delta"}, {"y"});
+  v1::SubmitCompileRequest huge;
+  huge.set_target("llvm");
+  huge.mutable_module()->set_onnx(range.Serialize());
+  huge.mutable_module()->set_name("range.onnx");
+  absl::StatusOr<v1::Job> over = client_->Compile(huge);
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_EQ(over->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(over->reason(), HasSubstr("memory limit"));
+  EXPECT_THAT(over->reason(), HasSubstr("1536 MiB"));
+
+  EXPECT_TRUE(client_->ServerInfo().ok());
+  CompileOk(*client_, CompileRequest(kMlp));
 }
 
 TEST_F(ServiceTest, AnIdempotencyKeyNamesOneJob) {
@@ -363,20 +433,23 @@ TEST_F(ServiceTest, BadInputIsRefusedWithTheRightCodeAndNothingIsStored) {
     absl::StatusCode code;
     std::string message;
   };
-  std::vector<Bad> cases;
-  auto add = [&](const std::string& what, auto fill, absl::StatusCode code,
+  // What kilnd can tell without parsing is refused at submission; a module that does not load is
+  // a failed job, with the code and the reason the worker's front end gave.
+  std::vector<Bad> refused, failed;
+  auto add = [&](std::vector<Bad>& into, const std::string& what, auto fill, absl::StatusCode code,
                  const std::string& message) {
     v1::SubmitCompileRequest r;
     r.set_target("llvm");
     fill(r);
-    cases.push_back({what, r, code, message});
+    into.push_back({what, r, code, message});
   };
   add(
-      "garbage bytes", [](auto& r) { r.mutable_module()->set_ir_proto("\xff\xfe garbage \x01"); },
+      failed, "garbage bytes",
+      [](auto& r) { r.mutable_module()->set_ir_proto("\xff\xfe garbage \x01"); },
       absl::StatusCode::kInvalidArgument, "module.pb");
   std::string ir = ReadFile(kMlp);
   add(
-      "malformed TVMScript",
+      failed, "malformed TVMScript",
       [](auto& r) {
         r.mutable_module()->set_tvmscript("@I.ir_module\nclass M:\n  def main(x: R.Tensor(:\n");
         r.mutable_module()->set_name("broken.py");
@@ -386,36 +459,45 @@ TEST_F(ServiceTest, BadInputIsRefusedWithTheRightCodeAndNothingIsStored) {
   celu.Input("x", 1, {2}).Output("y", 1).Node("Celu", {"x"}, {"y"});
   std::string celu_bytes = celu.Serialize();
   add(
-      "unsupported ONNX op", [&](auto& r) { r.mutable_module()->set_onnx(celu_bytes); },
+      failed, "unsupported ONNX op", [&](auto& r) { r.mutable_module()->set_onnx(celu_bytes); },
       absl::StatusCode::kUnimplemented, "operator Celu is not supported");
   add(
-      "truncated ONNX protobuf",
+      failed, "truncated ONNX protobuf",
       [&](auto& r) { r.mutable_module()->set_onnx(celu_bytes.substr(0, celu_bytes.size() / 2)); },
       absl::StatusCode::kInvalidArgument, "model.onnx");
   add(
-      "unknown target",
+      refused, "unknown target",
       [&](auto& r) {
         r.mutable_module()->set_tvmscript(ir);
         r.set_target("cuda -arch=sm_90");
       },
       absl::StatusCode::kInvalidArgument, "target 'cuda -arch=sm_90'");
   add(
-      "no module", [](auto&) {}, absl::StatusCode::kInvalidArgument, "none was set");
+      refused, "no module", [](auto&) {}, absl::StatusCode::kInvalidArgument, "none was set");
   add(
-      "module over the limit",
+      refused, "module over the limit",
       [](auto& r) { r.mutable_module()->set_tvmscript(std::string((1 << 20) + 10, '#')); },
       absl::StatusCode::kResourceExhausted, "limit");
   add(
-      "request over the limit",
+      refused, "request over the limit",
       [](auto& r) { r.mutable_module()->set_tvmscript(std::string(3 << 20, '#')); },
       absl::StatusCode::kResourceExhausted, "");
 
-  for (const Bad& bad : cases) {
+  for (const Bad& bad : refused) {
     SCOPED_TRACE(bad.what);
     absl::StatusOr<v1::SubmitResponse> r = client_->SubmitCompile(bad.request);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), bad.code) << r.status();
     EXPECT_THAT(r.status().message(), HasSubstr(bad.message));
+  }
+  for (const Bad& bad : failed) {
+    SCOPED_TRACE(bad.what);
+    absl::StatusOr<v1::Job> job = client_->Compile(bad.request);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->state(), v1::JOB_STATE_FAILED);
+    EXPECT_EQ(job->error_code(), static_cast<int>(bad.code)) << job->reason();
+    EXPECT_THAT(job->reason(), HasSubstr(bad.message));
+    EXPECT_TRUE(job->artifact_digest().empty());
   }
   // Profile and inference requests.
   v1::Job compiled = CompileOk(*client_, CompileRequest(kMlp));
@@ -449,10 +531,17 @@ TEST_F(ServiceTest, BadInputIsRefusedWithTheRightCodeAndNothingIsStored) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr("must have shape [4, 64], got [2, 128]"));
 
-  // Only the one good compile was stored.
+  // The refusals left no job; the failed compiles and the one good compile are there, and only
+  // the good one stored an artifact.
   absl::StatusOr<std::vector<v1::Job>> jobs = client_->ListJobs();
   ASSERT_TRUE(jobs.ok());
-  EXPECT_EQ(jobs->size(), 1u);
+  EXPECT_EQ(jobs->size(), failed.size() + 1);
+  int artifacts = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(absl::StrCat(cluster_->dir(), "/store/artifacts"))) {
+    artifacts += entry.path().extension() == ".kiln" ? 1 : 0;
+  }
+  EXPECT_EQ(artifacts, 1);
   // And the daemon is still here.
   EXPECT_TRUE(client_->ServerInfo().ok());
 }
@@ -598,6 +687,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: service_e2e_test KILND KILN_AGENT KILN\n");
     return 2;
   }
-  kiln::testing::TestBinaries() = {argv[1], argv[2], argv[3]};
+  kiln::testing::TestBinaries() = {argv[1], argv[2], argv[3], argc > 4 ? argv[4] : ""};
   return RUN_ALL_TESTS();
 }

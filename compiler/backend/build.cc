@@ -1,10 +1,14 @@
 #include "compiler/backend/build.h"
 
+#include <chrono>
+
 #include "compiler/backend/vm_codegen.h"
 #include "compiler/codegen/codegen_llvm.h"
 #include "compiler/ir/relax_expr.h"
 #include "compiler/ir/tir_expr.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/tir/default_schedule.h"
+#include "compiler/tir/transform/transform.h"
 #include "compiler/version.h"
 #include "runtime/artifact.h"
 #include "runtime/support/status_macros.h"
@@ -13,18 +17,35 @@ namespace kiln::backend {
 
 namespace {
 
-// Build on a module that is already normalized.
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Build on a module that went through the pipeline: VM code generation, then every PrimFunc
+// (kernels and the shape functions VM code generation wrote) through the TIR lowering passes in
+// the same pass context, then LLVM.
 absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized, absl::string_view target,
                                          const BuildOptions& options) {
   BuiltModule out;
+  auto start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(VMCode vm, CodegenVM(normalized));
+  if (options.timer != nullptr) options.timer->Record("VMCodegen", SecondsSince(start));
   if (WantsDump(options, "VMCodegen")) options.dump("VMCodegen", vm.executable.AsText());
-  // The shape functions VM code generation wrote join the kernels.
   ir::IRModuleBuilder with_shape_funcs(normalized);
   for (const auto& [name, func] : vm.shape_funcs) {
-    KILN_RETURN_IF_ERROR(with_shape_funcs.Add(ir::relax::MakeGlobalVar(name), func));
+    KILN_RETURN_IF_ERROR(with_shape_funcs.Add(
+        ir::relax::MakeGlobalVar(name),
+        ir::WithFuncAttr(tir::ApplyDefaultSchedule(func), "tir.is_scheduled", ir::Bool(true))));
   }
-  KILN_ASSIGN_OR_RETURN(out.kernels, codegen::BuildKernelLibrary(with_shape_funcs.Build(), target));
+  KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
+  KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, MakePassContext(options).Run(with_shape_funcs.Build(),
+                                                                           tir::LowerTirPasses()));
+  start = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(std::string object, codegen::CompileToObject(lowered, info));
+  if (options.timer != nullptr) options.timer->Record("LLVM", SecondsSince(start));
+  start = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(out.kernels, codegen::LinkSharedLibrary(object));
+  if (options.timer != nullptr) options.timer->Record("Link", SecondsSince(start));
   KILN_ASSIGN_OR_RETURN(out.executable, vm.executable.Serialize());
   out.memory = vm.memory;
   return out;

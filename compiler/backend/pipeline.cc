@@ -8,8 +8,8 @@
 #include "compiler/backend/memory_plan.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/transform/transform.h"
-#include "compiler/script/printer.h"
 #include "compiler/tir/default_schedule.h"
+#include "compiler/tir/transform/transform.h"
 
 namespace kiln::backend {
 
@@ -30,31 +30,34 @@ absl::StatusOr<ir::IRModule> DefaultSchedule(const ir::IRModule& mod) {
 
 }  // namespace
 
-std::vector<Pass> Pipeline(const BuildOptions& options) {
-  std::vector<Pass> passes = {
-      {"CanonicalizeBindings", relax::CanonicalizeBindings},
-      {"LegalizeOps", relax::LegalizeOps},
-  };
-  if (options.fold_constants) passes.push_back({"FoldConstant", FoldConstant});
-  passes.push_back({"DeadCodeElimination", relax::DeadCodeElimination});
-  if (options.fuse) {
-    passes.push_back({"FuseOps", relax::FuseOps});
-    passes.push_back({"DeadCodeElimination", relax::DeadCodeElimination});
+std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
+  using pass::MakeModulePass;
+  std::vector<pass::PassPtr> passes = {relax::CanonicalizeBindingsPass(), relax::LegalizeOpsPass()};
+  if (options.fold_constants) {
+    passes.push_back(MakeModulePass("FoldConstant", FoldConstant, {"LegalizeOps"}));
   }
-  passes.push_back({"DefaultSchedule", DefaultSchedule});
-  passes.push_back({"ToNonDataflow", relax::ToNonDataflow});
-  passes.push_back({"CallTIRRewrite", relax::CallTIRRewrite});
-  passes.push_back({"StaticPlanBlockMemory", StaticPlanBlockMemory});
+  passes.push_back(relax::DeadCodeEliminationPass());
+  if (options.fuse) {
+    passes.push_back(relax::FuseOpsPass());
+    passes.push_back(relax::DeadCodeEliminationPass());
+  }
+  passes.push_back(MakeModulePass("DefaultSchedule", DefaultSchedule, {"LegalizeOps"},
+                                  pass::IRLevel::kPrimFunc));
+  passes.push_back(relax::ToNonDataflowPass());
+  passes.push_back(relax::CallTIRRewritePass());
+  passes.push_back(MakeModulePass("StaticPlanBlockMemory", StaticPlanBlockMemory,
+                                  {"CallTIRRewrite"}, pass::IRLevel::kRelaxFunction));
   return passes;
 }
 
 std::vector<std::string> DumpablePassNames() {
   BuildOptions all;
   std::vector<std::string> names;
-  for (const Pass& p : Pipeline(all)) {
-    if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+  for (const pass::PassPtr& p : Pipeline(all)) {
+    if (std::find(names.begin(), names.end(), p->name()) == names.end()) names.push_back(p->name());
   }
   names.push_back("VMCodegen");
+  for (const pass::PassPtr& p : tir::LowerTirPasses()) names.push_back(p->name());
   return names;
 }
 
@@ -77,23 +80,39 @@ bool WantsDump(const BuildOptions& options, const std::string& pass) {
   return false;
 }
 
-absl::StatusOr<ir::IRModule> RunPasses(const ir::IRModule& mod, const std::vector<Pass>& passes,
+// Forwards a BuildOptions::timer's observations (the timer itself is owned by the caller).
+class TimerRef : public pass::PassInstrument {
+ public:
+  explicit TimerRef(pass::PassTimer* timer) : timer_(timer) {}
+  void BeforePass(const pass::PassInfo& p, const ir::IRModule& mod) override {
+    timer_->BeforePass(p, mod);
+  }
+  absl::Status AfterPass(const pass::PassInfo& p, const ir::IRModule& mod) override {
+    return timer_->AfterPass(p, mod);
+  }
+
+ private:
+  pass::PassTimer* timer_;
+};
+
+pass::PassContext MakePassContext(const BuildOptions& options) {
+  pass::PassContext ctx;
+  // Timing first, so that it measures the pass and not the instruments after it.
+  if (options.timer != nullptr) ctx.AddInstrument(std::make_shared<TimerRef>(options.timer));
+  if (options.dump && !options.dump_after.empty()) {
+    ctx.AddInstrument(std::make_shared<pass::PassDumper>(options.dump_after, options.dump));
+  }
+  if (options.verify) ctx.AddInstrument(std::make_shared<pass::WellFormedVerifier>());
+  return ctx;
+}
+
+absl::StatusOr<ir::IRModule> RunPasses(const ir::IRModule& mod,
+                                       const std::vector<pass::PassPtr>& passes,
                                        const BuildOptions& options) {
   if (absl::Status s = CheckDumpAfter(options); !s.ok()) return s;
   absl::StatusOr<ir::IRModule> current = relax::NormalizeModule(mod);
   if (!current.ok()) return current.status();
-  for (const Pass& pass : passes) {
-    absl::StatusOr<ir::IRModule> next = pass.run(*current);
-    if (!next.ok()) {
-      return absl::Status(next.status().code(),
-                          absl::StrCat(pass.name, ": ", next.status().message()));
-    }
-    current = std::move(next);
-    if (WantsDump(options, pass.name)) {
-      options.dump(pass.name, script::PrintScript(*current));
-    }
-  }
-  return current;
+  return MakePassContext(options).Run(*current, passes);
 }
 
 }  // namespace kiln::backend

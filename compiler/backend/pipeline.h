@@ -1,5 +1,6 @@
-// The build pipeline: the passes a module goes through before VM code generation, in order, each
-// with a name that `kiln compile --dump-after=NAME` shows the module after.
+// The build pipeline: the passes (compiler/pass/pass.h) a module goes through, in order, each
+// with a name that `kiln compile --dump-after=NAME` shows the module after and
+// `--time-passes` times.
 //
 //   CanonicalizeBindings  aliases, no-op match_casts and tuple projections removed
 //   LegalizeOps           operators -> call_tir of TIR kernels
@@ -14,7 +15,9 @@
 //
 // VM code generation follows (vm_codegen.h), with VMShapeLower — parameter and match_cast
 // checks, symbolic dimensions in the shape heap, computed ones by generated shape functions —
-// done as the executable is written; "VMCodegen" dumps its disassembly.
+// done as the executable is written; "VMCodegen" dumps its disassembly. Then every PrimFunc
+// (kernels and shape functions) goes through the TIR lowering passes (tir/transform/transform.h:
+// LowerInitBlock ... Simplify) in the same pass context, and LLVM compiles and links them.
 #ifndef KILN_COMPILER_BACKEND_PIPELINE_H_
 #define KILN_COMPILER_BACKEND_PIPELINE_H_
 
@@ -24,8 +27,17 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/ir/module.h"
+#include "compiler/pass/instruments.h"
+#include "compiler/pass/pass.h"
 
 namespace kiln::backend {
+
+// Verification after every pass is on in debug builds (and so in tests), off in optimized ones.
+#ifdef NDEBUG
+inline constexpr bool kVerifyPassesByDefault = false;
+#else
+inline constexpr bool kVerifyPassesByDefault = true;
+#endif
 
 struct BuildOptions {
   bool fuse = true;            // FuseOps (off: one kernel per operator)
@@ -33,16 +45,17 @@ struct BuildOptions {
   // Pass names to dump after ("all" for every pass); each dump goes to `dump` as text.
   std::vector<std::string> dump_after;
   std::function<void(const std::string& pass, const std::string& text)> dump;
+  // The Relax well-formedness checker after every pass, naming the pass that broke the IR.
+  bool verify = kVerifyPassesByDefault;
+  // When set, every pass and code generation step is timed into it.
+  pass::PassTimer* timer = nullptr;
 };
 
-using PassFn = std::function<absl::StatusOr<ir::IRModule>(const ir::IRModule&)>;
-struct Pass {
-  std::string name;
-  PassFn run;
-};
+// The graph-level passes `options` selects, in order (through StaticPlanBlockMemory).
+std::vector<pass::PassPtr> Pipeline(const BuildOptions& options);
 
-// The passes `options` selects, in order.
-std::vector<Pass> Pipeline(const BuildOptions& options);
+// The pass context `options` asks for: dumps, verification, timing.
+pass::PassContext MakePassContext(const BuildOptions& options);
 
 // Every name --dump-after accepts, VMCodegen included.
 std::vector<std::string> DumpablePassNames();
@@ -50,8 +63,10 @@ std::vector<std::string> DumpablePassNames();
 // Fails on a dump_after name that is not a pass, listing the valid ones.
 absl::Status CheckDumpAfter(const BuildOptions& options);
 
-// Runs `passes` over `mod`, dumping where asked. A failing pass's error is prefixed with its name.
-absl::StatusOr<ir::IRModule> RunPasses(const ir::IRModule& mod, const std::vector<Pass>& passes,
+// Normalizes `mod` and runs `passes` over it in MakePassContext(options). A failing pass's error
+// is prefixed with its name.
+absl::StatusOr<ir::IRModule> RunPasses(const ir::IRModule& mod,
+                                       const std::vector<pass::PassPtr>& passes,
                                        const BuildOptions& options);
 
 // Whether `options` asks for a dump after `pass`.

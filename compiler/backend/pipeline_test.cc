@@ -2,6 +2,8 @@
 // and for FuseOps and FoldConstant the numbers the compiled module computes.
 #include "compiler/backend/pipeline.h"
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +11,7 @@
 #include "compiler/backend/fold_constant.h"
 #include "compiler/backend/memory_plan.h"
 #include "compiler/backend/testing/model_test_util.h"
+#include "compiler/frontend/load_module.h"
 #include "compiler/ir/relax_functor.h"
 #include "compiler/ir/structural.h"
 #include "compiler/relax/block_builder.h"
@@ -456,6 +459,55 @@ TEST(PipelineTest, UnknownPassNamesAreRefusedWithTheList) {
   EXPECT_THAT(built.status().message(), HasSubstr("no pass is called 'FuseTIR'"));
   EXPECT_THAT(built.status().message(), HasSubstr("CanonicalizeBindings, LegalizeOps"));
 }
+
+TEST(PipelineTest, EveryPassAndCodeGenerationStepIsTimedInOrder) {
+  pass::PassTimer timer;
+  BuildOptions options;
+  options.timer = &timer;
+  ASSERT_TRUE(Build(Parse(Mlp("n")), "llvm", options).ok());
+  std::vector<std::string> steps;
+  for (const auto& e : timer.entries()) steps.push_back(e.pass);
+  EXPECT_THAT(steps, ::testing::ElementsAre(
+                         "CanonicalizeBindings", "LegalizeOps", "FoldConstant",
+                         "DeadCodeElimination", "FuseOps", "DeadCodeElimination", "DefaultSchedule",
+                         "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMCodegen",
+                         "LowerInitBlock", "ConvertBlocksToLoops", "CompactAllocations",
+                         "FlattenBuffers", "VectorizeLoops", "Simplify", "LLVM", "Link"));
+  EXPECT_THAT(timer.Report(), HasSubstr("total"));
+}
+
+TEST(PipelineTest, ThePipelineIsInAnOrderItsPassesAccept) {
+  EXPECT_TRUE(pass::PassContext::CheckOrder(Pipeline({})).ok());
+  BuildOptions unfused;
+  unfused.fuse = false;
+  unfused.fold_constants = false;
+  EXPECT_TRUE(pass::PassContext::CheckOrder(Pipeline(unfused)).ok());
+}
+
+// Verification after every pass over every shared model: the well-formedness checker finds no
+// pass that breaks the IR.
+class VerifiedPipelineTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(VerifiedPipelineTest, NoPassBreaksTheIR) {
+  absl::StatusOr<frontend::SourceForm> form = frontend::FormFromPath(GetParam());
+  ASSERT_TRUE(form.ok());
+  std::ifstream in(GetParam(), std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  absl::StatusOr<ir::IRModule> mod = frontend::LoadModule(*form, bytes.str(), GetParam());
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  BuildOptions options;
+  options.verify = true;
+  absl::StatusOr<BuiltModule> built = Build(*mod, "llvm", options);
+  EXPECT_TRUE(built.ok()) << built.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedModels, VerifiedPipelineTest,
+    ::testing::Values("compiler/script/testdata/tvm_mlp.py", "tests/models/mlp_784_128_10.onnx",
+                      "tests/models/mlp_dynamic_batch.onnx", "tests/models/mobilenet_v2.onnx",
+                      "tests/models/tiny_encoder_gelu.onnx",
+                      "tests/models/tiny_encoder_opset17.onnx", "tests/models/tiny_resnet.onnx"));
 
 }  // namespace
 }  // namespace kiln::backend

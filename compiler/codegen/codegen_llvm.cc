@@ -21,7 +21,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/tir_functor.h"
 #include "compiler/tir/default_schedule.h"
-#include "compiler/tir/transforms.h"
+#include "compiler/tir/transform/transform.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/LLVMContext.h"
@@ -1108,30 +1108,6 @@ int RunProcess(const std::vector<std::string>& argv, std::string* output) {
 }
 
 }  // namespace
-
-absl::StatusOr<LlvmTargetInfo> ParseTarget(absl::string_view target) {
-  std::vector<std::string> parts = absl::StrSplit(target, ' ', absl::SkipEmpty());
-  if (parts.empty() || parts[0] != "llvm") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown target '", target, "': expected \"llvm [-mtriple=...] [-mcpu=...]\""));
-  }
-  std::string triple, cpu;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    if (absl::StartsWith(parts[i], "-mtriple=")) {
-      triple = parts[i].substr(9);
-    } else if (absl::StartsWith(parts[i], "-mcpu=")) {
-      cpu = parts[i].substr(6);
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("target '", target, "': unknown option '", parts[i], "'"));
-    }
-  }
-  if (triple.empty()) {
-    triple = HostTriple();
-    if (cpu.empty()) cpu = "native";
-  }
-  return LookupLlvmTarget(triple, cpu);
-}
 
 absl::StatusOr<std::string> EmitLlvmIr(const IRModule& lowered, const LlvmTargetInfo& target) {
   llvm::LLVMContext ctx;

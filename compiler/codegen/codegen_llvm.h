@@ -18,10 +18,6 @@
 
 namespace kiln::codegen {
 
-// A TVM-style target string: "llvm" (the host, its CPU and features), or
-// "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72".
-absl::StatusOr<LlvmTargetInfo> ParseTarget(absl::string_view target);
-
 // The textual LLVM IR of the lowered module before optimization (for tests and --dump-after).
 absl::StatusOr<std::string> EmitLlvmIr(const ir::IRModule& lowered, const LlvmTargetInfo& target);
 

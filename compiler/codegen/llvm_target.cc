@@ -3,8 +3,10 @@
 #include <memory>
 #include <mutex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -88,5 +90,29 @@ absl::StatusOr<LlvmTargetInfo> LookupLlvmTarget(absl::string_view triple_name,
 std::string HostTriple() { return llvm::sys::getProcessTriple(); }
 
 std::string LlvmVersion() { return LLVM_VERSION_STRING; }
+
+absl::StatusOr<LlvmTargetInfo> ParseTarget(absl::string_view target) {
+  std::vector<std::string> parts = absl::StrSplit(target, ' ', absl::SkipEmpty());
+  if (parts.empty() || parts[0] != "llvm") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown target '", target, "': expected \"llvm [-mtriple=...] [-mcpu=...]\""));
+  }
+  std::string triple, cpu;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (absl::StartsWith(parts[i], "-mtriple=")) {
+      triple = parts[i].substr(9);
+    } else if (absl::StartsWith(parts[i], "-mcpu=")) {
+      cpu = parts[i].substr(6);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("target '", target, "': unknown option '", parts[i], "'"));
+    }
+  }
+  if (triple.empty()) {
+    triple = HostTriple();
+    if (cpu.empty()) cpu = "native";
+  }
+  return LookupLlvmTarget(triple, cpu);
+}
 
 }  // namespace kiln::codegen

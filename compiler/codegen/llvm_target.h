@@ -24,6 +24,10 @@ struct LlvmTargetInfo {
 // unknown triple or a CPU the target does not know.
 absl::StatusOr<LlvmTargetInfo> LookupLlvmTarget(absl::string_view triple, absl::string_view cpu);
 
+// A TVM-style target string: "llvm" (the host, its CPU and features), or
+// "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72".
+absl::StatusOr<LlvmTargetInfo> ParseTarget(absl::string_view target);
+
 // The triple of the machine this process runs on.
 std::string HostTriple();
 

@@ -62,7 +62,8 @@ std::string SelfExecutablePath() {
 }
 
 absl::StatusOr<std::unique_ptr<Child>> Child::Start(const std::vector<std::string>& argv,
-                                                    int64_t memory_limit_bytes) {
+                                                    int64_t memory_limit_bytes,
+                                                    int64_t cpu_limit_seconds) {
   if (argv.empty()) return absl::InvalidArgumentError("no program to run");
   // Everything the child needs is prepared before fork: between fork and exec a child of a
   // multithreaded process may only make async-signal-safe calls.
@@ -87,6 +88,12 @@ absl::StatusOr<std::unique_ptr<Child>> Child::Start(const std::vector<std::strin
       struct rlimit limit;
       limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(memory_limit_bytes);
       setrlimit(RLIMIT_AS, &limit);
+    }
+    if (cpu_limit_seconds > 0) {
+      struct rlimit limit;
+      limit.rlim_cur = static_cast<rlim_t>(cpu_limit_seconds);
+      limit.rlim_max = static_cast<rlim_t>(cpu_limit_seconds + 1);
+      setrlimit(RLIMIT_CPU, &limit);
     }
     execv(args[0], args.data());
     _exit(127);
@@ -130,8 +137,10 @@ ChildResult Child::Run(const std::string& input, const ChildOptions& options) {
   auto start = std::chrono::steady_clock::now();
   if (options.on_start) options.on_start(pid_);
   ChildResult result;
+  std::string pending = input;  // bytes still to write to stdin
   size_t written = 0;
-  if (input.empty() && in_fd_ >= 0) {
+  const bool conversation = static_cast<bool>(options.on_output);
+  if (input.empty() && !conversation && in_fd_ >= 0) {
     close(in_fd_);
     in_fd_ = -1;
   }
@@ -156,22 +165,32 @@ ChildResult Child::Run(const std::string& input, const ChildOptions& options) {
     int n = 0;
     if (out_fd_ >= 0) fds[n++] = {out_fd_, POLLIN, 0};
     if (err_fd_ >= 0) fds[n++] = {err_fd_, POLLIN, 0};
-    if (in_fd_ >= 0) fds[n++] = {in_fd_, POLLOUT, 0};
+    if (in_fd_ >= 0 && written < pending.size()) fds[n++] = {in_fd_, POLLOUT, 0};
     if (exit_fd_ >= 0 && out_fd_ < 0 && err_fd_ < 0) fds[n++] = {exit_fd_, POLLIN, 0};
     // Without a pidfd, a short interval once the pipes are closed bounds the wait for the exit.
     int interval_ms = (exit_fd_ < 0 && out_fd_ < 0 && err_fd_ < 0) ? 2 : 20;
     poll(fds, static_cast<nfds_t>(n), interval_ms);
-    if (in_fd_ >= 0) {
-      ssize_t w = write(in_fd_, input.data() + written, input.size() - written);
+    if (in_fd_ >= 0 && written < pending.size()) {
+      ssize_t w = write(in_fd_, pending.data() + written, pending.size() - written);
       if (w > 0) written += static_cast<size_t>(w);
-      if ((w < 0 && errno != EAGAIN && errno != EINTR) || written == input.size()) {
+      if ((w < 0 && errno != EAGAIN && errno != EINTR) ||
+          (written == pending.size() && !conversation)) {
         close(in_fd_);
         in_fd_ = -1;
       }
     }
+    size_t before = result.output.size();
     if (out_fd_ >= 0 && !Drain(out_fd_, &result.output, 0)) {
       close(out_fd_);
       out_fd_ = -1;
+    }
+    if (conversation && result.output.size() != before) {
+      std::string reply = options.on_output(&result.output);
+      if (!reply.empty() && in_fd_ >= 0) {
+        pending.erase(0, written);
+        written = 0;
+        pending += reply;
+      }
     }
     if (err_fd_ >= 0 && !Drain(err_fd_, &result.error_tail, kErrorTailBytes)) {
       close(err_fd_);

@@ -25,6 +25,10 @@ struct ChildOptions {
   const std::atomic<bool>* cancel = nullptr;
   // Called with the child's pid once it runs (for progress reports).
   std::function<void(pid_t)> on_start;
+  // A conversation instead of one input: called whenever the child's stdout grew, it may take
+  // complete messages off the front of `output` and returns bytes for the child's stdin (empty
+  // for none). While it is set, stdin stays open until the child exits.
+  std::function<std::string(std::string* output)> on_output;
 };
 
 struct ChildResult {
@@ -46,9 +50,11 @@ struct ChildResult {
 // (exec, dynamic loading, static initialization) off the critical path of the work it will do.
 class Child {
  public:
-  // Starts argv[0] (a path) with `argv` and an address-space limit (0 for none).
+  // Starts argv[0] (a path) with `argv`, an address-space limit (RLIMIT_AS) and a CPU-time
+  // limit (RLIMIT_CPU: SIGXCPU, then SIGKILL a second later); 0 for none.
   static absl::StatusOr<std::unique_ptr<Child>> Start(const std::vector<std::string>& argv,
-                                                      int64_t memory_limit_bytes);
+                                                      int64_t memory_limit_bytes,
+                                                      int64_t cpu_limit_seconds = 0);
   ~Child();  // kills and reaps a child that is still there
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;

@@ -109,9 +109,11 @@ absl::StatusOr<IRModule> CallTIRRewrite(const IRModule& mod) {
                           absl::StrCat("in function '", name, "', ", rewriter.status.message()));
     }
     if (body == f->body) continue;
-    // The direct kernel calls are not pure in Relax's sense; the function as a whole still is.
-    out.Update(entry.first, MakeFunction(f->params, body, f->ret_struct_info, f->is_pure,
-                                         WithAttr(f->attrs, "relax.force_pure", Bool(true))));
+    // The direct kernel calls are not pure in Relax's sense; a pure function as a whole still
+    // is, which it says with relax.force_pure (WF21: an impure function may not say it, and
+    // needs not: impure calls are allowed in it).
+    Attrs attrs = f->is_pure ? WithAttr(f->attrs, "relax.force_pure", Bool(true)) : f->attrs;
+    out.Update(entry.first, MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, attrs));
   }
   return NormalizeModule(out.Build());
 }

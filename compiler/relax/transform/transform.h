@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/ir/module.h"
+#include "compiler/pass/pass.h"
 
 namespace kiln::ir::relax {
 
@@ -53,6 +54,14 @@ absl::StatusOr<IRModule> ToNonDataflow(const IRModule& mod);
 // with a tuple of outputs allocated one by one and rebuilt after the call. The function gets
 // "relax.force_pure": the direct kernel calls write only what was just allocated.
 absl::StatusOr<IRModule> CallTIRRewrite(const IRModule& mod);
+
+// Each pass above as a pass object (compiler/pass/pass.h), with its IR level and requirements.
+pass::PassPtr CanonicalizeBindingsPass();
+pass::PassPtr LegalizeOpsPass();
+pass::PassPtr DeadCodeEliminationPass();
+pass::PassPtr FuseOpsPass();
+pass::PassPtr ToNonDataflowPass();
+pass::PassPtr CallTIRRewritePass();
 
 }  // namespace kiln::ir::relax
 

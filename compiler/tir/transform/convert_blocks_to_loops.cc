@@ -1,38 +1,17 @@
-#include "compiler/tir/transforms.h"
-
+// ConvertBlocksToLoops: block realizes become their bodies over the loops, iter vars
+// substituted, predicates as ifs, alloc_buffers as Allocate, match_buffer views as source accesses.
 #include <algorithm>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/arith/analyzer.h"
 #include "compiler/ir/structural.h"
 #include "compiler/ir/tir_functor.h"
-#include "compiler/tir/vectorize.h"
+#include "compiler/tir/transform/transform.h"
 
 namespace kiln::tir {
 namespace {
 
 using namespace ir;  // NOLINT: passes build TIR nodes
-
-class InitLowerer : public StmtExprMutator {
- public:
-  Stmt VisitStmt(const Stmt& s) override {
-    Stmt visited = StmtExprMutator::VisitStmt(s);
-    const auto* block = visited.as<BlockNode>();
-    if (block == nullptr || !block->init) return visited;
-    PrimExpr cond;
-    for (const IterVar& iv : block->iter_vars) {
-      if (iv->iter_kind != IterKind::kReduce) continue;
-      PrimExpr at_start = Binary(NodeKind::kEQ, iv->var, iv->dom->min);
-      cond = cond ? Binary(NodeKind::kAnd, cond, at_start) : at_start;
-    }
-    Stmt init = cond ? Stmt(Make<IfThenElseNode>(cond, block->init, nullptr)) : block->init;
-    BlockNode* out = CopyBlock(*block);
-    out->init = Stmt();
-    out->body = Seq({init, block->body});
-    return Stmt(out);
-  }
-};
 
 // Accesses to match_buffer views, rewritten as accesses to the source buffer: view[i, j] over
 // A[r0, c0:c0+n] is A[r0, c0 + j] (unit-extent region dimensions are the ones a lower-rank view
@@ -166,125 +145,13 @@ class BlockFlattener : public StmtExprMutator {
   }
 };
 
-// Rewrites every allocated buffer of rank > 1 as a 1-D buffer indexed row-major.
-class BufferFlattener : public StmtExprMutator {
- public:
-  Stmt VisitStmt(const Stmt& s) override {
-    if (const auto* a = s.as<AllocateNode>();
-        a && (a->buffer->shape.size() > 1 || !a->buffer->strides.empty())) {
-      const Buffer& b = a->buffer;
-      // Padded strides (storage_align) make the storage stride[0] * shape[0] elements.
-      PrimExpr size = b->strides.empty() ? b->shape[0] : b->strides[0] * b->shape[0];
-      for (size_t d = 1; b->strides.empty() && d < b->shape.size(); ++d) {
-        size = size * b->shape[d];
-      }
-      Buffer flat = WithShape(b, {analyzer_.Simplify(size)});
-      flat_[b.get()] = flat;
-      Stmt body = VisitStmt(a->body);
-      return Make<AllocateNode>(flat, body);
-    }
-    Stmt visited = StmtExprMutator::VisitStmt(s);
-    if (const auto* st = visited.as<BufferStoreNode>()) {
-      auto it = flat_.find(st->buffer.get());
-      if (it != flat_.end())
-        return Make<BufferStoreNode>(it->second, st->value, Flat(*st->buffer, st->indices));
-    }
-    return visited;
-  }
-  PrimExpr VisitExpr(const PrimExpr& e) override {
-    PrimExpr visited = StmtExprMutator::VisitExpr(e);
-    if (const auto* l = visited.as<BufferLoadNode>()) {
-      auto it = flat_.find(l->buffer.get());
-      if (it != flat_.end())
-        return Make<BufferLoadNode>(l->dtype, it->second, Flat(*l->buffer, l->indices));
-    }
-    return visited;
-  }
-
- private:
-  std::vector<PrimExpr> Flat(const BufferNode& b, const std::vector<PrimExpr>& indices) {
-    // A ramp in the last dimension (scalars elsewhere) stays a ramp over the flat index, so the
-    // access stays a contiguous vector load or store.
-    const auto* ramp = indices.back().as<RampNode>();
-    bool keep_ramp =
-        ramp != nullptr && std::all_of(indices.begin(), indices.end() - 1,
-                                       [](const PrimExpr& i) { return i->dtype.lanes() == 1; });
-    std::vector<PrimExpr> idx = indices;
-    if (keep_ramp) idx.back() = ramp->base;
-    PrimExpr flat = idx[0];
-    if (!b.strides.empty()) {
-      flat = idx[0] * b.strides[0];
-      for (size_t d = 1; d < idx.size(); ++d) flat = flat + idx[d] * b.strides[d];
-    }
-    for (size_t d = 1; b.strides.empty() && d < idx.size(); ++d) {
-      flat = flat * b.shape[d] + idx[d];
-    }
-    flat = analyzer_.Simplify(flat);
-    if (keep_ramp) return {Make<RampNode>(flat, ramp->stride, ramp->lanes)};
-    return {flat};
-  }
-  std::unordered_map<const Object*, Buffer> flat_;
-  arith::Analyzer analyzer_;
-};
-
-class Simplifier : public StmtExprMutator {
- public:
-  PrimExpr VisitExpr(const PrimExpr& e) override {
-    PrimExpr visited = StmtExprMutator::VisitExpr(e);
-    // Integer arithmetic only: floating-point reassociation would change results.
-    if (!visited || !visited->dtype.is_integral() || visited->dtype.lanes() != 1) return visited;
-    if (visited.as<IntImmNode>() || visited.as<VarNode>()) return visited;
-    PrimExpr simplified = analyzer_.Simplify(visited);
-    return ExprDeepEqual(simplified, visited) ? visited : simplified;
-  }
-  Stmt VisitStmt(const Stmt& s) override {
-    if (const auto* f = s.as<ForNode>()) {
-      const auto* min = f->min.as<IntImmNode>();
-      const auto* extent = f->extent.as<IntImmNode>();
-      if (min != nullptr && extent != nullptr && extent->value > 0) {
-        analyzer_.Bind(f->loop_var, min->value, min->value + extent->value - 1);
-      }
-    }
-    return StmtExprMutator::VisitStmt(s);
-  }
-
- private:
-  arith::Analyzer analyzer_;
-};
-
 }  // namespace
-
-PrimFunc Simplify(const PrimFunc& f) { return WithBody(f, Simplifier().VisitStmt(f->body)); }
-
-PrimFunc FlattenBuffers(const PrimFunc& f) {
-  return WithBody(f, BufferFlattener().VisitStmt(f->body));
-}
-
-PrimFunc LowerInitBlock(const PrimFunc& f) { return WithBody(f, InitLowerer().VisitStmt(f->body)); }
 
 absl::StatusOr<PrimFunc> ConvertBlocksToLoops(const PrimFunc& f) {
   BlockFlattener flattener;
   Stmt body = flattener.VisitStmt(f->body);
   if (!flattener.status.ok()) return flattener.status;
   return WithBody(f, body);
-}
-
-absl::StatusOr<IRModule> LowerTir(const IRModule& mod) {
-  IRModuleBuilder builder(mod);
-  for (const auto& [name, entry] : mod->functions) {
-    const auto* prim = entry.second.as<PrimFuncNode>();
-    if (prim == nullptr) continue;
-    absl::StatusOr<PrimFunc> lowered =
-        ConvertBlocksToLoops(LowerInitBlock(entry.second.as_ref<PrimFuncNode>()));
-    if (lowered.ok())
-      lowered = Simplify(VectorizeLoops(FlattenBuffers(CompactAllocations(*lowered))));
-    if (!lowered.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("in PrimFunc '", name, "': ", lowered.status().message()));
-    }
-    builder.Update(entry.first, *lowered);
-  }
-  return builder.Build();
 }
 
 }  // namespace kiln::tir

@@ -13,7 +13,7 @@
 
 #include "compiler/arith/analyzer.h"
 #include "compiler/ir/tir_functor.h"
-#include "compiler/tir/transforms.h"
+#include "compiler/tir/transform/transform.h"
 
 namespace kiln::tir {
 namespace {

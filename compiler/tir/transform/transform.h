@@ -1,11 +1,16 @@
 // TIR lowering passes: scheduled TensorIR (blocks, iter vars, init) down to plain loops and buffer
-// accesses that code generation consumes. Each is PrimFunc -> PrimFunc; LowerTir runs them in
-// order over every PrimFunc of a module.
-#ifndef KILN_COMPILER_TIR_TRANSFORMS_H_
-#define KILN_COMPILER_TIR_TRANSFORMS_H_
+// accesses that code generation consumes. Each is PrimFunc -> PrimFunc, in a file of its own
+// with its test beside it; LowerTirPasses() is their pipeline as pass objects
+// (compiler/pass/pass.h), LowerTir a shorthand that runs it.
+#ifndef KILN_COMPILER_TIR_TRANSFORM_TRANSFORM_H_
+#define KILN_COMPILER_TIR_TRANSFORM_TRANSFORM_H_
+
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/ir/module.h"
+#include "compiler/ir/tir_stmt.h"
+#include "compiler/pass/pass.h"
 
 namespace kiln::tir {
 
@@ -31,10 +36,28 @@ ir::PrimFunc FlattenBuffers(const ir::PrimFunc& f);
 // knowing each loop variable's range: `(i * 32 + j) // 32` inside `for j in range(32)` becomes `i`.
 ir::PrimFunc Simplify(const ir::PrimFunc& f);
 
+// A `vectorized` loop with a constant extent becomes straight-line vector code: the loop variable
+// becomes Ramp(min, 1, lanes), scalars meeting vectors are broadcast, and loads and stores touch
+// `lanes` elements at once (extents up to 64 whole; longer or symbolic ones as 16-lane vectors
+// plus a scalar tail). Loops whose bodies hold anything but stores of expressions are left to
+// LLVM's loop vectorizer.
+ir::PrimFunc VectorizeLoops(const ir::PrimFunc& f);
+
+// Each pass above as a pass object, with its requirements.
+pass::PassPtr LowerInitBlockPass();
+pass::PassPtr ConvertBlocksToLoopsPass();
+pass::PassPtr CompactAllocationsPass();
+pass::PassPtr FlattenBuffersPass();
+pass::PassPtr VectorizeLoopsPass();
+pass::PassPtr SimplifyPass();
+
 // LowerInitBlock, ConvertBlocksToLoops, CompactAllocations, FlattenBuffers, VectorizeLoops and
-// Simplify on every PrimFunc of `mod`; Relax functions are kept.
+// Simplify, in that order: what every PrimFunc goes through before code generation.
+std::vector<pass::PassPtr> LowerTirPasses();
+
+// Runs LowerTirPasses() over every PrimFunc of `mod`; Relax functions are kept.
 absl::StatusOr<ir::IRModule> LowerTir(const ir::IRModule& mod);
 
 }  // namespace kiln::tir
 
-#endif  // KILN_COMPILER_TIR_TRANSFORMS_H_
+#endif  // KILN_COMPILER_TIR_TRANSFORM_TRANSFORM_H_

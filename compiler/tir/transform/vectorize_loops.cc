@@ -1,6 +1,6 @@
-#include "compiler/tir/vectorize.h"
-
+// VectorizeLoops: `vectorized` loops become Ramp/Broadcast vector code (transform.h).
 #include "compiler/ir/tir_functor.h"
+#include "compiler/tir/transform/transform.h"
 
 namespace kiln::tir {
 namespace {

@@ -1,0 +1,70 @@
+#include "compiler/frontend/load_module.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/relax/block_builder.h"
+#include "compiler/script/script_parser.h"
+#include "compiler/wire/ir_proto.h"
+
+namespace kiln::frontend {
+
+absl::StatusOr<SourceForm> FormFromPath(absl::string_view path) {
+  if (absl::EndsWith(path, ".py")) return SourceForm::kTvmScript;
+  if (absl::EndsWith(path, ".pb")) return SourceForm::kIrProto;
+  if (absl::EndsWith(path, ".onnx")) return SourceForm::kOnnx;
+  return absl::UnimplementedError("expected TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)");
+}
+
+std::string DefaultName(SourceForm form) {
+  switch (form) {
+    case SourceForm::kTvmScript:
+      return "module.py";
+    case SourceForm::kIrProto:
+      return "module.pb";
+    case SourceForm::kOnnx:
+      return "model.onnx";
+  }
+  return "module";
+}
+
+absl::StatusOr<ir::IRModule> ParseModule(SourceForm form, absl::string_view bytes,
+                                         absl::string_view name) {
+  switch (form) {
+    case SourceForm::kTvmScript:
+      return script::ParseScript(bytes, std::string(name));
+    case SourceForm::kIrProto:
+      return wire::DeserializeModule(bytes);
+    case SourceForm::kOnnx:
+      return ImportOnnx(bytes, name);
+  }
+  return absl::InvalidArgumentError("unknown module form");
+}
+
+absl::StatusOr<ir::IRModule> LoadModule(SourceForm form, absl::string_view bytes,
+                                        absl::string_view name) {
+  absl::StatusOr<ir::IRModule> mod = ParseModule(form, bytes, name);
+  if (mod.ok()) mod = ir::relax::NormalizeModule(*mod);
+  if (mod.ok()) return mod;
+  std::string message(mod.status().message());
+  if (!absl::StartsWith(message, name)) message = absl::StrCat(name, ": ", message);
+  absl::StatusCode code = mod.status().code() == absl::StatusCode::kUnimplemented
+                              ? absl::StatusCode::kUnimplemented
+                              : absl::StatusCode::kInvalidArgument;
+  return absl::Status(code, message);
+}
+
+absl::StatusOr<ir::IRModule> ParseModuleFile(const std::string& path) {
+  absl::StatusOr<SourceForm> form = FormFromPath(path);
+  if (!form.ok()) return form.status();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot open the file");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return ParseModule(*form, bytes.str(), path);
+}
+
+}  // namespace kiln::frontend

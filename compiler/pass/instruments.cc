@@ -1,0 +1,58 @@
+#include "compiler/pass/instruments.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler/relax/well_formed.h"
+#include "compiler/script/printer.h"
+
+namespace kiln::pass {
+
+void PassTimer::BeforePass(const PassInfo& /*pass*/, const ir::IRModule& /*mod*/) {
+  start_ = std::chrono::steady_clock::now();
+}
+
+absl::Status PassTimer::AfterPass(const PassInfo& pass, const ir::IRModule& /*mod*/) {
+  Record(pass.name,
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  return absl::OkStatus();
+}
+
+void PassTimer::Record(std::string step, double seconds) {
+  entries_.push_back({std::move(step), seconds});
+}
+
+std::string PassTimer::Report() const {
+  double total = 0;
+  for (const Entry& e : entries_) total += e.seconds;
+  std::string out = absl::StrFormat("%-28s %12s %7s\n", "pass", "seconds", "share");
+  for (const Entry& e : entries_) {
+    absl::StrAppendFormat(&out, "%-28s %12.6f %6.1f%%\n", e.pass, e.seconds,
+                          total > 0 ? 100 * e.seconds / total : 0.0);
+  }
+  absl::StrAppendFormat(&out, "%-28s %12.6f\n", "total", total);
+  return out;
+}
+
+bool PassDumper::Wants(const std::string& pass) const {
+  for (const std::string& d : after_) {
+    if (d == "all" || d == pass) return true;
+  }
+  return false;
+}
+
+absl::Status PassDumper::AfterPass(const PassInfo& pass, const ir::IRModule& mod) {
+  if (Wants(pass.name)) sink_(pass.name, script::PrintScript(mod));
+  return absl::OkStatus();
+}
+
+absl::Status WellFormedVerifier::AfterPass(const PassInfo& pass, const ir::IRModule& mod) {
+  ++verified_;
+  absl::Status s = ir::relax::CheckWellFormed(mod);
+  if (s.ok()) return s;
+  return absl::InternalError(
+      absl::StrCat("the IR is not well-formed after pass ", pass.name, ":\n", s.message()));
+}
+
+}  // namespace kiln::pass

@@ -1,0 +1,64 @@
+// The instruments a PassContext runs around every pass: timing (`kiln compile --time-passes`),
+// dumping (`--dump-after`) and verification (the Relax well-formedness checker after every pass,
+// on in tests and debug builds).
+#ifndef KILN_COMPILER_PASS_INSTRUMENTS_H_
+#define KILN_COMPILER_PASS_INSTRUMENTS_H_
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/pass/pass.h"
+
+namespace kiln::pass {
+
+// Wall time of each pass, in the order they ran.
+class PassTimer : public PassInstrument {
+ public:
+  struct Entry {
+    std::string pass;
+    double seconds = 0;
+  };
+  void BeforePass(const PassInfo& pass, const ir::IRModule& mod) override;
+  absl::Status AfterPass(const PassInfo& pass, const ir::IRModule& mod) override;
+  // Also records a step that is not a pass (VM code generation, LLVM, linking).
+  void Record(std::string step, double seconds);
+
+  const std::vector<Entry>& entries() const { return entries_; }
+  // A table: one line a pass with seconds and share of the total, then the total.
+  std::string Report() const;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::vector<Entry> entries_;
+};
+
+// Prints the module as TVMScript after the passes named (or "all") and hands the text to `sink`.
+class PassDumper : public PassInstrument {
+ public:
+  using Sink = std::function<void(const std::string& pass, const std::string& text)>;
+  PassDumper(std::vector<std::string> after, Sink sink)
+      : after_(std::move(after)), sink_(std::move(sink)) {}
+  bool Wants(const std::string& pass) const;
+  absl::Status AfterPass(const PassInfo& pass, const ir::IRModule& mod) override;
+
+ private:
+  std::vector<std::string> after_;
+  Sink sink_;
+};
+
+// The Relax well-formedness checker (WF1-WF22 and the normal form) after every pass: the first
+// pass that breaks the IR is named with every violation.
+class WellFormedVerifier : public PassInstrument {
+ public:
+  absl::Status AfterPass(const PassInfo& pass, const ir::IRModule& mod) override;
+  int passes_verified() const { return verified_; }
+
+ private:
+  int verified_ = 0;
+};
+
+}  // namespace kiln::pass
+
+#endif  // KILN_COMPILER_PASS_INSTRUMENTS_H_

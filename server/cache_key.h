@@ -1,0 +1,25 @@
+// The artifact cache's key and its hit test, computed where the module is loaded: in
+// kiln-worker, never in kilnd. The key is the SHA-256 of (structural hash of the module, target,
+// options, compiler version); a key match is only a candidate, and a hit also needs the stored
+// module to be structurally equal, so a 64-bit hash collision can never serve the wrong code.
+#ifndef KILN_SERVER_CACHE_KEY_H_
+#define KILN_SERVER_CACHE_KEY_H_
+
+#include <string>
+
+#include "compiler/ir/module.h"
+#include "proto/kiln/v1/jobs.pb.h"
+#include "server/worker.pb.h"
+
+namespace kiln::server {
+
+std::string CacheKey(const ir::IRModule& mod, const std::string& target,
+                     const v1::CompileOptions& options);
+
+// The first candidate whose stored module is structurally equal to `mod`; nullptr if none
+// (candidates whose bytes do not decode are skipped).
+const CachedModule* FindStructuralMatch(const ir::IRModule& mod, const CacheCandidates& candidates);
+
+}  // namespace kiln::server
+
+#endif  // KILN_SERVER_CACHE_KEY_H_

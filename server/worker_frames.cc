@@ -1,0 +1,55 @@
+#include "server/worker_frames.h"
+
+#include <cstdint>
+
+namespace kiln::server {
+namespace {
+
+void PutLength(uint32_t n, std::string* out) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+}
+
+uint32_t GetLength(const unsigned char* p) {
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+}
+
+}  // namespace
+
+std::string Frame(const google::protobuf::MessageLite& message) {
+  std::string out;
+  std::string payload = message.SerializeAsString();
+  PutLength(static_cast<uint32_t>(payload.size()), &out);
+  out += payload;
+  return out;
+}
+
+bool TakeFrame(std::string* buffer, std::string* payload, bool* oversized) {
+  *oversized = false;
+  if (buffer->size() < 4) return false;
+  uint32_t n = GetLength(reinterpret_cast<const unsigned char*>(buffer->data()));
+  if (n > kMaxWorkerFrameBytes) {
+    *oversized = true;
+    return false;
+  }
+  if (buffer->size() < 4 + size_t{n}) return false;
+  payload->assign(*buffer, 4, n);
+  buffer->erase(0, 4 + size_t{n});
+  return true;
+}
+
+std::optional<std::string> ReadFrame(std::FILE* in) {
+  unsigned char header[4];
+  if (std::fread(header, 1, 4, in) != 4) return std::nullopt;
+  uint32_t n = GetLength(header);
+  if (n > kMaxWorkerFrameBytes) return std::nullopt;
+  std::string payload(n, '\0');
+  if (n > 0 && std::fread(payload.data(), 1, n, in) != n) return std::nullopt;
+  return payload;
+}
+
+bool WriteFrame(std::FILE* out, const google::protobuf::MessageLite& message) {
+  std::string frame = Frame(message);
+  return std::fwrite(frame.data(), 1, frame.size(), out) == frame.size() && std::fflush(out) == 0;
+}
+
+}  // namespace kiln::server

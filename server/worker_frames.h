@@ -1,0 +1,33 @@
+// Frames of the kilnd <-> kiln-worker conversation (worker.proto): a 4-byte little-endian
+// length, then that many bytes of a serialized message.
+#ifndef KILN_SERVER_WORKER_FRAMES_H_
+#define KILN_SERVER_WORKER_FRAMES_H_
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "google/protobuf/message_lite.h"
+
+namespace kiln::server {
+
+// The largest frame either side accepts (a module or an artifact, with room to spare).
+constexpr size_t kMaxWorkerFrameBytes = size_t{1} << 31;
+
+// `message` as a frame.
+std::string Frame(const google::protobuf::MessageLite& message);
+
+// Takes the first complete frame off the front of `buffer` into `payload`; false when the buffer
+// does not hold one yet. Sets `*oversized` for a length over the limit (the stream is broken).
+bool TakeFrame(std::string* buffer, std::string* payload, bool* oversized);
+
+// Blocking read of one frame from `in` (the worker's stdin); nullopt at end of input or on a
+// broken frame.
+std::optional<std::string> ReadFrame(std::FILE* in);
+
+// Writes `message` as one frame to `out` and flushes; false when the write failed.
+bool WriteFrame(std::FILE* out, const google::protobuf::MessageLite& message);
+
+}  // namespace kiln::server
+
+#endif  // KILN_SERVER_WORKER_FRAMES_H_
