@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/backend/toolchain.h"
 #include "compiler/script/script_parser.h"
 #include "runtime/library.h"
 
@@ -78,7 +78,7 @@ runtime::KernelLibrary& Library() {
     text += kAdd;
     text += kExp;
     absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
-    absl::StatusOr<std::string> so = codegen::BuildKernelLibrary(*mod, "llvm");
+    absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*mod, "llvm");
     if (!so.ok()) std::abort();
     return new std::shared_ptr<runtime::KernelLibrary>(
         *runtime::KernelLibrary::LoadFromMemory(*so, "bench"));
@@ -212,7 +212,7 @@ void BM_Compile100Kernels(benchmark::State& state) {
     return;
   }
   for (auto _ : state) {
-    absl::StatusOr<std::string> so = codegen::BuildKernelLibrary(*mod, "llvm");
+    absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*mod, "llvm");
     if (!so.ok()) state.SkipWithError(std::string(so.status().message()).c_str());
     benchmark::DoNotOptimize(so);
   }

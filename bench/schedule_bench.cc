@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/backend/toolchain.h"
 #include "compiler/tir/schedule/schedule.h"
 #include "compiler/tir/schedule/testing/workloads.h"
 #include "runtime/library.h"
@@ -92,7 +92,7 @@ void BM_ScheduledMatmul(benchmark::State& state) {
     state.SkipWithError(mod.status().ToString().c_str());
     return;
   }
-  absl::StatusOr<std::string> so = codegen::BuildKernelLibrary(*mod, "llvm");
+  absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*mod, "llvm");
   if (!so.ok()) {
     state.SkipWithError(so.status().ToString().c_str());
     return;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "compiler/backend/toolchain.h"
 #include "compiler/backend/vm_codegen.h"
 #include "compiler/codegen/codegen_llvm.h"
 #include "compiler/ir/relax_expr.h"
@@ -44,7 +45,7 @@ absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized, absl::s
   KILN_ASSIGN_OR_RETURN(std::string object, codegen::CompileToObject(lowered, info));
   if (options.timer != nullptr) options.timer->Record("LLVM", SecondsSince(start));
   start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(out.kernels, codegen::LinkSharedLibrary(object));
+  KILN_ASSIGN_OR_RETURN(out.kernels, LinkSharedLibrary(object));
   if (options.timer != nullptr) options.timer->Record("Link", SecondsSince(start));
   KILN_ASSIGN_OR_RETURN(out.executable, vm.executable.Serialize());
   out.memory = vm.memory;

@@ -15,9 +15,10 @@
 namespace kiln::backend {
 
 struct BuiltModule {
-  std::string executable;                       // runtime::vm::Executable::Serialize()
-  std::string kernels;                          // a kernel library for the target
-  std::map<std::string, PlannedMemory> memory;  // static memory planning, by Relax function
+  std::string executable;  // runtime::vm::Executable::Serialize()
+  std::string kernels;     // a kernel library for the target
+  std::map<std::string, ir::relax::PlannedMemory>
+      memory;  // static memory planning, by Relax function
 };
 
 // Runs the pipeline (pipeline.h) over `mod`, compiles every PrimFunc for `target` and generates

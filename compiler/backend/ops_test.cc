@@ -771,7 +771,7 @@ class Module:
   unfused.fuse = false;
   absl::StatusOr<BuiltModule> built = Build(*mod, "llvm", unfused);
   ASSERT_TRUE(built.ok()) << built.status();
-  const PlannedMemory& planned = built->memory.at("main");
+  const ir::relax::PlannedMemory& planned = built->memory.at("main");
   EXPECT_GE(planned.tensors, 8);
   EXPECT_GE(planned.storage_bytes, 8 * 16 * 16 * 4);  // at least the largest one
   EXPECT_LT(planned.storage_bytes, planned.tensor_bytes);

@@ -4,9 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler/backend/fold_constant.h"
-#include "compiler/backend/memory_plan.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/relax/transform/fold_constant.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/transform/transform.h"
@@ -33,9 +32,7 @@ absl::StatusOr<ir::IRModule> DefaultSchedule(const ir::IRModule& mod) {
 std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
   using pass::MakeModulePass;
   std::vector<pass::PassPtr> passes = {relax::CanonicalizeBindingsPass(), relax::LegalizeOpsPass()};
-  if (options.fold_constants) {
-    passes.push_back(MakeModulePass("FoldConstant", FoldConstant, {"LegalizeOps"}));
-  }
+  if (options.fold_constants) passes.push_back(relax::FoldConstantPass());
   passes.push_back(relax::DeadCodeEliminationPass());
   if (options.fuse) {
     passes.push_back(relax::FuseOpsPass());
@@ -45,8 +42,7 @@ std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
                                   pass::IRLevel::kPrimFunc));
   passes.push_back(relax::ToNonDataflowPass());
   passes.push_back(relax::CallTIRRewritePass());
-  passes.push_back(MakeModulePass("StaticPlanBlockMemory", StaticPlanBlockMemory,
-                                  {"CallTIRRewrite"}, pass::IRLevel::kRelaxFunction));
+  passes.push_back(relax::StaticPlanBlockMemoryPass());
   return passes;
 }
 

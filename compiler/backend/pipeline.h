@@ -11,7 +11,8 @@
 //   DefaultSchedule       every kernel without a schedule gets the default one
 //   ToNonDataflow         dataflow blocks become plain binding blocks
 //   CallTIRRewrite        call_tir -> explicit output allocation + a direct kernel call
-//   StaticPlanBlockMemory intermediates placed in one storage with reuse (memory_plan.h)
+//   StaticPlanBlockMemory intermediates placed in one storage with reuse
+//   (relax/transform/transform.h)
 //
 // VM code generation follows (vm_codegen.h), with VMShapeLower — parameter and match_cast
 // checks, symbolic dimensions in the shape heap, computed ones by generated shape functions —

@@ -4,11 +4,11 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/backend/memory_plan.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/relax_expr.h"
 #include "compiler/ir/tir_expr.h"
 #include "compiler/ir/tir_functor.h"
+#include "compiler/relax/transform/transform.h"
 #include "runtime/vm/builtins.h"
 #include "runtime/vm/exec_builder.h"
 
@@ -448,7 +448,7 @@ absl::StatusOr<VMCode> CodegenVM(const ir::IRModule& mod) {
     absl::Status s = gen.Generate(*f);
     if (!s.ok()) return s;
     heap_sizes.emplace_back(gen.heap_instruction(), gen.heap_slots());
-    PlannedMemory planned = PlannedMemoryOf(*f);
+    ir::relax::PlannedMemory planned = ir::relax::PlannedMemoryOf(*f);
     if (planned.tensors > 0) out.memory[name] = planned;
   }
   absl::StatusOr<runtime::vm::Executable> exec = builder.Build();

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler/backend/memory_plan.h"
 #include "compiler/ir/module.h"
+#include "compiler/relax/transform/transform.h"
 #include "runtime/vm/executable.h"
 
 namespace kiln::backend {
@@ -30,7 +30,7 @@ struct VMCode {
   runtime::vm::Executable executable;
   // The shape functions the executable calls, by name: they join the kernel library.
   std::vector<std::pair<std::string, ir::PrimFunc>> shape_funcs;
-  std::map<std::string, PlannedMemory> memory;  // by Relax function
+  std::map<std::string, ir::relax::PlannedMemory> memory;  // by Relax function
 };
 
 absl::StatusOr<VMCode> CodegenVM(const ir::IRModule& mod);

@@ -1,7 +1,6 @@
 #include "compiler/codegen/codegen_llvm.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +19,6 @@
 #include "compiler/codegen/fast_math.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/tir_functor.h"
-#include "compiler/tir/default_schedule.h"
-#include "compiler/tir/transform/transform.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/LLVMContext.h"
@@ -34,8 +31,6 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "runtime/kernel_abi.h"
-
-extern char** environ;
 
 namespace kiln::codegen {
 namespace {
@@ -1079,34 +1074,6 @@ absl::StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx
   return module;
 }
 
-int RunProcess(const std::vector<std::string>& argv, std::string* output) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return -1;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(pipe_fds[1]);
-  if (rc != 0) {
-    close(pipe_fds[0]);
-    return -1;
-  }
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(pipe_fds[0], buf, sizeof(buf))) > 0) output->append(buf, static_cast<size_t>(n));
-  close(pipe_fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> EmitLlvmIr(const IRModule& lowered, const LlvmTargetInfo& target) {
@@ -1147,49 +1114,6 @@ absl::StatusOr<std::string> CompileToObject(const IRModule& lowered, const LlvmT
   }
   emit.run(**module);
   return std::string(buffer.begin(), buffer.end());
-}
-
-absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object) {
-  char dir_template[] = "/tmp/kiln-link-XXXXXX";
-  char* dir = mkdtemp(dir_template);
-  if (dir == nullptr) return absl::InternalError("cannot create a temporary directory for linking");
-  std::string obj_path = absl::StrCat(dir, "/kernels.o");
-  std::string so_path = absl::StrCat(dir, "/kernels.so");
-  auto cleanup = [&] {
-    unlink(obj_path.c_str());
-    unlink(so_path.c_str());
-    rmdir(dir);
-  };
-  {
-    std::ofstream out(obj_path, std::ios::binary);
-    out.write(object.data(), static_cast<std::streamsize>(object.size()));
-    if (!out) {
-      cleanup();
-      return absl::InternalError("cannot write the object file for linking");
-    }
-  }
-  std::string output;
-  int rc =
-      RunProcess({"ld.lld-16", "-shared", "--hash-style=gnu", "-o", so_path, obj_path}, &output);
-  if (rc != 0) {
-    cleanup();
-    return absl::InternalError(absl::StrCat("ld.lld-16 failed (", rc, "): ", output));
-  }
-  std::ifstream in(so_path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  cleanup();
-  return bytes.str();
-}
-
-absl::StatusOr<std::string> BuildKernelLibrary(const IRModule& mod, absl::string_view target) {
-  absl::StatusOr<LlvmTargetInfo> info = ParseTarget(target);
-  if (!info.ok()) return info.status();
-  absl::StatusOr<IRModule> lowered = tir::LowerTir(tir::ApplyDefaultSchedule(mod));
-  if (!lowered.ok()) return lowered.status();
-  absl::StatusOr<std::string> object = CompileToObject(*lowered, *info);
-  if (!object.ok()) return object.status();
-  return LinkSharedLibrary(*object);
 }
 
 }  // namespace kiln::codegen

@@ -5,7 +5,8 @@
 // every argument (count, kind, rank, dtype, each dimension against constants or the symbolic
 // variables it binds, compact strides, non-null data) and reports a message through the
 // context instead of touching memory it was not given. The input must be lowered (no blocks:
-// tir::LowerTir). The header stays free of LLVM types.
+// tir::LowerTir). Linking the object is the toolchain's (compiler/backend/toolchain.h). The
+// header stays free of LLVM types.
 #ifndef KILN_COMPILER_CODEGEN_CODEGEN_LLVM_H_
 #define KILN_COMPILER_CODEGEN_CODEGEN_LLVM_H_
 
@@ -24,14 +25,6 @@ absl::StatusOr<std::string> EmitLlvmIr(const ir::IRModule& lowered, const LlvmTa
 // An ELF relocatable object, optimized at O3 with LLVM's new pass manager.
 absl::StatusOr<std::string> CompileToObject(const ir::IRModule& lowered,
                                             const LlvmTargetInfo& target);
-
-// Links objects into a shared library with ld.lld-16 (works for any target triple); the
-// temporary files live in a private directory removed before returning.
-absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object);
-
-// ApplyDefaultSchedule + LowerTir + CompileToObject + LinkSharedLibrary: the bytes of a loadable
-// kernel library.
-absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target);
 
 }  // namespace kiln::codegen
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "compiler/backend/toolchain.h"
 #include "compiler/script/script_parser.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -80,7 +81,7 @@ class CodegenTest : public ::testing::Test {
   static void SetUpTestSuite() {
     absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
     ASSERT_TRUE(mod.ok()) << mod.status();
-    absl::StatusOr<std::string> so = BuildKernelLibrary(*mod, "llvm");
+    absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*mod, "llvm");
     ASSERT_TRUE(so.ok()) << so.status();
     absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
         runtime::KernelLibrary::LoadFromMemory(*so, "kernels");
@@ -231,7 +232,7 @@ TEST(CodegenCrossTest, BuildsAnAarch64SharedLibrary) {
   absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
   ASSERT_TRUE(mod.ok()) << mod.status();
   absl::StatusOr<std::string> so =
-      BuildKernelLibrary(*mod, "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
+      backend::BuildKernelLibrary(*mod, "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
   ASSERT_TRUE(so.ok()) << so.status();
   ASSERT_GE(so->size(), sizeof(Elf64_Ehdr));
   Elf64_Ehdr eh;

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/backend/toolchain.h"
 #include "compiler/script/script_parser.h"
 #include "gtest/gtest.h"
 #include "runtime/library.h"
@@ -44,7 +44,7 @@ TEST(CorpusTest, EveryModuleBuildsOrFailsCleanly) {
     for (const auto& [fn, entry] : (*mod)->functions)
       has_prim |= entry.second.as<ir::PrimFuncNode>() != nullptr;
     if (!has_prim) continue;
-    absl::StatusOr<std::string> so = BuildKernelLibrary(*mod, "llvm");
+    absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*mod, "llvm");
     if (!so.ok()) {
       EXPECT_FALSE(so.status().message().empty());
       std::printf("%s: %s\n", name.c_str(), std::string(so.status().message()).c_str());

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/backend/toolchain.h"
 #include "compiler/script/script_parser.h"
 #include "gtest/gtest.h"
 #include "runtime/library.h"
@@ -55,7 +55,7 @@ class FastMathTest : public ::testing::TestWithParam<const char*> {
   static void SetUpTestSuite() {
     absl::StatusOr<ir::IRModule> mod = script::ParseScript(KernelsScript(), "fast_math.py");
     ASSERT_TRUE(mod.ok()) << mod.status();
-    absl::StatusOr<std::string> so = BuildKernelLibrary(*mod, "llvm");
+    absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*mod, "llvm");
     ASSERT_TRUE(so.ok()) << so.status();
     lib_ = new std::shared_ptr<runtime::KernelLibrary>(
         *runtime::KernelLibrary::LoadFromMemory(*so, "fast_math"));

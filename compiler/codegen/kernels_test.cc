@@ -7,7 +7,7 @@
 #include <random>
 #include <sstream>
 
-#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/backend/toolchain.h"
 #include "compiler/script/script_parser.h"
 #include "gtest/gtest.h"
 #include "runtime/library.h"
@@ -27,7 +27,7 @@ class KernelsTest : public ::testing::TestWithParam<int> {
     text << in.rdbuf();
     absl::StatusOr<ir::IRModule> mod = script::ParseScript(text.str(), "kernels.py");
     ASSERT_TRUE(mod.ok()) << mod.status();
-    absl::StatusOr<std::string> so = BuildKernelLibrary(*mod, "llvm");
+    absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*mod, "llvm");
     ASSERT_TRUE(so.ok()) << so.status();
     lib_ = new std::shared_ptr<runtime::KernelLibrary>(
         *runtime::KernelLibrary::LoadFromMemory(*so, "kernels"));

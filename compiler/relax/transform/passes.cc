@@ -27,4 +27,9 @@ pass::PassPtr CallTIRRewritePass() {
                         IRLevel::kRelaxFunction);
 }
 
+pass::PassPtr StaticPlanBlockMemoryPass() {
+  return MakeModulePass("StaticPlanBlockMemory", StaticPlanBlockMemory, {"CallTIRRewrite"},
+                        IRLevel::kRelaxFunction);
+}
+
 }  // namespace kiln::ir::relax

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/backend/toolchain.h"
 #include "compiler/script/script_parser.h"
 #include "runtime/library.h"
 #include "runtime/tensor.h"
@@ -130,7 +130,7 @@ absl::StatusOr<std::vector<std::vector<float>>> RunPrimFunc(const ir::IRModule& 
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::string> so = codegen::BuildKernelLibrary(builder.Build(), "llvm");
+  absl::StatusOr<std::string> so = backend::BuildKernelLibrary(builder.Build(), "llvm");
   if (!so.ok()) return so.status();
   absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
       runtime::KernelLibrary::LoadFromMemory(*so, name);

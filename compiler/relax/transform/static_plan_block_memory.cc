@@ -1,5 +1,4 @@
-#include "compiler/backend/memory_plan.h"
-
+// StaticPlanBlockMemory (transform.h): intermediates of static shape share one storage by lifetime.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -7,12 +6,11 @@
 
 #include "compiler/ir/relax_functor.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/relax/transform/transform.h"
 #include "runtime/support/status_macros.h"
 
-namespace kiln::backend {
+namespace kiln::ir::relax {
 namespace {
-
-namespace relax = ir::relax;
 
 bool IsOp(const relax::Expr& e, const char* name) {
   const auto* call = e.as<relax::CallNode>();
@@ -205,4 +203,4 @@ PlannedMemory PlannedMemoryOf(const relax::FunctionNode& f) {
           IntAttr(f.attrs, "kiln.planned_tensor_bytes"), IntAttr(f.attrs, "kiln.planned_tensors")};
 }
 
-}  // namespace kiln::backend
+}  // namespace kiln::ir::relax

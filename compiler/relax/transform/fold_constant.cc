@@ -1,4 +1,4 @@
-#include "compiler/backend/fold_constant.h"
+#include "compiler/relax/transform/fold_constant.h"
 
 #include <cstring>
 #include <map>
@@ -6,17 +6,15 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/backend/toolchain.h"
 #include "compiler/ir/relax_functor.h"
 #include "compiler/relax/block_builder.h"
 #include "runtime/library.h"
 #include "runtime/support/status_macros.h"
 #include "runtime/tensor.h"
 
-namespace kiln::backend {
+namespace kiln::ir::relax {
 namespace {
-
-namespace relax = ir::relax;
 
 constexpr int kMaxRounds = 16;
 // Larger results stay computed at run time rather than bloating the artifact.
@@ -149,7 +147,7 @@ absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod) {
     for (const auto& [name, func] : finder.kernels)
       KILN_RETURN_IF_ERROR(kernels.Add(relax::MakeGlobalVar(name), func));
     // Folding runs here, on the host, whatever the module's target.
-    KILN_ASSIGN_OR_RETURN(std::string so, codegen::BuildKernelLibrary(kernels.Build(), "llvm"));
+    KILN_ASSIGN_OR_RETURN(std::string so, backend::BuildKernelLibrary(kernels.Build(), "llvm"));
     KILN_ASSIGN_OR_RETURN(auto library, runtime::KernelLibrary::LoadFromMemory(so, "fold"));
     ir::IRModuleBuilder out(current);
     for (const auto& [name, entry] : current->functions) {
@@ -165,4 +163,8 @@ absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod) {
   return current;
 }
 
-}  // namespace kiln::backend
+pass::PassPtr FoldConstantPass() {
+  return pass::MakeModulePass("FoldConstant", FoldConstant, {"LegalizeOps"});
+}
+
+}  // namespace kiln::ir::relax

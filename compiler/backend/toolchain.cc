@@ -1,0 +1,91 @@
+#include "compiler/backend/toolchain.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/tir/default_schedule.h"
+#include "compiler/tir/transform/transform.h"
+#include "runtime/support/status_macros.h"
+#include "runtime/support/subprocess.h"
+
+namespace kiln::backend {
+namespace {
+
+constexpr char kLinker[] = "ld.lld-16";
+constexpr int64_t kLinkTimeoutMs = 5 * 60 * 1000;
+
+// The linker's path: the first executable ld.lld-16 on PATH (the subprocess helper takes paths).
+std::string FindLinker() {
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin:/bin", ':')) {
+    std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", kLinker);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// A private temporary directory, removed with everything in it when this goes out of scope.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "kiln-link-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object) {
+  static const std::string linker = FindLinker();
+  if (linker.empty()) {
+    return absl::InternalError(absl::StrCat("no ", kLinker, " on PATH (Debian package lld-16)"));
+  }
+  TempDir dir;
+  if (dir.path().empty()) {
+    return absl::InternalError("cannot create a temporary directory for linking");
+  }
+  std::string obj_path = dir.path() + "/kernels.o", so_path = dir.path() + "/kernels.so";
+  {
+    std::ofstream out(obj_path, std::ios::binary);
+    out.write(object.data(), static_cast<std::streamsize>(object.size()));
+    if (!out) return absl::InternalError("cannot write the object file for linking");
+  }
+  runtime::ChildOptions options;
+  options.timeout_ms = kLinkTimeoutMs;
+  absl::StatusOr<runtime::ChildResult> ran = runtime::RunChild(
+      {linker, "-shared", "--hash-style=gnu", "-o", so_path, obj_path}, "", options);
+  if (!ran.ok()) return absl::InternalError(absl::StrCat(kLinker, ": ", ran.status().message()));
+  if (!ran->exited_ok()) {
+    return absl::InternalError(absl::StrCat(kLinker, " ", ran->Describe(kLinkTimeoutMs), ": ",
+                                            ran->output, ran->error_tail));
+  }
+  std::ifstream in(so_path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  if (!in) return absl::InternalError(absl::StrCat(kLinker, " wrote no library"));
+  return bytes.str();
+}
+
+absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target) {
+  KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
+  KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, tir::LowerTir(tir::ApplyDefaultSchedule(mod)));
+  KILN_ASSIGN_OR_RETURN(std::string object, codegen::CompileToObject(lowered, info));
+  return LinkSharedLibrary(object);
+}
+
+}  // namespace kiln::backend

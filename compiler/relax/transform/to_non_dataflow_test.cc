@@ -1,0 +1,46 @@
+// ToNonDataflow alone.
+#include "compiler/pass/testing/expect_pass.h"
+#include "compiler/relax/transform/testing/examples.h"
+#include "compiler/relax/transform/transform.h"
+#include "compiler/script/printer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::ir::relax {
+namespace {
+
+using pass::testing::ParseModule;
+using pass::testing::Refuses;
+using pass::testing::Transforms;
+using testing::Bindings;
+using ::testing::HasSubstr;
+using testing::KernelCalls;
+using testing::MlpScript;
+using ::testing::Not;
+
+TEST(ToNonDataflowTest, NoDataflowBlockOrVariableRemains) {
+  const char* input = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        with R.dataflow():
+            lv = R.exp(x)
+            gv = R.add(lv, x)
+            R.output(gv)
+        return gv
+)";
+  const char* want = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        lv = R.exp(x)
+        gv = R.add(lv, x)
+        return gv
+)";
+  EXPECT_TRUE(Transforms(ToNonDataflowPass(), input, want));
+}
+
+}  // namespace
+}  // namespace kiln::ir::relax
