@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "compiler/backend/toolchain.h"
+#include "compiler/testing/schedule_workloads.h"
 #include "compiler/tir/schedule/schedule.h"
-#include "compiler/tir/schedule/testing/workloads.h"
 #include "runtime/library.h"
 #include "runtime/tensor.h"
 

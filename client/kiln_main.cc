@@ -1,5 +1,7 @@
 // kiln: the command-line client. Exit status 0 on success, 1 on a user error (one line on
 // stderr), 2 on a usage error — the contract of docs/ARCHITECTURE.md and DESIGN §8.
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "client/remote_commands.h"
 #include "compiler/backend/build.h"
+#include "compiler/build_info.h"
 #include "compiler/frontend/load_module.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/well_formed.h"
@@ -25,7 +28,6 @@
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
 #include "runtime/time_evaluator.h"
-#include "server/build_info.h"
 
 namespace {
 
@@ -33,7 +35,9 @@ constexpr int kExitUserError = 1;
 constexpr int kExitUsage = 2;
 
 int PrintLocalVersions() {
-  for (const auto& [name, version] : kiln::server::ComponentVersions()) {
+  std::vector<std::pair<std::string, std::string>> versions = kiln::ComponentVersions();
+  versions.insert(versions.begin() + 1, {"grpc", grpc::Version()});
+  for (const auto& [name, version] : versions) {
     std::printf("%-9s %s\n", name.c_str(), version.c_str());
   }
   return 0;

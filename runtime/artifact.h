@@ -1,5 +1,5 @@
 // The .kiln artifact: a manifest (target, entry signatures, compiler version, content digest),
-// the VM executable and the kernel library in one file (proto/kiln/v1/artifact.proto).
+// the VM executable and the kernel library in one file (runtime/format/artifact.proto).
 // Loading verifies the format version, the digest and that the target can run on this host.
 #ifndef KILN_RUNTIME_ARTIFACT_H_
 #define KILN_RUNTIME_ARTIFACT_H_
@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "proto/kiln/v1/artifact.pb.h"
+#include "runtime/format/artifact.pb.h"
 #include "runtime/thread_pool.h"
 #include "runtime/vm/vm.h"
 

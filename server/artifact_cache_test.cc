@@ -9,7 +9,7 @@
 #include "compiler/frontend/load_module.h"
 #include "compiler/wire/ir_proto.h"
 #include "gtest/gtest.h"
-#include "proto/kiln/v1/artifact.pb.h"
+#include "runtime/format/artifact.pb.h"
 #include "server/cache_key.h"
 
 namespace kiln::server {

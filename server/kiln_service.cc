@@ -1,5 +1,7 @@
 #include "server/kiln_service.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <map>
 #include <thread>
 
@@ -7,13 +9,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/build_info.h"
 #include "compiler/codegen/llvm_target.h"
 #include "compiler/version.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
-#include "server/build_info.h"
 #include "server/log.h"
 
 namespace kiln::server {
@@ -147,7 +149,9 @@ grpc::Status KilnService::GetServerInfo(grpc::ServerContext* context,
   if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
   response->set_compiler_version(kCompilerVersion);
   response->set_host_target_triple(codegen::HostTriple());
-  for (const auto& [name, version] : ComponentVersions()) {
+  std::vector<std::pair<std::string, std::string>> versions = ComponentVersions();
+  versions.insert(versions.begin() + 1, {"grpc", grpc::Version()});
+  for (const auto& [name, version] : versions) {
     kiln::v1::ComponentVersion* component = response->add_components();
     component->set_name(name);
     component->set_version(version);

@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "proto/kiln/v1/agent.grpc.pb.h"
-#include "proto/kiln/v1/artifact.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
+#include "runtime/format/artifact.pb.h"
 #include "server/artifact_cache.h"
 #include "server/auth.h"
 #include "server/job_manager.h"

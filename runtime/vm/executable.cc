@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "proto/kiln/v1/vm.pb.h"
+#include "runtime/format/vm.pb.h"
 
 namespace kiln::runtime::vm {
 namespace {

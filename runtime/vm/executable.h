@@ -71,7 +71,7 @@ class Executable {
   // Ret or Goto. Errors name the function and the instruction.
   absl::Status Validate() const;
 
-  // Versioned bytes (proto/kiln/v1/vm.proto); Deserialize validates.
+  // Versioned bytes (runtime/format/vm.proto); Deserialize validates.
   absl::StatusOr<std::string> Serialize() const;
   static absl::StatusOr<Executable> Deserialize(absl::string_view bytes);
 

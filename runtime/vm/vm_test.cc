@@ -7,7 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "proto/kiln/v1/vm.pb.h"
+#include "runtime/format/vm.pb.h"
 #include "runtime/vm/builtins.h"
 #include "runtime/vm/exec_builder.h"
 

@@ -1,10 +1,10 @@
 // FuseOps: the groups it forms, and fused code computing what unfused code does.
 #include "compiler/backend/pipeline.h"
 #include "compiler/backend/testing/model_test_util.h"
-#include "compiler/pass/testing/expect_pass.h"
 #include "compiler/relax/transform/testing/examples.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/script/printer.h"
+#include "compiler/testing/expect_pass.h"
 #include "compiler/tir/default_schedule.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,9 +1,9 @@
 // LegalizeOps alone: operator calls become call_tir of kernels added to the module, identical
 // kernels are shared, and an operator that cannot be lowered is named.
-#include "compiler/pass/testing/expect_pass.h"
 #include "compiler/relax/transform/testing/examples.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/script/printer.h"
+#include "compiler/testing/expect_pass.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

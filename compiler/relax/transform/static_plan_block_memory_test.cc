@@ -1,10 +1,10 @@
 // StaticPlanBlockMemory after CallTIRRewrite: storage shared by lifetime, and the planned module
 // computes the same.
 #include "compiler/backend/testing/model_test_util.h"
-#include "compiler/pass/testing/expect_pass.h"
 #include "compiler/relax/transform/testing/examples.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/script/printer.h"
+#include "compiler/testing/expect_pass.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,8 +1,8 @@
 // ToNonDataflow alone.
-#include "compiler/pass/testing/expect_pass.h"
 #include "compiler/relax/transform/testing/examples.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/script/printer.h"
+#include "compiler/testing/expect_pass.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,8 +1,8 @@
 // rfactor: the IR it produces, the numbers the result computes, and refusals.
 #include "compiler/script/printer.h"
+#include "compiler/testing/expect_schedule.h"
+#include "compiler/testing/schedule_workloads.h"
 #include "compiler/tir/schedule/schedule.h"
-#include "compiler/tir/schedule/testing/expect.h"
-#include "compiler/tir/schedule/testing/workloads.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tir {

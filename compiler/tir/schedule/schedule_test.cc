@@ -6,8 +6,8 @@
 #include "absl/strings/str_replace.h"
 #include "compiler/ir/structural.h"
 #include "compiler/script/printer.h"
-#include "compiler/tir/schedule/testing/expect.h"
-#include "compiler/tir/schedule/testing/workloads.h"
+#include "compiler/testing/expect_schedule.h"
+#include "compiler/testing/schedule_workloads.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tir {

@@ -1,10 +1,10 @@
 // blockize and tensorize: the IR each produces, the numbers the result computes, and refusals.
 #include "absl/strings/str_replace.h"
 #include "compiler/script/printer.h"
+#include "compiler/testing/expect_schedule.h"
+#include "compiler/testing/schedule_workloads.h"
 #include "compiler/tir/schedule/schedule.h"
 #include "compiler/tir/schedule/tensor_intrin.h"
-#include "compiler/tir/schedule/testing/expect.h"
-#include "compiler/tir/schedule/testing/workloads.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tir {

@@ -8,7 +8,7 @@
 
 #include "compiler/ir/structural.h"
 #include "compiler/script/printer.h"
-#include "compiler/tir/schedule/testing/workloads.h"
+#include "compiler/testing/schedule_workloads.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tir {

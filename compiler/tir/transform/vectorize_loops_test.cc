@@ -1,7 +1,7 @@
 // VectorizeLoops alone, and through LowerTir.
-#include "compiler/pass/testing/expect_pass.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
+#include "compiler/testing/expect_pass.h"
 #include "compiler/tir/transform/transform.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

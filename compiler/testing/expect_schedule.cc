@@ -1,10 +1,10 @@
-#include "compiler/tir/schedule/testing/expect.h"
+#include "compiler/testing/expect_schedule.h"
 
 #include <cmath>
 
 #include "compiler/ir/structural.h"
 #include "compiler/script/printer.h"
-#include "compiler/tir/schedule/testing/workloads.h"
+#include "compiler/testing/schedule_workloads.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tir::testing {

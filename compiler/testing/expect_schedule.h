@@ -1,8 +1,8 @@
 // The checks every schedule test makes: the IR a primitive produces (against TVMScript written
 // by hand), the numbers the scheduled function computes (against the unscheduled one), and a
 // refused primitive that left the schedule untouched.
-#ifndef KILN_COMPILER_TIR_SCHEDULE_TESTING_EXPECT_H_
-#define KILN_COMPILER_TIR_SCHEDULE_TESTING_EXPECT_H_
+#ifndef KILN_COMPILER_TESTING_EXPECT_SCHEDULE_H_
+#define KILN_COMPILER_TESTING_EXPECT_SCHEDULE_H_
 
 #include <string>
 
@@ -27,4 +27,4 @@ void ExpectRefused(const Schedule& sch, const ir::IRModule& before, int trace_si
 
 }  // namespace kiln::tir::testing
 
-#endif  // KILN_COMPILER_TIR_SCHEDULE_TESTING_EXPECT_H_
+#endif  // KILN_COMPILER_TESTING_EXPECT_SCHEDULE_H_

@@ -1,4 +1,4 @@
-#include "compiler/pass/testing/expect_pass.h"
+#include "compiler/testing/expect_pass.h"
 
 #include "compiler/ir/structural.h"
 #include "compiler/relax/block_builder.h"

@@ -1,7 +1,7 @@
 // How a pass's own test reads, as TVM's per-pass tests do: TVMScript before, TVMScript expected
 // after, structural equality; and its refusals.
-#ifndef KILN_COMPILER_PASS_TESTING_EXPECT_PASS_H_
-#define KILN_COMPILER_PASS_TESTING_EXPECT_PASS_H_
+#ifndef KILN_COMPILER_TESTING_EXPECT_PASS_H_
+#define KILN_COMPILER_TESTING_EXPECT_PASS_H_
 
 #include <string>
 
@@ -26,4 +26,4 @@ ir::IRModule ParseModule(const std::string& text, bool normalize = true);
 
 }  // namespace kiln::pass::testing
 
-#endif  // KILN_COMPILER_PASS_TESTING_EXPECT_PASS_H_
+#endif  // KILN_COMPILER_TESTING_EXPECT_PASS_H_

@@ -1,4 +1,4 @@
-#include "compiler/tir/schedule/testing/workloads.h"
+#include "compiler/testing/schedule_workloads.h"
 
 #include <random>
 

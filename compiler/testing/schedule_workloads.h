@@ -1,7 +1,7 @@
 // Workloads the schedule tests and benchmarks share (as TVMScript), and a runner that compiles
 // one PrimFunc of a module and runs it on seeded random inputs.
-#ifndef KILN_COMPILER_TIR_SCHEDULE_TESTING_WORKLOADS_H_
-#define KILN_COMPILER_TIR_SCHEDULE_TESTING_WORKLOADS_H_
+#ifndef KILN_COMPILER_TESTING_SCHEDULE_WORKLOADS_H_
+#define KILN_COMPILER_TESTING_SCHEDULE_WORKLOADS_H_
 
 #include <cstdint>
 #include <string>
@@ -31,4 +31,4 @@ absl::StatusOr<std::vector<std::vector<float>>> RunPrimFunc(const ir::IRModule& 
 
 }  // namespace kiln::tir::testing
 
-#endif  // KILN_COMPILER_TIR_SCHEDULE_TESTING_WORKLOADS_H_
+#endif  // KILN_COMPILER_TESTING_SCHEDULE_WORKLOADS_H_
