@@ -340,8 +340,8 @@ void JobManager::CompileLoop() {
   std::unique_ptr<runtime::Child> spare;
   while (true) {
     if (spare == nullptr || !spare->Alive()) {
-      absl::StatusOr<std::unique_ptr<runtime::Child>> started = runtime::Child::Start(
-          {options_.worker_path}, options_.worker_memory_bytes, options_.worker_cpu_seconds);
+      absl::StatusOr<std::unique_ptr<runtime::Child>> started =
+          runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
       spare = started.ok() ? std::move(*started) : nullptr;
     }
     std::string id;
@@ -406,6 +406,7 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
     work.set_target(e->job.target());
     *work.mutable_options() = e->options;
     work.set_module_name(e->job.module_name());
+    work.set_cpu_limit_seconds(options_.worker_cpu_seconds);
     timeout_ms = std::max<int64_t>(1, e->deadline_unix_ms - NowUnixMs());
   }
   WorkerConversation conversation;
@@ -422,8 +423,8 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
   child.on_output = [&](std::string* output) { return conversation.OnOutput(output); };
   absl::StatusOr<runtime::ChildResult> ran = absl::UnknownError("not run");
   if (worker == nullptr || !worker->Alive()) {  // no spare, or it died while waiting
-    absl::StatusOr<std::unique_ptr<runtime::Child>> started = runtime::Child::Start(
-        {options_.worker_path}, options_.worker_memory_bytes, options_.worker_cpu_seconds);
+    absl::StatusOr<std::unique_ptr<runtime::Child>> started =
+        runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
     if (started.ok()) {
       worker = std::move(*started);
     } else {

@@ -14,23 +14,7 @@ namespace kiln::backend {
 
 namespace relax = ir::relax;
 
-namespace {
-
-absl::StatusOr<ir::IRModule> DefaultSchedule(const ir::IRModule& mod) {
-  ir::IRModuleBuilder out(mod);
-  for (const auto& [name, entry] : mod->functions) {
-    auto f = entry.second.as_ref<ir::PrimFuncNode>();
-    if (!f || ir::GetAttr(f->attrs, "tir.is_scheduled")) continue;
-    out.Update(entry.first,
-               ir::WithFuncAttr(tir::ApplyDefaultSchedule(f), "tir.is_scheduled", ir::Bool(true)));
-  }
-  return out.Build();
-}
-
-}  // namespace
-
 std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
-  using pass::MakeModulePass;
   std::vector<pass::PassPtr> passes = {relax::CanonicalizeBindingsPass(), relax::LegalizeOpsPass()};
   if (options.fold_constants) passes.push_back(relax::FoldConstantPass());
   passes.push_back(relax::DeadCodeEliminationPass());
@@ -38,8 +22,7 @@ std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
     passes.push_back(relax::FuseOpsPass());
     passes.push_back(relax::DeadCodeEliminationPass());
   }
-  passes.push_back(MakeModulePass("DefaultSchedule", DefaultSchedule, {"LegalizeOps"},
-                                  pass::IRLevel::kPrimFunc));
+  passes.push_back(tir::DefaultSchedulePass());
   passes.push_back(relax::ToNonDataflowPass());
   passes.push_back(relax::CallTIRRewritePass());
   passes.push_back(relax::StaticPlanBlockMemoryPass());

@@ -535,4 +535,12 @@ IRModule ApplyDefaultSchedule(const IRModule& mod) {
   return builder.Build();
 }
 
+pass::PassPtr DefaultSchedulePass() {
+  return pass::MakePrimFuncPass(
+      "DefaultSchedule", [](const PrimFunc& f) -> absl::StatusOr<PrimFunc> {
+        if (GetAttr(f->attrs, "tir.is_scheduled")) return f;
+        return WithFuncAttr(ApplyDefaultSchedule(f), "tir.is_scheduled", Bool(true));
+      });
+}
+
 }  // namespace kiln::tir

@@ -9,11 +9,16 @@
 #define KILN_COMPILER_TIR_DEFAULT_SCHEDULE_H_
 
 #include "compiler/ir/module.h"
+#include "compiler/pass/pass.h"
 
 namespace kiln::tir {
 
 ir::PrimFunc ApplyDefaultSchedule(const ir::PrimFunc& f);
 ir::IRModule ApplyDefaultSchedule(const ir::IRModule& mod);
+
+// The pipeline's DefaultSchedule pass: every PrimFunc not yet scheduled gets the default schedule
+// and the attribute "tir.is_scheduled" (a tuned or hand-written schedule is left alone).
+pass::PassPtr DefaultSchedulePass();
 
 }  // namespace kiln::tir
 

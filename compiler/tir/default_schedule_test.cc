@@ -1,6 +1,7 @@
 // The default schedule: what untuned kernels get.
 #include "compiler/tir/default_schedule.h"
 
+#include "compiler/ir/relax_expr.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
 #include "compiler/tir/transform/transform.h"
@@ -94,6 +95,37 @@ class Module:
                                       "32)] + T.Broadcast(A[i_o * 4 + i_i, k], 32) * "
                                       "B_panels[T.Ramp(j_o * 2048 + k * 32, 1, 32)]"));
   EXPECT_THAT(text_lowered, Not(HasSubstr("T.vectorized")));
+}
+
+TEST(DefaultScheduleTest, ThePassSchedulesWhatIsNotScheduledAndMarksIt) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def plain(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for i in range(64):
+            with T.block("B"):
+                vi = T.axis.spatial(64, i)
+                B[vi] = A[vi] + T.float32(1)
+
+    @T.prim_func
+    def tuned(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        T.func_attr({"tir.is_scheduled": T.bool(True)})
+        for i in range(64):
+            with T.block("B"):
+                vi = T.axis.spatial(64, i)
+                B[vi] = A[vi] + T.float32(1)
+)");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<ir::IRModule> out = pass::PassContext().Run(*mod, {DefaultSchedulePass()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE((*out)->Lookup("tuned").same_as((*mod)->Lookup("tuned")));
+  const auto* plain = (*out)->Lookup("plain").as<ir::PrimFuncNode>();
+  ASSERT_NE(plain, nullptr);
+  EXPECT_TRUE(ir::GetAttr(plain->attrs, "tir.is_scheduled").defined());
+  ir::IRModuleBuilder one;
+  ASSERT_TRUE(one.Add(ir::relax::MakeGlobalVar("plain"), (*out)->Lookup("plain")).ok());
+  EXPECT_THAT(script::PrintScript(one.Build()), HasSubstr("for i in T.parallel(64):"));
 }
 
 }  // namespace

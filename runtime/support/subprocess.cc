@@ -62,8 +62,7 @@ std::string SelfExecutablePath() {
 }
 
 absl::StatusOr<std::unique_ptr<Child>> Child::Start(const std::vector<std::string>& argv,
-                                                    int64_t memory_limit_bytes,
-                                                    int64_t cpu_limit_seconds) {
+                                                    int64_t memory_limit_bytes) {
   if (argv.empty()) return absl::InvalidArgumentError("no program to run");
   // Everything the child needs is prepared before fork: between fork and exec a child of a
   // multithreaded process may only make async-signal-safe calls.
@@ -88,12 +87,6 @@ absl::StatusOr<std::unique_ptr<Child>> Child::Start(const std::vector<std::strin
       struct rlimit limit;
       limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(memory_limit_bytes);
       setrlimit(RLIMIT_AS, &limit);
-    }
-    if (cpu_limit_seconds > 0) {
-      struct rlimit limit;
-      limit.rlim_cur = static_cast<rlim_t>(cpu_limit_seconds);
-      limit.rlim_max = static_cast<rlim_t>(cpu_limit_seconds + 1);
-      setrlimit(RLIMIT_CPU, &limit);
     }
     execv(args[0], args.data());
     _exit(127);

@@ -50,11 +50,9 @@ struct ChildResult {
 // (exec, dynamic loading, static initialization) off the critical path of the work it will do.
 class Child {
  public:
-  // Starts argv[0] (a path) with `argv`, an address-space limit (RLIMIT_AS) and a CPU-time
-  // limit (RLIMIT_CPU: SIGXCPU, then SIGKILL a second later); 0 for none.
+  // Starts argv[0] (a path) with `argv` and an address-space limit (0 for none).
   static absl::StatusOr<std::unique_ptr<Child>> Start(const std::vector<std::string>& argv,
-                                                      int64_t memory_limit_bytes,
-                                                      int64_t cpu_limit_seconds = 0);
+                                                      int64_t memory_limit_bytes);
   ~Child();  // kills and reaps a child that is still there
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
