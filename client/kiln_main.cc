@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/output_check.h"
 #include "client/remote_commands.h"
 #include "compiler/backend/build.h"
 #include "compiler/build_info.h"
@@ -315,6 +316,7 @@ absl::Status WriteOutputs(const kiln::runtime::Value& v, const std::string& dir,
 }
 
 // kiln run OUT.kiln --input NAME=X.npy ... --output-dir DIR [--function F]
+// (--expect NAME=REF.npy compares afterwards: client/output_check.h)
 int Run(const std::string& path, const std::vector<std::string>& inputs,
         const std::string& output_dir, const std::string& function) {
   absl::StatusOr<Prepared> call = Prepare(path, function, inputs, /*random_ok=*/false);
@@ -440,6 +442,13 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   add_remote(run, false);
   run->add_option("--device", device, "with --server: the device key of the agent to run on");
+  std::vector<std::string> expects;
+  double tolerance = 1e-4;
+  run->add_option("--expect", expects,
+                  "NAME=REF.npy: compare output NAME with a reference; exit 1 if they differ");
+  run->add_option("--tolerance", tolerance, "for --expect: |out - ref| <= T * (1 + |ref|)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   kiln::runtime::TimeEvaluatorOptions timing;
   timing.repeat = 10;
   timing.min_repeat_ms = 100;
@@ -531,10 +540,13 @@ int main(int argc, char** argv) {
     }
     return Compile(file, target, output, build_options, dump_dir, time_passes);
   }
-  if (*run && remote_mode) {
-    return kiln::client::RemoteRun(remote, file, device, function, inputs, output_dir);
+  if (*run) {
+    int rc = remote_mode
+                 ? kiln::client::RemoteRun(remote, file, device, function, inputs, output_dir)
+                 : Run(file, inputs, output_dir, function);
+    if (rc != 0 || expects.empty()) return rc;
+    return kiln::client::CheckOutputs(output_dir, expects, tolerance);
   }
-  if (*run) return Run(file, inputs, output_dir, function);
   if (*bench && remote_mode) {
     if (!inputs.empty()) {
       std::fprintf(stderr, "kiln: a remote bench times random inputs; drop --input\n");

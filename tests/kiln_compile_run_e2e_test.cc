@@ -122,6 +122,28 @@ TEST(KilnCompileRunTest, OnnxModelThroughTheCli) {
                   " --input input=tests/models/tiny_resnet.input.npy --output-dir " + Tmp("ro"));
   ASSERT_EQ(r.rc, 0) << r.err;
   ExpectMatchesReference(Tmp("ro/output.npy"), "tests/models/tiny_resnet.output.npy");
+  // What the demo checks: --expect compares the output with PyTorch's and says by how much.
+  std::string run_resnet = "run " + Tmp("resnet.kiln") +
+                           " --input input=tests/models/tiny_resnet.input.npy --output-dir " +
+                           Tmp("ro") + " --tolerance 1e-4 --expect output=";
+  Result matches = Kiln(run_resnet + "tests/models/tiny_resnet.output.npy");
+  ASSERT_EQ(matches.rc, 0) << matches.err;
+  EXPECT_THAT(matches.out, HasSubstr("max abs error"));
+  EXPECT_THAT(matches.out, HasSubstr(": matches"));
+  // A corrupted reference (one element changed by 0.5) fails the run with the difference.
+  auto reference = kiln::runtime::ReadNpy(ReadFile("tests/models/tiny_resnet.output.npy"), "ref");
+  ASSERT_TRUE(reference.ok());
+  static_cast<float*>(reference->data())[3] += 0.5f;
+  std::ofstream(Tmp("corrupted.npy"), std::ios::binary) << *kiln::runtime::WriteNpy(*reference);
+  Result differs = Kiln(run_resnet + Tmp("corrupted.npy"));
+  EXPECT_EQ(differs.rc, 1);
+  EXPECT_THAT(differs.out, HasSubstr("max abs error 0.5"));
+  EXPECT_THAT(differs.out, HasSubstr("DIFFERS"));
+  EXPECT_THAT(differs.err, HasSubstr("1 output differs from the reference"));
+  // A reference of another shape is named as such.
+  Result shape = Kiln(run_resnet + "tests/models/tiny_resnet.input.npy");
+  EXPECT_EQ(shape.rc, 1);
+  EXPECT_THAT(shape.err, HasSubstr("the reference's is [1, 3, 32, 32]"));
   // Garbage named .onnx: one line naming the file, exit status 1, no artifact.
   std::ofstream(Tmp("junk.onnx")) << "\x08\x07garbage";
   Result junk = Kiln("compile " + Tmp("junk.onnx") + " -o " + Tmp("junk.kiln"));

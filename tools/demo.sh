@@ -63,9 +63,10 @@ echo "== kiln bench --server $SERVER --device local-cpu (a profile job on the ag
 "$KILN" bench "$WORK/tiny_resnet.kiln" --server "$SERVER" --device local-cpu \
   --repeat 10 --min-repeat-ms 50
 
-echo "== kiln run --server $SERVER --device local-cpu (reference input)"
+echo "== kiln run --server $SERVER --device local-cpu (reference input; the output checked against PyTorch's)"
 "$KILN" run "$WORK/tiny_resnet.kiln" --server "$SERVER" --device local-cpu \
-  --input input=tests/models/tiny_resnet.input.npy --output-dir "$WORK/outputs"
+  --input input=tests/models/tiny_resnet.input.npy --output-dir "$WORK/outputs" \
+  --expect output=tests/models/tiny_resnet.output.npy --tolerance 1e-4
 
 echo "== kiln jobs"
 "$KILN" jobs --server "$SERVER"

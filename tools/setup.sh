@@ -4,8 +4,8 @@
 set -euo pipefail
 
 PACKAGES=(
-  # Build system and toolchain.
-  bazel-bootstrap g++ clang-format
+  # Build system and toolchain; python3 for tools/check_docs.py.
+  bazel-bootstrap g++ clang-format python3
   # RPC and serialization.
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   # Core libraries.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine and runs every test. Ends with the line "N passed, N failed",
-# counted from Bazel's test summary (one count per test target) plus the bounded fuzzer run of
-# tools/fuzz.sh and the sanitizer run of tools/asan.sh. Exit status 0 only when the build succeeded and every test passed.
+# counted from Bazel's test summary (one count per test target) plus the optimized build of
+# everything, the docs' references (tools/check_docs.py), the bounded fuzzer run of tools/fuzz.sh
+# and the sanitizer run of tools/asan.sh. Exit status 0 only when the build succeeded and every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,21 @@ bazel_rc=${PIPESTATUS[0]}
 passed=$(grep -Ec '^//[^ ]+ +(\(cached\) )?PASSED' "$LOG")
 failed=$(grep -Ec '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED TO BUILD)' "$LOG")
 rm -f "$LOG"
+
+# Everything also builds optimized (the demo and the benchmarks run that way, and -O2 finds
+# warnings -O0 does not): one more test.
+if bazel build --config=opt //... --disk_cache="$DISK_CACHE" --color=no --curses=no >"$LOG.opt" 2>&1; then
+  passed=$((passed + 1))
+  echo "opt build: passed"
+else
+  failed=$((failed + 1))
+  grep -E "error:|ERROR" "$LOG.opt" | head -20
+  echo "opt build: FAILED"
+fi
+rm -f "$LOG.opt"
+
+# Every path and Bazel target the README, docs/ and bench/README.md name exists: one more test.
+if python3 tools/check_docs.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # The parser fuzzer (clang + libFuzzer), bounded and deterministic: counts as one more test.
 if bash tools/fuzz.sh --runs 20000; then passed=$((passed + 1)); else failed=$((failed + 1)); fi

@@ -40,7 +40,7 @@ TEST_P(OnnxOpTest, MatchesOnnxRuntime) {
     ASSERT_TRUE(npy.ok());
     ASSERT_EQ(ReadFile(stem + ".input_" + std::to_string(k) + ".npy"), *npy)
         << c.name << " input " << k << " changed: run tools/onnx_goldens.sh";
-    inputs.push_back(runtime::Value(c.inputs[k]));
+    inputs.emplace_back(c.inputs[k]);
   }
 
   absl::StatusOr<ir::IRModule> mod = ImportOnnx(model, c.name + ".onnx");
