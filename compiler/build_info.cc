@@ -11,7 +11,7 @@ namespace kiln {
 
 std::vector<std::pair<std::string, std::string>> ComponentVersions() {
   return {
-      {"kiln", kCompilerVersion},
+      {"kiln", CompilerIdentity()},
       {"protobuf", google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION)},
       {"llvm", codegen::LlvmVersion()},
       {"abseil", absl::StrCat("lts_", ABSL_LTS_RELEASE_VERSION, ".", ABSL_LTS_RELEASE_PATCH_LEVEL)},

@@ -2,11 +2,16 @@
 // kiln-worker decides them), LRU eviction and corruption.
 #include "server/artifact_cache.h"
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "compiler/backend/build.h"
 #include "compiler/frontend/load_module.h"
+#include "compiler/version.h"
 #include "compiler/wire/ir_proto.h"
 #include "gtest/gtest.h"
 #include "runtime/format/artifact.pb.h"
@@ -83,6 +88,23 @@ TEST(ArtifactCache, KeysDifferByTargetAndOptions) {
   EXPECT_NE(CacheKey(mlp, "llvm", {}), CacheKey(mlp, "llvm", unfused));
 }
 
+TEST(ArtifactCache, AnotherCompilerIdentityTurnsAHitIntoAMiss) {
+  // The identity follows the build: the release version and a digest of the compiler's sources.
+  EXPECT_TRUE(absl::StartsWith(CompilerIdentity(), absl::StrCat(kCompilerVersion, "+")));
+  EXPECT_EQ(std::string(CompilerIdentity()).size(), std::string(kCompilerVersion).size() + 13);
+  auto store = Store::Open(StoreDir("identity"));
+  ASSERT_TRUE(store.ok());
+  ArtifactCache cache(store->get(), 1 << 30);
+  ir::IRModule mlp = Import("compiler/script/testdata/tvm_mlp.py");
+  std::string key = CacheKey(mlp, "llvm", {});
+  CompileInto(cache, mlp, key);
+  ASSERT_EQ(cache.Candidates(key)->candidates_size(), 1);  // this build: a hit
+  // The same module, target and options under the next compiler: another key, no candidate.
+  std::string upgraded = CacheKey(mlp, "llvm", {}, "0.1.0+000000000000");
+  EXPECT_NE(upgraded, key);
+  EXPECT_EQ(cache.Candidates(upgraded)->candidates_size(), 0);
+}
+
 TEST(ArtifactCache, AKeyCollisionWithADifferentModuleIsAMiss) {
   auto store = Store::Open(StoreDir("collision"));
   ASSERT_TRUE(store.ok());
@@ -130,11 +152,17 @@ TEST(ArtifactCache, ACorruptArtifactIsNoCandidate) {
   ASSERT_EQ(cache.Candidates(key)->candidates_size(), 1);
   {
     std::fstream f((*store)->ArtifactPath(digest), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(100);
+    f.seekg(-100, std::ios::end);  // in the kernel library
+    std::streamoff at = f.tellg();
     char c = static_cast<char>(f.get());
-    f.seekp(100);
+    f.seekp(at);
     f.put(static_cast<char>(c ^ 0x55));
   }
+  // A file system's clock may not tick between the check above and the corruption; the cache
+  // re-verifies on a changed size or mtime, which a later corruption has.
+  std::string path = (*store)->ArtifactPath(digest);
+  std::filesystem::last_write_time(
+      path, std::filesystem::last_write_time(path) + std::chrono::seconds(1));
   EXPECT_EQ(cache.Candidates(key)->candidates_size(), 0);
 }
 

@@ -1,12 +1,15 @@
-// Who may call what. With token files configured, every call carries "authorization: Bearer
-// TOKEN": client tokens open the Kiln service, agent tokens the agent service, and neither opens
-// the other. Without them (loopback development), callers are told apart by address.
+// Who may call what, and whose jobs a caller sees. With token files configured, every call carries
+// "authorization: Bearer TOKEN": client tokens open the Kiln service, agent tokens the agent
+// service, and neither opens the other. A client token names a principal; a job belongs to the
+// principal that submitted it, and only an admin token sees and cancels every principal's jobs.
+// Without token files (loopback development), callers are told apart by address and every caller
+// sees everything.
 #ifndef KILN_SERVER_AUTH_H_
 #define KILN_SERVER_AUTH_H_
 
 #include <grpcpp/server_context.h>
 
-#include <set>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -15,19 +18,27 @@ namespace kiln::server {
 
 enum class Role { kClient, kAgent };
 
+// Who a caller is: the principal its jobs belong to, and whether it may see everyone's.
+struct Principal {
+  std::string name;
+  bool admin = false;
+};
+
 struct AuthConfig {
-  std::set<std::string> client_tokens;
-  std::set<std::string> agent_tokens;
+  std::map<std::string, Principal> client_tokens;  // by token
+  std::map<std::string, Principal> agent_tokens;
   bool enabled() const { return !client_tokens.empty() || !agent_tokens.empty(); }
 };
 
-// One token per line; blank lines and lines starting with '#' are skipped.
-absl::StatusOr<std::set<std::string>> ReadTokens(const std::string& path);
+// One token per line, optionally followed by fields: `TOKEN [name=NAME] [role=admin]`; blank
+// lines and lines starting with '#' are skipped. A token without a name is known by a digest of
+// itself ("token:1a2b3c4d"), never by the token.
+absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& path);
 
-// OK with the caller's identity in `identity` ("token:1a2b3c4d" or the peer's address), or
-// Unauthenticated (no or unknown token) / PermissionDenied (a token of the other role).
+// OK with the caller in `principal`, or Unauthenticated (no or unknown token) / PermissionDenied
+// (a token of the other role). Tokens are compared in constant time.
 grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& context, Role role,
-                       std::string* identity);
+                       Principal* principal);
 
 }  // namespace kiln::server
 

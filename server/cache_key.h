@@ -8,13 +8,17 @@
 #include <string>
 
 #include "compiler/ir/module.h"
+#include "compiler/version.h"
 #include "proto/kiln/v1/jobs.pb.h"
 #include "server/worker.pb.h"
 
 namespace kiln::server {
 
+// `compiler_identity` is this build's (compiler/version.h) but for tests: another compiler's
+// artifacts are never a hit.
 std::string CacheKey(const ir::IRModule& mod, const std::string& target,
-                     const v1::CompileOptions& options);
+                     const v1::CompileOptions& options,
+                     const std::string& compiler_identity = CompilerIdentity());
 
 // The first candidate whose stored module is structurally equal to `mod`; nullptr if none
 // (candidates whose bytes do not decode are skipped).

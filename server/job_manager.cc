@@ -250,10 +250,11 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
   return **stored;
 }
 
-std::vector<v1::Job> JobManager::List(v1::JobState state, int limit) {
+std::vector<v1::Job> JobManager::List(v1::JobState state, int limit, const std::string& client) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<const v1::Job*> matching;
   for (const auto& [id, e] : jobs_) {
+    if (!client.empty() && e->job.client() != client) continue;
     if (state == v1::JOB_STATE_UNSPECIFIED || e->job.state() == state) {
       matching.push_back(&e->job);
     }
@@ -269,6 +270,14 @@ std::vector<v1::Job> JobManager::List(v1::JobState state, int limit) {
     out.push_back(*matching[i]);
   }
   return out;
+}
+
+bool JobManager::HasArtifact(const std::string& client, const std::string& digest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, e] : jobs_) {
+    if (e->job.client() == client && e->job.artifact_digest() == digest) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id, const std::string& reason) {

@@ -103,7 +103,10 @@ class JobManager {
   bool KnownDevice(const std::string& key);
 
   absl::StatusOr<v1::Job> Get(const std::string& id);
-  std::vector<v1::Job> List(v1::JobState state, int limit);
+  // The newest `limit` jobs in `state` (any when unspecified) of `client` (everyone's when empty).
+  std::vector<v1::Job> List(v1::JobState state, int limit, const std::string& client = "");
+  // Whether one of `client`'s jobs produced or ran the artifact `digest` (a cache hit counts).
+  bool HasArtifact(const std::string& client, const std::string& digest);
   absl::StatusOr<v1::Job> Cancel(const std::string& id, const std::string& reason);
   // Sends the job as it is, then every event, until the job is done (OK), `send` fails or
   // `stopped()` (Cancelled).

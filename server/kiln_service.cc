@@ -32,6 +32,11 @@ grpc::Status Invalid(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
 }
 
+// An artifact none of the caller's jobs made or ran is answered as one that does not exist.
+grpc::Status NoArtifact(const std::string& digest) {
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no artifact ", digest));
+}
+
 // The exact bytes of what a compile asks for, less what does not change the artifact (the
 // idempotency key, the deadline).
 std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const std::string& target) {
@@ -45,7 +50,7 @@ std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const st
   coded.SetSerializationDeterministic(true);
   copy.SerializeToCodedStream(&coded);
   coded.Trim();
-  return runtime::Sha256Hex(absl::StrCat(kCompilerVersion, "\n", bytes));
+  return runtime::Sha256Hex(absl::StrCat(CompilerIdentity(), "\n", bytes));
 }
 
 size_t SourceBytes(const v1::ModuleSource& source) {
@@ -145,9 +150,9 @@ grpc::Status StreamArtifact(Store* store, const std::string& digest,
 grpc::Status KilnService::GetServerInfo(grpc::ServerContext* context,
                                         const kiln::v1::GetServerInfoRequest* /*request*/,
                                         kiln::v1::ServerInfo* response) {
-  std::string client;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
-  response->set_compiler_version(kCompilerVersion);
+  Principal caller;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  response->set_compiler_version(CompilerIdentity());
   response->set_host_target_triple(codegen::HostTriple());
   std::vector<std::pair<std::string, std::string>> versions = ComponentVersions();
   versions.insert(versions.begin() + 1, {"grpc", grpc::Version()});
@@ -162,8 +167,9 @@ grpc::Status KilnService::GetServerInfo(grpc::ServerContext* context,
 grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
                                         const v1::SubmitCompileRequest* request,
                                         v1::SubmitResponse* response) {
-  std::string client;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  Principal caller;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   size_t size = SourceBytes(request->module());
   if (static_cast<int64_t>(size) > ctx_->max_module_bytes) {
@@ -205,8 +211,17 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+absl::StatusOr<v1::Job> KilnService::OwnJob(const Principal& caller, const std::string& id) {
+  absl::StatusOr<v1::Job> job = ctx_->jobs->Get(id);
+  // Another principal's job is answered exactly as a job that does not exist.
+  if (job.ok() && !caller.admin && job->client() != caller.name) {
+    return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
+  }
+  return job;
+}
+
 grpc::Status KilnService::PrepareTask(const std::string& device_key, const v1::ArtifactRef& ref,
-                                      const std::string* client, v1::ArtifactManifest* manifest,
+                                      const Principal& caller, v1::ArtifactManifest* manifest,
                                       v1::Task* task) {
   if (device_key.empty()) return Invalid("device_key: required");
   if (!ctx_->jobs->KnownDevice(device_key)) {
@@ -216,9 +231,12 @@ grpc::Status KilnService::PrepareTask(const std::string& device_key, const v1::A
                         absl::StrCat("unknown device key '", device_key, "' (known: ",
                                      known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
   }
-  if (absl::Status s = ctx_->jobs->Admit(*client); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = ctx_->jobs->Admit(caller.name); !s.ok()) return ToGrpc(s);
   std::string digest;
   if (ref.ref_case() == v1::ArtifactRef::kDigest) {
+    if (!caller.admin && !ctx_->jobs->HasArtifact(caller.name, ref.digest())) {
+      return NoArtifact(ref.digest());
+    }
     absl::StatusOr<std::string> bytes = ctx_->store->ReadArtifact(ref.digest());
     if (!bytes.ok()) return ToGrpc(bytes.status());
     absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(*bytes, false);
@@ -277,10 +295,11 @@ grpc::Status KilnService::EnqueueTask(const std::string& client, const std::stri
 grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
                                         const v1::SubmitProfileRequest* request,
                                         v1::SubmitResponse* response) {
-  std::string client;
+  Principal caller;
   v1::ArtifactManifest manifest;
   v1::Task task;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   const v1::ProfileOptions& o = request->options();
   if (o.warmup() < 0 || o.number() < 0 || o.repeat() < 0 || o.min_repeat_ms() < 0 ||
@@ -290,7 +309,7 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
         "repeat in [0, 10000]");
   }
   grpc::Status s =
-      PrepareTask(request->device_key(), request->artifact(), &client, &manifest, &task);
+      PrepareTask(request->device_key(), request->artifact(), caller, &manifest, &task);
   if (!s.ok()) return s;
   std::string function = o.function().empty() ? "main" : o.function();
   if (runtime::FindEntryFunction(manifest, function) == nullptr) {
@@ -306,13 +325,14 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
 grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
                                           const v1::SubmitInferenceRequest* request,
                                           v1::SubmitResponse* response) {
-  std::string client;
+  Principal caller;
   v1::ArtifactManifest manifest;
   v1::Task task;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   grpc::Status s =
-      PrepareTask(request->device_key(), request->artifact(), &client, &manifest, &task);
+      PrepareTask(request->device_key(), request->artifact(), caller, &manifest, &task);
   if (!s.ok()) return s;
   std::string function = request->function().empty() ? "main" : request->function();
   const v1::EntryFunction* entry = runtime::FindEntryFunction(manifest, function);
@@ -328,9 +348,9 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
 
 grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
                                  v1::Job* response) {
-  std::string client;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
-  absl::StatusOr<v1::Job> job = ctx_->jobs->Get(request->job_id());
+  Principal caller;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   *response = *job;
   return grpc::Status::OK;
@@ -338,8 +358,11 @@ grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobR
 
 grpc::Status KilnService::WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
                                    grpc::ServerWriter<v1::JobEvent>* writer) {
-  std::string client;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  Principal caller;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id()); !job.ok()) {
+    return ToGrpc(job.status());
+  }
   absl::Status s = ctx_->jobs->Watch(
       request->job_id(), [&](const v1::JobEvent& e) { return writer->Write(e); },
       [&] { return context->IsCancelled(); });
@@ -348,8 +371,11 @@ grpc::Status KilnService::WatchJob(grpc::ServerContext* context, const v1::Watch
 
 grpc::Status KilnService::CancelJob(grpc::ServerContext* context,
                                     const v1::CancelJobRequest* request, v1::Job* response) {
-  std::string client;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  Principal caller;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (absl::StatusOr<v1::Job> owned = OwnJob(caller, request->job_id()); !owned.ok()) {
+    return ToGrpc(owned.status());
+  }
   absl::StatusOr<v1::Job> job = ctx_->jobs->Cancel(request->job_id(), request->reason());
   if (!job.ok()) return ToGrpc(job.status());
   *response = *job;
@@ -358,10 +384,11 @@ grpc::Status KilnService::CancelJob(grpc::ServerContext* context,
 
 grpc::Status KilnService::ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
                                    v1::ListJobsResponse* response) {
-  std::string client;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  Principal caller;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  const std::string& client = caller.name;
   int limit = request->limit() > 0 ? request->limit() : 100;
-  for (v1::Job& job : ctx_->jobs->List(request->state(), limit)) {
+  for (v1::Job& job : ctx_->jobs->List(request->state(), limit, caller.admin ? "" : client)) {
     *response->add_jobs() = std::move(job);
   }
   return grpc::Status::OK;
@@ -370,16 +397,20 @@ grpc::Status KilnService::ListJobs(grpc::ServerContext* context, const v1::ListJ
 grpc::Status KilnService::DownloadArtifact(grpc::ServerContext* context,
                                            const v1::DownloadArtifactRequest* request,
                                            grpc::ServerWriter<v1::ArtifactChunk>* writer) {
-  std::string client;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  Principal caller;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  const std::string& client = caller.name;
+  if (!caller.admin && !ctx_->jobs->HasArtifact(client, request->digest())) {
+    return NoArtifact(request->digest());
+  }
   return StreamArtifact(ctx_->store, request->digest(), writer);
 }
 
 grpc::Status KilnService::ListDevices(grpc::ServerContext* context,
                                       const v1::ListDevicesRequest* /*request*/,
                                       v1::ListDevicesResponse* response) {
-  std::string client;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &client); !s.ok()) return s;
+  Principal caller;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
   for (v1::Device& d : ctx_->jobs->Devices()) *response->add_devices() = std::move(d);
   return grpc::Status::OK;
 }
@@ -387,8 +418,10 @@ grpc::Status KilnService::ListDevices(grpc::ServerContext* context,
 grpc::Status AgentServiceImpl::Connect(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) {
-  std::string identity;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kAgent, &identity); !s.ok()) return s;
+  Principal agent_principal;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kAgent, &agent_principal); !s.ok()) {
+    return s;
+  }
   v1::AgentMessage hello;
   if (!stream->Read(&hello)) return grpc::Status(grpc::StatusCode::CANCELLED, "no registration");
   if (!hello.has_register_()) return Invalid("the first message must register the agent");
@@ -426,8 +459,10 @@ grpc::Status AgentServiceImpl::Connect(
 grpc::Status AgentServiceImpl::FetchArtifact(grpc::ServerContext* context,
                                              const v1::FetchArtifactRequest* request,
                                              grpc::ServerWriter<v1::ArtifactChunk>* writer) {
-  std::string identity;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kAgent, &identity); !s.ok()) return s;
+  Principal agent_principal;
+  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kAgent, &agent_principal); !s.ok()) {
+    return s;
+  }
   return StreamArtifact(ctx_->store, request->digest(), writer);
 }
 

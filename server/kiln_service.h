@@ -57,10 +57,12 @@ class KilnService final : public kiln::v1::Kiln::Service {
                            kiln::v1::ListDevicesResponse* response) override;
 
  private:
+  // The job `id` if the caller may see it; NotFound for another principal's job.
+  absl::StatusOr<kiln::v1::Job> OwnJob(const Principal& caller, const std::string& id);
   // Shared by profile and inference (the caller is authorized): the device and the artifact,
-  // checked, and the artifact stored.
+  // checked (a digest must be one of the caller's artifacts), and the artifact stored.
   grpc::Status PrepareTask(const std::string& device_key, const kiln::v1::ArtifactRef& ref,
-                           const std::string* client, kiln::v1::ArtifactManifest* manifest,
+                           const Principal& caller, kiln::v1::ArtifactManifest* manifest,
                            kiln::v1::Task* task);
   // True (and the earlier job in `response`) when `key` already names a job of `client`.
   bool Deduplicated(const std::string& client, const std::string& key,

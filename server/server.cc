@@ -103,12 +103,12 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   parts->drain_timeout_ms = options.drain_timeout_ms;
   ServiceContext& ctx = parts->context;
   if (!options.client_tokens_file.empty()) {
-    absl::StatusOr<std::set<std::string>> t = ReadTokens(options.client_tokens_file);
+    absl::StatusOr<std::map<std::string, Principal>> t = ReadTokens(options.client_tokens_file);
     if (!t.ok()) return t.status();
     ctx.auth.client_tokens = *t;
   }
   if (!options.agent_tokens_file.empty()) {
-    absl::StatusOr<std::set<std::string>> t = ReadTokens(options.agent_tokens_file);
+    absl::StatusOr<std::map<std::string, Principal>> t = ReadTokens(options.agent_tokens_file);
     if (!t.ok()) return t.status();
     ctx.auth.agent_tokens = *t;
   }

@@ -292,6 +292,77 @@ TEST_F(ServiceTest, AModelOverTheWorkersMemoryLimitCostsOnlyItsJob) {
   CompileOk(*client_, CompileRequest(kMlp));
 }
 
+TEST_F(ServiceTest, JobsAndArtifactsBelongToWhoeverSubmittedThem) {
+  cluster_ = std::make_unique<Cluster>("owners");
+  std::string dir = cluster_->dir();
+  std::ofstream(dir + "/client.tokens") << "# clients\nalice-secret name=alice\nbob-secret "
+                                           "name=bob\nops-secret name=ops role=admin\n";
+  std::ofstream(dir + "/agent.tokens") << "agent-secret\n";
+  std::ofstream(dir + "/agent.token") << "agent-secret\n";
+  ASSERT_TRUE(cluster_
+                  ->StartDaemon({"--client-tokens", dir + "/client.tokens", "--agent-tokens",
+                                 dir + "/agent.tokens"})
+                  .ok());
+  ASSERT_TRUE(cluster_->StartAgent("cpu", {"--token", dir + "/agent.token"}).ok());
+  auto as = [&](const char* token) {
+    runtime::ChannelOptions o;
+    o.token = token;
+    absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster_->Client(o);
+    EXPECT_TRUE(c.ok());
+    return std::move(*c);
+  };
+  std::unique_ptr<client::KilnClient> alice = as("alice-secret"), bob = as("bob-secret"),
+                                      ops = as("ops-secret");
+  v1::Job compiled = CompileOk(*alice, CompileRequest(kMlp));
+  EXPECT_EQ(compiled.client(), "alice");
+  // A queued job to cancel: a profile of alice's artifact with a long run.
+  v1::SubmitProfileRequest profile;
+  profile.mutable_artifact()->set_digest(compiled.artifact_digest());
+  profile.set_device_key("cpu");
+  profile.mutable_options()->set_repeat(1000);
+  profile.mutable_options()->set_min_repeat_ms(100);
+  absl::StatusOr<v1::SubmitResponse> running = alice->SubmitProfile(profile);
+  ASSERT_TRUE(running.ok()) << running.status();
+  std::string id = running->job().id();
+
+  // Bob gets NOT_FOUND for every RPC on alice's job and artifact, as for ones that do not exist.
+  auto not_found = [](const absl::Status& s) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  };
+  not_found(bob->GetJob(id).status());
+  not_found(bob->GetJob(compiled.id()).status());
+  not_found(bob->Wait(id).status());
+  not_found(bob->Cancel(id, "bob was here").status());
+  not_found(bob->DownloadArtifact(compiled.artifact_digest()).status());
+  not_found(bob->SubmitProfile(profile).status());
+  v1::SubmitInferenceRequest infer;
+  infer.mutable_artifact()->set_digest(compiled.artifact_digest());
+  infer.set_device_key("cpu");
+  not_found(bob->SubmitInference(infer).status());
+  EXPECT_EQ(bob->GetJob(id).status().message(), absl::StrCat("no job '", id, "'"));
+  not_found(bob->GetJob("job-nonexistent").status());
+  absl::StatusOr<std::vector<v1::Job>> bobs = bob->ListJobs();
+  ASSERT_TRUE(bobs.ok());
+  EXPECT_TRUE(bobs->empty());
+  // Alice still sees and owns both.
+  EXPECT_EQ(alice->ListJobs()->size(), 2u);
+  EXPECT_TRUE(alice->GetJob(id).ok());
+
+  // The admin sees everyone's jobs and cancels alice's.
+  EXPECT_EQ(ops->ListJobs()->size(), 2u);
+  absl::StatusOr<v1::Job> cancelled = ops->Cancel(id, "maintenance");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_TRUE(ops->DownloadArtifact(compiled.artifact_digest()).ok());
+
+  // Bob compiles the same module: a cache hit, and now the artifact is his to download too.
+  v1::Job bobs_compile = CompileOk(*bob, CompileRequest(kMlp));
+  EXPECT_TRUE(bobs_compile.cache_hit());
+  EXPECT_EQ(bobs_compile.artifact_digest(), compiled.artifact_digest());
+  EXPECT_TRUE(bob->DownloadArtifact(compiled.artifact_digest()).ok());
+  EXPECT_EQ(bob->ListJobs()->size(), 1u);
+}
+
 TEST_F(ServiceTest, AnIdempotencyKeyNamesOneJob) {
   StartWithAgents("idempotency", 0);
   v1::SubmitCompileRequest request = CompileRequest(kMlp);

@@ -97,7 +97,7 @@ absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_
   KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildLowered(normalized, target, options));
   kiln::v1::ArtifactProto artifact;
   kiln::v1::ArtifactManifest* manifest = artifact.mutable_manifest();
-  manifest->set_compiler_version(kCompilerVersion);
+  manifest->set_compiler_version(CompilerIdentity());
   manifest->set_target(std::string(target));
   manifest->set_target_triple(info.triple);
   for (const auto& [name, entry] : normalized->functions) {
