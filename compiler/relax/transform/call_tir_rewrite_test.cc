@@ -10,11 +10,7 @@ namespace kiln::ir::relax {
 namespace {
 
 using pass::testing::ParseModule;
-using pass::testing::Refuses;
-using pass::testing::Transforms;
-using testing::Bindings;
 using ::testing::HasSubstr;
-using testing::KernelCalls;
 using testing::MlpScript;
 using ::testing::Not;
 

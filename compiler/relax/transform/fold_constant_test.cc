@@ -6,7 +6,6 @@
 #include "compiler/relax/transform/transform.h"
 #include "compiler/script/printer.h"
 #include "compiler/testing/expect_pass.h"
-#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kiln::ir::relax {

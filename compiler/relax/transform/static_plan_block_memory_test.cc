@@ -17,13 +17,7 @@ using backend::testing::FromTensor;
 using backend::testing::Random;
 using backend::testing::ToTensor;
 using pass::testing::ParseModule;
-using pass::testing::Refuses;
-using pass::testing::Transforms;
-using testing::Bindings;
 using ::testing::HasSubstr;
-using testing::KernelCalls;
-using testing::MlpScript;
-using ::testing::Not;
 
 TEST(StaticPlanBlockMemoryTest, IntermediatesShareStorageByLifetime) {
   absl::StatusOr<IRModule> rewritten = CallTIRRewrite(ParseModule(testing::kKernelChain));

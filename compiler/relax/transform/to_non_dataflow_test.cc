@@ -1,22 +1,12 @@
 // ToNonDataflow alone.
-#include "compiler/relax/transform/testing/examples.h"
 #include "compiler/relax/transform/transform.h"
-#include "compiler/script/printer.h"
 #include "compiler/testing/expect_pass.h"
-#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kiln::ir::relax {
 namespace {
 
-using pass::testing::ParseModule;
-using pass::testing::Refuses;
 using pass::testing::Transforms;
-using testing::Bindings;
-using ::testing::HasSubstr;
-using testing::KernelCalls;
-using testing::MlpScript;
-using ::testing::Not;
 
 TEST(ToNonDataflowTest, NoDataflowBlockOrVariableRemains) {
   const char* input = R"(

@@ -9,10 +9,7 @@
 namespace kiln::tir {
 namespace {
 
-using pass::testing::Refuses;
-using pass::testing::Transforms;
 using ::testing::HasSubstr;
-using ::testing::Not;
 
 TEST(CompactAllocationsTest, IntermediateSinksIntoTheRowLoopAndShrinksToOneRow) {
   const char* text = R"(

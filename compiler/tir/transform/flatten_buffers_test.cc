@@ -1,18 +1,13 @@
 // FlattenBuffers alone: parameters keep their rank, allocations become 1-D.
-#include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
 #include "compiler/testing/expect_pass.h"
 #include "compiler/tir/transform/transform.h"
-#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tir {
 namespace {
 
-using pass::testing::Refuses;
 using pass::testing::Transforms;
-using ::testing::HasSubstr;
-using ::testing::Not;
 
 TEST(FlattenBuffersTest, AnAllocatedBufferBecomesOneDimensionalRowMajor) {
   EXPECT_TRUE(Transforms(FlattenBuffersPass(), R"(

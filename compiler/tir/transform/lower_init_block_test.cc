@@ -1,18 +1,13 @@
 // LowerInitBlock alone.
-#include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
 #include "compiler/testing/expect_pass.h"
 #include "compiler/tir/transform/transform.h"
-#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tir {
 namespace {
 
-using pass::testing::Refuses;
 using pass::testing::Transforms;
-using ::testing::HasSubstr;
-using ::testing::Not;
 
 TEST(LowerInitBlockTest, TheInitRunsAtTheFirstReductionStep) {
   EXPECT_TRUE(Transforms(LowerInitBlockPass(), R"(

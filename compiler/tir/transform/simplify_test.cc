@@ -9,10 +9,8 @@
 namespace kiln::tir {
 namespace {
 
-using pass::testing::Refuses;
 using pass::testing::Transforms;
 using ::testing::HasSubstr;
-using ::testing::Not;
 
 TEST(SimplifyTest, IndexArithmeticFoldsWithLoopRanges) {
   const char* text = R"(
