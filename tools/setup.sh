@@ -4,8 +4,9 @@
 set -euo pipefail
 
 PACKAGES=(
-  # Build system and toolchain; python3 for tools/check_docs.py.
-  bazel-bootstrap g++ clang-format python3
+  # Build system and toolchain; python3 for tools/check_docs.py, and Prometheus's text-format
+  # parser for the metrics test.
+  bazel-bootstrap g++ clang-format python3 python3-prometheus-client
   # RPC and serialization.
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   # Core libraries.
