@@ -20,9 +20,10 @@ std::string Write(const std::string& name, const std::string& text) {
 }
 
 TEST(AuthTest, TokensNamePrincipalsAndRoles) {
-  absl::StatusOr<std::map<std::string, Principal>> tokens = ReadTokens(
-      Write("ok.tokens", "# a comment\n\nalice-secret name=alice\n  ops-secret role=admin name=ops \n"
-                         "anonymous-secret\n"));
+  absl::StatusOr<std::map<std::string, Principal>> tokens =
+      ReadTokens(Write("ok.tokens",
+                       "# a comment\n\nalice-secret name=alice\n  ops-secret role=admin name=ops \n"
+                       "anonymous-secret\n"));
   ASSERT_TRUE(tokens.ok()) << tokens.status();
   ASSERT_EQ(tokens->size(), 3u);
   EXPECT_EQ(tokens->at("alice-secret").name, "alice");

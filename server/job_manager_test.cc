@@ -1,0 +1,183 @@
+// The job state machine on a real store, without workers or agents: every legal transition a
+// job can take here, the illegal ones refused, idempotency keys, per-client limits, deadlines and
+// persistence across a restart.
+#include "server/job_manager.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string StoreDir(const std::string& name) {
+  return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+}
+
+v1::Job CompileJob(const std::string& client, const std::string& key = "") {
+  v1::Job job;
+  job.set_kind(v1::JOB_KIND_COMPILE);
+  job.set_client(client);
+  job.set_idempotency_key(key);
+  job.set_target("llvm");
+  job.set_artifact_digest(std::string(64, 'a'));
+  return job;
+}
+
+v1::Job ProfileJob(const std::string& client, int64_t deadline_ms = 60000) {
+  v1::Job job;
+  job.set_kind(v1::JOB_KIND_PROFILE);
+  job.set_client(client);
+  job.set_device_key("board");
+  job.set_artifact_digest(std::string(64, 'b'));
+  job.set_deadline_ms(deadline_ms);
+  return job;
+}
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void Open(const std::string& name, JobManagerOptions options = {}) {
+    manager_.reset();
+    cache_.reset();
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(StoreDir(name));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    cache_ = std::make_unique<ArtifactCache>(store_.get(), 1 << 30);
+    options.worker_path = "/nonexistent/kiln-worker";  // no compile runs here
+    options.workers = 1;
+    manager_ = std::make_unique<JobManager>(options, store_.get(), cache_.get());
+    ASSERT_TRUE(manager_->Start().ok());
+  }
+  void TearDown() override {
+    manager_.reset();
+    cache_.reset();
+    store_.reset();
+  }
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<ArtifactCache> cache_;
+  std::unique_ptr<JobManager> manager_;
+};
+
+TEST_F(JobManagerTest, ACacheHitSucceedsAtOnce) {
+  Open("hit");
+  Submitted s = manager_->AddCacheHit(CompileJob("alice"));
+  EXPECT_FALSE(s.deduplicated);
+  EXPECT_EQ(s.job.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_GT(s.job.finished_unix_ms(), 0);
+  // A finished job cannot be cancelled.
+  absl::StatusOr<v1::Job> again = manager_->Cancel(s.job.id(), "");
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(again.status().message(), HasSubstr("already succeeded"));
+}
+
+TEST_F(JobManagerTest, AQueuedTaskIsCancelledWithItsReasonAndOnlyOnce) {
+  Open("cancel");
+  Submitted s = manager_->EnqueueTask(ProfileJob("alice"), v1::Task());
+  EXPECT_EQ(s.job.state(), v1::JOB_STATE_QUEUED);  // no agent for "board"
+  absl::StatusOr<v1::Job> cancelled = manager_->Cancel(s.job.id(), "changed my mind");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(cancelled->reason(), "cancelled: changed my mind");
+  EXPECT_EQ(manager_->Cancel(s.job.id(), "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(manager_->Cancel("job-none", "").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(manager_->Get("job-none").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobManagerTest, AnIdempotencyKeyNamesOneJobPerClient) {
+  Open("idempotency");
+  Submitted first = manager_->AddCacheHit(CompileJob("alice", "build-1"));
+  Submitted repeat = manager_->AddCacheHit(CompileJob("alice", "build-1"));
+  EXPECT_TRUE(repeat.deduplicated);
+  EXPECT_EQ(repeat.job.id(), first.job.id());
+  ASSERT_TRUE(manager_->FindIdempotent("alice", "build-1").has_value());
+  // The same key from another client is another job.
+  Submitted other = manager_->AddCacheHit(CompileJob("bob", "build-1"));
+  EXPECT_FALSE(other.deduplicated);
+  EXPECT_NE(other.job.id(), first.job.id());
+  EXPECT_FALSE(manager_->FindIdempotent("carol", "build-1").has_value());
+}
+
+TEST_F(JobManagerTest, AClientWithTooManyUnfinishedJobsIsRefused) {
+  JobManagerOptions options;
+  options.max_active_jobs_per_client = 2;
+  Open("limit", options);
+  manager_->EnqueueTask(ProfileJob("alice"), v1::Task());
+  EXPECT_TRUE(manager_->Admit("alice").ok());
+  Submitted second = manager_->EnqueueTask(ProfileJob("alice"), v1::Task());
+  absl::Status refused = manager_->Admit("alice");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(), HasSubstr("2 unfinished jobs"));
+  EXPECT_TRUE(manager_->Admit("bob").ok());
+  // A finished job frees its place.
+  ASSERT_TRUE(manager_->Cancel(second.job.id(), "").ok());
+  EXPECT_TRUE(manager_->Admit("alice").ok());
+}
+
+TEST_F(JobManagerTest, DeadlinesAreClampedAndATaskPastItsDeadlineFails) {
+  JobManagerOptions options;
+  options.default_deadline_ms = 5000;
+  options.max_deadline_ms = 10000;
+  Open("deadline", options);
+  EXPECT_EQ(manager_->ClampDeadline(0), 5000);
+  EXPECT_EQ(manager_->ClampDeadline(999999), 10000);
+  EXPECT_EQ(manager_->ClampDeadline(300), 300);
+  Submitted s = manager_->EnqueueTask(ProfileJob("alice", 300), v1::Task());
+  v1::Job job;
+  for (int i = 0; i < 100; ++i) {
+    job = *manager_->Get(s.job.id());
+    if (job.state() == v1::JOB_STATE_FAILED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(job.reason(), HasSubstr("deadline of 300 ms exceeded"));
+}
+
+TEST_F(JobManagerTest, WatchersSeeEveryEventInOrderThenTheEnd) {
+  Open("watch");
+  Submitted s = manager_->EnqueueTask(ProfileJob("alice"), v1::Task());
+  std::vector<v1::JobState> seen;
+  std::thread watcher([&] {
+    absl::Status done = manager_->Watch(
+        s.job.id(),
+        [&](const v1::JobEvent& e) {
+          seen.push_back(e.state());
+          return true;
+        },
+        [] { return false; });
+    EXPECT_TRUE(done.ok()) << done;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(manager_->Cancel(s.job.id(), "").ok());
+  watcher.join();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(seen.back(), v1::JOB_STATE_CANCELLED);
+}
+
+TEST_F(JobManagerTest, AShutdownFailsWhatWasUnfinishedAndARestartKeepsWhatWasDone) {
+  Open("restart");
+  Submitted done = manager_->AddCacheHit(CompileJob("alice"));
+  Submitted queued = manager_->EnqueueTask(ProfileJob("alice"), v1::Task());
+  Open("restart");  // the same store, a new manager
+  absl::StatusOr<v1::Job> kept = manager_->Get(done.job.id());
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->state(), v1::JOB_STATE_SUCCEEDED);
+  absl::StatusOr<v1::Job> interrupted = manager_->Get(queued.job.id());
+  ASSERT_TRUE(interrupted.ok());
+  EXPECT_EQ(interrupted->state(), v1::JOB_STATE_FAILED);
+  // A graceful shutdown (the manager drains) fails what had not started.
+  EXPECT_THAT(interrupted->reason(), HasSubstr("kilnd shut down before the job started"));
+  EXPECT_EQ(manager_->List(v1::JOB_STATE_UNSPECIFIED, 10, "alice").size(), 2u);
+  EXPECT_TRUE(manager_->List(v1::JOB_STATE_UNSPECIFIED, 10, "bob").empty());
+  EXPECT_TRUE(manager_->HasArtifact("alice", std::string(64, 'a')));
+  EXPECT_FALSE(manager_->HasArtifact("bob", std::string(64, 'a')));
+}
+
+}  // namespace
+}  // namespace kiln::server
