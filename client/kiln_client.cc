@@ -16,16 +16,22 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
-// Calls `rpc` until it answers something other than Unavailable, at most four times.
+// Calls `rpc` until it answers something other than Unavailable (a connection lost during the
+// call), at most six times, 100 ms apart and doubling. Submits carry an idempotency key, so a
+// retry never makes a second job.
 template <typename Response, typename Rpc>
 absl::StatusOr<Response> WithRetries(const Rpc& rpc) {
   grpc::Status status;
-  for (int attempt = 0, backoff_ms = 100; attempt < 4; ++attempt, backoff_ms *= 2) {
+  int backoff_ms = 100;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    if (attempt > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      backoff_ms *= 2;
+    }
     Response response;
     status = rpc(&response);
     if (status.ok()) return response;
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
   }
   return FromGrpc(status);
 }
@@ -69,6 +75,15 @@ void KilnClient::Prepare(grpc::ClientContext* context) const {
   context->set_wait_for_ready(false);
 }
 
+void KilnClient::PrepareSubmit(grpc::ClientContext* context) const {
+  runtime::AddToken(options_, context);
+  // A submit waits through a daemon's restart (gRPC reconnects on its own schedule) for up to
+  // kSubmitWaitSeconds; its idempotency key makes any retry after that safe.
+  context->set_wait_for_ready(true);
+  context->set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::seconds(kSubmitWaitSeconds));
+}
+
 absl::StatusOr<v1::ServerInfo> KilnClient::ServerInfo(int timeout_seconds) {
   grpc::ClientContext context;
   Prepare(&context);
@@ -83,7 +98,7 @@ absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitCompile(v1::SubmitCompileRe
   if (request.idempotency_key().empty()) request.set_idempotency_key(NewIdempotencyKey());
   return WithRetries<v1::SubmitResponse>([&](v1::SubmitResponse* response) {
     grpc::ClientContext context;
-    Prepare(&context);
+    PrepareSubmit(&context);
     return stub_->SubmitCompile(&context, request, response);
   });
 }
@@ -92,7 +107,7 @@ absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitProfile(v1::SubmitProfileRe
   if (request.idempotency_key().empty()) request.set_idempotency_key(NewIdempotencyKey());
   return WithRetries<v1::SubmitResponse>([&](v1::SubmitResponse* response) {
     grpc::ClientContext context;
-    Prepare(&context);
+    PrepareSubmit(&context);
     return stub_->SubmitProfile(&context, request, response);
   });
 }
@@ -101,7 +116,7 @@ absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitInference(v1::SubmitInferen
   if (request.idempotency_key().empty()) request.set_idempotency_key(NewIdempotencyKey());
   return WithRetries<v1::SubmitResponse>([&](v1::SubmitResponse* response) {
     grpc::ClientContext context;
-    Prepare(&context);
+    PrepareSubmit(&context);
     return stub_->SubmitInference(&context, request, response);
   });
 }

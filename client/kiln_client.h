@@ -29,6 +29,9 @@ std::string NewIdempotencyKey();
 
 class KilnClient {
  public:
+  // How long a submit waits for a daemon that is (re)starting before it gives up.
+  static constexpr int kSubmitWaitSeconds = 5;
+
   using EventFn = std::function<void(const v1::JobEvent&)>;
 
   static absl::StatusOr<std::unique_ptr<KilnClient>> Connect(runtime::ChannelOptions options);
@@ -60,6 +63,8 @@ class KilnClient {
  private:
   KilnClient() = default;
   void Prepare(grpc::ClientContext* context) const;
+  // For submits: wait up to kSubmitWaitSeconds for a daemon that is (re)starting.
+  void PrepareSubmit(grpc::ClientContext* context) const;
 
   runtime::ChannelOptions options_;
   std::unique_ptr<v1::Kiln::Stub> stub_;

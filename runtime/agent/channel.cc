@@ -33,6 +33,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ChannelOptions&
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
+  // gRPC waits a second or more before it reconnects after a refused connection, and fails every
+  // call in between at once; the callers' own retries (100 ms, then doubling) would all land in
+  // that wait. Reconnecting on the same schedule lets a retry reach a daemon that just came up.
+  // (The minimum reconnect backoff stays: it is also how long one connection attempt may take.)
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   if (options.tls_ca.empty()) {
     if (!options.tls_cert.empty()) {
       return absl::InvalidArgumentError("a client certificate needs --tls-ca as well");
