@@ -1,5 +1,6 @@
 #include "server/auth.h"
 
+#include <grpc/grpc_security_constants.h>
 #include <openssl/crypto.h>
 
 #include <fstream>
@@ -61,6 +62,16 @@ absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& p
 grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& context, Role role,
                        Principal* principal) {
   if (!config.enabled()) {
+    // Mutual TLS without tokens: the verified client certificate's subject is the principal.
+    std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+    if (auth != nullptr && auth->IsPeerAuthenticated()) {
+      std::vector<grpc::string_ref> cn = auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
+      if (!cn.empty()) {
+        principal->name = absl::StrCat("cert:", std::string(cn[0].data(), cn[0].size()));
+        principal->admin = false;
+        return grpc::Status::OK;
+      }
+    }
     // "ipv4:127.0.0.1:54321" -> "127.0.0.1": one identity per host, whatever its port.
     std::string peer = context.peer();
     size_t colon = peer.find(':');

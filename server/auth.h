@@ -2,8 +2,9 @@
 // "authorization: Bearer TOKEN": client tokens open the Kiln service, agent tokens the agent
 // service, and neither opens the other. A client token names a principal; a job belongs to the
 // principal that submitted it, and only an admin token sees and cancels every principal's jobs.
-// Without token files (loopback development), callers are told apart by address and every caller
-// sees everything.
+// Without token files but with mutual TLS, the client certificate's subject (CN) is the principal
+// ("cert:NAME"). With neither (loopback development), callers are told apart by address and every
+// caller sees everything.
 #ifndef KILN_SERVER_AUTH_H_
 #define KILN_SERVER_AUTH_H_
 

@@ -672,6 +672,10 @@ class SecureServiceTest : public ::testing::Test {
         "-out client.csr 2>/dev/null;",
         "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
         "-out client.pem 2>/dev/null;",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=other-client -keyout other.key "
+        "-out other.csr 2>/dev/null;",
+        "openssl x509 -req -in other.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-out other.pem 2>/dev/null;",
         "echo client-secret > client.tokens; echo agent-secret > agent.tokens;",
         "echo client-secret > client.token; echo agent-secret > agent.token;");
     ASSERT_EQ(std::system(script.c_str()), 0);
@@ -747,6 +751,28 @@ TEST_F(SecureServiceTest, TokensAndMutualTls) {
   absl::StatusOr<v1::Job> done = (*c)->Wait(submitted->job().id());
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->reason();
+}
+
+TEST_F(SecureServiceTest, WithMutualTlsAloneTheCertificateIsThePrincipal) {
+  Cluster cluster("mtls_owners");
+  ASSERT_TRUE(cluster
+                  .StartDaemon({"--tls-cert", dir_ + "/server.pem", "--tls-key",
+                                dir_ + "/server.key", "--tls-client-ca", dir_ + "/ca.pem"})
+                  .ok());
+  runtime::ChannelOptions other = Tls("");
+  other.tls_cert = dir_ + "/other.pem";
+  other.tls_key = dir_ + "/other.key";
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> mine = cluster.Client(Tls(""));
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> theirs = cluster.Client(other);
+  ASSERT_TRUE(mine.ok() && theirs.ok());
+  v1::Job compiled = CompileOk(**mine, CompileRequest(kMlp));
+  EXPECT_EQ(compiled.client(), "cert:client");
+  EXPECT_TRUE((*mine)->GetJob(compiled.id()).ok());
+  EXPECT_EQ((*theirs)->GetJob(compiled.id()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*theirs)->DownloadArtifact(compiled.artifact_digest()).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE((*theirs)->ListJobs()->empty());
+  EXPECT_EQ((*mine)->ListJobs()->size(), 1u);
 }
 
 }  // namespace
