@@ -151,7 +151,8 @@ grpc::Status KilnService::GetServerInfo(grpc::ServerContext* context,
                                         const kiln::v1::GetServerInfoRequest* /*request*/,
                                         kiln::v1::ServerInfo* response) {
   Principal caller;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   response->set_compiler_version(CompilerIdentity());
   response->set_host_target_triple(codegen::HostTriple());
   std::vector<std::pair<std::string, std::string>> versions = ComponentVersions();
@@ -168,7 +169,8 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
                                         const v1::SubmitCompileRequest* request,
                                         v1::SubmitResponse* response) {
   Principal caller;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   size_t size = SourceBytes(request->module());
@@ -298,7 +300,8 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
   Principal caller;
   v1::ArtifactManifest manifest;
   v1::Task task;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   const v1::ProfileOptions& o = request->options();
@@ -328,7 +331,8 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
   Principal caller;
   v1::ArtifactManifest manifest;
   v1::Task task;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   grpc::Status s =
@@ -349,7 +353,8 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
 grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
                                  v1::Job* response) {
   Principal caller;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   *response = *job;
@@ -359,7 +364,8 @@ grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobR
 grpc::Status KilnService::WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
                                    grpc::ServerWriter<v1::JobEvent>* writer) {
   Principal caller;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   if (absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id()); !job.ok()) {
     return ToGrpc(job.status());
   }
@@ -372,7 +378,8 @@ grpc::Status KilnService::WatchJob(grpc::ServerContext* context, const v1::Watch
 grpc::Status KilnService::CancelJob(grpc::ServerContext* context,
                                     const v1::CancelJobRequest* request, v1::Job* response) {
   Principal caller;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   if (absl::StatusOr<v1::Job> owned = OwnJob(caller, request->job_id()); !owned.ok()) {
     return ToGrpc(owned.status());
   }
@@ -385,7 +392,8 @@ grpc::Status KilnService::CancelJob(grpc::ServerContext* context,
 grpc::Status KilnService::ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
                                    v1::ListJobsResponse* response) {
   Principal caller;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   const std::string& client = caller.name;
   int limit = request->limit() > 0 ? request->limit() : 100;
   for (v1::Job& job : ctx_->jobs->List(request->state(), limit, caller.admin ? "" : client)) {
@@ -398,7 +406,8 @@ grpc::Status KilnService::DownloadArtifact(grpc::ServerContext* context,
                                            const v1::DownloadArtifactRequest* request,
                                            grpc::ServerWriter<v1::ArtifactChunk>* writer) {
   Principal caller;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   const std::string& client = caller.name;
   if (!caller.admin && !ctx_->jobs->HasArtifact(client, request->digest())) {
     return NoArtifact(request->digest());
@@ -410,7 +419,8 @@ grpc::Status KilnService::ListDevices(grpc::ServerContext* context,
                                       const v1::ListDevicesRequest* /*request*/,
                                       v1::ListDevicesResponse* response) {
   Principal caller;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kClient, &caller); !s.ok()) return s;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
   for (v1::Device& d : ctx_->jobs->Devices()) *response->add_devices() = std::move(d);
   return grpc::Status::OK;
 }
@@ -419,7 +429,8 @@ grpc::Status AgentServiceImpl::Connect(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) {
   Principal agent_principal;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kAgent, &agent_principal); !s.ok()) {
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kAgent, &agent_principal);
+      !s.ok()) {
     return s;
   }
   v1::AgentMessage hello;
@@ -460,7 +471,8 @@ grpc::Status AgentServiceImpl::FetchArtifact(grpc::ServerContext* context,
                                              const v1::FetchArtifactRequest* request,
                                              grpc::ServerWriter<v1::ArtifactChunk>* writer) {
   Principal agent_principal;
-  if (grpc::Status s = Authorize(ctx_->auth, *context, Role::kAgent, &agent_principal); !s.ok()) {
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kAgent, &agent_principal);
+      !s.ok()) {
     return s;
   }
   return StreamArtifact(ctx_->store, request->digest(), writer);

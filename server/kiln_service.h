@@ -5,6 +5,7 @@
 #define KILN_SERVER_KILN_SERVICE_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "proto/kiln/v1/agent.grpc.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
@@ -18,7 +19,9 @@ namespace kiln::server {
 
 // What both services share.
 struct ServiceContext {
-  AuthConfig auth;
+  // Swapped whole when the token files are reloaded (SIGHUP); handlers take a snapshot.
+  std::shared_ptr<const AuthConfig> auth = std::make_shared<AuthConfig>();
+  std::shared_ptr<const AuthConfig> Auth() const { return std::atomic_load(&auth); }
   Store* store = nullptr;
   ArtifactCache* cache = nullptr;
   JobManager* jobs = nullptr;

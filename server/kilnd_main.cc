@@ -14,8 +14,10 @@ namespace {
 // Set by the signal handler; a watcher thread turns it into a graceful shutdown, since
 // draining is not async-signal-safe.
 volatile std::sig_atomic_t g_stop_requested = 0;
+volatile std::sig_atomic_t g_reload_requested = 0;  // SIGHUP: read the token files again
 
 void RequestStop(int /*signal*/) { g_stop_requested = 1; }
+void RequestReload(int /*signal*/) { g_reload_requested = 1; }
 
 std::string DefaultStoreDir() {
   if (const char* state = std::getenv("XDG_STATE_HOME")) return std::string(state) + "/kiln";
@@ -132,8 +134,15 @@ int main(int argc, char** argv) {
 
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
+  std::signal(SIGHUP, RequestReload);
   std::thread watcher([&] {
-    while (!g_stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!g_stop_requested) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (g_reload_requested) {
+        g_reload_requested = 0;
+        (void)(*server)->ReloadTokens();  // logged either way
+      }
+    }
     (*server)->Shutdown();
   });
   (*server)->Wait();

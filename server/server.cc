@@ -30,6 +30,7 @@ struct KilnServer::Parts {
   std::unique_ptr<MetricsServer> metrics;
   int64_t drain_timeout_ms = 0;
   std::once_flag shutdown_once;
+  std::string client_tokens_file, agent_tokens_file;
 };
 
 namespace {
@@ -90,7 +91,39 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
   return grpc::SslServerCredentials(ssl);
 }
 
+// The token files as an AuthConfig; an error names the file and line.
+absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(const std::string& client_tokens_file,
+                                                           const std::string& agent_tokens_file) {
+  auto auth = std::make_shared<AuthConfig>();
+  if (!client_tokens_file.empty()) {
+    absl::StatusOr<std::map<std::string, Principal>> t = ReadTokens(client_tokens_file);
+    if (!t.ok()) return t.status();
+    auth->client_tokens = *std::move(t);
+  }
+  if (!agent_tokens_file.empty()) {
+    absl::StatusOr<std::map<std::string, Principal>> t = ReadTokens(agent_tokens_file);
+    if (!t.ok()) return t.status();
+    auth->agent_tokens = *std::move(t);
+  }
+  return std::shared_ptr<const AuthConfig>(std::move(auth));
+}
+
 }  // namespace
+
+absl::Status KilnServer::ReloadTokens() {
+  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth =
+      LoadAuth(parts_->client_tokens_file, parts_->agent_tokens_file);
+  if (!auth.ok()) {
+    LogEvent(LogLevel::kError, "token reload refused; the tokens in use stay",
+             {{"error", std::string(auth.status().message())}});
+    return auth.status();
+  }
+  std::atomic_store(&parts_->context.auth, *auth);
+  LogEvent(LogLevel::kInfo, "tokens reloaded",
+           {{"client_tokens", std::to_string((*auth)->client_tokens.size())},
+            {"agent_tokens", std::to_string((*auth)->agent_tokens.size())}});
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOptions& options) {
   if (options.store_dir.empty()) return absl::InvalidArgumentError("no store directory given");
@@ -102,16 +135,12 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   auto parts = std::make_unique<Parts>();
   parts->drain_timeout_ms = options.drain_timeout_ms;
   ServiceContext& ctx = parts->context;
-  if (!options.client_tokens_file.empty()) {
-    absl::StatusOr<std::map<std::string, Principal>> t = ReadTokens(options.client_tokens_file);
-    if (!t.ok()) return t.status();
-    ctx.auth.client_tokens = *t;
-  }
-  if (!options.agent_tokens_file.empty()) {
-    absl::StatusOr<std::map<std::string, Principal>> t = ReadTokens(options.agent_tokens_file);
-    if (!t.ok()) return t.status();
-    ctx.auth.agent_tokens = *t;
-  }
+  parts->client_tokens_file = options.client_tokens_file;
+  parts->agent_tokens_file = options.agent_tokens_file;
+  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth =
+      LoadAuth(parts->client_tokens_file, parts->agent_tokens_file);
+  if (!auth.ok()) return auth.status();
+  ctx.auth = *auth;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
   if (!credentials.ok()) return credentials.status();
 
@@ -163,7 +192,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
             {"tls", options.tls_cert.empty()        ? "off"
                     : options.tls_client_ca.empty() ? "on"
                                                     : "mutual"},
-            {"auth", ctx.auth.enabled() ? "tokens" : "off"},
+            {"auth", ctx.auth->enabled() ? "tokens" : "off"},
             {"workers", std::to_string(jobs.workers)}});
   return server;
 }

@@ -49,6 +49,9 @@ class KilnServer {
   void Wait();
   // Graceful: refuses new jobs, lets running ones finish (up to the drain timeout), then stops.
   void Shutdown();
+  // Reads the token files again and swaps them in (kilnd does on SIGHUP); a file that does not
+  // read keeps the tokens in use, and the error is returned and logged.
+  absl::Status ReloadTokens();
 
  private:
   KilnServer() = default;

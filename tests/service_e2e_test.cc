@@ -363,6 +363,62 @@ TEST_F(ServiceTest, JobsAndArtifactsBelongToWhoeverSubmittedThem) {
   EXPECT_EQ(bob->ListJobs()->size(), 1u);
 }
 
+TEST_F(ServiceTest, AnAgentRetriesWithDoublingBackoffUntilTheDaemonComes) {
+  // A daemon's address before the daemon: the agent retries 100, 200, 400 ms ... up to its cap.
+  cluster_ = std::make_unique<Cluster>("backoff");
+  ASSERT_TRUE(cluster_->StartDaemon().ok());
+  std::string address = cluster_->address();
+  cluster_->StopDaemon();
+  Process agent({TestBinaries().agent, "--server", address, "--device-key", "cpu", "--cache-dir",
+                 cluster_->dir() + "/agent", "--max-backoff-ms", "800"},
+                cluster_->dir() + "/agent.log");
+  std::vector<int> waits;
+  for (int i = 0; i < 100 && waits.size() < 6; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    waits.clear();
+    std::string log = agent.Log();
+    for (size_t at = log.find("retrying in "); at != std::string::npos;
+         at = log.find("retrying in ", at + 1)) {
+      waits.push_back(std::atoi(log.c_str() + at + 12));
+    }
+  }
+  ASSERT_GE(waits.size(), 6u) << agent.Log();
+  EXPECT_EQ(std::vector<int>(waits.begin(), waits.begin() + 6),
+            (std::vector<int>{100, 200, 400, 800, 800, 800}))
+      << agent.Log();
+  // The daemon comes back on that address: the agent registers by itself.
+  ASSERT_TRUE(cluster_->StartDaemon({}, /*same_port=*/true).ok());
+  EXPECT_TRUE(agent.WaitForLog("kiln-agent: registered as ").ok()) << agent.Log();
+}
+
+TEST_F(ServiceTest, TokenFilesAreReloadedOnSighup) {
+  cluster_ = std::make_unique<Cluster>("reload");
+  std::string tokens = cluster_->dir() + "/client.tokens";
+  std::ofstream(tokens) << "alice-secret name=alice\n";
+  ASSERT_TRUE(cluster_->StartDaemon({"--client-tokens", tokens}).ok());
+  auto list_as = [&](const char* token) {
+    runtime::ChannelOptions o;
+    o.token = token;
+    return (*cluster_->Client(o))->ListJobs().status();
+  };
+  EXPECT_TRUE(list_as("alice-secret").ok());
+  EXPECT_EQ(list_as("carol-secret").code(), absl::StatusCode::kUnauthenticated);
+
+  std::ofstream(tokens, std::ios::trunc) << "carol-secret name=carol\n";
+  cluster_->daemon().Signal(SIGHUP);
+  ASSERT_TRUE(cluster_->daemon().WaitForLog("tokens reloaded", 5000).ok())
+      << cluster_->daemon().Log();
+  EXPECT_TRUE(list_as("carol-secret").ok());
+  EXPECT_EQ(list_as("alice-secret").code(), absl::StatusCode::kUnauthenticated);
+
+  // A file that does not read is refused, and the tokens in use stay.
+  std::ofstream(tokens, std::ios::trunc) << "carol-secret role=root\n";
+  cluster_->daemon().Signal(SIGHUP);
+  ASSERT_TRUE(cluster_->daemon().WaitForLog("token reload refused", 5000).ok())
+      << cluster_->daemon().Log();
+  EXPECT_TRUE(list_as("carol-secret").ok());
+}
+
 TEST_F(ServiceTest, AnIdempotencyKeyNamesOneJob) {
   StartWithAgents("idempotency", 0);
   v1::SubmitCompileRequest request = CompileRequest(kMlp);
