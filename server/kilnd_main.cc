@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/debugging/failure_signal_handler.h"
+#include "absl/debugging/symbolize.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -28,6 +30,10 @@ std::string DefaultStoreDir() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A crash leaves its signal and a symbolized stack trace on stderr, after the log lines; the
+  // graceful SIGTERM below replaces the handler's own for that signal.
+  absl::InitializeSymbolizer(argv[0]);
+  absl::InstallFailureSignalHandler(absl::FailureSignalHandlerOptions());
   kiln::server::ServerOptions options;
   options.store_dir = DefaultStoreDir();
   int64_t max_request_mb = options.max_request_bytes >> 20;

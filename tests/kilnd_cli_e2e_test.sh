@@ -37,4 +37,15 @@ wait "$KILND_PID"; rc=$?
 trap - EXIT
 [ "$rc" -eq 0 ] || { echo "FAIL: kilnd exited $rc after SIGTERM"; exit 1; }
 grep -q '^kilnd: stopped$' "$WORK/kilnd.log" || { echo "FAIL: kilnd did not drain"; exit 1; }
+# A crash leaves a last line with the signal and a stack trace.
+"$KILND" --listen 127.0.0.1:0 --store "$WORK/store2" >"$WORK/crash.log" 2>&1 &
+CRASH_PID=$!
+for _ in $(seq 1 100); do grep -q '^kilnd: listening' "$WORK/crash.log" && break; sleep 0.1; done
+kill -SEGV "$CRASH_PID"
+set +e
+wait "$CRASH_PID"; crash_rc=$?
+set -e
+[ "$crash_rc" -ne 0 ] || { echo "FAIL: kilnd survived SIGSEGV"; exit 1; }
+grep -q 'SIGSEGV' "$WORK/crash.log" || { echo "FAIL: no signal line:"; cat "$WORK/crash.log"; exit 1; }
+grep -q '@ ' "$WORK/crash.log" || { echo "FAIL: no stack trace:"; cat "$WORK/crash.log"; exit 1; }
 echo "PASS"
