@@ -168,11 +168,13 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
     return error("external data files are not supported; save the model with its weights inside");
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   // Dimensions bounded so that the element count cannot overflow; the data must then be there.
+  // Checked before each product: [2^40, 2^40] must not wrap to a small count (or to 0).
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0 || d > (int64_t{1} << 40)) return error(absl::StrCat("bad dimension ", d));
+    if (d < 0 || d > kMaxElements) return error(absl::StrCat("bad dimension ", d));
+    if (d != 0 && n > kMaxElements / d) return error("too many elements");
     n *= d;
-    if (n > (int64_t{1} << 40)) return error("too many elements");
   }
   size_t elem = ElementBytes(*dtype);
   std::string bytes;

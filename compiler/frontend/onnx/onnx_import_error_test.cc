@@ -130,6 +130,11 @@ TEST(OnnxImportError, FuzzerFindings) {
   onnx::TensorProto t = testing::FloatTensor("w", {1 << 20, 1 << 20, 1 << 20}, {});
   huge.Input("x", kF, {2}).Output("y", kF).Init(t).Node("Add", {"x", "w"}, {"y"});
   ExpectError(Import(huge), absl::StatusCode::kInvalidArgument, "tensor 'w': too many elements");
+  // [2^40, 2^40]: the product wraps to 0 in 64 bits; it must still be refused.
+  GraphBuilder wraps(13);
+  onnx::TensorProto w = testing::FloatTensor("w", {int64_t{1} << 40, int64_t{1} << 40}, {});
+  wraps.Input("x", kF, {2}).Output("y", kF).Init(w).Node("Add", {"x", "w"}, {"y"});
+  ExpectError(Import(wraps), absl::StatusCode::kInvalidArgument, "tensor 'w': too many elements");
 
   GraphBuilder zero_dim(13);
   zero_dim.Input("x", kF, {2, 3}).Output("y", kF).Init(IntTensor("s", {2}, {0, -1}));
