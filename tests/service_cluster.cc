@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -99,17 +100,13 @@ std::string Cluster::TmpPath(const std::string& name) {
 
 absl::Status Cluster::StartDaemon(const std::vector<std::string>& extra_flags, bool same_port) {
   std::string listen = same_port ? address() : "127.0.0.1:0";
-  std::vector<std::string> argv = {TestBinaries().kilnd,
-                                   "--listen",
-                                   listen,
-                                   "--store",
-                                   dir_ + "/store",
-                                   "--metrics-port",
-                                   "0",
-                                   "--heartbeat-ms",
-                                   "200",
-                                   "--drain-timeout-s",
-                                   "30"};
+  std::vector<std::string> argv = {
+      TestBinaries().kilnd, "--listen", listen,           "--store", dir_ + "/store",
+      "--metrics-port",     "0",        "--heartbeat-ms", "200"};
+  // A test's own drain timeout replaces the default (kilnd refuses an option given twice).
+  if (std::find(extra_flags.begin(), extra_flags.end(), "--drain-timeout-s") == extra_flags.end()) {
+    argv.insert(argv.end(), {"--drain-timeout-s", "30"});
+  }
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   daemon_ = std::make_unique<Process>(argv, absl::StrCat(dir_, "/kilnd.", starts_++, ".log"));
   absl::StatusOr<std::string> port = daemon_->WaitForLog("kilnd: listening on port ");

@@ -269,6 +269,27 @@ TEST_F(ServiceTest, AFrontEndThatCrashesOrSpinsCostsOnlyItsJob) {
   EXPECT_EQ(cluster_->daemon().Wait(100), -1);  // still running
 }
 
+TEST_F(ServiceTest, SigtermEndsKilndWithinTheDrainTimeoutWhateverIsRunning) {
+  StartWithAgents("drain_runaway", 0,
+                  {"--worker", WorkerWithTestHooks(), "--drain-timeout-s", "1"});
+  v1::SubmitCompileRequest spin = CompileRequest(kMlp);
+  spin.mutable_module()->set_name("kiln-test-spin-in-frontend");  // never finishes by itself
+  absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitCompile(spin);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  v1::Job running =
+      WaitFor(*client_, submitted->job().id(), [](const v1::Job& j) { return j.worker_pid() > 0; });
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(cluster_->StopDaemon(), 0);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 10) << "a drain timeout of 1 s";
+  EXPECT_THAT(cluster_->daemon().Log(), HasSubstr("kilnd: stopped"));
+  // The runaway worker went with it.
+  for (int i = 0; i < 100 && kill(running.worker_pid(), 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(kill(running.worker_pid(), 0), 0);
+}
+
 TEST_F(ServiceTest, AModelOverTheWorkersMemoryLimitCostsOnlyItsJob) {
   StartWithAgents("frontend_memory", 0, {"--worker-memory-mb", "1536"});
   // A 200-byte model whose import asks for 2 GiB (a Range of 2^28 int64s) of a worker with 1.5.
