@@ -64,6 +64,7 @@ absl::Status JobManager::Start() {
     if (!job.idempotency_key().empty()) {
       idempotency_[{job.client(), job.idempotency_key()}] = job.id();
     }
+    if (!job.artifact_digest().empty()) artifacts_.insert({job.client(), job.artifact_digest()});
     e->job = std::move(job);
     std::string id = e->job.id();
     jobs_[id] = std::move(e);
@@ -217,6 +218,8 @@ void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::strin
     e.source.Clear();
     e.task.Clear();
   }
+  if (!e.job.artifact_digest().empty())
+    artifacts_.insert({e.job.client(), e.job.artifact_digest()});
   e.saved_ticket = store_->SaveJob(e.job);
   LogEvent(
       Terminal(state) && state != v1::JOB_STATE_SUCCEEDED ? LogLevel::kWarning : LogLevel::kInfo,
@@ -274,10 +277,7 @@ std::vector<v1::Job> JobManager::List(v1::JobState state, int limit, const std::
 
 bool JobManager::HasArtifact(const std::string& client, const std::string& digest) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [id, e] : jobs_) {
-    if (e->job.client() == client && e->job.artifact_digest() == digest) return true;
-  }
-  return false;
+  return artifacts_.count({client, digest}) > 0;
 }
 
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id, const std::string& reason) {

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -162,6 +163,7 @@ class JobManager {
   std::map<std::string, std::unique_ptr<Entry>> jobs_;
   std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (client, key)
   std::map<std::string, int> active_by_client_;                             // unfinished jobs
+  std::set<std::pair<std::string, std::string>> artifacts_;  // (client, digest) of its jobs
   std::deque<std::string> compile_queue_;
   std::map<std::string, std::deque<std::string>> task_queues_;  // by device key
   std::map<std::string, std::shared_ptr<AgentLink>> agents_;

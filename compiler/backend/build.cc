@@ -25,7 +25,8 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 // Build on a module that went through the pipeline: VM code generation, then every PrimFunc
 // (kernels and the shape functions VM code generation wrote) through the TIR lowering passes in
 // the same pass context, then LLVM.
-absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized, absl::string_view target,
+absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized,
+                                         const codegen::LlvmTargetInfo& target,
                                          const BuildOptions& options) {
   BuiltModule out;
   auto start = std::chrono::steady_clock::now();
@@ -34,15 +35,13 @@ absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized, absl::s
   if (WantsDump(options, "VMCodegen")) options.dump("VMCodegen", vm.executable.AsText());
   ir::IRModuleBuilder with_shape_funcs(normalized);
   for (const auto& [name, func] : vm.shape_funcs) {
-    KILN_RETURN_IF_ERROR(with_shape_funcs.Add(
-        ir::relax::MakeGlobalVar(name),
-        ir::WithFuncAttr(tir::ApplyDefaultSchedule(func), "tir.is_scheduled", ir::Bool(true))));
+    KILN_RETURN_IF_ERROR(with_shape_funcs.Add(ir::relax::MakeGlobalVar(name),
+                                              tir::ApplyDefaultScheduleAndMark(func)));
   }
-  KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
   KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, MakePassContext(options).Run(with_shape_funcs.Build(),
                                                                            tir::LowerTirPasses()));
   start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(std::string object, codegen::CompileToObject(lowered, info));
+  KILN_ASSIGN_OR_RETURN(std::string object, codegen::CompileToObject(lowered, target));
   if (options.timer != nullptr) options.timer->Record("LLVM", SecondsSince(start));
   start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(out.kernels, LinkSharedLibrary(object));
@@ -86,15 +85,16 @@ void Signature(const ir::relax::StructInfo& sinfo, kiln::v1::ValueSignature* out
 
 absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target,
                                   const BuildOptions& options) {
+  KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
   KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, RunPasses(mod, Pipeline(options), options));
-  return BuildLowered(lowered, target, options);
+  return BuildLowered(lowered, info, options);
 }
 
 absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target,
                                           const BuildOptions& options) {
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
   KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, RunPasses(mod, Pipeline(options), options));
-  KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildLowered(normalized, target, options));
+  KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildLowered(normalized, info, options));
   kiln::v1::ArtifactProto artifact;
   kiln::v1::ArtifactManifest* manifest = artifact.mutable_manifest();
   manifest->set_compiler_version(CompilerIdentity());

@@ -52,32 +52,17 @@ absl::Status CheckDumpAfter(const BuildOptions& options) {
 }
 
 bool WantsDump(const BuildOptions& options, const std::string& pass) {
-  if (!options.dump) return false;
-  for (const std::string& d : options.dump_after) {
-    if (d == "all" || d == pass) return true;
-  }
-  return false;
+  return options.dump && pass::DumpWanted(options.dump_after, pass);
 }
-
-// Forwards a BuildOptions::timer's observations (the timer itself is owned by the caller).
-class TimerRef : public pass::PassInstrument {
- public:
-  explicit TimerRef(pass::PassTimer* timer) : timer_(timer) {}
-  void BeforePass(const pass::PassInfo& p, const ir::IRModule& mod) override {
-    timer_->BeforePass(p, mod);
-  }
-  absl::Status AfterPass(const pass::PassInfo& p, const ir::IRModule& mod) override {
-    return timer_->AfterPass(p, mod);
-  }
-
- private:
-  pass::PassTimer* timer_;
-};
 
 pass::PassContext MakePassContext(const BuildOptions& options) {
   pass::PassContext ctx;
   // Timing first, so that it measures the pass and not the instruments after it.
-  if (options.timer != nullptr) ctx.AddInstrument(std::make_shared<TimerRef>(options.timer));
+  if (options.timer != nullptr) {
+    // The caller owns the timer: an aliasing pointer that owns nothing.
+    ctx.AddInstrument(
+        std::shared_ptr<pass::PassInstrument>(std::shared_ptr<void>(), options.timer));
+  }
   if (options.dump && !options.dump_after.empty()) {
     ctx.AddInstrument(std::make_shared<pass::PassDumper>(options.dump_after, options.dump));
   }

@@ -19,18 +19,6 @@ absl::StatusOr<SourceForm> FormFromPath(absl::string_view path) {
   return absl::UnimplementedError("expected TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)");
 }
 
-std::string DefaultName(SourceForm form) {
-  switch (form) {
-    case SourceForm::kTvmScript:
-      return "module.py";
-    case SourceForm::kIrProto:
-      return "module.pb";
-    case SourceForm::kOnnx:
-      return "model.onnx";
-  }
-  return "module";
-}
-
 absl::StatusOr<ir::IRModule> ParseModule(SourceForm form, absl::string_view bytes,
                                          absl::string_view name) {
   switch (form) {

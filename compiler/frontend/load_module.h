@@ -17,9 +17,6 @@ enum class SourceForm { kTvmScript, kIrProto, kOnnx };
 // The form a file name implies: .py, .pb or .onnx; Unimplemented for anything else.
 absl::StatusOr<SourceForm> FormFromPath(absl::string_view path);
 
-// The name a module of `form` gets when the submitter gave none ("module.py", ...).
-std::string DefaultName(SourceForm form);
-
 // Parses `bytes` as `form`, as written (not normalized: `kiln check` reports what it finds).
 // Errors start with `name` (parse errors carry name:line:col).
 absl::StatusOr<ir::IRModule> ParseModule(SourceForm form, absl::string_view bytes,

@@ -27,7 +27,6 @@ TEST(LoadModuleTest, FormsFollowFileNames) {
   EXPECT_EQ(*FormFromPath("m.pb"), SourceForm::kIrProto);
   EXPECT_EQ(*FormFromPath("m.onnx"), SourceForm::kOnnx);
   EXPECT_EQ(FormFromPath("m.txt").status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(DefaultName(SourceForm::kOnnx), "model.onnx");
 }
 
 TEST(LoadModuleTest, ScriptAndItsProtobufFormLoadEqual) {

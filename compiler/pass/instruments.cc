@@ -35,15 +35,15 @@ std::string PassTimer::Report() const {
   return out;
 }
 
-bool PassDumper::Wants(const std::string& pass) const {
-  for (const std::string& d : after_) {
+bool DumpWanted(const std::vector<std::string>& after, const std::string& pass) {
+  for (const std::string& d : after) {
     if (d == "all" || d == pass) return true;
   }
   return false;
 }
 
 absl::Status PassDumper::AfterPass(const PassInfo& pass, const ir::IRModule& mod) {
-  if (Wants(pass.name)) sink_(pass.name, script::PrintScript(mod));
+  if (DumpWanted(after_, pass.name)) sink_(pass.name, script::PrintScript(mod));
   return absl::OkStatus();
 }
 

@@ -34,13 +34,15 @@ class PassTimer : public PassInstrument {
   std::vector<Entry> entries_;
 };
 
+// Whether `after` (pass names, or "all") asks for `pass`.
+bool DumpWanted(const std::vector<std::string>& after, const std::string& pass);
+
 // Prints the module as TVMScript after the passes named (or "all") and hands the text to `sink`.
 class PassDumper : public PassInstrument {
  public:
   using Sink = std::function<void(const std::string& pass, const std::string& text)>;
   PassDumper(std::vector<std::string> after, Sink sink)
       : after_(std::move(after)), sink_(std::move(sink)) {}
-  bool Wants(const std::string& pass) const;
   absl::Status AfterPass(const PassInfo& pass, const ir::IRModule& mod) override;
 
  private:

@@ -535,12 +535,15 @@ IRModule ApplyDefaultSchedule(const IRModule& mod) {
   return builder.Build();
 }
 
+PrimFunc ApplyDefaultScheduleAndMark(const PrimFunc& f) {
+  if (GetAttr(f->attrs, "tir.is_scheduled")) return f;
+  return WithFuncAttr(ApplyDefaultSchedule(f), "tir.is_scheduled", Bool(true));
+}
+
 pass::PassPtr DefaultSchedulePass() {
   return pass::MakePrimFuncPass(
-      "DefaultSchedule", [](const PrimFunc& f) -> absl::StatusOr<PrimFunc> {
-        if (GetAttr(f->attrs, "tir.is_scheduled")) return f;
-        return WithFuncAttr(ApplyDefaultSchedule(f), "tir.is_scheduled", Bool(true));
-      });
+      "DefaultSchedule",
+      [](const PrimFunc& f) -> absl::StatusOr<PrimFunc> { return ApplyDefaultScheduleAndMark(f); });
 }
 
 }  // namespace kiln::tir

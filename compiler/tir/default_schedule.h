@@ -16,6 +16,9 @@ namespace kiln::tir {
 ir::PrimFunc ApplyDefaultSchedule(const ir::PrimFunc& f);
 ir::IRModule ApplyDefaultSchedule(const ir::IRModule& mod);
 
+// ApplyDefaultSchedule, then the attribute "tir.is_scheduled" (what the pass does to each kernel).
+ir::PrimFunc ApplyDefaultScheduleAndMark(const ir::PrimFunc& f);
+
 // The pipeline's DefaultSchedule pass: every PrimFunc not yet scheduled gets the default schedule
 // and the attribute "tir.is_scheduled" (a tuned or hand-written schedule is left alone).
 pass::PassPtr DefaultSchedulePass();
