@@ -1,0 +1,48 @@
+// Tuning tasks: the distinct kernels of a model. After legalization and fusion every PrimFunc a
+// Relax function calls is a task, deduplicated by structural hash (two layers of the same shape
+// share one), weighted by how many call sites the graph has for it: a task's share of the
+// model's latency is weight x latency.
+#ifndef KILN_COMPILER_TUNE_TASK_H_
+#define KILN_COMPILER_TUNE_TASK_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/backend/pipeline.h"
+#include "compiler/ir/module.h"
+
+namespace kiln::tune {
+
+// A symbolic dimension is tuned at this value (buffers are allocated with it when measuring);
+// the tiling rules never split a loop of symbolic extent, so a schedule stays correct for all.
+inline constexpr int64_t kRepresentativeExtent = 16;
+
+struct TuneTask {
+  std::string name;                        // the PrimFunc's name in the module it came from
+  ir::IRModule mod;                        // that PrimFunc alone, under `name`
+  uint64_t workload_hash;                  // ir::StructuralHash of the PrimFunc (the database key)
+  int weight = 0;                          // call sites in the model
+  std::vector<std::string> symbolic_dims;  // names of the shape variables, if any
+};
+
+// The PrimFunc `name` of `mod`, alone in a module, and its workload hash.
+absl::StatusOr<TuneTask> TaskFromPrimFunc(const ir::IRModule& mod, const std::string& name);
+
+// The workload key of a PrimFunc: its structural hash as 16 hex digits.
+std::string WorkloadKey(const ir::PrimFunc& func);
+
+// Runs the pipeline up to (not including) DefaultSchedule and returns one task per distinct
+// unscheduled PrimFunc, in order of first appearance by name. A module of PrimFuncs only (no
+// Relax function) gives every PrimFunc weight 1.
+absl::StatusOr<std::vector<TuneTask>> ExtractTasks(const ir::IRModule& mod,
+                                                   const backend::BuildOptions& options = {});
+
+// The pipeline's passes before DefaultSchedule: what ExtractTasks runs, and so what `kiln
+// compile` has done to a kernel when it looks up its tuning record.
+std::vector<pass::PassPtr> PassesBeforeScheduling(const backend::BuildOptions& options);
+
+}  // namespace kiln::tune
+
+#endif  // KILN_COMPILER_TUNE_TASK_H_
