@@ -109,14 +109,16 @@ absl::StatusOr<std::shared_ptr<KernelLibrary>> KernelLibrary::LoadFromMemory(
         absl::StrCat("writing kernel library '", name, "' to memory failed"));
   }
   std::string path = absl::StrCat("/proc/self/fd/", fd);
+  // The descriptor stays open as long as the library is loaded: dlopen knows a library by its
+  // path, and a second memfd reusing this number would otherwise get this library back.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  close(fd);  // the mapping stays valid after dlopen
   if (handle == nullptr) {
+    close(fd);
     const char* why = dlerror();
     return absl::InvalidArgumentError(absl::StrCat("cannot load kernel library '", name,
                                                    "': ", why != nullptr ? why : "dlopen failed"));
   }
-  std::shared_ptr<KernelLibrary> lib(new KernelLibrary(handle, name));
+  std::shared_ptr<KernelLibrary> lib(new KernelLibrary(handle, fd, name));
   const auto* version = static_cast<const int32_t*>(dlsym(handle, "kiln_abi_version"));
   if (version == nullptr || *version != KILN_KERNEL_ABI_VERSION) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -130,6 +132,7 @@ absl::StatusOr<std::shared_ptr<KernelLibrary>> KernelLibrary::LoadFromMemory(
 
 KernelLibrary::~KernelLibrary() {
   if (handle_ != nullptr) dlclose(handle_);
+  if (fd_ >= 0) close(fd_);
 }
 
 absl::StatusOr<KilnKernelFn> KernelLibrary::Lookup(absl::string_view symbol) const {

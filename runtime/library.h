@@ -33,8 +33,10 @@ class KernelLibrary : public std::enable_shared_from_this<KernelLibrary> {
   absl::StatusOr<Function> GetFunction(absl::string_view symbol, std::shared_ptr<ThreadPool> pool);
 
  private:
-  KernelLibrary(void* handle, std::string name) : handle_(handle), name_(std::move(name)) {}
+  KernelLibrary(void* handle, int fd, std::string name)
+      : handle_(handle), fd_(fd), name_(std::move(name)) {}
   void* handle_;
+  int fd_;  // the memfd it was loaded from, open while it is loaded
   std::string name_;
 };
 

@@ -35,6 +35,39 @@ class Module:
   EXPECT_TRUE((*lib)->GetFunction("twice", nullptr).ok());
 }
 
+// Two libraries exporting the same kernel name, loaded at once, each run their own kernel: the
+// loader must not hand back the first for the second (dlopen knows libraries by path).
+TEST(ToolchainTest, TwoLoadedLibrariesWithOneKernelNameStayApart) {
+  std::vector<std::shared_ptr<runtime::KernelLibrary>> libs;
+  for (const char* factor : {"2", "3"}) {
+    absl::StatusOr<ir::IRModule> mod = script::ParseScript(
+        std::string(
+            "@I.ir_module\nclass Module:\n    @T.prim_func\n"
+            "    def scale(A: T.Buffer((4,), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+            "        for i in range(4):\n"
+            "            B[i] = A[i] * T.float32(") +
+            factor + ")\n",
+        "scale.py");
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    absl::StatusOr<std::string> so = BuildKernelLibrary(*mod, "llvm");
+    ASSERT_TRUE(so.ok()) << so.status();
+    absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
+        runtime::KernelLibrary::LoadFromMemory(*so, factor);
+    ASSERT_TRUE(lib.ok()) << lib.status();
+    libs.push_back(*lib);
+  }
+  for (size_t k = 0; k < libs.size(); ++k) {
+    runtime::Tensor a = *runtime::Tensor::Empty({4}, *runtime::ParseDataType("float32"));
+    runtime::Tensor b = *runtime::Tensor::Empty({4}, *runtime::ParseDataType("float32"));
+    for (int i = 0; i < 4; ++i) static_cast<float*>(a.data())[i] = 1.0f;
+    absl::StatusOr<runtime::Function> fn = libs[k]->GetFunction("scale", nullptr);
+    ASSERT_TRUE(fn.ok()) << fn.status();
+    std::vector<runtime::Value> args = {a, b};
+    ASSERT_TRUE((*fn)(args).ok());
+    EXPECT_EQ(static_cast<const float*>(b.data())[0], k == 0 ? 2.0f : 3.0f);
+  }
+}
+
 TEST(ToolchainTest, TheLinkersRefusalIsAnErrorWithItsOutput) {
   absl::StatusOr<std::string> so = LinkSharedLibrary("this is not an object file");
   ASSERT_FALSE(so.ok());

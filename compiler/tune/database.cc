@@ -1,0 +1,207 @@
+#include "compiler/tune/database.h"
+
+#include <sqlite3.h>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/tir/schedule/trace.h"
+
+namespace kiln::tune {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS kiln_tuning_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS workloads(
+  id INTEGER PRIMARY KEY,
+  workload_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  device_key TEXT NOT NULL,
+  module TEXT NOT NULL,
+  UNIQUE(workload_key, target, device_key));
+CREATE TABLE IF NOT EXISTS records(
+  id INTEGER PRIMARY KEY,
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  candidate_key TEXT NOT NULL,
+  trace TEXT NOT NULL,
+  seconds DOUBLE PRECISION,
+  error TEXT NOT NULL,
+  measured_at TEXT NOT NULL,
+  measured_on TEXT NOT NULL,
+  compiler TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_id, seconds);
+)sql";
+
+// One prepared statement, finalized on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return stmt_ != nullptr; }
+  void Bind(int i, const std::string& text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, std::optional<double> v) {
+    if (v) {
+      sqlite3_bind_double(stmt_, i, *v);
+    } else {
+      sqlite3_bind_null(stmt_, i);
+    }
+  }
+  int Step() { return stmt_ == nullptr ? SQLITE_ERROR : sqlite3_step(stmt_); }
+  std::string Text(int col) const {
+    const unsigned char* p = sqlite3_column_text(stmt_, col);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::optional<double> Real(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_double(stmt_, col);
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TuningDatabase>> TuningDatabase::Open(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  std::unique_ptr<TuningDatabase> db(new TuningDatabase(raw, path));
+  if (rc != SQLITE_OK) return db->Error("cannot open");
+  sqlite3_busy_timeout(raw, 5000);
+  char* message = nullptr;
+  rc = sqlite3_exec(raw, kSchema, nullptr, nullptr, &message);
+  if (rc != SQLITE_OK) {
+    std::string why = message ? message : sqlite3_errstr(rc);
+    sqlite3_free(message);
+    absl::StatusCode code = rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT
+                                ? absl::StatusCode::kDataLoss
+                                : absl::StatusCode::kInternal;
+    return absl::Status(code, absl::StrCat("tuning database ", path, ": ", why));
+  }
+  Statement get(raw, "SELECT value FROM kiln_tuning_meta WHERE key = 'schema_version'");
+  if (!get.ok()) return db->Error("reading the schema version");
+  if (get.Step() == SQLITE_ROW) {
+    std::string version = get.Text(0);
+    if (version != std::to_string(kTuningSchemaVersion)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("tuning database ", path, ": schema version ", version,
+                       ", this kiln reads version ", kTuningSchemaVersion));
+    }
+  } else {
+    Statement put(raw, "INSERT INTO kiln_tuning_meta(key, value) VALUES ('schema_version', ?)");
+    put.Bind(1, std::to_string(kTuningSchemaVersion));
+    if (put.Step() != SQLITE_DONE) return db->Error("writing the schema version");
+  }
+  return db;
+}
+
+TuningDatabase::~TuningDatabase() { sqlite3_close(db_); }
+
+absl::Status TuningDatabase::Error(const std::string& what) const {
+  return absl::InternalError(
+      absl::StrCat("tuning database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+}
+
+absl::StatusOr<std::optional<int64_t>> TuningDatabase::FindWorkload(const WorkloadId& w) const {
+  Statement find(db_,
+                 "SELECT id FROM workloads WHERE workload_key = ? AND target = ? AND "
+                 "device_key = ?");
+  if (!find.ok()) return Error("looking up a workload");
+  find.Bind(1, w.workload_key);
+  find.Bind(2, w.target);
+  find.Bind(3, w.device_key);
+  int rc = find.Step();
+  if (rc == SQLITE_ROW) return std::optional<int64_t>(find.Int(0));
+  if (rc != SQLITE_DONE) return Error("looking up a workload");
+  return std::optional<int64_t>();
+}
+
+absl::Status TuningDatabase::AddWorkload(const WorkloadId& w, const std::string& module_script) {
+  Statement add(db_,
+                "INSERT OR IGNORE INTO workloads(workload_key, target, device_key, module) "
+                "VALUES (?, ?, ?, ?)");
+  add.Bind(1, w.workload_key);
+  add.Bind(2, w.target);
+  add.Bind(3, w.device_key);
+  add.Bind(4, module_script);
+  if (add.Step() != SQLITE_DONE) return Error("adding a workload");
+  return absl::OkStatus();
+}
+
+absl::Status TuningDatabase::AddRecord(const WorkloadId& w, const TuningRecord& r) {
+  absl::StatusOr<std::optional<int64_t>> id = FindWorkload(w);
+  if (!id.ok()) return id.status();
+  if (!id->has_value()) {
+    return absl::NotFoundError(absl::StrCat("tuning database ", path_, ": no workload ",
+                                            w.workload_key, " for target '", w.target, "'"));
+  }
+  Statement add(db_,
+                "INSERT INTO records(workload_id, candidate_key, trace, seconds, error, "
+                "measured_at, measured_on, compiler) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  add.Bind(1, **id);
+  add.Bind(2, r.candidate_key);
+  add.Bind(3, tir::TraceToJson(r.trace));
+  add.Bind(4, r.seconds);
+  add.Bind(5, r.error);
+  add.Bind(6, r.measured_at);
+  add.Bind(7, r.measured_on);
+  add.Bind(8, r.compiler);
+  if (add.Step() != SQLITE_DONE) return Error("adding a record");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Records(const WorkloadId& w) const {
+  Statement get(db_,
+                "SELECT r.candidate_key, r.trace, r.seconds, r.error, r.measured_at, "
+                "r.measured_on, r.compiler FROM records r JOIN workloads w ON r.workload_id = "
+                "w.id WHERE w.workload_key = ? AND w.target = ? AND w.device_key = ? "
+                "ORDER BY r.seconds IS NULL, r.seconds, r.id");
+  if (!get.ok()) return Error("reading records");
+  get.Bind(1, w.workload_key);
+  get.Bind(2, w.target);
+  get.Bind(3, w.device_key);
+  std::vector<TuningRecord> out;
+  int rc;
+  while ((rc = get.Step()) == SQLITE_ROW) {
+    TuningRecord r;
+    r.candidate_key = get.Text(0);
+    absl::StatusOr<v1::TraceProto> trace = tir::TraceFromJson(get.Text(1));
+    if (!trace.ok()) {
+      return absl::DataLossError(absl::StrCat("tuning database ", path_, ": a record of workload ",
+                                              w.workload_key,
+                                              " has a bad trace: ", trace.status().message()));
+    }
+    r.trace = *std::move(trace);
+    r.seconds = get.Real(2);
+    r.error = get.Text(3);
+    r.measured_at = get.Text(4);
+    r.measured_on = get.Text(5);
+    r.compiler = get.Text(6);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return Error("reading records");
+  return out;
+}
+
+absl::StatusOr<std::optional<TuningRecord>> TuningDatabase::Best(const WorkloadId& w) const {
+  absl::StatusOr<std::vector<TuningRecord>> all = Records(w);
+  if (!all.ok()) return all.status();
+  if (all->empty() || !all->front().seconds) return std::optional<TuningRecord>();
+  return std::optional<TuningRecord>(all->front());
+}
+
+absl::StatusOr<std::vector<WorkloadId>> TuningDatabase::Workloads() const {
+  Statement get(db_, "SELECT workload_key, target, device_key FROM workloads ORDER BY id");
+  if (!get.ok()) return Error("reading workloads");
+  std::vector<WorkloadId> out;
+  int rc;
+  while ((rc = get.Step()) == SQLITE_ROW) out.push_back({get.Text(0), get.Text(1), get.Text(2)});
+  if (rc != SQLITE_DONE) return Error("reading workloads");
+  return out;
+}
+
+}  // namespace kiln::tune

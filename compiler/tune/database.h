@@ -1,0 +1,80 @@
+// The tuning database: what was measured, kept across runs and shared by `kiln tune` (which
+// writes it) and `kiln compile --tuning-db` (which applies its best records). Embedded SQLite:
+//
+//   kiln_tuning_meta(key, value)     schema_version = kTuningSchemaVersion
+//   workloads(id, workload_key, target, device_key, module)
+//             one per kernel (structural hash, ir/structural.h) x target x device ("" = local),
+//             with the kernel's TVMScript so a record can be read without the model
+//   records(id, workload_id, candidate_key, trace, seconds, error, measured_at, measured_on,
+//           compiler)
+//             one per measured candidate: its trace (JSON, schedule/trace.h), seconds per call or
+//             NULL with the build or run error, when and where, the compiler identity
+//
+// Plain SQL tables with no SQLite-only types, so the service can keep the same tables in its
+// store and the cluster in PostgreSQL.
+#ifndef KILN_COMPILER_TUNE_DATABASE_H_
+#define KILN_COMPILER_TUNE_DATABASE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/kiln/v1/trace.pb.h"
+
+struct sqlite3;
+
+namespace kiln::tune {
+
+inline constexpr int kTuningSchemaVersion = 1;
+
+struct WorkloadId {
+  std::string workload_key;  // 16 hex digits
+  std::string target;
+  std::string device_key;  // "" when measured on this machine
+};
+
+struct TuningRecord {
+  std::string candidate_key;  // structural hash of the scheduled kernel: never measured twice
+  v1::TraceProto trace;
+  std::optional<double> seconds;  // absent: the candidate failed
+  std::string error;
+  std::string measured_at;  // UTC, ISO 8601
+  std::string measured_on;  // host or device name
+  std::string compiler;     // compiler identity (version.h)
+};
+
+class TuningDatabase {
+ public:
+  // Opens or creates the database at `path`. A file that is not a database is DataLoss, one of
+  // another schema version FailedPrecondition; both name the path.
+  static absl::StatusOr<std::unique_ptr<TuningDatabase>> Open(const std::string& path);
+  ~TuningDatabase();
+  TuningDatabase(const TuningDatabase&) = delete;
+  TuningDatabase& operator=(const TuningDatabase&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // Adds the workload if new (the module text is kept from the first time).
+  absl::Status AddWorkload(const WorkloadId& workload, const std::string& module_script);
+  absl::Status AddRecord(const WorkloadId& workload, const TuningRecord& record);
+  // Every record of the workload: the measured fastest first, then the failed ones.
+  absl::StatusOr<std::vector<TuningRecord>> Records(const WorkloadId& workload) const;
+  // The fastest measured record, if any.
+  absl::StatusOr<std::optional<TuningRecord>> Best(const WorkloadId& workload) const;
+  // Every workload the database holds.
+  absl::StatusOr<std::vector<WorkloadId>> Workloads() const;
+
+ private:
+  TuningDatabase(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  absl::Status Error(const std::string& what) const;
+  absl::StatusOr<std::optional<int64_t>> FindWorkload(const WorkloadId& workload) const;
+
+  sqlite3* db_;
+  std::string path_;
+};
+
+}  // namespace kiln::tune
+
+#endif  // KILN_COMPILER_TUNE_DATABASE_H_

@@ -1,0 +1,138 @@
+#include "compiler/tune/database.h"
+
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::tune {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  std::remove(path.c_str());
+  return path;
+}
+
+TuningRecord Record(const std::string& key, std::optional<double> seconds, int tile) {
+  TuningRecord r;
+  r.candidate_key = key;
+  r.trace.set_version(1);
+  r.trace.set_func_name("matmul");
+  v1::TraceInstruction* inst = r.trace.add_instructions();
+  inst->set_kind("SampleCategorical");
+  inst->add_attrs()->set_int_(tile);
+  inst->add_attrs()->set_real(1.0);
+  inst->set_has_decision(true);
+  inst->add_decision(0);
+  inst->add_outputs("v0");
+  r.seconds = seconds;
+  if (!seconds) r.error = "build: the linker failed";
+  r.measured_at = "2026-11-25T06:00:00Z";
+  r.measured_on = "test-host";
+  r.compiler = "0.1.0+abcdef123456";
+  return r;
+}
+
+TEST(TuningDatabaseTest, RoundTripBestFirstAcrossReopen) {
+  const std::string path = TempPath("round_trip.db");
+  const WorkloadId w{"00112233aabbccdd", "llvm", ""};
+  {
+    absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->AddWorkload(w, "# the kernel").ok());
+    ASSERT_TRUE((*db)->AddWorkload(w, "# again: ignored").ok());
+    ASSERT_TRUE((*db)->AddRecord(w, Record("c1", 2e-3, 4)).ok());
+    ASSERT_TRUE((*db)->AddRecord(w, Record("c2", std::nullopt, 8)).ok());
+    ASSERT_TRUE((*db)->AddRecord(w, Record("c3", 1e-3, 16)).ok());
+  }
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<std::vector<TuningRecord>> records = (*db)->Records(w);
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 3u);
+  EXPECT_EQ((*records)[0].candidate_key, "c3");
+  EXPECT_EQ((*records)[1].candidate_key, "c1");
+  EXPECT_EQ((*records)[2].candidate_key, "c2");
+  EXPECT_FALSE((*records)[2].seconds.has_value());
+  EXPECT_EQ((*records)[2].error, "build: the linker failed");
+  EXPECT_EQ((*records)[0].trace.instructions(0).attrs(0).int_(), 16);
+  EXPECT_EQ((*records)[0].trace.instructions(0).decision(0), 0);
+  EXPECT_EQ((*records)[0].measured_on, "test-host");
+  absl::StatusOr<std::optional<TuningRecord>> best = (*db)->Best(w);
+  ASSERT_TRUE(best.ok() && best->has_value());
+  EXPECT_DOUBLE_EQ(*(*best)->seconds, 1e-3);
+  // Other targets and devices are other workloads.
+  best = (*db)->Best({w.workload_key, "llvm -mcpu=znver3", ""});
+  ASSERT_TRUE(best.ok());
+  EXPECT_FALSE(best->has_value());
+  absl::StatusOr<std::vector<WorkloadId>> all = (*db)->Workloads();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].workload_key, w.workload_key);
+}
+
+TEST(TuningDatabaseTest, RecordOfAnUnknownWorkloadIsNotFound) {
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(TempPath("unknown.db"));
+  ASSERT_TRUE(db.ok());
+  absl::Status s = (*db)->AddRecord({"ffff", "llvm", ""}, Record("c", 1e-3, 1));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("no workload ffff"));
+}
+
+TEST(TuningDatabaseTest, AnotherSchemaVersionIsRefused) {
+  const std::string path = TempPath("version.db");
+  ASSERT_TRUE(TuningDatabase::Open(path).ok());
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(raw, "UPDATE kiln_tuning_meta SET value = '99' WHERE key = 'schema_version'",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(raw);
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(db.status().message(), HasSubstr("schema version 99"));
+  EXPECT_THAT(db.status().message(), HasSubstr(path));
+}
+
+TEST(TuningDatabaseTest, GarbageFileIsDataLoss) {
+  const std::string path = TempPath("garbage.db");
+  std::ofstream(path) << std::string(4096, 'x');
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(db.status().message(), HasSubstr(path));
+}
+
+TEST(TuningDatabaseTest, CorruptTraceIsDataLossNamingTheWorkload) {
+  const std::string path = TempPath("trace.db");
+  const WorkloadId w{"0123", "llvm", ""};
+  {
+    absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->AddWorkload(w, "").ok());
+    ASSERT_TRUE((*db)->AddRecord(w, Record("c", 1e-3, 1)).ok());
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE records SET trace = '{not json'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+  ASSERT_TRUE(db.ok());
+  absl::StatusOr<std::vector<TuningRecord>> records = (*db)->Records(w);
+  ASSERT_FALSE(records.ok());
+  EXPECT_EQ(records.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(records.status().message(), HasSubstr("workload 0123"));
+}
+
+}  // namespace
+}  // namespace kiln::tune
