@@ -25,6 +25,8 @@ PACKAGES=(
   libopenblas-dev
   # Command line.
   libcli11-dev
+  # The tuner's cost model (gradient-boosted trees).
+  libxgboost-dev
   # Embedded state store.
   libsqlite3-dev
   # Content digests of artifacts (SHA-256); openssl makes the service tests' TLS certificates.

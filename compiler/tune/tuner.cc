@@ -1,0 +1,311 @@
+#include "compiler/tune/tuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "compiler/script/printer.h"
+#include "compiler/tir/default_schedule.h"
+#include "compiler/tir/schedule/trace.h"
+#include "compiler/tune/features.h"
+
+namespace kiln::tune {
+namespace {
+
+constexpr size_t kParents = 8;
+constexpr size_t kMinRecordsToTrain = 8;
+
+std::string CandidateKey(const tir::Schedule& sch) { return WorkloadKey(sch.func()); }
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+TaskSearch::TaskSearch(const TuneTask& task, const TuneOptions& options, uint64_t seed)
+    : task_(task), options_(options), rng_(seed * 0x9E3779B97F4A7C15ull + 1) {}
+
+uint64_t TaskSearch::Next() {
+  // splitmix64: a stream that depends only on the seed.
+  uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+absl::Status TaskSearch::Load(const TuningDatabase& db, const WorkloadId& workload) {
+  absl::StatusOr<std::vector<TuningRecord>> records = db.Records(workload);
+  if (!records.ok()) return records.status();
+  for (const TuningRecord& r : *records) {
+    measured_.insert(r.candidate_key);
+    v1::TraceProto trace = r.trace;
+    trace.set_func_name(task_.name);
+    absl::StatusOr<tir::Schedule> sch = tir::ReplayTrace(task_.mod, trace);
+    if (!sch.ok()) continue;  // recorded by another compiler: its key still counts as measured
+    features_.push_back(ExtractFeatures(sch->func()));
+    seconds_.push_back(r.seconds);
+    if (r.seconds) {
+      parents_.emplace_back(*r.seconds, sch->trace());
+      if (!best_ || *r.seconds < *best_) best_ = r.seconds;
+    }
+  }
+  std::stable_sort(parents_.begin(), parents_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  return absl::OkStatus();
+}
+
+std::vector<tir::Schedule> TaskSearch::Propose(int n, const CostModel& model) {
+  std::vector<tir::Schedule> pool;
+  std::vector<std::vector<float>> pool_features;
+  std::set<std::string> seen = measured_;
+  auto add = [&](absl::StatusOr<tir::Schedule> sch) {
+    if (sch.ok() && seen.insert(CandidateKey(*sch)).second) {
+      pool_features.push_back(ExtractFeatures(sch->func()));
+      pool.push_back(*std::move(sch));
+    }
+  };
+  for (int i = 0; i < options_.population; ++i) add(GenerateSchedule(task_, Next()));
+  const bool guided = options_.use_cost_model && model.trained();
+  if (guided) {
+    for (size_t p = 0; p < parents_.size() && p < kParents; ++p) {
+      add(Mutate(task_, parents_[p].second, Next(), Next()));
+    }
+    for (int g = 0; g < options_.generations; ++g) {
+      std::vector<float> scores = model.Predict(pool_features);
+      std::vector<size_t> order(pool.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+      const size_t keep = std::min<size_t>(order.size(), options_.population / 2);
+      for (size_t k = 0; k < keep; ++k) {
+        v1::TraceProto parent = pool[order[k]].trace();
+        add(Mutate(task_, parent, Next(), Next()));
+      }
+    }
+  }
+  std::vector<size_t> order(pool.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (guided) {
+    std::vector<float> scores = model.Predict(pool_features);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  }
+  std::vector<tir::Schedule> out;
+  std::vector<bool> taken(order.size(), false);
+  for (size_t k = 0; k < order.size() && static_cast<int>(out.size()) < n; ++k) {
+    size_t pick = k;
+    // Exploration: now and then a random candidate from the rest instead of the next best.
+    if (guided && static_cast<double>(Next() % 1000) < options_.epsilon * 1000) {
+      pick = k + Next() % (order.size() - k);
+    }
+    while (taken[pick]) pick = (pick + 1) % order.size();
+    taken[pick] = true;
+    out.push_back(pool[order[pick]]);
+  }
+  return out;
+}
+
+void TaskSearch::Record(const tir::Schedule& sch, std::optional<double> seconds) {
+  measured_.insert(CandidateKey(sch));
+  features_.push_back(ExtractFeatures(sch.func()));
+  seconds_.push_back(seconds);
+  if (!seconds) return;
+  auto at = std::upper_bound(parents_.begin(), parents_.end(), *seconds,
+                             [](double s, const auto& p) { return s < p.first; });
+  parents_.insert(at, {*seconds, sch.trace()});
+  if (!best_ || *seconds < *best_) best_ = seconds;
+}
+
+namespace {
+
+struct TaskState {
+  WorkloadId workload;
+  std::unique_ptr<TaskSearch> search;
+  std::string reference;
+  std::vector<double> history;  // estimated seconds after each round
+  bool exhausted = false;
+};
+
+double Estimate(const TaskReport& t) {
+  if (t.best_seconds) return *t.best_seconds;
+  return t.default_seconds.value_or(0);
+}
+
+double EstimatedModel(const TuneReport& report) {
+  double total = 0;
+  for (const TaskReport& t : report.tasks) total += t.weight * Estimate(t);
+  return total;
+}
+
+// The task whose next round should reduce the weighted latency most; -1 when none can go on.
+int PickTask(const std::vector<TaskState>& states, const TuneReport& report,
+             const TuneOptions& options) {
+  int best = -1;
+  double best_score = -1;
+  for (size_t i = 0; i < states.size(); ++i) {
+    const TaskReport& t = report.tasks[i];
+    if (!t.error.empty() || states[i].exhausted ||
+        (options.max_trials_per_task > 0 && t.trials >= options.max_trials_per_task)) {
+      continue;
+    }
+    const std::vector<double>& h = states[i].history;
+    double score;
+    if (h.empty()) {
+      score = std::numeric_limits<double>::infinity();
+    } else {
+      const double before = h.size() >= 2 ? h[h.size() - 2] : t.default_seconds.value_or(h.back());
+      const double gradient = std::max(0.0, before - h.back());
+      const double optimism = h.back() * 0.05 / static_cast<double>(h.size());
+      score = t.weight * (gradient + optimism);
+    }
+    if (score > best_score) {
+      best_score = score;
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+std::string Now() {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+}
+
+}  // namespace
+
+absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDatabase& db,
+                                Builder& builder, Runner& runner, const TuneOptions& options,
+                                const ProgressFn& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  TuneReport report;
+  std::vector<TaskState> states(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TuneTask& task = tasks[i];
+    TaskState& s = states[i];
+    TaskReport t;
+    t.name = task.name;
+    t.weight = task.weight;
+    t.workload_key = WorkloadKey(task.mod->Lookup(task.name).as_ref<ir::PrimFuncNode>());
+    s.workload = {t.workload_key, options.target, ""};
+    if (absl::Status st = db.AddWorkload(s.workload, script::PrintScript(task.mod)); !st.ok())
+      return st;
+    s.search = std::make_unique<TaskSearch>(task, options, options.seed + i);
+    if (absl::Status st = s.search->Load(db, s.workload); !st.ok()) return st;
+    t.best_seconds = s.search->best();
+    std::vector<BuildResult> ref = builder.Build({tir::ApplyDefaultSchedule(task.mod)});
+    if (!ref[0].error.empty()) {
+      t.error = absl::StrCat("the untuned kernel: ", ref[0].error);
+    } else {
+      s.reference = ref[0].library;
+      std::vector<RunResult> ran = runner.Run(task, s.reference, {s.reference});
+      if (ran[0].seconds) {
+        t.default_seconds = ran[0].seconds;
+      } else {
+        t.error = absl::StrCat("the untuned kernel: ", ran[0].error);
+      }
+    }
+    report.tasks.push_back(std::move(t));
+  }
+  report.curve.push_back({0, EstimatedModel(report), Seconds(start)});
+  CostModel model;
+  while (report.trials < options.trials) {
+    if (options.stop && options.stop->load()) {
+      report.stopped = true;
+      break;
+    }
+    const int i = PickTask(states, report, options);
+    if (i < 0) break;
+    TaskState& s = states[i];
+    TaskReport& t = report.tasks[i];
+    int n = std::min(options.batch, options.trials - report.trials);
+    if (options.max_trials_per_task > 0) n = std::min(n, options.max_trials_per_task - t.trials);
+    std::vector<tir::Schedule> candidates = s.search->Propose(n, model);
+    if (candidates.empty()) {
+      s.exhausted = true;
+      continue;
+    }
+    std::vector<ir::IRModule> mods;
+    for (const tir::Schedule& c : candidates) mods.push_back(ScheduledModule(c));
+    std::vector<BuildResult> built = builder.Build(mods);
+    std::vector<std::string> libs;
+    for (const BuildResult& b : built) {
+      if (b.error.empty()) libs.push_back(b.library);
+    }
+    std::vector<RunResult> ran = runner.Run(tasks[i], s.reference, libs);
+    size_t next_run = 0;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      TuningRecord r;
+      if (built[c].error.empty()) {
+        r.seconds = ran[next_run].seconds;
+        r.error = ran[next_run].error;
+        ++next_run;
+      } else {
+        r.error = built[c].error;
+      }
+      r.candidate_key = CandidateKey(candidates[c]);
+      r.trace = candidates[c].trace();
+      r.measured_at = Now();
+      r.measured_on = options.measured_on;
+      r.compiler = options.compiler;
+      if (absl::Status st = db.AddRecord(s.workload, r); !st.ok()) return st;
+      s.search->Record(candidates[c], r.seconds);
+      ++t.trials;
+      ++report.trials;
+      if (!r.seconds) ++t.failures;
+    }
+    t.best_seconds = s.search->best();
+    s.history.push_back(Estimate(t));
+    report.elapsed_s = Seconds(start);
+    report.curve.push_back({report.trials, EstimatedModel(report), report.elapsed_s});
+    if (options.use_cost_model) {
+      std::vector<std::vector<float>> features;
+      std::vector<float> labels;
+      for (const TaskState& st : states) {
+        const std::optional<double> best = st.search->best();
+        for (size_t k = 0; k < st.search->features().size(); ++k) {
+          const std::optional<double>& sec = st.search->seconds()[k];
+          features.push_back(st.search->features()[k]);
+          labels.push_back(sec && best ? static_cast<float>(*best / *sec) : 0.f);
+        }
+      }
+      if (features.size() >= kMinRecordsToTrain) (void)model.Train(features, labels);
+    }
+    if (progress) progress(report);
+  }
+  report.elapsed_s = Seconds(start);
+  return report;
+}
+
+std::string CurveSvg(const TuneReport& report) {
+  const double w = 480, h = 240, pad = 40;
+  double max_trials = 1, max_s = 0;
+  for (const CurvePoint& p : report.curve) {
+    max_trials = std::max(max_trials, static_cast<double>(p.trials));
+    max_s = std::max(max_s, p.estimated_seconds);
+  }
+  if (max_s <= 0) max_s = 1;
+  std::string points;
+  for (const CurvePoint& p : report.curve) {
+    absl::StrAppendFormat(&points, "%.1f,%.1f ", pad + (w - 2 * pad) * p.trials / max_trials,
+                          h - pad - (h - 2 * pad) * p.estimated_seconds / max_s);
+  }
+  return absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n"
+      "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n"
+      "<polyline fill=\"none\" stroke=\"#c0392b\" stroke-width=\"2\" points=\"%s\"/>\n"
+      "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">trials (%d)</text>\n"
+      "<text x=\"4\" y=\"%.0f\" font-size=\"12\">est. model latency (max %.3g ms)</text>\n"
+      "</svg>\n",
+      w, h, pad, h - pad, w - pad, h - pad, pad, pad, pad, h - pad, points, w / 2, h - 10,
+      static_cast<int>(max_trials), pad - 10, max_s * 1e3);
+}
+
+}  // namespace kiln::tune

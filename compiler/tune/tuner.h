@@ -1,0 +1,117 @@
+// The tuner: evolutionary search over each task's design space (space.h), guided by the cost
+// model (cost_model.h), measured through a Builder and a Runner (measure.h), every record kept
+// in the tuning database (database.h).
+//
+// Per round, for the task the scheduler picks, the search proposes a batch of candidates never
+// measured before: a population of fresh samples plus the database's best records, evolved for a
+// few generations by mutating one decision at a time and keeping the children the model ranks
+// highest; from it, the top-ranked candidates, and with probability epsilon a random one
+// (exploration). Without a trained model (or with use_cost_model off: random search) the batch
+// is fresh samples.
+//
+// The task scheduler spends each round where it reduces the model's weighted latency
+// (sum of weight x best seconds) most: after one round per task, the task with the largest
+// weight x (its recent improvement per round, or an optimistic share of its latency when it has
+// not improved yet) — not round-robin.
+#ifndef KILN_COMPILER_TUNE_TUNER_H_
+#define KILN_COMPILER_TUNE_TUNER_H_
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/tune/cost_model.h"
+#include "compiler/tune/database.h"
+#include "compiler/tune/measure.h"
+#include "compiler/tune/space.h"
+
+namespace kiln::tune {
+
+struct TuneOptions {
+  std::string target = "llvm";
+  int trials = 64;              // in all
+  int max_trials_per_task = 0;  // 0: no limit but `trials`
+  int batch = 8;                // candidates per round
+  uint64_t seed = 1;
+  bool use_cost_model = true;  // off: random search
+  int population = 48;
+  int generations = 3;
+  double epsilon = 0.2;
+  std::string measured_on = "localhost";
+  std::string compiler;  // identity written with each record
+  // Set (e.g. by SIGINT) to stop after the current round; every record so far is kept.
+  const std::atomic<bool>* stop = nullptr;
+};
+
+struct TaskReport {
+  std::string name;
+  std::string workload_key;
+  int weight = 0;
+  int trials = 0;                         // measured this run
+  int failures = 0;                       // of those
+  std::optional<double> default_seconds;  // the untuned kernel
+  std::optional<double> best_seconds;     // the best known, database included
+  std::string error;                      // why the task could not be tuned at all
+};
+
+struct CurvePoint {
+  int trials;
+  double estimated_seconds;  // sum over tasks of weight x best (default where none)
+  double elapsed_s;
+};
+
+struct TuneReport {
+  std::vector<TaskReport> tasks;
+  std::vector<CurvePoint> curve;
+  int trials = 0;
+  double elapsed_s = 0;
+  bool stopped = false;
+};
+
+using ProgressFn = std::function<void(const TuneReport&)>;
+
+// Tunes `tasks`, adding every measured candidate to `db`. Fails only on a database error.
+absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDatabase& db,
+                                Builder& builder, Runner& runner, const TuneOptions& options,
+                                const ProgressFn& progress = nullptr);
+
+// One task's search state: what the tuner asks for each round. Exposed for tests: given the same
+// seed, database and measurements, it proposes the same candidates.
+class TaskSearch {
+ public:
+  TaskSearch(const TuneTask& task, const TuneOptions& options, uint64_t seed);
+
+  // Reads the task's records from `db` (measured set, parents, training data).
+  absl::Status Load(const TuningDatabase& db, const WorkloadId& workload);
+  // Up to `n` candidates not measured before.
+  std::vector<tir::Schedule> Propose(int n, const CostModel& model);
+  // Remembers a measured candidate (and its features for the model).
+  void Record(const tir::Schedule& sch, std::optional<double> seconds);
+
+  const std::vector<std::vector<float>>& features() const { return features_; }
+  const std::vector<std::optional<double>>& seconds() const { return seconds_; }
+  std::optional<double> best() const { return best_; }
+
+ private:
+  uint64_t Next();
+
+  const TuneTask& task_;
+  TuneOptions options_;
+  uint64_t rng_;
+  std::set<std::string> measured_;
+  std::vector<std::pair<double, v1::TraceProto>> parents_;  // measured, fastest first
+  std::vector<std::vector<float>> features_;
+  std::vector<std::optional<double>> seconds_;
+  std::optional<double> best_;
+};
+
+// The tuning curve as a small SVG plot (trials -> estimated model latency).
+std::string CurveSvg(const TuneReport& report);
+
+}  // namespace kiln::tune
+
+#endif  // KILN_COMPILER_TUNE_TUNER_H_

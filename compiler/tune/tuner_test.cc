@@ -1,0 +1,160 @@
+// The tuner end to end on a real matmul with the local builder and runner, its reproducibility,
+// and that failures and a stop request are records and reports, not errors.
+#include "compiler/tune/tuner.h"
+
+#include <cstdlib>
+
+#include "compiler/testing/schedule_workloads.h"
+#include "compiler/tune/features.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::tune {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  std::remove(path.c_str());
+  return path;
+}
+
+std::vector<TuneTask> MatmulTasks() {
+  absl::StatusOr<ir::IRModule> mod = tir::testing::Parse(tir::testing::MatmulScript(64, 64, 64));
+  EXPECT_TRUE(mod.ok());
+  absl::StatusOr<std::vector<TuneTask>> tasks = ExtractTasks(*mod);
+  EXPECT_TRUE(tasks.ok());
+  return *tasks;
+}
+
+std::vector<std::string> Keys(const std::vector<tir::Schedule>& s) {
+  std::vector<std::string> out;
+  for (const tir::Schedule& x : s) out.push_back(WorkloadKey(x.func()));
+  return out;
+}
+
+TEST(TunerTest, TunesAMatmulAndKeepsEveryRecord) {
+  std::vector<TuneTask> tasks = MatmulTasks();
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(TempPath("t.db"));
+  ASSERT_TRUE(db.ok());
+  std::unique_ptr<Builder> builder = MakeLocalBuilder({});
+  std::unique_ptr<Runner> runner = MakeLocalRunner({.min_repeat_ms = 2});
+  TuneOptions options;
+  options.trials = 16;
+  options.batch = 8;
+  int progress_calls = 0;
+  absl::StatusOr<TuneReport> report =
+      Tune(tasks, **db, *builder, *runner, options, [&](const TuneReport&) { ++progress_calls; });
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->trials, 16);
+  EXPECT_EQ(progress_calls, 2);
+  ASSERT_EQ(report->tasks.size(), 1u);
+  const TaskReport& t = report->tasks[0];
+  EXPECT_EQ(t.error, "");
+  EXPECT_EQ(t.trials, 16);
+  ASSERT_TRUE(t.default_seconds.has_value());
+  ASSERT_TRUE(t.best_seconds.has_value());
+  ASSERT_EQ(report->curve.size(), 3u);
+  EXPECT_EQ(report->curve.back().trials, 16);
+  EXPECT_LE(report->curve.back().estimated_seconds, report->curve[1].estimated_seconds);
+  absl::StatusOr<std::vector<TuningRecord>> records = (*db)->Records({t.workload_key, "llvm", ""});
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 16u);
+  std::set<std::string> keys;
+  for (const TuningRecord& r : *records) {
+    EXPECT_TRUE(keys.insert(r.candidate_key).second) << "measured twice: " << r.candidate_key;
+    EXPECT_TRUE(r.seconds.has_value() || !r.error.empty());
+  }
+  EXPECT_DOUBLE_EQ(*(*records)[0].seconds, *t.best_seconds);
+  // A second run continues from the database: nothing measured again.
+  options.trials = 8;
+  absl::StatusOr<TuneReport> again = Tune(tasks, **db, *builder, *runner, options);
+  ASSERT_TRUE(again.ok());
+  records = (*db)->Records({t.workload_key, "llvm", ""});
+  ASSERT_EQ(records->size(), 24u);
+  keys.clear();
+  for (const TuningRecord& r : *records) EXPECT_TRUE(keys.insert(r.candidate_key).second);
+  EXPECT_THAT(CurveSvg(*report), HasSubstr("<polyline"));
+}
+
+TEST(TunerTest, SameSeedSameDatabaseSameProposals) {
+  std::vector<TuneTask> tasks = MatmulTasks();
+  TuneOptions options;
+  CostModel untrained;
+  TaskSearch a(tasks[0], options, 7), b(tasks[0], options, 7), c(tasks[0], options, 8);
+  std::vector<tir::Schedule> pa = a.Propose(6, untrained), pb = b.Propose(6, untrained);
+  EXPECT_EQ(Keys(pa), Keys(pb));
+  EXPECT_NE(Keys(pa), Keys(c.Propose(6, untrained)));
+  // The same measurements and the same model: the same guided proposals.
+  CostModel model;
+  std::vector<std::vector<float>> features;
+  std::vector<float> labels;
+  for (size_t k = 0; k < pa.size(); ++k) {
+    const double seconds = 1e-3 * static_cast<double>(k + 1);
+    a.Record(pa[k], seconds);
+    b.Record(pb[k], seconds);
+    features.push_back(ExtractFeatures(pa[k].func()));
+    labels.push_back(1.0f / static_cast<float>(k + 1));
+  }
+  for (int k = 0; k < 4; ++k) {
+    features.push_back(features[k]);
+    labels.push_back(labels[k]);
+  }
+  ASSERT_TRUE(model.Train(features, labels).ok());
+  std::vector<tir::Schedule> ga = a.Propose(4, model), gb = b.Propose(4, model);
+  ASSERT_EQ(ga.size(), 4u);
+  EXPECT_EQ(Keys(ga), Keys(gb));
+  for (const std::string& k : Keys(ga)) {
+    for (const std::string& measured : Keys(pa)) EXPECT_NE(k, measured);
+  }
+}
+
+TEST(TunerTest, FailingBuildsAreRecordedAndAStopIsClean) {
+  std::vector<TuneTask> tasks = MatmulTasks();
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(TempPath("f.db"));
+  ASSERT_TRUE(db.ok());
+  // Every candidate's build fails; the untuned kernel (built first) succeeds.
+  int builds = 0;
+  LocalBuilderOptions bo;
+  std::unique_ptr<Builder> good = MakeLocalBuilder({});
+  bo.build = [](const ir::IRModule&) -> absl::StatusOr<std::string> {
+    return absl::InternalError("no linker today");
+  };
+  std::unique_ptr<Builder> bad = MakeLocalBuilder(bo);
+  struct Switching : Builder {
+    Builder* first;
+    Builder* rest;
+    int* count;
+    std::vector<BuildResult> Build(const std::vector<ir::IRModule>& m) override {
+      return (*count)++ == 0 ? first->Build(m) : rest->Build(m);
+    }
+  } builder;
+  builder.first = good.get();
+  builder.rest = bad.get();
+  builder.count = &builds;
+  std::unique_ptr<Runner> runner = MakeLocalRunner({.min_repeat_ms = 2});
+  TuneOptions options;
+  options.trials = 8;
+  absl::StatusOr<TuneReport> report = Tune(tasks, **db, builder, *runner, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tasks[0].trials, 8);
+  EXPECT_EQ(report->tasks[0].failures, 8);
+  EXPECT_FALSE(report->tasks[0].best_seconds.has_value());
+  absl::StatusOr<std::vector<TuningRecord>> records =
+      (*db)->Records({report->tasks[0].workload_key, "llvm", ""});
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 8u);
+  EXPECT_THAT((*records)[0].error, HasSubstr("no linker today"));
+  // A stop requested before the first round: no trials, a report all the same.
+  std::atomic<bool> stop{true};
+  options.stop = &stop;
+  report = Tune(tasks, **db, *good, *runner, options);
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->stopped);
+  EXPECT_EQ(report->trials, 0);
+}
+
+}  // namespace
+}  // namespace kiln::tune
