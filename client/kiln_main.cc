@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "client/output_check.h"
 #include "client/remote_commands.h"
+#include "client/tune_command.h"
 #include "compiler/backend/build.h"
 #include "compiler/build_info.h"
 #include "compiler/frontend/load_module.h"
@@ -25,6 +26,8 @@
 #include "compiler/relax/well_formed.h"
 #include "compiler/script/printer.h"
 #include "compiler/tir/schedule/trace.h"
+#include "compiler/tune/apply.h"
+#include "compiler/tune/database.h"
 #include "nlohmann/json.hpp"
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
@@ -164,7 +167,16 @@ int Fail(const absl::Status& status) {
 // kiln compile FILE --target T -o OUT.kiln [--dump-after PASS ... [--dump-dir DIR]]
 // [--time-passes] [--verify-passes]
 int Compile(const std::string& path, const std::string& target, const std::string& output,
-            kiln::backend::BuildOptions options, const std::string& dump_dir, bool time_passes) {
+            kiln::backend::BuildOptions options, const std::string& dump_dir, bool time_passes,
+            const std::string& tuning_db) {
+  if (!tuning_db.empty()) {
+    absl::StatusOr<std::unique_ptr<kiln::tune::TuningDatabase>> db =
+        kiln::tune::TuningDatabase::Open(tuning_db);
+    if (!db.ok()) return Fail(db.status());
+    options.schedule_passes.push_back(kiln::tune::ApplyTuningRecordsPass(
+        std::shared_ptr<const kiln::tune::TuningDatabase>(std::move(*db)), target,
+        [](const std::string& w) { std::fprintf(stderr, "kiln: warning: %s\n", w.c_str()); }));
+  }
   kiln::pass::PassTimer timer;
   if (time_passes) options.timer = &timer;
   if (absl::Status s = kiln::backend::CheckDumpAfter(options); !s.ok()) return Fail(s);
@@ -196,6 +208,13 @@ int Compile(const std::string& path, const std::string& target, const std::strin
   parsed.ParseFromString(*artifact);
   std::printf("%s: %zu bytes, target %s, digest %s\n", output.c_str(), artifact->size(),
               target.c_str(), parsed.manifest().digest().substr(0, 16).c_str());
+  if (!tuning_db.empty()) {
+    std::printf("  tuned kernels: %d%s%s\n", parsed.manifest().tuned_kernels_size(),
+                parsed.manifest().tuned_kernels_size() ? " (" : "",
+                parsed.manifest().tuned_kernels_size()
+                    ? (absl::StrJoin(parsed.manifest().tuned_kernels(), ", ") + ")").c_str()
+                    : "");
+  }
   for (const kiln::v1::EntryFunction& fn : parsed.manifest().functions()) {
     if (fn.planned_tensor_bytes() == 0) continue;
     std::printf("  %s: planned memory %lld bytes (%lld bytes of intermediates without reuse)\n",
@@ -431,7 +450,34 @@ int main(int argc, char** argv) {
                     "print each pass's and code generation step's wall time to stderr");
   compile->add_flag("--verify-passes", verify_passes,
                     "check well-formedness after every pass (always on in debug builds)");
+  std::string tuning_db;
+  compile
+      ->add_option("--tuning-db", tuning_db,
+                   "apply the best records of this tuning database (kiln tune)")
+      ->check(CLI::ExistingFile);
   add_remote(compile, false);
+  kiln::client::TuneFlags tune_flags;
+  CLI::App* tune = app.add_subcommand("tune", "auto-tune a model's kernels into a tuning database");
+  tune->add_option("MODEL", tune_flags.model, "TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)")
+      ->required();
+  tune->add_option("--target", tune_flags.target, "TVM-style target (default llvm)");
+  tune->add_option("--tuning-db", tune_flags.database, "the SQLite tuning database (created)")
+      ->required();
+  tune->add_option("--trials", tune_flags.trials, "candidates to measure in all (default 64)")
+      ->check(CLI::PositiveNumber);
+  tune->add_option("--max-trials-per-task", tune_flags.max_trials_per_task,
+                   "at most this many per kernel (default: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  tune->add_option("--seed", tune_flags.seed, "the search's seed (default 1)");
+  tune->add_option("--timeout-s", tune_flags.timeout_s,
+                   "per candidate: a run past it is killed and recorded as failed (default 20)")
+      ->check(CLI::PositiveNumber);
+  tune->add_option("--threads", tune_flags.threads, "threads the kernels run on (default 1)")
+      ->check(CLI::PositiveNumber);
+  tune->add_flag("--random-search", tune_flags.random_search,
+                 "propose random candidates (no cost model): the baseline");
+  tune->add_flag("--json", tune_flags.json, "print the report as JSON");
+  tune->add_option("--curve-svg", tune_flags.curve_svg, "write the tuning curve as an SVG plot");
   std::string device;
   CLI::App* run = app.add_subcommand("run", "run a function of a .kiln artifact on .npy inputs");
   run->add_option("ARTIFACT", file, "a .kiln file")->required();
@@ -527,10 +573,10 @@ int main(int argc, char** argv) {
     build_options.fold_constants = !no_fold;
     build_options.verify = build_options.verify || verify_passes;
     if (remote_mode) {
-      if (!build_options.dump_after.empty() || time_passes) {
+      if (!build_options.dump_after.empty() || time_passes || !tuning_db.empty()) {
         std::fprintf(stderr,
-                     "kiln: --dump-after and --time-passes work in-process only (without "
-                     "--server)\n");
+                     "kiln: --dump-after, --time-passes and --tuning-db work in-process only "
+                     "(without --server)\n");
         return kExitUsage;
       }
       kiln::v1::CompileOptions options;
@@ -538,8 +584,9 @@ int main(int argc, char** argv) {
       options.set_no_fold(no_fold);
       return kiln::client::RemoteCompile(remote, file, target, output, options);
     }
-    return Compile(file, target, output, build_options, dump_dir, time_passes);
+    return Compile(file, target, output, build_options, dump_dir, time_passes, tuning_db);
   }
+  if (*tune) return kiln::client::TuneModel(tune_flags);
   if (*run) {
     int rc = remote_mode
                  ? kiln::client::RemoteRun(remote, file, device, function, inputs, output_dir)

@@ -101,6 +101,10 @@ absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_
   manifest->set_target(std::string(target));
   manifest->set_target_triple(info.triple);
   for (const auto& [name, entry] : normalized->functions) {
+    const auto* kernel = entry.second.as<ir::PrimFuncNode>();
+    if (kernel != nullptr && ir::GetAttr(kernel->attrs, "kiln.tuned")) {
+      manifest->add_tuned_kernels(name);
+    }
     const auto* f = entry.second.as<ir::relax::FunctionNode>();
     if (f == nullptr) continue;
     kiln::v1::EntryFunction* fn = manifest->add_functions();

@@ -22,6 +22,7 @@ std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
     passes.push_back(relax::FuseOpsPass());
     passes.push_back(relax::DeadCodeEliminationPass());
   }
+  passes.insert(passes.end(), options.schedule_passes.begin(), options.schedule_passes.end());
   passes.push_back(tir::DefaultSchedulePass());
   passes.push_back(relax::ToNonDataflowPass());
   passes.push_back(relax::CallTIRRewritePass());

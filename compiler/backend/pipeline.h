@@ -8,6 +8,7 @@
 //   DeadCodeElimination   unused bindings and private functions removed
 //   FuseOps               chains and epilogues merged into fused kernels
 //   DeadCodeElimination   the kernels fusion replaced removed
+//   (schedule_passes)     e.g. ApplyTuningRecords: tuned kernels get their best record
 //   DefaultSchedule       every kernel without a schedule gets the default one
 //   ToNonDataflow         dataflow blocks become plain binding blocks
 //   CallTIRRewrite        call_tir -> explicit output allocation + a direct kernel call
@@ -50,6 +51,9 @@ struct BuildOptions {
   bool verify = kVerifyPassesByDefault;
   // When set, every pass and code generation step is timed into it.
   pass::PassTimer* timer = nullptr;
+  // Passes run just before DefaultSchedule: kernels they schedule (mark "tir.is_scheduled")
+  // keep that schedule. `kiln compile --tuning-db` puts ApplyTuningRecords here.
+  std::vector<pass::PassPtr> schedule_passes;
 };
 
 // The graph-level passes `options` selects, in order (through StaticPlanBlockMemory).

@@ -1,0 +1,30 @@
+// `kiln tune MODEL --tuning-db DB ...`: auto-tunes a model's kernels on this machine
+// (compiler/tune), printing a live progress line, then a table per task and the tuning curve;
+// Ctrl-C stops after the current round and keeps every record. Returns the exit status.
+#ifndef KILN_CLIENT_TUNE_COMMAND_H_
+#define KILN_CLIENT_TUNE_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::client {
+
+struct TuneFlags {
+  std::string model;
+  std::string target = "llvm";
+  std::string database;
+  int trials = 64;
+  int max_trials_per_task = 0;
+  uint64_t seed = 1;
+  double timeout_s = 20;
+  int threads = 1;
+  bool random_search = false;
+  bool json = false;
+  std::string curve_svg;  // where to write the curve as SVG ("" = not written)
+};
+
+int TuneModel(const TuneFlags& flags);
+
+}  // namespace kiln::client
+
+#endif  // KILN_CLIENT_TUNE_COMMAND_H_

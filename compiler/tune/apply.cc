@@ -1,0 +1,45 @@
+#include "compiler/tune/apply.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/tir/schedule/trace.h"
+#include "compiler/tune/task.h"
+
+namespace kiln::tune {
+
+pass::PassPtr ApplyTuningRecordsPass(std::shared_ptr<const TuningDatabase> db, std::string target,
+                                     std::function<void(const std::string&)> warn) {
+  return pass::MakeModulePass(
+      "ApplyTuningRecords",
+      [db, target, warn](const ir::IRModule& mod) -> absl::StatusOr<ir::IRModule> {
+        ir::IRModuleBuilder builder(mod);
+        for (const auto& [name, entry] : mod->functions) {
+          ir::PrimFunc f = entry.second.as_ref<ir::PrimFuncNode>();
+          if (!f || ir::GetAttr(f->attrs, "tir.is_scheduled")) continue;
+          const std::string key = WorkloadKey(f);
+          absl::StatusOr<std::optional<TuningRecord>> best = db->Best({key, target, ""});
+          if (!best.ok()) {
+            warn(absl::StrCat("kernel ", name, ": ", best.status().message(),
+                              "; using the default schedule"));
+            continue;
+          }
+          if (!best->has_value()) continue;
+          absl::StatusOr<TuneTask> task = TaskFromPrimFunc(mod, name);
+          if (!task.ok()) return task.status();
+          v1::TraceProto trace = (*best)->trace;
+          trace.set_func_name(name);
+          absl::StatusOr<tir::Schedule> sch = tir::ReplayTrace(task->mod, trace);
+          if (!sch.ok()) {
+            warn(absl::StrCat("kernel ", name, ": its tuning record (workload ", key,
+                              ") no longer replays: ", sch.status().message(),
+                              "; using the default schedule"));
+            continue;
+          }
+          ir::PrimFunc tuned = ir::WithFuncAttr(sch->func(), "tir.is_scheduled", ir::Bool(true));
+          builder.Update(entry.first, ir::WithFuncAttr(tuned, "kiln.tuned", ir::Bool(true)));
+        }
+        return builder.Build();
+      },
+      {"LegalizeOps"});
+}
+
+}  // namespace kiln::tune

@@ -1,0 +1,108 @@
+// Applying records in the pipeline: a kernel with a record gets the record's schedule and the
+// "kiln.tuned" mark; a record that no longer replays is a warning and the default schedule.
+#include "compiler/tune/apply.h"
+
+#include <cstdlib>
+
+#include "compiler/backend/build.h"
+#include "compiler/ir/structural.h"
+#include "compiler/script/script_parser.h"
+#include "compiler/tune/space.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/artifact.h"
+
+namespace kiln::tune {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kModel[] = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((16, 32), dtype="float32"), w: R.Tensor((32, 24), dtype="float32")):
+        with R.dataflow():
+            y = R.matmul(x, w)
+            R.output(y)
+        return y
+)";
+
+struct Fixture {
+  ir::IRModule mod;
+  TuneTask task;
+  std::shared_ptr<TuningDatabase> db;
+  WorkloadId workload;
+};
+
+Fixture Make(const std::string& db_name) {
+  Fixture f;
+  f.mod = *script::ParseScript(kModel);
+  absl::StatusOr<std::vector<TuneTask>> tasks = ExtractTasks(f.mod);
+  EXPECT_TRUE(tasks.ok() && tasks->size() == 1u);
+  f.task = (*tasks)[0];
+  std::string path =
+      std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + db_name;
+  std::remove(path.c_str());
+  f.db = std::shared_ptr<TuningDatabase>(std::move(*TuningDatabase::Open(path)));
+  f.workload = {WorkloadKey(f.task.mod->Lookup(f.task.name).as_ref<ir::PrimFuncNode>()), "llvm",
+                ""};
+  EXPECT_TRUE(f.db->AddWorkload(f.workload, "").ok());
+  return f;
+}
+
+TEST(ApplyTest, BestRecordReplacesTheDefaultSchedule) {
+  Fixture f = Make("apply.db");
+  absl::StatusOr<tir::Schedule> slow = GenerateSchedule(f.task, 1);
+  absl::StatusOr<tir::Schedule> fast = GenerateSchedule(f.task, 2);
+  ASSERT_TRUE(slow.ok() && fast.ok());
+  ASSERT_TRUE(f.db->AddRecord(f.workload, {"a", slow->trace(), 2e-3, "", "", "", ""}).ok());
+  ASSERT_TRUE(f.db->AddRecord(f.workload, {"b", fast->trace(), 1e-3, "", "", "", ""}).ok());
+  ASSERT_TRUE(
+      f.db->AddRecord(f.workload, {"c", slow->trace(), std::nullopt, "x", "", "", ""}).ok());
+  std::vector<std::string> warnings;
+  backend::BuildOptions options;
+  options.schedule_passes.push_back(
+      ApplyTuningRecordsPass(f.db, "llvm", [&](const std::string& w) { warnings.push_back(w); }));
+  std::vector<pass::PassPtr> passes = PassesBeforeScheduling(options);
+  absl::StatusOr<ir::IRModule> out = backend::RunPasses(f.mod, passes, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(warnings.empty());
+  ir::PrimFunc tuned = (*out)->Lookup(f.task.name).as_ref<ir::PrimFuncNode>();
+  EXPECT_TRUE(ir::GetAttr(tuned->attrs, "kiln.tuned"));
+  EXPECT_TRUE(ir::StructuralEqual(tuned->body, fast->func()->body));
+  // Through the whole build: the manifest names the kernel.
+  absl::StatusOr<std::string> artifact = backend::BuildArtifact(f.mod, "llvm", options);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  kiln::v1::ArtifactProto parsed;
+  ASSERT_TRUE(parsed.ParseFromString(*artifact));
+  ASSERT_EQ(parsed.manifest().tuned_kernels_size(), 1);
+  EXPECT_EQ(parsed.manifest().tuned_kernels(0), f.task.name);
+}
+
+TEST(ApplyTest, StaleRecordFallsBackWithAWarning) {
+  Fixture f = Make("stale.db");
+  v1::TraceProto stale;
+  stale.set_version(1);
+  stale.set_func_name(f.task.name);
+  v1::TraceInstruction* inst = stale.add_instructions();
+  inst->set_kind("GetBlock");
+  inst->add_attrs()->set_str("a_block_that_is_gone");
+  inst->add_outputs("b0");
+  ASSERT_TRUE(f.db->AddRecord(f.workload, {"s", stale, 1e-4, "", "", "", ""}).ok());
+  std::vector<std::string> warnings;
+  backend::BuildOptions options;
+  options.schedule_passes.push_back(
+      ApplyTuningRecordsPass(f.db, "llvm", [&](const std::string& w) { warnings.push_back(w); }));
+  absl::StatusOr<std::string> artifact = backend::BuildArtifact(f.mod, "llvm", options);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("no longer replays"));
+  EXPECT_THAT(warnings[0], HasSubstr("using the default schedule"));
+  kiln::v1::ArtifactProto parsed;
+  ASSERT_TRUE(parsed.ParseFromString(*artifact));
+  EXPECT_EQ(parsed.manifest().tuned_kernels_size(), 0);
+}
+
+}  // namespace
+}  // namespace kiln::tune
