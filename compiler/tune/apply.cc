@@ -23,6 +23,9 @@ pass::PassPtr ApplyTuningRecordsPass(std::shared_ptr<const TuningDatabase> db, s
             continue;
           }
           if (!best->has_value()) continue;
+          // A record slower than the untuned kernel measured beside it is not applied.
+          absl::StatusOr<std::optional<double>> untuned = db->DefaultSeconds({key, target, ""});
+          if (untuned.ok() && untuned->has_value() && **untuned <= *(*best)->seconds) continue;
           absl::StatusOr<TuneTask> task = TaskFromPrimFunc(mod, name);
           if (!task.ok()) return task.status();
           v1::TraceProto trace = (*best)->trace;

@@ -1,7 +1,8 @@
 // Applying a tuning database at compile time: a pass, run just before DefaultSchedule, that
 // replays each kernel's best record (by workload key and target) in place of the default
-// schedule and marks it "kiln.tuned". A record that no longer replays (the compiler changed
-// since) leaves the kernel to the default schedule with a warning: never a failed build.
+// schedule and marks it "kiln.tuned", unless the untuned kernel measured faster. A record that no
+// longer replays (the compiler changed since) leaves the kernel to the default schedule with a
+// warning: never a failed build.
 #ifndef KILN_COMPILER_TUNE_APPLY_H_
 #define KILN_COMPILER_TUNE_APPLY_H_
 

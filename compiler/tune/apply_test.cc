@@ -78,6 +78,12 @@ TEST(ApplyTest, BestRecordReplacesTheDefaultSchedule) {
   ASSERT_TRUE(parsed.ParseFromString(*artifact));
   ASSERT_EQ(parsed.manifest().tuned_kernels_size(), 1);
   EXPECT_EQ(parsed.manifest().tuned_kernels(0), f.task.name);
+  // Once the untuned kernel is known to be faster than every record, none is applied.
+  ASSERT_TRUE(f.db->SetDefaultSeconds(f.workload, 0.5e-3).ok());
+  out = backend::RunPasses(f.mod, passes, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(
+      ir::GetAttr((*out)->Lookup(f.task.name).as_ref<ir::PrimFuncNode>()->attrs, "kiln.tuned"));
 }
 
 TEST(ApplyTest, StaleRecordFallsBackWithAWarning) {

@@ -16,6 +16,7 @@ CREATE TABLE IF NOT EXISTS workloads(
   target TEXT NOT NULL,
   device_key TEXT NOT NULL,
   module TEXT NOT NULL,
+  default_seconds DOUBLE PRECISION,
   UNIQUE(workload_key, target, device_key));
 CREATE TABLE IF NOT EXISTS records(
   id INTEGER PRIMARY KEY,
@@ -152,6 +153,31 @@ absl::Status TuningDatabase::AddRecord(const WorkloadId& w, const TuningRecord& 
   add.Bind(8, r.compiler);
   if (add.Step() != SQLITE_DONE) return Error("adding a record");
   return absl::OkStatus();
+}
+
+absl::Status TuningDatabase::SetDefaultSeconds(const WorkloadId& w, double seconds) {
+  Statement set(db_,
+                "UPDATE workloads SET default_seconds = ? WHERE workload_key = ? AND target = ? "
+                "AND device_key = ?");
+  set.Bind(1, std::optional<double>(seconds));
+  set.Bind(2, w.workload_key);
+  set.Bind(3, w.target);
+  set.Bind(4, w.device_key);
+  if (set.Step() != SQLITE_DONE) return Error("setting a default time");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<double>> TuningDatabase::DefaultSeconds(const WorkloadId& w) const {
+  Statement get(db_,
+                "SELECT default_seconds FROM workloads WHERE workload_key = ? AND target = ? AND "
+                "device_key = ?");
+  get.Bind(1, w.workload_key);
+  get.Bind(2, w.target);
+  get.Bind(3, w.device_key);
+  int rc = get.Step();
+  if (rc == SQLITE_ROW) return get.Real(0);
+  if (rc != SQLITE_DONE) return Error("reading a default time");
+  return std::optional<double>();
 }
 
 absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Records(const WorkloadId& w) const {

@@ -2,9 +2,10 @@
 // writes it) and `kiln compile --tuning-db` (which applies its best records). Embedded SQLite:
 //
 //   kiln_tuning_meta(key, value)     schema_version = kTuningSchemaVersion
-//   workloads(id, workload_key, target, device_key, module)
+//   workloads(id, workload_key, target, device_key, module, default_seconds)
 //             one per kernel (structural hash, ir/structural.h) x target x device ("" = local),
-//             with the kernel's TVMScript so a record can be read without the model
+//             with the kernel's TVMScript so a record can be read without the model, and the
+//             untuned kernel's time (a record slower than it is never applied)
 //   records(id, workload_id, candidate_key, trace, seconds, error, measured_at, measured_on,
 //           compiler)
 //             one per measured candidate: its trace (JSON, schedule/trace.h), seconds per call or
@@ -59,6 +60,9 @@ class TuningDatabase {
   // Adds the workload if new (the module text is kept from the first time).
   absl::Status AddWorkload(const WorkloadId& workload, const std::string& module_script);
   absl::Status AddRecord(const WorkloadId& workload, const TuningRecord& record);
+  // The untuned (default-scheduled) kernel's seconds per call, measured with the records.
+  absl::Status SetDefaultSeconds(const WorkloadId& workload, double seconds);
+  absl::StatusOr<std::optional<double>> DefaultSeconds(const WorkloadId& workload) const;
   // Every record of the workload: the measured fastest first, then the failed ones.
   absl::StatusOr<std::vector<TuningRecord>> Records(const WorkloadId& workload) const;
   // The fastest measured record, if any.

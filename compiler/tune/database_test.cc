@@ -72,6 +72,13 @@ TEST(TuningDatabaseTest, RoundTripBestFirstAcrossReopen) {
   best = (*db)->Best({w.workload_key, "llvm -mcpu=znver3", ""});
   ASSERT_TRUE(best.ok());
   EXPECT_FALSE(best->has_value());
+  absl::StatusOr<std::optional<double>> untuned = (*db)->DefaultSeconds(w);
+  ASSERT_TRUE(untuned.ok());
+  EXPECT_FALSE(untuned->has_value());
+  ASSERT_TRUE((*db)->SetDefaultSeconds(w, 3e-3).ok());
+  untuned = (*db)->DefaultSeconds(w);
+  ASSERT_TRUE(untuned.ok() && untuned->has_value());
+  EXPECT_DOUBLE_EQ(**untuned, 3e-3);
   absl::StatusOr<std::vector<WorkloadId>> all = (*db)->Workloads();
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 1u);

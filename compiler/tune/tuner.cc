@@ -133,7 +133,10 @@ struct TaskState {
   bool exhausted = false;
 };
 
+// What the kernel will take when compiled with the database: the best record, unless the
+// untuned kernel is faster (then no record is applied).
 double Estimate(const TaskReport& t) {
+  if (t.best_seconds && t.default_seconds) return std::min(*t.best_seconds, *t.default_seconds);
   if (t.best_seconds) return *t.best_seconds;
   return t.default_seconds.value_or(0);
 }
@@ -206,6 +209,8 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
       std::vector<RunResult> ran = runner.Run(task, s.reference, {s.reference});
       if (ran[0].seconds) {
         t.default_seconds = ran[0].seconds;
+        if (absl::Status st = db.SetDefaultSeconds(s.workload, *ran[0].seconds); !st.ok())
+          return st;
       } else {
         t.error = absl::StrCat("the untuned kernel: ", ran[0].error);
       }
