@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -161,7 +160,8 @@ int PickTask(const std::vector<TaskState>& states, const TuneReport& report,
     const std::vector<double>& h = states[i].history;
     double score;
     if (h.empty()) {
-      score = std::numeric_limits<double>::infinity();
+      // Every task gets a first round, the costliest (weight x untuned time) first.
+      score = 1e6 + t.weight * t.default_seconds.value_or(0);
     } else {
       const double before = h.size() >= 2 ? h[h.size() - 2] : t.default_seconds.value_or(h.back());
       const double gradient = std::max(0.0, before - h.back());

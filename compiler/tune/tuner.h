@@ -10,7 +10,8 @@
 // is fresh samples.
 //
 // The task scheduler spends each round where it reduces the model's weighted latency
-// (sum of weight x best seconds) most: after one round per task, the task with the largest
+// (sum of weight x best seconds) most: after one round per task (the costliest first), the task
+// with the largest
 // weight x (its recent improvement per round, or an optimistic share of its latency when it has
 // not improved yet) — not round-robin.
 #ifndef KILN_COMPILER_TUNE_TUNER_H_
