@@ -53,6 +53,7 @@ nlohmann::json ToJson(const tune::TuneReport& report) {
 }  // namespace
 
 int TuneModel(const TuneFlags& flags) {
+  std::signal(SIGINT, OnInterrupt);  // from the start: a Ctrl-C while loading also ends cleanly
   absl::StatusOr<ir::IRModule> mod = frontend::ParseModuleFile(flags.model);
   if (!mod.ok()) {
     std::fprintf(stderr, "kiln: %s: %s\n", flags.model.c_str(),
@@ -89,7 +90,6 @@ int TuneModel(const TuneFlags& flags) {
   gethostname(host, sizeof host - 1);
   options.measured_on = host;
   options.stop = &g_stop;
-  std::signal(SIGINT, OnInterrupt);
   std::fprintf(stderr, "kiln tune: %zu tasks from %s, %d trials, database %s\n", tasks->size(),
                flags.model.c_str(), flags.trials, flags.database.c_str());
   const bool tty = isatty(STDERR_FILENO);

@@ -38,9 +38,13 @@ grep -q "fused_matmul_add_relu" "$TMP/table.txt" && grep -q "^curve: " "$TMP/tab
   || { cat "$TMP/table.txt"; exit 1; }
 
 # Ctrl-C: the run ends with status 0 after its current round, "(stopped)", records kept.
-"$KILN" tune "$MODEL" --trials 100000 --tuning-db "$DB" > "$TMP/stopped.txt" 2> /dev/null &
+"$KILN" tune "$MODEL" --trials 100000 --tuning-db "$DB" > "$TMP/stopped.txt" \
+  2> "$TMP/stopped.log" &
 PID=$!
-sleep 3
+for _ in $(seq 1 600); do
+  grep -q "\[tune\]" "$TMP/stopped.log" 2>/dev/null && break
+  sleep 0.1
+done
 kill -INT "$PID"
 wait "$PID"
 grep -q "(stopped)" "$TMP/stopped.txt" || { cat "$TMP/stopped.txt"; exit 1; }
