@@ -181,15 +181,21 @@ absl::StatusOr<std::optional<double>> TuningDatabase::DefaultSeconds(const Workl
 }
 
 absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Records(const WorkloadId& w) const {
+  return Query(w, -1);
+}
+
+absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Query(const WorkloadId& w,
+                                                                int64_t limit) const {
   Statement get(db_,
                 "SELECT r.candidate_key, r.trace, r.seconds, r.error, r.measured_at, "
                 "r.measured_on, r.compiler FROM records r JOIN workloads w ON r.workload_id = "
                 "w.id WHERE w.workload_key = ? AND w.target = ? AND w.device_key = ? "
-                "ORDER BY r.seconds IS NULL, r.seconds, r.id");
+                "ORDER BY r.seconds IS NULL, r.seconds, r.id LIMIT ?");
   if (!get.ok()) return Error("reading records");
   get.Bind(1, w.workload_key);
   get.Bind(2, w.target);
   get.Bind(3, w.device_key);
+  get.Bind(4, limit);
   std::vector<TuningRecord> out;
   int rc;
   while ((rc = get.Step()) == SQLITE_ROW) {
@@ -214,7 +220,8 @@ absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Records(const Workload
 }
 
 absl::StatusOr<std::optional<TuningRecord>> TuningDatabase::Best(const WorkloadId& w) const {
-  absl::StatusOr<std::vector<TuningRecord>> all = Records(w);
+  // Only the first row: the apply pass asks this for every kernel of every compile.
+  absl::StatusOr<std::vector<TuningRecord>> all = Query(w, 1);
   if (!all.ok()) return all.status();
   if (all->empty() || !all->front().seconds) return std::optional<TuningRecord>();
   return std::optional<TuningRecord>(all->front());

@@ -74,6 +74,8 @@ class TuningDatabase {
   TuningDatabase(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   absl::Status Error(const std::string& what) const;
   absl::StatusOr<std::optional<int64_t>> FindWorkload(const WorkloadId& workload) const;
+  // Records, best first, at most `limit` of them (negative: all).
+  absl::StatusOr<std::vector<TuningRecord>> Query(const WorkloadId& workload, int64_t limit) const;
 
   sqlite3* db_;
   std::string path_;
