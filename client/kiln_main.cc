@@ -31,6 +31,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
+#include "runtime/support/large_stack.h"
 #include "runtime/time_evaluator.h"
 
 namespace {
@@ -386,7 +387,7 @@ int Bench(const std::string& path, const std::vector<std::string>& inputs,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int KilnMain(int argc, char** argv) {
   CLI::App app{"kiln: compile, run and benchmark ML models with Kiln"};
   app.require_subcommand(1);
 
@@ -611,4 +612,11 @@ int main(int argc, char** argv) {
   }
   if (*bench) return Bench(file, inputs, function, timing, json);
   return kExitUsage;
+}
+
+// Compiling recurses once per level of the IR's nesting: the whole command runs on a thread with
+// the stack the compiler is tested with.
+int main(int argc, char** argv) {
+  return kiln::runtime::RunWithStack(kiln::runtime::kCompilerStackBytes,
+                                     [&] { return KilnMain(argc, argv); });
 }

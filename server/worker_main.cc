@@ -18,6 +18,7 @@
 #include "compiler/tir/transform/transform.h"
 #include "compiler/wire/ir_proto.h"
 #include "runtime/format/artifact.pb.h"
+#include "runtime/support/large_stack.h"
 #include "server/cache_key.h"
 #include "server/worker.pb.h"
 #include "server/worker_frames.h"
@@ -181,8 +182,10 @@ std::string MemoryLimit() {
 }  // namespace
 }  // namespace kiln::server
 
-int main() {
-  using namespace kiln::server;  // NOLINT: a main of one namespace
+namespace kiln::server {
+namespace {
+
+int WorkerMain() {
   if (!InputWithin(kIdleBeforeWarmUpMs)) WarmUp();
   std::optional<std::string> input = ReadFrame(stdin);
   CompileWork work;
@@ -205,4 +208,13 @@ int main() {
   // statics, the runtime's thread pool, the heap) would make that about 100 ms after the outcome
   // is written, for nothing: the process ends here.
   std::_Exit(WriteFrame(stdout, reply) ? 0 : 1);
+}
+
+}  // namespace
+}  // namespace kiln::server
+
+// The compiler recurses once per level of the IR's nesting: the work runs on a thread with the
+// stack it is tested with.
+int main() {
+  return kiln::runtime::RunWithStack(kiln::runtime::kCompilerStackBytes, kiln::server::WorkerMain);
 }

@@ -17,6 +17,23 @@ const char* NodeKindName(NodeKind kind) {
   return "?";
 }
 
+void DeleteNode(const Object* node) {
+  thread_local bool deleting = false;
+  thread_local std::vector<const Object*> queued;
+  if (deleting) {
+    queued.push_back(node);
+    return;
+  }
+  deleting = true;
+  delete node;
+  while (!queued.empty()) {
+    const Object* next = queued.back();
+    queued.pop_back();
+    delete next;
+  }
+  deleting = false;
+}
+
 void ArrayNode::VisitFields(FieldVisitor& v) const { v.Visit("items", items); }
 
 std::vector<FieldVisitor::Field> FieldsOf(const Object& node) {

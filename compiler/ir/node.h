@@ -134,6 +134,19 @@ enum class NodeKind : uint16_t {
 const char* NodeKindName(NodeKind kind);
 
 class FieldVisitor;
+class Object;
+
+// Deletes a node whose last reference went away. Deleting a node releases its fields, which may
+// delete them in turn: a chain of a million nodes (a long `a + b + ...`, a deep nest) would
+// recurse a million frames deep. Deletions that start while another is running are queued and
+// run one after another by the outermost call, so node destruction never recurses.
+void DeleteNode(const Object* node);
+
+// How deep Kiln nests IR: expressions, statements and syntax deeper than this are refused by the
+// front ends with an error naming where. Every walk over IR may recurse once per level, and
+// compiling runs on a thread with kCompilerStackBytes of stack (runtime/support/large_stack.h), so
+// the two are chosen together: the stress tests (tests/stress_test.cc) compile at this depth.
+inline constexpr int kMaxNestingDepth = 20000;
 
 class Object {
  public:
@@ -202,7 +215,7 @@ class Ref {
   }
   void DecRef() {
     if (node_ != nullptr && node_->ref_count_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      delete node_;
+      DeleteNode(node_);
     }
   }
   const T* node_ = nullptr;

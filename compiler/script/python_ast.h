@@ -48,6 +48,30 @@ struct PyExpr {
   std::vector<PyExprPtr> args;
   std::vector<std::pair<std::string, PyExprPtr>> keywords;
   bool parenthesized = false;  // written inside (...): `(a, b)` vs `a, b` both are tuples
+  // Of operator chains the parser builds without recursing (`a + b + c`, `x.f(a)[0].g`): how many
+  // levels deep this node is at least, so that a chain too deep is refused while it grows.
+  int chain_depth = 1;
+
+  PyExpr() = default;
+  PyExpr(const PyExpr&) = delete;
+  PyExpr& operator=(const PyExpr&) = delete;
+  // Frees the subtree without recursing: the parser builds `a + b + c + ...` a million deep
+  // before it can tell that is too deep.
+  ~PyExpr() {
+    std::vector<PyExprPtr> pending;
+    auto take_children = [&pending](PyExpr& e) {
+      for (PyExprPtr& a : e.args) pending.push_back(std::move(a));
+      for (auto& [key, value] : e.keywords) pending.push_back(std::move(value));
+      e.args.clear();
+      e.keywords.clear();
+    };
+    take_children(*this);
+    while (!pending.empty()) {
+      PyExprPtr next = std::move(pending.back());
+      pending.pop_back();
+      if (next) take_children(*next);
+    }
+  }
 };
 
 struct PyStmt;

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/ir/node.h"
+#include "runtime/support/status_macros.h"
 
 namespace kiln::script {
 
@@ -32,7 +34,63 @@ absl::Status Source::Error(Pos pos, absl::string_view message) const {
 
 namespace {
 
-constexpr int kMaxDepth = 200;  // nesting of expressions and blocks
+// Nesting of expressions and blocks, whether the parser recursed to build it (parentheses,
+// calls, blocks, elif) or not (a left-associative `a + b + c + ...`).
+constexpr int kMaxDepth = ir::kMaxNestingDepth;
+
+absl::Status TooDeep(const Source& source, Pos pos) {
+  return source.Error(pos, absl::StrCat("nesting is too deep (more than ", kMaxDepth,
+                                        " levels of expressions and blocks)"));
+}
+
+// The parser recurses once per bracket or block, but builds `a + b + c + ...` in a loop: this walk
+// (iterative, as it must not recurse itself) finds the deepest point of the whole tree.
+absl::Status CheckNesting(const Source& source, const PyBody* body, const PyExpr* expr) {
+  struct Item {
+    const PyStmt* stmt;
+    const PyExpr* expr;
+    int depth;
+  };
+  std::vector<Item> work;
+  auto push_body = [&work](const PyBody& b, int depth) {
+    for (const PyStmtPtr& s : b) {
+      if (s) work.push_back({s.get(), nullptr, depth});
+    }
+  };
+  if (body != nullptr) push_body(*body, 1);
+  if (expr != nullptr) work.push_back({nullptr, expr, 1});
+  while (!work.empty()) {
+    Item item = work.back();
+    work.pop_back();
+    int next = item.depth + 1;
+    if (item.stmt != nullptr) {
+      const PyStmt& s = *item.stmt;
+      if (item.depth > kMaxDepth) return TooDeep(source, s.pos);
+      for (const PyExpr* e :
+           {s.target.get(), s.annotation.get(), s.value.get(), s.message.get(), s.returns.get()}) {
+        if (e != nullptr) work.push_back({nullptr, e, next});
+      }
+      for (const PyParam& p : s.params) {
+        if (p.annotation) work.push_back({nullptr, p.annotation.get(), next});
+      }
+      for (const PyExprPtr& d : s.decorators) {
+        if (d) work.push_back({nullptr, d.get(), next});
+      }
+      push_body(s.body, next);
+      push_body(s.orelse, next);
+      continue;
+    }
+    const PyExpr& e = *item.expr;
+    if (item.depth > kMaxDepth) return TooDeep(source, e.pos);
+    for (const PyExprPtr& a : e.args) {
+      if (a) work.push_back({nullptr, a.get(), next});
+    }
+    for (const auto& [key, value] : e.keywords) {
+      if (value) work.push_back({nullptr, value.get(), next});
+    }
+  }
+  return absl::OkStatus();
+}
 
 // An operator's one or two characters packed into an integer.
 constexpr uint16_t OpCode(const char* op) {
@@ -348,6 +406,7 @@ class Parser {
       if (!ok()) return error_;
       body.push_back(std::move(s));
     }
+    KILN_RETURN_IF_ERROR(CheckNesting(source_, &body, nullptr));
     return body;
   }
 
@@ -355,6 +414,7 @@ class Parser {
     PyExprPtr e = Expr();
     if (ok() && !At(Token::Kind::kEnd)) Fail(Peek().pos, "unexpected text after the expression");
     if (!ok()) return error_;
+    KILN_RETURN_IF_ERROR(CheckNesting(source_, nullptr, e.get()));
     return e;
   }
 
@@ -437,10 +497,14 @@ class Parser {
   }
   bool Enter(Pos pos) {
     if (++depth_ > kMaxDepth) {
-      Fail(pos, "nesting is too deep");
+      FailTooDeep(pos);
       return false;
     }
     return true;
+  }
+  void FailTooDeep(Pos pos) {
+    if (ok()) error_ = TooDeep(source_, pos);
+    i_ = tokens_.size() - 1;  // stop consuming
   }
 
   static PyExprPtr Node(PyExpr::Kind kind, Pos pos, std::string text = "") {
@@ -521,7 +585,9 @@ class Parser {
     if (!ok()) return s;
     Pos else_pos = Peek().pos;
     if (AcceptName("elif")) {
+      if (!Enter(else_pos)) return s;
       s->orelse.push_back(IfRest(else_pos));
+      --depth_;
     } else if (AcceptName("else")) {
       s->orelse = Suite();
     }
@@ -642,9 +708,17 @@ class Parser {
 
   PyExprPtr Binary(PyExprPtr lhs, PyExpr::Kind kind, std::string op, PyExprPtr rhs, Pos pos) {
     PyExprPtr e = Node(kind, pos, std::move(op));
+    e->chain_depth = 1 + std::max(lhs ? lhs->chain_depth : 0, rhs ? rhs->chain_depth : 0);
+    if (e->chain_depth > kMaxDepth) FailTooDeep(pos);
     e->args.push_back(std::move(lhs));
     e->args.push_back(std::move(rhs));
     return e;
+  }
+  // `outer` takes `inner` as its first operand (an attribute, call or subscript of it).
+  void Chain(PyExpr* outer, PyExprPtr inner) {
+    outer->chain_depth = inner->chain_depth + 1;
+    if (outer->chain_depth > kMaxDepth) FailTooDeep(outer->pos);
+    outer->args.push_back(std::move(inner));
   }
 
   PyExprPtr OrTest() {
@@ -738,7 +812,10 @@ class Parser {
     if (ok() && AtOp("**")) {
       Pos op_pos = Peek().pos;
       ++i_;
-      return Binary(std::move(base), PyExpr::Kind::kBinOp, "**", Factor(), op_pos);
+      if (!Enter(op_pos)) return base;
+      PyExprPtr e = Binary(std::move(base), PyExpr::Kind::kBinOp, "**", Factor(), op_pos);
+      --depth_;
+      return e;
     }
     return base;
   }
@@ -748,20 +825,20 @@ class Parser {
     while (ok()) {
       if (AcceptOp(".")) {
         PyExprPtr attr = Node(PyExpr::Kind::kAttribute, e->pos, ExpectName("an attribute name"));
-        attr->args.push_back(std::move(e));
+        Chain(attr.get(), std::move(e));
         e = std::move(attr);
       } else if (AtOp("(")) {
         Pos open = Peek().pos;
         ++i_;
         PyExprPtr call = Node(PyExpr::Kind::kCall, e->pos);
-        call->args.push_back(std::move(e));
+        Chain(call.get(), std::move(e));
         Arguments(call.get(), open);
         e = std::move(call);
       } else if (AtOp("[")) {
         Pos open = Peek().pos;
         ++i_;
         PyExprPtr sub = Node(PyExpr::Kind::kSubscript, e->pos);
-        sub->args.push_back(std::move(e));
+        Chain(sub.get(), std::move(e));
         while (ok() && !AcceptOp("]")) {
           sub->args.push_back(SliceOrExpr());
           ExpectSeparator("]", open);

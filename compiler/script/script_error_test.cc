@@ -20,6 +20,12 @@ struct ErrorCase {
 };
 
 // A module header, so that cases can start at line 3.
+std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
 std::string Module(const std::string& body) { return "@I.ir_module\nclass Module:\n" + body; }
 std::string Prim(const std::string& body) {
   return Module("    @T.prim_func\n    def f(A: T.Buffer((8,), \"float32\")):\n" + body);
@@ -59,8 +65,17 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"chained_compare", "x = a < b < c\n", "1:11", "chained comparisons"},
         ErrorCase{"keyword_then_positional", "x = f(a=1, 2)\n", "1:12",
                   "positional argument follows"},
-        ErrorCase{"too_deep", "x = " + std::string(300, '(') + "1" + std::string(300, ')') + "\n",
-                  "1:204", "nesting is too deep"},
+        // Parentheses make the parser recurse; an operator chain grows in a loop: both are
+        // refused at the first level past ir::kMaxNestingDepth (20,000), where it is.
+        ErrorCase{"too_deep",
+                  "x = " + std::string(25000, '(') + "1" + std::string(25000, ')') + "\n",
+                  "1:20004", "nesting is too deep"},
+        ErrorCase{"too_long_chain", "x = a" + Repeat(" + a", 30000) + "\n", "1:80003",
+                  "nesting is too deep"},
+        ErrorCase{"too_long_call_chain", "x = f" + Repeat("(1)", 30000) + "\n", "1:5",
+                  "nesting is too deep"},
+        ErrorCase{"too_long_elif", "if a:\n    pass\n" + Repeat("elif a:\n    pass\n", 30000),
+                  "39999:6", "nesting is too deep"},
         ErrorCase{"no_module", "x = 1\n", "1:1", "expected an @I.ir_module class"},
         ErrorCase{"undecorated_class", "class Module:\n    pass\n", "1:1",
                   "needs the @I.ir_module decorator"},

@@ -15,6 +15,7 @@
 #include "compiler/script/parser_builder.h"
 #include "compiler/script/python_parser.h"
 #include "compiler/script/script_common.h"
+#include "runtime/support/large_stack.h"
 
 namespace kiln::script {
 namespace parser {
@@ -247,10 +248,15 @@ Attrs Builder::WithSymbol(Attrs attrs, const std::string& name, bool is_private)
 }  // namespace parser
 
 absl::StatusOr<ir::IRModule> ParseScript(absl::string_view text, const std::string& filename) {
-  Source source(filename, std::string(text));
-  absl::StatusOr<PyBody> file = ParsePython(source);
-  if (!file.ok()) return file.status();
-  return parser::Builder(source).Module(*file);
+  // The parser and the builder recurse once per level of nesting, up to ir::kMaxNestingDepth.
+  absl::StatusOr<ir::IRModule> result;
+  runtime::RunWithStack(runtime::kCompilerStackBytes, [&] {
+    Source source(filename, std::string(text));
+    absl::StatusOr<PyBody> file = ParsePython(source);
+    result = file.ok() ? parser::Builder(source).Module(*file) : file.status();
+    return 0;
+  });
+  return result;
 }
 
 }  // namespace kiln::script

@@ -1,5 +1,6 @@
 #include "compiler/wire/ir_proto.h"
 
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 #include <unordered_map>
@@ -145,12 +146,43 @@ const std::unordered_map<std::string, NodeKind>& KindsByName() {
   return *kinds;
 }
 
+// A node table may share a node among many users, and so describe in a few dozen nodes a tree
+// that has more nodes than atoms in the universe. Kiln's IR is trees to its walks (the printer,
+// the TIR passes, code generation visit every use): a module is refused when a node stands for
+// more than this many nodes once its shared sub-expressions are written out. Variables, buffers,
+// functions and operators are shared by identity, as in the text form: they count once.
+constexpr uint64_t kMaxExpandedNodes = uint64_t{1} << 24;
+
+struct Extent {
+  int depth = 1;          // nesting: 1 + the deepest node it refers to
+  uint64_t expanded = 1;  // nodes when written out; kMaxExpandedNodes + 1 for "too many"
+};
+
+bool SharedByIdentity(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::kVar:
+    case NodeKind::kBuffer:
+    case NodeKind::kRelaxVar:
+    case NodeKind::kDataflowVar:
+    case NodeKind::kGlobalVar:
+    case NodeKind::kOp:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Reads one node's fields in order, checking types; the first problem is kept in `error`, after
 // which every read returns a default.
 class FieldReader {
  public:
-  FieldReader(const v1::IRNodeProto& node, size_t index, const std::vector<ObjectRef>& decoded)
-      : node_(node), index_(index), decoded_(decoded) {}
+  FieldReader(const v1::IRNodeProto& node, size_t index, const std::vector<ObjectRef>& decoded,
+              const std::vector<Extent>& extents)
+      : node_(node), index_(index), decoded_(decoded), extents_(extents) {}
+
+  // The deepest and the sum of the expanded sizes of the nodes the fields read so far refer to.
+  int child_depth() const { return child_depth_; }
+  uint64_t child_expanded() const { return child_expanded_; }
 
   bool AtEnd() const { return next_ >= node_.fields_size(); }
   bool ok() const { return error_.empty(); }
@@ -255,6 +287,9 @@ class FieldReader {
       return Ref<T>();
     }
     const ObjectRef& node = decoded_[ref - 1];
+    const Extent& extent = extents_[ref - 1];
+    child_depth_ = std::max(child_depth_, extent.depth);
+    child_expanded_ = std::min(child_expanded_ + extent.expanded, kMaxExpandedNodes + 1);
     if constexpr (std::is_same_v<T, Object>) {
       return node;
     } else {
@@ -270,8 +305,11 @@ class FieldReader {
   const v1::IRNodeProto& node_;
   size_t index_;
   const std::vector<ObjectRef>& decoded_;
+  const std::vector<Extent>& extents_;
   int next_ = 0;
   std::string error_;
+  int child_depth_ = 0;
+  uint64_t child_expanded_ = 0;
 };
 
 using ir::BlockNode;
@@ -640,14 +678,15 @@ ObjectRef DecodeRelax(NodeKind kind, const std::string& name, FieldReader& r) {
 }
 
 absl::StatusOr<ObjectRef> DecodeNode(const v1::IRNodeProto& node, size_t index,
-                                     const std::vector<ObjectRef>& decoded) {
+                                     const std::vector<ObjectRef>& decoded,
+                                     std::vector<Extent>& extents) {
   auto it = KindsByName().find(node.kind());
   if (it == KindsByName().end()) {
     return absl::InvalidArgumentError(
         absl::StrCat("IR proto node ", index, ": unknown node kind '", node.kind(), "'"));
   }
   NodeKind kind = it->second;
-  FieldReader r(node, index, decoded);
+  FieldReader r(node, index, decoded, extents);
   ObjectRef out;
   if (kind == NodeKind::kArray) {
     out = Make<ir::ArrayNode>(r.Objs<Object>("items"));
@@ -674,6 +713,20 @@ absl::StatusOr<ObjectRef> DecodeNode(const v1::IRNodeProto& node, size_t index,
     return absl::InvalidArgumentError(
         absl::StrCat("IR proto node ", index, " (", node.kind(), "): cannot be decoded"));
   }
+  Extent extent;
+  extent.depth = r.child_depth() + 1;
+  extent.expanded = SharedByIdentity(kind) ? 1 : r.child_expanded() + 1;
+  if (extent.depth > ir::kMaxNestingDepth) {
+    return absl::InvalidArgumentError(absl::StrCat("IR proto node ", index, " (", node.kind(),
+                                                   "): nested more than ", ir::kMaxNestingDepth,
+                                                   " levels deep"));
+  }
+  if (extent.expanded > kMaxExpandedNodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "IR proto node ", index, " (", node.kind(), "): stands for more than ", kMaxExpandedNodes,
+        " nodes once the sub-expressions it shares are written out"));
+  }
+  extents.push_back(extent);
   return out;
 }
 
@@ -693,9 +746,11 @@ absl::StatusOr<ir::IRModule> ModuleFromProto(const v1::IRModuleProto& proto) {
                      " is not supported (this build reads ", kIrSchemaVersion, ")"));
   }
   std::vector<ObjectRef> decoded;
+  std::vector<Extent> extents;
   decoded.reserve(proto.nodes_size());
+  extents.reserve(proto.nodes_size());
   for (int i = 0; i < proto.nodes_size(); ++i) {
-    absl::StatusOr<ObjectRef> node = DecodeNode(proto.nodes(i), decoded.size(), decoded);
+    absl::StatusOr<ObjectRef> node = DecodeNode(proto.nodes(i), decoded.size(), decoded, extents);
     if (!node.ok()) return node.status();
     decoded.push_back(*std::move(node));
   }

@@ -8,10 +8,11 @@
 #include "compiler/ir/structural.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
+#include "runtime/support/large_stack.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > (1 << 16)) return 0;  // keep iterations fast; large inputs add nothing new
-  std::string text(reinterpret_cast<const char*>(data), size);
+namespace {
+
+int ParsePrintParse(const std::string& text) {
   absl::StatusOr<kiln::ir::IRModule> mod = kiln::script::ParseScript(text, "fuzz.py");
   if (!mod.ok()) return 0;
   std::string printed = kiln::script::PrintScript(*mod);
@@ -20,4 +21,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!kiln::ir::StructuralEqual(*mod, *again)) __builtin_trap();
   if (kiln::script::PrintScript(*again) != printed) __builtin_trap();
   return 0;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > (1 << 16)) return 0;  // keep iterations fast; large inputs add nothing new
+  std::string text(reinterpret_cast<const char*>(data), size);
+  // As in kiln-worker: the walks over a deeply nested module need the compiler's stack.
+  return kiln::runtime::RunWithStack(kiln::runtime::kCompilerStackBytes,
+                                     [&] { return ParsePrintParse(text); });
 }
