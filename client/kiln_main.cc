@@ -169,7 +169,7 @@ int Fail(const absl::Status& status) {
 // [--time-passes] [--verify-passes]
 int Compile(const std::string& path, const std::string& target, const std::string& output,
             kiln::backend::BuildOptions options, const std::string& dump_dir, bool time_passes,
-            const std::string& tuning_db) {
+            const std::string& tuning_db, const kiln::frontend::LoadOptions& load_options) {
   if (!tuning_db.empty()) {
     absl::StatusOr<std::unique_ptr<kiln::tune::TuningDatabase>> db =
         kiln::tune::TuningDatabase::Open(tuning_db);
@@ -181,7 +181,7 @@ int Compile(const std::string& path, const std::string& target, const std::strin
   kiln::pass::PassTimer timer;
   if (time_passes) options.timer = &timer;
   if (absl::Status s = kiln::backend::CheckDumpAfter(options); !s.ok()) return Fail(s);
-  absl::StatusOr<kiln::ir::IRModule> mod = kiln::frontend::ParseModuleFile(path);
+  absl::StatusOr<kiln::ir::IRModule> mod = kiln::frontend::ParseModuleFile(path, load_options);
   if (!mod.ok()) return Fail(absl::InvalidArgumentError(Reason(path, mod.status())));
   // Dumps go to stderr, or to DIR/NN_PASS.py (NN the pass's position) with --dump-dir.
   int dumps = 0;
@@ -446,6 +446,15 @@ int KilnMain(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   compile->add_flag("--no-fuse", no_fuse, "one kernel per operator (skip FuseOps)");
   compile->add_flag("--no-fold", no_fold, "skip FoldConstant");
+  int64_t max_constant_mb = 64, max_folded_mb = 256;
+  compile
+      ->add_option("--max-constant-mb", max_constant_mb,
+                   "largest constant computed at compile time (ONNX import, FoldConstant)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  compile->add_option("--max-folded-mb", max_folded_mb, "constant data FoldConstant may add in all")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   bool time_passes = false, verify_passes = false;
   compile->add_flag("--time-passes", time_passes,
                     "print each pass's and code generation step's wall time to stderr");
@@ -572,12 +581,17 @@ int KilnMain(int argc, char** argv) {
   if (*compile) {
     build_options.fuse = !no_fuse;
     build_options.fold_constants = !no_fold;
+    build_options.fold_limits.max_constant_bytes = max_constant_mb << 20;
+    build_options.fold_limits.max_total_bytes = max_folded_mb << 20;
     build_options.verify = build_options.verify || verify_passes;
+    kiln::frontend::LoadOptions load_options;
+    load_options.max_constant_bytes = max_constant_mb << 20;
     if (remote_mode) {
-      if (!build_options.dump_after.empty() || time_passes || !tuning_db.empty()) {
+      if (!build_options.dump_after.empty() || time_passes || !tuning_db.empty() ||
+          compile->count("--max-constant-mb") > 0 || compile->count("--max-folded-mb") > 0) {
         std::fprintf(stderr,
-                     "kiln: --dump-after, --time-passes and --tuning-db work in-process only "
-                     "(without --server)\n");
+                     "kiln: --dump-after, --time-passes, --tuning-db and the constant limits "
+                     "work in-process only (without --server; kilnd has its own limits)\n");
         return kExitUsage;
       }
       kiln::v1::CompileOptions options;
@@ -585,7 +599,8 @@ int KilnMain(int argc, char** argv) {
       options.set_no_fold(no_fold);
       return kiln::client::RemoteCompile(remote, file, target, output, options);
     }
-    return Compile(file, target, output, build_options, dump_dir, time_passes, tuning_db);
+    return Compile(file, target, output, build_options, dump_dir, time_passes, tuning_db,
+                   load_options);
   }
   if (*tune) return kiln::client::TuneModel(tune_flags);
   if (*run) {

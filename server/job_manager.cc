@@ -416,6 +416,8 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
     *work.mutable_options() = e->options;
     work.set_module_name(e->job.module_name());
     work.set_cpu_limit_seconds(options_.worker_cpu_seconds);
+    work.set_max_constant_bytes(options_.max_constant_bytes);
+    work.set_max_folded_bytes(options_.max_folded_bytes);
     timeout_ms = std::max<int64_t>(1, e->deadline_unix_ms - NowUnixMs());
   }
   WorkerConversation conversation;

@@ -44,6 +44,9 @@ struct JobManagerOptions {
   int workers = 2;                    // concurrent compiles
   int64_t worker_memory_bytes = 0;    // per worker (RLIMIT_AS); 0 for none
   int64_t worker_cpu_seconds = 1800;  // per worker (RLIMIT_CPU); 0 for none
+  // Compile-time constants (CompileWork): the largest one, and what folding may add in all.
+  int64_t max_constant_bytes = int64_t{64} << 20;
+  int64_t max_folded_bytes = int64_t{256} << 20;
   int64_t default_deadline_ms = 10 * 60 * 1000;
   int64_t max_deadline_ms = 60 * 60 * 1000;
   int max_active_jobs_per_client = 16;

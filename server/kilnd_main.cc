@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   int64_t max_module_mb = options.max_module_bytes >> 20;
   int64_t cache_max_mb = options.cache_max_bytes >> 20;
   int64_t worker_memory_mb = 8192;
+  int64_t max_constant_mb = 64, max_folded_mb = 256;
   int64_t default_deadline_s = options.jobs.default_deadline_ms / 1000;
   int64_t max_deadline_s = options.jobs.max_deadline_ms / 1000;
   int64_t drain_timeout_s = options.drain_timeout_ms / 1000;
@@ -82,6 +83,15 @@ int main(int argc, char** argv) {
                  "CPU-time limit of a worker, in seconds (0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-constant-mb", max_constant_mb,
+                 "largest constant a compile computes (ONNX import, FoldConstant); a larger "
+                 "one stays computed at run time, or the import is refused")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-folded-mb", max_folded_mb,
+                 "constant data FoldConstant may add to one compile in all")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--default-deadline-s", default_deadline_s, "deadline of a job that names none")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -117,6 +127,8 @@ int main(int argc, char** argv) {
   options.max_module_bytes = max_module_mb << 20;
   options.cache_max_bytes = cache_max_mb << 20;
   options.jobs.worker_memory_bytes = worker_memory_mb << 20;
+  options.jobs.max_constant_bytes = max_constant_mb << 20;
+  options.jobs.max_folded_bytes = max_folded_mb << 20;
   options.jobs.default_deadline_ms = default_deadline_s * 1000;
   options.jobs.max_deadline_ms = max_deadline_s * 1000;
   options.drain_timeout_ms = drain_timeout_s * 1000;

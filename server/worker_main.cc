@@ -81,8 +81,10 @@ void Compile(const CompileWork& work, CompileOutcome* outcome) {
   TestHooks(work.module_name());
   absl::StatusOr<frontend::SourceForm> form = FormOf(work.source());
   if (!form.ok()) return Fail(form.status(), outcome);
+  frontend::LoadOptions load_options;
+  if (work.max_constant_bytes() > 0) load_options.max_constant_bytes = work.max_constant_bytes();
   absl::StatusOr<ir::IRModule> mod =
-      frontend::LoadModule(*form, SourceBytes(work.source()), work.module_name());
+      frontend::LoadModule(*form, SourceBytes(work.source()), work.module_name(), load_options);
   outcome->set_load_seconds(SecondsSince(start));
   if (!mod.ok()) return Fail(mod.status(), outcome);
 
@@ -107,6 +109,9 @@ void Compile(const CompileWork& work, CompileOutcome* outcome) {
   backend::BuildOptions options;
   options.fuse = !work.options().no_fuse();
   options.fold_constants = !work.options().no_fold();
+  if (work.max_constant_bytes() > 0)
+    options.fold_limits.max_constant_bytes = work.max_constant_bytes();
+  if (work.max_folded_bytes() > 0) options.fold_limits.max_total_bytes = work.max_folded_bytes();
   absl::StatusOr<std::string> artifact = backend::BuildArtifact(*mod, work.target(), options);
   outcome->set_seconds(SecondsSince(start));
   if (!artifact.ok()) return Fail(artifact.status(), outcome);

@@ -137,9 +137,18 @@ class Canonicalizer {
     }
   }
 
+  // Multiplying out (a + 1) * (b + 1) * ... doubles the terms with each factor: a product of
+  // twenty symbolic shape dimensions would take a million terms. Past this many the product is
+  // left as written (factored), like an overflow.
+  static constexpr size_t kMaxProductTerms = 256;
+
   static Sum Multiply(const Sum& a, const Sum& b) {
     Sum out;
     out.valid = a.valid && b.valid;
+    if ((a.terms.size() + 1) * (b.terms.size() + 1) > kMaxProductTerms) {
+      out.valid = false;
+      return out;
+    }
     auto add_term = [&](std::vector<int> mono, int64_t x, int64_t y) {
       int64_t c;
       if (__builtin_mul_overflow(x, y, &c)) out.valid = false;

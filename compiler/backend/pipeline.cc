@@ -16,7 +16,7 @@ namespace relax = ir::relax;
 
 std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
   std::vector<pass::PassPtr> passes = {relax::CanonicalizeBindingsPass(), relax::LegalizeOpsPass()};
-  if (options.fold_constants) passes.push_back(relax::FoldConstantPass());
+  if (options.fold_constants) passes.push_back(relax::FoldConstantPass(options.fold_limits));
   passes.push_back(relax::DeadCodeEliminationPass());
   if (options.fuse) {
     passes.push_back(relax::FuseOpsPass());

@@ -31,6 +31,7 @@
 #include "compiler/ir/module.h"
 #include "compiler/pass/instruments.h"
 #include "compiler/pass/pass.h"
+#include "compiler/relax/transform/fold_constant.h"
 
 namespace kiln::backend {
 
@@ -44,6 +45,7 @@ inline constexpr bool kVerifyPassesByDefault = true;
 struct BuildOptions {
   bool fuse = true;            // FuseOps (off: one kernel per operator)
   bool fold_constants = true;  // FoldConstant
+  ir::relax::FoldLimits fold_limits;
   // Pass names to dump after ("all" for every pass); each dump goes to `dump` as text.
   std::vector<std::string> dump_after;
   std::function<void(const std::string& pass, const std::string& text)> dump;

@@ -20,21 +20,21 @@ absl::StatusOr<SourceForm> FormFromPath(absl::string_view path) {
 }
 
 absl::StatusOr<ir::IRModule> ParseModule(SourceForm form, absl::string_view bytes,
-                                         absl::string_view name) {
+                                         absl::string_view name, const LoadOptions& options) {
   switch (form) {
     case SourceForm::kTvmScript:
       return script::ParseScript(bytes, std::string(name));
     case SourceForm::kIrProto:
       return wire::DeserializeModule(bytes);
     case SourceForm::kOnnx:
-      return ImportOnnx(bytes, name);
+      return ImportOnnx(bytes, name, options.max_constant_bytes);
   }
   return absl::InvalidArgumentError("unknown module form");
 }
 
 absl::StatusOr<ir::IRModule> LoadModule(SourceForm form, absl::string_view bytes,
-                                        absl::string_view name) {
-  absl::StatusOr<ir::IRModule> mod = ParseModule(form, bytes, name);
+                                        absl::string_view name, const LoadOptions& options) {
+  absl::StatusOr<ir::IRModule> mod = ParseModule(form, bytes, name, options);
   if (mod.ok()) mod = ir::relax::NormalizeModule(*mod);
   if (mod.ok()) return mod;
   std::string message(mod.status().message());
@@ -45,14 +45,14 @@ absl::StatusOr<ir::IRModule> LoadModule(SourceForm form, absl::string_view bytes
   return absl::Status(code, message);
 }
 
-absl::StatusOr<ir::IRModule> ParseModuleFile(const std::string& path) {
+absl::StatusOr<ir::IRModule> ParseModuleFile(const std::string& path, const LoadOptions& options) {
   absl::StatusOr<SourceForm> form = FormFromPath(path);
   if (!form.ok()) return form.status();
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError("cannot open the file");
   std::ostringstream bytes;
   bytes << in.rdbuf();
-  return ParseModule(*form, bytes.str(), path);
+  return ParseModule(*form, bytes.str(), path, options);
 }
 
 }  // namespace kiln::frontend

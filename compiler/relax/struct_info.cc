@@ -426,4 +426,16 @@ std::string ToString(const StructInfo& sinfo) {
   return sinfo ? DebugPrint(sinfo) : std::string("(unknown)");
 }
 
+std::optional<int64_t> StaticTensorBytes(const StructInfo& sinfo) {
+  const auto* t = sinfo.as<TensorStructInfoNode>();
+  const std::vector<ir::PrimExpr>* dims = t != nullptr ? t->dims() : nullptr;
+  if (dims == nullptr || t->dtype.is_void()) return std::nullopt;
+  int64_t bytes = (t->dtype.bits() * t->dtype.lanes() + 7) / 8;
+  for (const ir::PrimExpr& d : *dims) {
+    const int64_t* c = ir::AsConstInt(d);
+    if (c == nullptr || *c < 0 || __builtin_mul_overflow(bytes, *c, &bytes)) return std::nullopt;
+  }
+  return bytes;
+}
+
 }  // namespace kiln::ir::relax

@@ -8,7 +8,9 @@
 #ifndef KILN_COMPILER_RELAX_STRUCT_INFO_H_
 #define KILN_COMPILER_RELAX_STRUCT_INFO_H_
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +80,11 @@ StructInfo FunctionStructInfo(const FunctionNode& func, const StructInfo& inferr
 
 // Short text for messages: R.Tensor((n, 4), "float32"), R.Tuple(...), R.Object.
 std::string ToString(const StructInfo& sinfo);
+
+// The bytes of a tensor of known dtype and constant shape, computed with checked arithmetic:
+// nullopt when the shape is not all constants, a dimension is negative, or the size does not fit
+// in an int64 (a client can write a [2^40, 2^40] tensor).
+std::optional<int64_t> StaticTensorBytes(const StructInfo& sinfo);
 
 }  // namespace kiln::ir::relax
 

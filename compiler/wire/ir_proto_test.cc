@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/kiln/v1/ir.pb.h"
+#include "runtime/support/large_stack.h"
 
 namespace kiln::wire {
 namespace {
@@ -176,6 +177,53 @@ TEST(IrProtoTest, MalformedInputsAreErrors) {
     *mod->add_fields() = mod->fields(2);
   }
   expect_error(p, "(IRModule):");
+}
+
+// A module whose main returns the integer `value`.
+IRModule Returning(const PrimExpr& value) {
+  IRModuleBuilder b;
+  EXPECT_TRUE(b.Add(relax::MakeGlobalVar("main"),
+                    relax::MakeFunction({}, Make<relax::PrimValueNode>(value)))
+                  .ok());
+  return b.Build();
+}
+
+// A node table can describe in a few dozen nodes an expression of 2^60 nodes (each node using the
+// one before twice): decoding refuses it at once instead of leaving every walk to expand it.
+TEST(IrProtoTest, SharingThatExpandsExponentiallyIsRefused) {
+  PrimExpr e = MakeVar("x");
+  for (int level = 0; level < 60; ++level) e = e + e;
+  std::string bytes = SerializeModule(Returning(e));
+  EXPECT_LT(bytes.size(), 4000u);
+  absl::StatusOr<IRModule> m = DeserializeModule(bytes);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("(Add): stands for more than 16777216 nodes once the sub-expressions it "
+                        "shares are written out"));
+  // Twenty levels (a million nodes written out) are fine.
+  e = MakeVar("x");
+  for (int level = 0; level < 20; ++level) e = e + e;
+  EXPECT_TRUE(DeserializeModule(SerializeModule(Returning(e))).ok());
+}
+
+// Nesting is bounded by ir::kMaxNestingDepth, as in the text form.
+TEST(IrProtoTest, NestingPastTheLimitIsRefused) {
+  runtime::RunWithStack(runtime::kCompilerStackBytes, [] {
+    auto chain = [](int depth) {
+      PrimExpr e = MakeVar("x");
+      for (int level = 1; level < depth; ++level) e = e + 1;
+      return SerializeModule(Returning(e));
+    };
+    absl::StatusOr<IRModule> deep = DeserializeModule(chain(kMaxNestingDepth + 100));
+    EXPECT_FALSE(deep.ok());
+    EXPECT_THAT(deep.status().message(), HasSubstr("nested more than 20000 levels deep"));
+    absl::StatusOr<IRModule> ok = DeserializeModule(chain(kMaxNestingDepth - 100));
+    EXPECT_TRUE(ok.ok()) << ok.status();
+    if (ok.ok()) {
+      EXPECT_NE(StructuralHash(*ok), 0u);
+    }
+    return 0;
+  });
 }
 
 // Random corruption of a valid serialization: every result is a module or an error.

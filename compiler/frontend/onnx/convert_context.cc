@@ -13,9 +13,6 @@ using ir::relax::TensorStructInfoNode;
 
 namespace {
 
-// Integer tensors up to this many elements keep their values for import-time shape arithmetic.
-constexpr int64_t kMaxKnownElems = 1024;
-
 size_t ElementBytes(DataType t) { return t.is_bool() ? 1 : static_cast<size_t>(t.bits() / 8); }
 
 // Element `i` of little-endian storage of `dtype`, as a double (integers exactly up to 2^53).
@@ -238,8 +235,12 @@ absl::StatusOr<std::vector<int64_t>> BroadcastKnown(const std::vector<int64_t>& 
 // ---- Context ----
 
 Context::Context(const onnx::NodeProto& node, int opset, std::vector<const Value*> inputs,
-                 ir::relax::BlockBuilder* builder)
-    : node_(node), opset_(opset), inputs_(std::move(inputs)), builder_(builder) {
+                 ir::relax::BlockBuilder* builder, int64_t max_constant_bytes)
+    : node_(node),
+      max_constant_bytes_(max_constant_bytes),
+      opset_(opset),
+      inputs_(std::move(inputs)),
+      builder_(builder) {
   for (const onnx::AttributeProto& a : node.attribute()) attrs_[a.name()] = &a;
 }
 

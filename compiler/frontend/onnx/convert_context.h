@@ -40,6 +40,10 @@ Value KnownInts(std::vector<PrimExpr> elems, std::vector<int64_t> shape,
 // `v` as a Relax tensor: its expression, or its known elements as a constant.
 absl::StatusOr<Expr> Materialize(const Value& v);
 
+// Integer tensors up to this many elements keep their values for import-time shape arithmetic;
+// arithmetic whose result would be larger is left to run time.
+inline constexpr int64_t kMaxKnownElems = 1024;
+
 int64_t NumElements(const std::vector<int64_t>& shape);
 // A Relax constant of `dtype` and `shape` holding `values`, converted to `dtype`.
 Expr MakeNumericConstant(DataType dtype, std::vector<int64_t> shape,
@@ -56,10 +60,12 @@ ir::ObjectRef IntsAttr(const std::vector<int64_t>& v);
 class Context {
  public:
   Context(const onnx::NodeProto& node, int opset, std::vector<const Value*> inputs,
-          ir::relax::BlockBuilder* builder);
+          ir::relax::BlockBuilder* builder, int64_t max_constant_bytes);
 
   const onnx::NodeProto& node() const { return node_; }
   int opset() const { return opset_; }
+  // The largest constant a converter may compute while importing (ImportOnnx).
+  int64_t max_constant_bytes() const { return max_constant_bytes_; }
 
   // ---- Inputs ----
   size_t num_inputs() const { return inputs_.size(); }
@@ -107,6 +113,7 @@ class Context {
   const onnx::AttributeProto* Attr(const std::string& name, int type);
 
   const onnx::NodeProto& node_;
+  int64_t max_constant_bytes_;
   int opset_;
   std::vector<const Value*> inputs_;
   ir::relax::BlockBuilder* builder_;

@@ -26,8 +26,12 @@ std::optional<Value> FoldBinary(Context& ctx, IntFold fold, DataType out_dtype) 
   if (!a.elems || !b.elems) return std::nullopt;
   absl::StatusOr<std::vector<int64_t>> shape = BroadcastKnown(a.elems_shape, b.elems_shape);
   if (!shape.ok()) return std::nullopt;
+  // Two known inputs of 1,024 elements broadcast to a million, and the next op to a billion:
+  // past kMaxKnownElems the result is computed at run time instead.
   int64_t n = 1;
-  for (int64_t d : *shape) n *= d;
+  for (int64_t d : *shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxKnownElems) return std::nullopt;
+  }
   // Row-major index of output element `flat` within an input of `in_shape` (broadcast).
   auto source = [&](const std::vector<int64_t>& in_shape, int64_t flat) {
     int64_t index = 0, stride = 1, rest = flat;

@@ -105,7 +105,7 @@ absl::StatusOr<Outputs> ConstantOfShape(Context& ctx) {
     dims.push_back(c != nullptr ? *c : -1);
   }
   bool known = std::find(dims.begin(), dims.end(), -1) == dims.end();
-  if (known && dtype.is_integral() && !dtype.is_bool() && NumElements(dims) <= 1024) {
+  if (known && dtype.is_integral() && !dtype.is_bool() && NumElements(dims) <= kMaxKnownElems) {
     std::vector<PrimExpr> elems(NumElements(dims), I64(static_cast<int64_t>(value)));
     return Outputs{KnownInts(std::move(elems), dims, dtype)};
   }
@@ -121,12 +121,20 @@ absl::StatusOr<Outputs> Range(Context& ctx) {
   if (start.size() != 1 || limit.size() != 1 || delta.size() != 1)
     return ctx.Error("start, limit and delta must be scalars");
   if (delta[0] == 0) return ctx.Error("delta must not be 0");
-  int64_t n =
-      std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit[0] - start[0]) / delta[0])));
-  if (n > (int64_t{1} << 28)) return ctx.Error(absl::StrCat("Range of ", n, " elements"));
   KILN_ASSIGN_OR_RETURN(Expr first, ctx.Tensor(0));
   DataType dtype = ctx.DType(first);
-  if (dtype.is_integral()) {
+  // Kiln computes a Range at import time: its size is checked before anything is made.
+  double count = std::max(0.0, std::ceil((limit[0] - start[0]) / delta[0]));
+  double bytes = count * ((dtype.bits() + 7) / 8);
+  if (!(bytes <= static_cast<double>(ctx.max_constant_bytes()))) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "Range of ", count < 9e18 ? absl::StrCat(static_cast<int64_t>(count)) : "too many",
+        " elements (", static_cast<int64_t>(std::min(bytes, 9e18) / (1 << 20)),
+        " MiB) is larger than the ", ctx.max_constant_bytes() >> 20,
+        " MiB a constant computed while importing may be (--max-constant-mb)"));
+  }
+  int64_t n = static_cast<int64_t>(count);
+  if (dtype.is_integral() && n <= kMaxKnownElems) {
     std::vector<PrimExpr> elems;
     for (int64_t k = 0; k < n; ++k)
       elems.push_back(I64(static_cast<int64_t>(start[0]) + k * static_cast<int64_t>(delta[0])));

@@ -143,6 +143,40 @@ TEST(OnnxImportError, FuzzerFindings) {
               "cannot infer a -1 dimension next to a 0");
 }
 
+// A model of a hundred bytes can ask for a constant of any size: what the importer computes
+// itself stays within the constant limit, and integer arithmetic it cannot keep small is left to
+// run time instead of being expanded element by element.
+TEST(OnnxImportError, ConstantsAModelAsksForAreBounded) {
+  auto range = [](int64_t limit) {
+    GraphBuilder g(13);
+    g.Output("y", onnx::TensorProto::INT64)
+        .Init(IntTensor("start", {}, {0}))
+        .Init(IntTensor("limit", {}, {limit}))
+        .Init(IntTensor("delta", {}, {1}));
+    g.Node("Range", {"start", "limit", "delta"}, {"y"});
+    return g.Serialize();
+  };
+  // 2^28 int64 elements are 2 GiB: refused before anything is built.
+  ExpectError(ImportOnnx(range(int64_t{1} << 28), "m.onnx").status(),
+              absl::StatusCode::kResourceExhausted,
+              "Range of 268435456 elements (2048 MiB) is larger than the 64 MiB");
+  EXPECT_TRUE(ImportOnnx(range(1 << 20), "m.onnx").ok());  // 8 MiB
+  ExpectError(ImportOnnx(range(1 << 20), "m.onnx", 1 << 20).status(),
+              absl::StatusCode::kResourceExhausted, "larger than the 1 MiB");
+
+  // [1024, 1] + [1, 1024] + [1024, 1, 1]: a billion elements if computed while importing.
+  std::vector<int64_t> iota(1024);
+  for (int64_t i = 0; i < 1024; ++i) iota[i] = i;
+  GraphBuilder g(13);
+  g.Output("y", onnx::TensorProto::INT64)
+      .Init(IntTensor("a", {1024, 1}, iota))
+      .Init(IntTensor("b", {1, 1024}, iota))
+      .Init(IntTensor("c", {1024, 1, 1}, iota));
+  g.Node("Add", {"a", "b"}, {"ab"}).Node("Add", {"ab", "c"}, {"y"});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "m.onnx");
+  EXPECT_TRUE(mod.ok()) << mod.status();
+}
+
 // Truncations and random byte flips of a real model import or fail; they never crash.
 TEST(OnnxImportError, CorruptedModelsNeverCrash) {
   std::ifstream in("tests/models/tiny_resnet.onnx", std::ios::binary);

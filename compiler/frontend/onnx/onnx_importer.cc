@@ -49,7 +49,8 @@ absl::Status NodeError(const onnx::NodeProto& node, size_t index, int opset,
 
 class Importer {
  public:
-  explicit Importer(std::string source) : source_(std::move(source)) {}
+  Importer(std::string source, int64_t max_constant_bytes)
+      : source_(std::move(source)), max_constant_bytes_(max_constant_bytes) {}
 
   absl::StatusOr<ir::IRModule> Run(const onnx::ModelProto& model) {
     KILN_RETURN_IF_ERROR(ReadOpset(model));
@@ -179,7 +180,7 @@ class Importer {
       }
       inputs.push_back(v->second.get());
     }
-    Context ctx(node, opset_, std::move(inputs), &builder_);
+    Context ctx(node, opset_, std::move(inputs), &builder_, max_constant_bytes_);
     absl::StatusOr<Outputs> outputs = it->second(ctx);
     if (!ctx.status().ok()) return ctx.status();
     if (!outputs.ok()) return outputs.status();
@@ -195,6 +196,7 @@ class Importer {
   }
 
   std::string source_;
+  int64_t max_constant_bytes_;
   int opset_ = -1;
   BlockBuilder builder_;
   std::map<std::string, std::unique_ptr<Value>> values_;
@@ -204,7 +206,8 @@ class Importer {
 
 }  // namespace
 
-absl::StatusOr<ir::IRModule> ImportOnnx(absl::string_view model_bytes, absl::string_view source) {
+absl::StatusOr<ir::IRModule> ImportOnnx(absl::string_view model_bytes, absl::string_view source,
+                                        int64_t max_constant_bytes) {
   onnx::ModelProto model;
   if (model_bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) {
@@ -215,7 +218,7 @@ absl::StatusOr<ir::IRModule> ImportOnnx(absl::string_view model_bytes, absl::str
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": not an ONNX model (no graph or no opset_import)"));
   }
-  return Importer(std::string(source)).Run(model);
+  return Importer(std::string(source), max_constant_bytes).Run(model);
 }
 
 std::vector<std::string> SupportedOnnxOps() {

@@ -26,8 +26,14 @@ namespace kiln::frontend {
 inline constexpr int kMinOnnxOpset = 11;
 inline constexpr int kMaxOnnxOpset = 18;
 
+// What importing may compute ahead of run time: a constant the importer makes itself (a Range of
+// constant bounds) larger than this is refused, whatever the few bytes of the model ask for.
+inline constexpr int64_t kDefaultMaxImportConstantBytes = int64_t{64} << 20;
+
 // Imports the bytes of an .onnx file. `source` names it in errors.
-absl::StatusOr<ir::IRModule> ImportOnnx(absl::string_view model_bytes, absl::string_view source);
+absl::StatusOr<ir::IRModule> ImportOnnx(
+    absl::string_view model_bytes, absl::string_view source,
+    int64_t max_constant_bytes = kDefaultMaxImportConstantBytes);
 
 // The ONNX operator types the importer converts, sorted.
 std::vector<std::string> SupportedOnnxOps();

@@ -9,6 +9,7 @@
 #include "compiler/backend/toolchain.h"
 #include "compiler/ir/relax_functor.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/relax/struct_info.h"
 #include "runtime/library.h"
 #include "runtime/support/status_macros.h"
 #include "runtime/tensor.h"
@@ -17,8 +18,6 @@ namespace kiln::ir::relax {
 namespace {
 
 constexpr int kMaxRounds = 16;
-// Larger results stay computed at run time rather than bloating the artifact.
-constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
 
 // Variables bound to constants (a folded value feeding the next fold).
 using ConstantVars = std::unordered_map<const relax::VarNode*, const relax::ConstantNode*>;
@@ -30,9 +29,10 @@ const relax::ConstantNode* AsConstant(const relax::Expr& e, const ConstantVars& 
   return it == vars.end() ? nullptr : it->second;
 }
 
-// `call_tir(kernel, (constants...), out_sinfo=static tensor)`: the kernel's name, or empty.
+// `call_tir(kernel, (constants...), out_sinfo=static tensor)` whose result is at most
+// `max_bytes`: the kernel's name, or empty.
 std::string FoldableKernel(const relax::Expr& value, const ir::IRModuleNode& mod,
-                           const ConstantVars& vars) {
+                           const ConstantVars& vars, int64_t max_bytes) {
   const auto* call = value.as<relax::CallNode>();
   const auto* op = call != nullptr ? call->op.as<relax::OpNode>() : nullptr;
   if (op == nullptr || op->name != "relax.call_tir" || call->args.size() != 2 ||
@@ -42,17 +42,12 @@ std::string FoldableKernel(const relax::Expr& value, const ir::IRModuleNode& mod
   const auto* gv = call->args[0].as<relax::GlobalVarNode>();
   const auto* args = call->args[1].as<relax::TupleNode>();
   const auto* out = call->sinfo_args[0].as<relax::TensorStructInfoNode>();
-  if (gv == nullptr || args == nullptr || out == nullptr || out->dtype.is_void() ||
-      out->dims() == nullptr || !mod.Lookup(gv->name_hint).as<ir::PrimFuncNode>()) {
+  if (gv == nullptr || args == nullptr || out == nullptr ||
+      !mod.Lookup(gv->name_hint).as<ir::PrimFuncNode>()) {
     return "";
   }
-  int64_t bytes = (out->dtype.bits() * out->dtype.lanes() + 7) / 8;
-  for (const ir::PrimExpr& d : *out->dims()) {
-    const int64_t* c = ir::AsConstInt(d);
-    if (c == nullptr) return "";
-    bytes *= *c;
-  }
-  if (bytes > kMaxFoldedBytes) return "";
+  std::optional<int64_t> bytes = relax::StaticTensorBytes(call->sinfo_args[0]);
+  if (!bytes || *bytes > max_bytes) return "";
   for (const relax::Expr& a : args->fields) {
     if (!AsConstant(a, vars)) return "";
   }
@@ -61,12 +56,13 @@ std::string FoldableKernel(const relax::Expr& value, const ir::IRModuleNode& mod
 
 class FoldableFinder : public relax::ExprVisitor {
  public:
-  explicit FoldableFinder(const ir::IRModuleNode& mod) : mod_(mod) {}
+  FoldableFinder(const ir::IRModuleNode& mod, int64_t max_bytes)
+      : mod_(mod), max_bytes_(max_bytes) {}
   std::map<std::string, ir::PrimFunc> kernels;
   void VisitBinding(const relax::Binding& b) override {
     if (const auto* c = b->value.as<relax::ConstantNode>(); c && b->var)
       constants_[b->var.get()] = c;
-    std::string k = FoldableKernel(b->value, mod_, constants_);
+    std::string k = FoldableKernel(b->value, mod_, constants_, max_bytes_);
     if (!k.empty() && b.as<relax::VarBindingNode>())
       kernels[k] = mod_.Lookup(k).as_ref<ir::PrimFuncNode>();
     relax::ExprVisitor::VisitBinding(b);
@@ -74,6 +70,7 @@ class FoldableFinder : public relax::ExprVisitor {
 
  private:
   const ir::IRModuleNode& mod_;
+  int64_t max_bytes_;
   ConstantVars constants_;
 };
 
@@ -89,16 +86,25 @@ absl::StatusOr<runtime::Tensor> ToTensor(const relax::ConstantNode& c) {
 // Replaces foldable calls by their values, computed with the loaded kernels.
 class Folder : public relax::ExprMutator {
  public:
-  Folder(const ir::IRModuleNode& mod, std::shared_ptr<runtime::KernelLibrary> library)
-      : mod_(mod), library_(std::move(library)) {}
+  // `budget`: the bytes folding may still make, counted down across functions and rounds.
+  Folder(const ir::IRModuleNode& mod, std::shared_ptr<runtime::KernelLibrary> library,
+         int64_t max_bytes, int64_t* budget)
+      : mod_(mod), library_(std::move(library)), max_bytes_(max_bytes), budget_(budget) {}
   absl::Status status;
+  bool budget_spent = false;
 
   relax::Binding VisitBinding(const relax::Binding& b) override {
     if (const auto* c = b->value.as<relax::ConstantNode>(); c && b->var)
       constants_[b->var.get()] = c;
-    std::string kernel = FoldableKernel(b->value, mod_, constants_);
+    std::string kernel = FoldableKernel(b->value, mod_, constants_, max_bytes_);
     if (kernel.empty() || !b.as<relax::VarBindingNode>() || !status.ok())
       return relax::ExprMutator::VisitBinding(b);
+    int64_t bytes = *relax::StaticTensorBytes(b->value.as<relax::CallNode>()->sinfo_args[0]);
+    if (bytes > *budget_) {
+      budget_spent = true;
+      return relax::ExprMutator::VisitBinding(b);
+    }
+    *budget_ -= bytes;
     absl::StatusOr<relax::Expr> folded = Evaluate(kernel, *b->value.as<relax::CallNode>());
     if (!folded.ok()) {
       status = absl::Status(folded.status().code(),
@@ -130,15 +136,19 @@ class Folder : public relax::ExprMutator {
 
   const ir::IRModuleNode& mod_;
   std::shared_ptr<runtime::KernelLibrary> library_;
+  int64_t max_bytes_;
+  int64_t* budget_;
   ConstantVars constants_;
 };
 
 }  // namespace
 
-absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod) {
+absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod, const FoldLimits& limits) {
   KILN_ASSIGN_OR_RETURN(ir::IRModule current, relax::NormalizeModule(mod));
-  for (int round = 0; round < kMaxRounds; ++round) {
-    FoldableFinder finder(*current);
+  int64_t budget = limits.max_total_bytes;
+  bool budget_spent = false;
+  for (int round = 0; round < kMaxRounds && !budget_spent; ++round) {
+    FoldableFinder finder(*current, limits.max_constant_bytes);
     for (const auto& [name, entry] : current->functions) {
       if (auto f = entry.second.as_ref<relax::FunctionNode>()) finder.VisitExpr(f);
     }
@@ -153,9 +163,10 @@ absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod) {
     for (const auto& [name, entry] : current->functions) {
       auto f = entry.second.as_ref<relax::FunctionNode>();
       if (!f) continue;
-      Folder folder(*current, library);
+      Folder folder(*current, library, limits.max_constant_bytes, &budget);
       relax::Expr folded = folder.VisitExpr(f);
       KILN_RETURN_IF_ERROR(folder.status);
+      budget_spent = budget_spent || folder.budget_spent;
       out.Update(entry.first, folded);
     }
     KILN_ASSIGN_OR_RETURN(current, relax::NormalizeModule(out.Build()));
@@ -163,8 +174,10 @@ absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod) {
   return current;
 }
 
-pass::PassPtr FoldConstantPass() {
-  return pass::MakeModulePass("FoldConstant", FoldConstant, {"LegalizeOps"});
+pass::PassPtr FoldConstantPass(const FoldLimits& limits) {
+  return pass::MakeModulePass(
+      "FoldConstant", [limits](const ir::IRModule& mod) { return FoldConstant(mod, limits); },
+      {"LegalizeOps"});
 }
 
 }  // namespace kiln::ir::relax

@@ -7,16 +7,27 @@
 #ifndef KILN_COMPILER_RELAX_TRANSFORM_FOLD_CONSTANT_H_
 #define KILN_COMPILER_RELAX_TRANSFORM_FOLD_CONSTANT_H_
 
+#include <cstdint>
+
 #include "absl/status/statusor.h"
 #include "compiler/ir/module.h"
 #include "compiler/pass/pass.h"
 
 namespace kiln::ir::relax {
 
-absl::StatusOr<IRModule> FoldConstant(const IRModule& mod);
+// How much constant data folding may make: a result larger than `max_constant_bytes` stays
+// computed at run time, and so does everything after `max_total_bytes` have been folded. A model
+// of a hundred bytes can ask for a constant of gigabytes (a broadcast, a range); the artifact and
+// the compiler's memory stay bounded by these (kilnd's --max-constant-mb and --max-folded-mb).
+struct FoldLimits {
+  int64_t max_constant_bytes = int64_t{64} << 20;
+  int64_t max_total_bytes = int64_t{256} << 20;
+};
+
+absl::StatusOr<IRModule> FoldConstant(const IRModule& mod, const FoldLimits& limits = {});
 
 // As a pass object: requires LegalizeOps.
-pass::PassPtr FoldConstantPass();
+pass::PassPtr FoldConstantPass(const FoldLimits& limits = {});
 
 }  // namespace kiln::ir::relax
 

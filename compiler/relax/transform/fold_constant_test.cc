@@ -46,5 +46,38 @@ class Module:
   EXPECT_NEAR(got.data[1], 48.5, 1e-5);
 }
 
+// A few bytes of IR can ask for a constant of any size: results past the per-constant limit, and
+// everything after the per-compile total is spent, stay computed at run time.
+TEST(FoldConstantTest, ConstantsPastTheLimitsStayComputedAtRunTime) {
+  // Two broadcasts of 64 KiB each (4 x 4096 float32), then added to x.
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 4096), dtype="float32")):
+        with R.dataflow():
+            a = R.broadcast_to(R.const(1.5, "float32"), R.shape([4, 4096]))
+            b = R.broadcast_to(R.const(2.0, "float32"), R.shape([4, 4096]))
+            s = R.add(x, a)
+            gv = R.multiply(s, b)
+            R.output(gv)
+        return gv
+)";
+  absl::StatusOr<IRModule> legal = LegalizeOps(ParseModule(text));
+  ASSERT_TRUE(legal.ok()) << legal.status();
+  auto calls_after = [&](FoldLimits limits) {
+    absl::StatusOr<IRModule> folded = FoldConstant(*legal, limits);
+    EXPECT_TRUE(folded.ok()) << folded.status();
+    return folded.ok() ? KernelCalls(*folded).size() : 0u;
+  };
+  EXPECT_EQ(calls_after({}), 2u);  // both broadcasts folded; add and multiply stay
+  FoldLimits small_constants;
+  small_constants.max_constant_bytes = 32 << 10;
+  EXPECT_EQ(calls_after(small_constants), 4u);  // neither fits
+  FoldLimits small_total;
+  small_total.max_total_bytes = 100 << 10;
+  EXPECT_EQ(calls_after(small_total), 3u);  // the first fits, the second would pass the total
+}
+
 }  // namespace
 }  // namespace kiln::ir::relax

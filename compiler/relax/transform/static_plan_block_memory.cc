@@ -6,6 +6,7 @@
 
 #include "compiler/ir/relax_functor.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/relax/struct_info.h"
 #include "compiler/relax/transform/transform.h"
 #include "runtime/support/status_macros.h"
 
@@ -26,18 +27,10 @@ bool IsKernelCall(const relax::Expr& e, const ir::IRModuleNode& mod) {
   return gv != nullptr && mod.Lookup(gv->name_hint).as<ir::PrimFuncNode>() != nullptr;
 }
 
-// The bytes of a tensor of static shape, or -1.
+// The bytes of a tensor of static shape, or -1 (then allocated at run time, where an impossible
+// size is refused).
 int64_t StaticBytes(const relax::StructInfo& sinfo) {
-  const auto* t = sinfo.as<relax::TensorStructInfoNode>();
-  const std::vector<ir::PrimExpr>* dims = t != nullptr ? t->dims() : nullptr;
-  if (dims == nullptr || t->dtype.is_void()) return -1;
-  int64_t n = (t->dtype.bits() * t->dtype.lanes() + 7) / 8;
-  for (const ir::PrimExpr& d : *dims) {
-    const int64_t* c = ir::AsConstInt(d);
-    if (c == nullptr || *c < 0) return -1;
-    n *= *c;
-  }
-  return n;
+  return relax::StaticTensorBytes(sinfo).value_or(-1);
 }
 
 // Every variable referenced by `e` (not definitions).
