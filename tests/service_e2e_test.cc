@@ -17,6 +17,7 @@
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
+#include "tests/hostile_inputs.h"
 #include "tests/service_cluster.h"
 
 namespace kiln::testing {
@@ -291,7 +292,9 @@ TEST_F(ServiceTest, SigtermEndsKilndWithinTheDrainTimeoutWhateverIsRunning) {
 }
 
 TEST_F(ServiceTest, AModelOverTheWorkersMemoryLimitCostsOnlyItsJob) {
-  StartWithAgents("frontend_memory", 0, {"--worker-memory-mb", "1536"});
+  // kilnd's constant limit raised past what the worker's memory holds.
+  StartWithAgents("frontend_memory", 0,
+                  {"--worker-memory-mb", "1536", "--max-constant-mb", "4096"});
   // A 200-byte model whose import asks for 2 GiB (a Range of 2^28 int64s) of a worker with 1.5.
   frontend::testing::GraphBuilder range(13);
   range.Init(frontend::testing::IntTensor("start", {}, {0}))
@@ -311,6 +314,77 @@ TEST_F(ServiceTest, AModelOverTheWorkersMemoryLimitCostsOnlyItsJob) {
 
   EXPECT_TRUE(client_->ServerInfo().ok());
   CompileOk(*client_, CompileRequest(kMlp));
+}
+
+// kilnd's peak resident memory (VmHWM), in MiB.
+int64_t PeakRssMb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) >> 10;
+  }
+  return -1;
+}
+
+// The generated hostile inputs of tests/stress_test.cc, sent at once to a default kilnd: each
+// costs its job at most (compiled, or failed with the front end's reason), kilnd answers
+// throughout, and its own memory stays small whatever the modules ask for.
+TEST_F(ServiceTest, HostileInputCostsAJobAtMost) {
+  StartWithAgents("hostile", 0, {"--workers", "2"});
+  struct Case {
+    std::string name;
+    std::string bytes;
+    void (v1::ModuleSource::*set)(const std::string&);
+    bool compiles;
+    std::string reason;  // a substring of a failed job's reason
+  };
+  const std::string too_deep = "nesting is too deep (more than 20000 levels";
+  std::vector<Case> cases = {
+      {"chain_1e6.py", TirSumChain(1000000), &v1::ModuleSource::set_tvmscript, false,
+       "chain_1e6.py:7:140015: " + too_deep},
+      {"parens_1e5.py", RelaxParentheses(100000), &v1::ModuleSource::set_tvmscript, false,
+       too_deep},
+      {"elif_1e5.py", TirElifChain(100000), &v1::ModuleSource::set_tvmscript, false, too_deep},
+      {"chain_1e4.py", TirSumChain(10000), &v1::ModuleSource::set_tvmscript, true, ""},
+      {"chain_1e5.pb", ChainProto(100000), &v1::ModuleSource::set_ir_proto, false,
+       "nested more than 20000 levels deep"},
+      {"dag.pb", SharedDagProto(64), &v1::ModuleSource::set_ir_proto, false,
+       "stands for more than 16777216 nodes"},
+      {"range.onnx", HugeRangeOnnx(int64_t{1} << 40), &v1::ModuleSource::set_onnx, false,
+       "is larger than the 64 MiB a constant computed while importing may be"},
+      {"broadcast.onnx", BroadcastBlowupOnnx(), &v1::ModuleSource::set_onnx, true, ""},
+  };
+  std::vector<std::string> ids;
+  for (const Case& c : cases) {
+    v1::SubmitCompileRequest r;
+    r.set_target("llvm");
+    (r.mutable_module()->*c.set)(c.bytes);
+    r.mutable_module()->set_name(c.name);
+    absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitCompile(r);
+    ASSERT_TRUE(submitted.ok()) << c.name << ": " << submitted.status();
+    ids.push_back(submitted->job().id());
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    v1::Job job = WaitFor(
+        *client_, ids[i],
+        [](const v1::Job& j) {
+          return j.state() == v1::JOB_STATE_SUCCEEDED || j.state() == v1::JOB_STATE_FAILED;
+        },
+        180000);
+    EXPECT_TRUE(client_->ServerInfo().ok());
+    if (cases[i].compiles) {
+      EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.reason();
+    } else {
+      EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+      EXPECT_EQ(job.error_code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+      EXPECT_THAT(job.reason(), HasSubstr(cases[i].reason));
+    }
+  }
+  EXPECT_EQ(cluster_->daemon().Wait(100), -1);  // still running
+  int64_t peak_mb = PeakRssMb(cluster_->daemon().pid());
+  EXPECT_GT(peak_mb, 0);
+  EXPECT_LT(peak_mb, 512) << "kilnd's own peak RSS";
 }
 
 TEST_F(ServiceTest, JobsAndArtifactsBelongToWhoeverSubmittedThem) {
