@@ -35,8 +35,9 @@ rm -f "$LOG.opt"
 # Every path and Bazel target the README, docs/ and bench/README.md name exists: one more test.
 if python3 tools/check_docs.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
-# The parser fuzzer (clang + libFuzzer), bounded and deterministic: counts as one more test.
-if bash tools/fuzz.sh --runs 20000; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+# The fuzzers of the three front ends (clang + libFuzzer: the TVMScript parser, the ONNX importer,
+# the IR proto decoder), bounded and deterministic: counts as one more test.
+if bash tools/fuzz.sh --target all --runs 5000; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # The runtime's tests (the VM included) under AddressSanitizer + LeakSanitizer: one more test.
 if bash tools/asan.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi

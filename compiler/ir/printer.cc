@@ -1,5 +1,7 @@
 #include "compiler/ir/printer.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -44,14 +46,19 @@ class Printer {
     if (it != names_.end()) return it->second;
     std::string base = hint.empty() ? "v" : hint;
     std::string name = base;
-    for (int i = 1; used_.count(name); ++i) name = absl::StrCat(base, "_", i);
+    // Suffixes continue where the last name of this base stopped: a module of 10^5 variables
+    // all called "x" is named in linear time.
+    for (int& i = next_suffix_[base]; used_.count(name);) name = absl::StrCat(base, "_", ++i);
     used_.insert(name);
     names_[node] = name;
     return name;
   }
 
+  // Indentation stops growing at kMaxIndent levels: a statement nest 20,000 deep would otherwise
+  // print gigabytes of spaces (this is a debugging format; nothing parses it back).
+  static constexpr int kMaxIndent = 64;
   void Line(int indent, const std::string& text) {
-    out_.append(static_cast<size_t>(indent) * 4, ' ');
+    out_.append(static_cast<size_t>(std::min(indent, kMaxIndent)) * 4, ' ');
     out_ += text;
     out_ += "\n";
   }
@@ -421,6 +428,7 @@ class Printer {
   std::string out_;
   absl::flat_hash_map<const Object*, std::string> names_;
   absl::flat_hash_set<std::string> used_;
+  absl::flat_hash_map<std::string, int> next_suffix_;
 };
 
 }  // namespace

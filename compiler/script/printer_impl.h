@@ -6,6 +6,7 @@
 #ifndef KILN_COMPILER_SCRIPT_PRINTER_IMPL_H_
 #define KILN_COMPILER_SCRIPT_PRINTER_IMPL_H_
 
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -45,7 +46,9 @@ class Namer {
     if (it != names_.end()) return it->second;
     std::string base = Sanitize(hint);
     std::string name = base;
-    for (int i = 1; used_.count(name) > 0; ++i) name = absl::StrCat(base, "_", i);
+    // Suffixes go on from the last one given to this base: 10^5 variables called "x" take
+    // linear time.
+    for (int& i = next_suffix_[base]; used_.count(name) > 0;) name = absl::StrCat(base, "_", ++i);
     used_.insert(name);
     return names_[node] = name;
   }
@@ -64,6 +67,7 @@ class Namer {
   }
   std::unordered_map<const Object*, std::string> names_;
   std::set<std::string> used_;
+  std::map<std::string, int> next_suffix_;
 };
 
 // Operator precedence, for parentheses.

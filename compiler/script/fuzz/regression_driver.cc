@@ -1,7 +1,8 @@
-// Runs a fuzz target (the TVMScript parser's, the ONNX importer's) without libFuzzer (any
-// compiler): every seed in the corpus, then a fixed number of deterministic mutations of them
-// (byte flips, insertions of TVMScript tokens, deletions, splices). It is the CI-sized cousin
-// of tools/fuzz.sh.
+// Runs a fuzz target (the TVMScript parser's, the ONNX importer's, the IR proto decoder's)
+// without libFuzzer (any compiler): every seed in the corpus, then a fixed number of
+// deterministic mutations of them (byte flips, insertions of TVMScript tokens, deletions,
+// splices, and one in eight by the target's own structure-aware mutator where it has one). It is
+// the CI-sized cousin of tools/fuzz.sh.
 #include <dirent.h>
 
 #include <algorithm>
@@ -14,6 +15,17 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+// A target's structure-aware mutator, where it has one (weak: null otherwise).
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) __attribute__((weak));
+
+// libFuzzer's own mutation, which custom mutators fall back to: here, one random byte.
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size) {
+  static std::mt19937 rng(7);
+  if (size == 0 || max_size == 0) return 0;
+  data[rng() % size] = static_cast<uint8_t>(rng());
+  return size;
+}
 
 namespace {
 
@@ -84,6 +96,16 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(20261122);
   for (int i = 0; i < iterations; ++i) {
     std::string s = corpus[rng() % corpus.size()];
+    if (LLVMFuzzerCustomMutator != nullptr && rng() % 8 == 0) {
+      size_t size = s.size();
+      size_t max_size = size * 4 + (1 << 20);
+      s.resize(max_size);
+      size = LLVMFuzzerCustomMutator(reinterpret_cast<uint8_t*>(s.data()), size, max_size,
+                                     static_cast<unsigned int>(rng()));
+      s.resize(size);
+      Run(s);
+      continue;
+    }
     int edits = 1 + static_cast<int>(rng() % 4);
     for (int e = 0; e < edits && !s.empty(); ++e) {
       size_t at = rng() % s.size();
