@@ -7,6 +7,7 @@
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/transform/fold_constant.h"
 #include "compiler/relax/transform/transform.h"
+#include "compiler/relax/well_formed.h"
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/transform/transform.h"
 
@@ -77,6 +78,7 @@ absl::StatusOr<ir::IRModule> RunPasses(const ir::IRModule& mod,
   if (absl::Status s = CheckDumpAfter(options); !s.ok()) return s;
   absl::StatusOr<ir::IRModule> current = relax::NormalizeModule(mod);
   if (!current.ok()) return current.status();
+  if (absl::Status s = relax::CheckTensorSizes(*current); !s.ok()) return s;
   return MakePassContext(options).Run(*current, passes);
 }
 

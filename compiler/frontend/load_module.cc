@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/relax/well_formed.h"
 #include "compiler/script/script_parser.h"
 #include "compiler/wire/ir_proto.h"
 
@@ -36,7 +37,11 @@ absl::StatusOr<ir::IRModule> LoadModule(SourceForm form, absl::string_view bytes
                                         absl::string_view name, const LoadOptions& options) {
   absl::StatusOr<ir::IRModule> mod = ParseModule(form, bytes, name, options);
   if (mod.ok()) mod = ir::relax::NormalizeModule(*mod);
-  if (mod.ok()) return mod;
+  if (mod.ok()) {
+    absl::Status sizes = ir::relax::CheckTensorSizes(*mod);
+    if (sizes.ok()) return mod;
+    mod = sizes;
+  }
   std::string message(mod.status().message());
   if (!absl::StartsWith(message, name)) message = absl::StrCat(name, ": ", message);
   absl::StatusCode code = mod.status().code() == absl::StatusCode::kUnimplemented

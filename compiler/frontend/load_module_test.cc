@@ -67,5 +67,44 @@ TEST(LoadModuleTest, ErrorsNameTheInput) {
   EXPECT_EQ(ParseModuleFile("no/such/file.py").status().code(), absl::StatusCode::kNotFound);
 }
 
+// A tensor of constant shape whose bytes cannot be counted in 64 bits is refused when loaded, as
+// a parameter or as what an operator would make, naming the variable.
+TEST(LoadModuleTest, TensorsThatCannotExistAreRefused) {
+  const char* param = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1099511627776, 1099511627776), "float32")):
+        return x
+)";
+  absl::StatusOr<ir::IRModule> m = LoadModule(SourceForm::kTvmScript, param, "param.py");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("param.py: in function 'main': 'x' is a R.Tensor((1099511627776, "
+                        "1099511627776)"));
+  EXPECT_THAT(m.status().message(), HasSubstr("more than 2^63 bytes"));
+  const char* made = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        y = R.broadcast_to(x, R.shape([4611686018427387904, 4]))
+        return y
+)";
+  m = LoadModule(SourceForm::kTvmScript, made, "made.py");
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("'y' is a R.Tensor((4611686018427387904, 4)"));
+  // 2^40 x 2^20 float32 is 4 PiB, which can be counted: left to the memory of the board.
+  const char* big = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1099511627776, 1048576), "float32")):
+        return x
+)";
+  EXPECT_TRUE(LoadModule(SourceForm::kTvmScript, big, "big.py").ok());
+}
+
 }  // namespace
 }  // namespace kiln::frontend

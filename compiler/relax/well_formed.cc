@@ -638,4 +638,53 @@ absl::Status CheckWellFormed(const IRModule& mod, const WellFormedOptions& optio
                                                  absl::StrJoin(lines, "\n")));
 }
 
+namespace {
+
+// A tensor whose shape is all constants but whose bytes do not fit in 64 bits cannot exist
+// anywhere; compiling it would only fail later, at run time. The first such variable, or "".
+class ImpossibleTensors : public ExprVisitor {
+ public:
+  std::string found;
+  void VisitVarDef(const Var& v) override {
+    if (found.empty() && Impossible(v->struct_info())) {
+      found = absl::StrCat("'", v->name_hint, "' is a ", ToString(v->struct_info()));
+    }
+  }
+
+ private:
+  static bool Impossible(const StructInfo& sinfo) {
+    if (const auto* t = sinfo.as<TensorStructInfoNode>()) {
+      const std::vector<PrimExpr>* dims = t->dims();
+      if (dims == nullptr || t->dtype.is_void()) return false;
+      for (const PrimExpr& d : *dims) {
+        const int64_t* c = AsConstInt(d);
+        if (c == nullptr || *c < 0) return false;
+      }
+      return !StaticTensorBytes(sinfo).has_value();
+    }
+    if (const auto* t = sinfo.as<TupleStructInfoNode>()) {
+      for (const StructInfo& f : t->fields) {
+        if (Impossible(f)) return true;
+      }
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+absl::Status CheckTensorSizes(const IRModule& mod) {
+  for (const auto& [name, entry] : mod->functions) {
+    auto f = entry.second.as_ref<FunctionNode>();
+    if (!f) continue;
+    ImpossibleTensors check;
+    check.VisitExpr(f);
+    if (!check.found.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("in function '", name, "': ", check.found, ", more than 2^63 bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::ir::relax

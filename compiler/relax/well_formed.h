@@ -39,6 +39,11 @@ std::vector<WellFormedViolation> FindWellFormedViolations(const IRModule& mod,
 // OK, or InvalidArgument listing every violation, one per line.
 absl::Status CheckWellFormed(const IRModule& mod, const WellFormedOptions& options = {});
 
+// InvalidArgument naming the first variable whose tensor has a constant shape of more than 2^63
+// bytes (a [2^40, 2^40] parameter, a broadcast to 2^62 rows): it cannot exist anywhere, so it is
+// refused when loaded and before compiling rather than at run time. Expects a normalized module.
+absl::Status CheckTensorSizes(const IRModule& mod);
+
 }  // namespace kiln::ir::relax
 
 #endif  // KILN_COMPILER_RELAX_WELL_FORMED_H_
