@@ -2,7 +2,10 @@
 
 #include <grpc/grpc_security_constants.h>
 #include <openssl/crypto.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <vector>
 
@@ -15,13 +18,13 @@
 namespace kiln::server {
 namespace {
 
-// The principal `token` names in `tokens`, comparing every token in constant time so that the
-// time taken says nothing about how much of a guess was right.
-const Principal* Find(const std::map<std::string, Principal>& tokens, const std::string& token) {
+// The principal whose token has `digest` in `tokens`, comparing every digest in constant time so
+// that the time taken says nothing about how much of a guess was right.
+const Principal* Find(const std::map<std::string, Principal>& tokens, const std::string& digest) {
   const Principal* found = nullptr;
   for (const auto& [known, principal] : tokens) {
-    bool same = known.size() == token.size() &&
-                CRYPTO_memcmp(known.data(), token.data(), token.size()) == 0;
+    bool same = known.size() == digest.size() &&
+                CRYPTO_memcmp(known.data(), digest.data(), digest.size()) == 0;
     if (same) found = &principal;
   }
   return found;
@@ -29,9 +32,27 @@ const Principal* Find(const std::map<std::string, Principal>& tokens, const std:
 
 }  // namespace
 
-absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& path) {
+bool Principal::MayServe(const std::string& device_key) const {
+  return device_keys.empty() ||
+         std::find(device_keys.begin(), device_keys.end(), device_key) != device_keys.end();
+}
+
+std::string TokenDigest(absl::string_view token) { return runtime::Sha256Hex(token); }
+
+absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& path,
+                                                            bool allow_shared_file,
+                                                            std::string* warning) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the token file"));
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    std::string message = absl::StrCat(path, ": the token file is readable by other users (mode ",
+                                       mode, "); chmod 600 it");
+    if (!allow_shared_file) return absl::FailedPreconditionError(message);
+    if (warning != nullptr) *warning = message;
+  }
   std::map<std::string, Principal> tokens;
   std::string line;
   for (int lineno = 1; std::getline(in, line); ++lineno) {
@@ -45,13 +66,15 @@ absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& p
         p.name = fields[i].substr(5);
       } else if (fields[i] == "role=admin") {
         p.admin = true;
+      } else if (absl::StartsWith(fields[i], "keys=") && fields[i].size() > 5) {
+        p.device_keys = absl::StrSplit(fields[i].substr(5), ',', absl::SkipEmpty());
       } else {
         return absl::InvalidArgumentError(
             absl::StrCat(path, ":", lineno, ": unknown field '", fields[i],
-                         "' (expected name=NAME or role=admin after the token)"));
+                         "' (expected name=NAME, role=admin or keys=K1,K2 after the token)"));
       }
     }
-    if (!tokens.emplace(fields[0], p).second) {
+    if (!tokens.emplace(TokenDigest(fields[0]), p).second) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", lineno, ": a repeated token"));
     }
   }
@@ -94,20 +117,13 @@ grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& cont
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "the authorization header must be 'Bearer TOKEN'");
   }
-  std::string token = value.substr(7);
   const auto& mine = role == Role::kClient ? config.client_tokens : config.agent_tokens;
-  const auto& other = role == Role::kClient ? config.agent_tokens : config.client_tokens;
-  if (const Principal* p = Find(mine, token)) {
+  if (const Principal* p = Find(mine, TokenDigest(value.substr(7)))) {
     *principal = *p;
     return grpc::Status::OK;
   }
-  if (Find(other, token) != nullptr) {
-    return grpc::Status(
-        grpc::StatusCode::PERMISSION_DENIED,
-        absl::StrCat(role == Role::kClient ? "an agent" : "a client", " token cannot be used as ",
-                     role == Role::kClient ? "a client" : "an agent", " token"));
-  }
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "unknown token");
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      absl::StrCat("not ", role_name, " token of this server"));
 }
 
 }  // namespace kiln::server

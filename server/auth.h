@@ -12,8 +12,10 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace kiln::server {
 
@@ -23,21 +25,34 @@ enum class Role { kClient, kAgent };
 struct Principal {
   std::string name;
   bool admin = false;
+  // An agent credential's device keys (`keys=board1,board2` in the token file): registering
+  // under any other is refused. Empty: every key (and kilnd warns at start).
+  std::vector<std::string> device_keys;
+  bool MayServe(const std::string& device_key) const;
 };
 
 struct AuthConfig {
-  std::map<std::string, Principal> client_tokens;  // by token
+  std::map<std::string, Principal> client_tokens;  // by TokenDigest of the token
   std::map<std::string, Principal> agent_tokens;
   bool enabled() const { return !client_tokens.empty() || !agent_tokens.empty(); }
 };
 
-// One token per line, optionally followed by fields: `TOKEN [name=NAME] [role=admin]`; blank
-// lines and lines starting with '#' are skipped. A token without a name is known by a digest of
-// itself ("token:1a2b3c4d"), never by the token.
-absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& path);
+// The SHA-256 of a token, in hex: what kilnd keeps and compares, so that a comparison's time says
+// nothing about the token, not even its length.
+std::string TokenDigest(absl::string_view token);
 
-// OK with the caller in `principal`, or Unauthenticated (no or unknown token) / PermissionDenied
-// (a token of the other role). Tokens are compared in constant time.
+// One token per line, optionally followed by fields: `TOKEN [name=NAME] [role=admin]
+// [keys=K1,K2]`; blank lines and lines starting with '#' are skipped. A token without a name is
+// known by a digest of itself ("token:1a2b3c4d"), never by the token. Keyed by TokenDigest. A
+// file that users other than its owner may read is refused (FailedPrecondition), unless
+// `allow_shared_file`, when `warning` says so.
+absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& path,
+                                                            bool allow_shared_file = false,
+                                                            std::string* warning = nullptr);
+
+// OK with the caller in `principal`, or Unauthenticated: no token, or one this role does not
+// accept (an unknown token and the other role's get the same answer, so a guess learns nothing).
+// Digests are compared in constant time.
 grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& context, Role role,
                        Principal* principal);
 

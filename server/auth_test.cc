@@ -1,6 +1,8 @@
 // Token files: principals, roles, and the errors a bad file gets.
 #include "server/auth.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 
@@ -13,9 +15,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string Write(const std::string& name, const std::string& text) {
+std::string Write(const std::string& name, const std::string& text, mode_t mode = 0600) {
   std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
   std::ofstream(path) << text;
+  chmod(path.c_str(), mode);
   return path;
 }
 
@@ -26,13 +29,42 @@ TEST(AuthTest, TokensNamePrincipalsAndRoles) {
                        "anonymous-secret\n"));
   ASSERT_TRUE(tokens.ok()) << tokens.status();
   ASSERT_EQ(tokens->size(), 3u);
-  EXPECT_EQ(tokens->at("alice-secret").name, "alice");
-  EXPECT_FALSE(tokens->at("alice-secret").admin);
-  EXPECT_EQ(tokens->at("ops-secret").name, "ops");
-  EXPECT_TRUE(tokens->at("ops-secret").admin);
+  // Kept by digest: the secrets themselves are not in kilnd's memory as keys.
+  EXPECT_EQ(tokens->count("alice-secret"), 0u);
+  const Principal& alice = tokens->at(TokenDigest("alice-secret"));
+  EXPECT_EQ(alice.name, "alice");
+  EXPECT_FALSE(alice.admin);
+  EXPECT_EQ(tokens->at(TokenDigest("ops-secret")).name, "ops");
+  EXPECT_TRUE(tokens->at(TokenDigest("ops-secret")).admin);
   // A token without a name is known by a digest of itself, never by the secret.
-  EXPECT_THAT(tokens->at("anonymous-secret").name, StartsWith("token:"));
-  EXPECT_EQ(tokens->at("anonymous-secret").name.find("anonymous"), std::string::npos);
+  const Principal& anonymous = tokens->at(TokenDigest("anonymous-secret"));
+  EXPECT_THAT(anonymous.name, StartsWith("token:"));
+  EXPECT_EQ(anonymous.name.find("anonymous"), std::string::npos);
+}
+
+TEST(AuthTest, AgentTokensNameTheDeviceKeysTheyMayServe) {
+  absl::StatusOr<std::map<std::string, Principal>> tokens =
+      ReadTokens(Write("agents.tokens",
+                       "b1-secret name=b1 keys=board1\nany-secret name=any\n"
+                       "two-secret keys=board1,board2\n"));
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  const Principal& b1 = tokens->at(TokenDigest("b1-secret"));
+  EXPECT_TRUE(b1.MayServe("board1"));
+  EXPECT_FALSE(b1.MayServe("board2"));
+  EXPECT_TRUE(tokens->at(TokenDigest("two-secret")).MayServe("board2"));
+  EXPECT_TRUE(tokens->at(TokenDigest("any-secret")).MayServe("anything"));
+}
+
+// A token file other users may read is refused, or accepted with a warning when allowed.
+TEST(AuthTest, TokenFilesReadableByOthersAreRefused) {
+  std::string shared = Write("shared.tokens", "a-secret\n", 0644);
+  absl::StatusOr<std::map<std::string, Principal>> refused = ReadTokens(shared);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("readable by other users (mode 644)"));
+  std::string warning;
+  EXPECT_TRUE(ReadTokens(shared, /*allow_shared_file=*/true, &warning).ok());
+  EXPECT_THAT(warning, HasSubstr("chmod 600"));
 }
 
 TEST(AuthTest, BadTokenFilesAreRefusedWithTheLine) {

@@ -523,17 +523,20 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
 // --- agents -------------------------------------------------------------------------------
 
 std::shared_ptr<AgentLink> JobManager::RegisterAgent(const v1::RegisterAgent& hello,
+                                                     const std::string& principal,
                                                      grpc::ServerContext* context) {
   std::lock_guard<std::mutex> lock(mu_);
   auto agent = std::make_shared<AgentLink>();
   agent->id = absl::StrCat("agent-", next_agent_++);
   agent->device_key = hello.device_key();
+  agent->principal = principal;
   agent->context = context;
   agent->last_seen_ms = NowUnixMs();
   agents_[agent->id] = agent;
   v1::Device& device = devices_[hello.device_key()];
   device.set_key(hello.device_key());
   *device.mutable_attributes() = hello.attributes();
+  device.set_reported_by(principal);
   device.set_agents_connected(device.agents_connected() + 1);
   device.set_last_seen_unix_ms(agent->last_seen_ms);
   if (absl::Status s = store_->PutDevice(device); !s.ok()) {
@@ -546,6 +549,18 @@ std::shared_ptr<AgentLink> JobManager::RegisterAgent(const v1::RegisterAgent& he
             {"peer", context->peer()}});
   DispatchLocked();
   return agent;
+}
+
+bool JobManager::AgentMayFetch(const std::string& agent_id, const std::string& principal,
+                               const std::string& task_id, const std::string& digest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto agent = agents_.find(agent_id);
+  if (agent == agents_.end() || agent->second->gone || agent->second->principal != principal ||
+      task_id.empty() || agent->second->busy_task != task_id) {
+    return false;
+  }
+  auto job = jobs_.find(task_id);
+  return job != jobs_.end() && job->second->job.artifact_digest() == digest;
 }
 
 void JobManager::AgentHeartbeat(const std::shared_ptr<AgentLink>& agent) {

@@ -74,6 +74,7 @@ struct JobStats {
 struct AgentLink {
   std::string id;
   std::string device_key;
+  std::string principal;  // the credential that opened the session
   grpc::ServerContext* context = nullptr;
   // Written by the dispatcher, drained by the Connect handler (under JobManager's lock).
   std::deque<v1::ServerMessage> outbox;
@@ -119,7 +120,12 @@ class JobManager {
 
   // Agents.
   std::shared_ptr<AgentLink> RegisterAgent(const v1::RegisterAgent& hello,
+                                           const std::string& principal,
                                            grpc::ServerContext* context);
+  // Whether the session `agent_id`, opened by `principal`, was given task `task_id` and that
+  // task runs the artifact `digest`: the only artifacts an agent may fetch.
+  bool AgentMayFetch(const std::string& agent_id, const std::string& principal,
+                     const std::string& task_id, const std::string& digest);
   void AgentHeartbeat(const std::shared_ptr<AgentLink>& agent);
   void AgentResult(const std::shared_ptr<AgentLink>& agent, const v1::TaskResult& result);
   void AgentGone(const std::shared_ptr<AgentLink>& agent);

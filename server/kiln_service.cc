@@ -12,8 +12,10 @@
 #include "compiler/build_info.h"
 #include "compiler/codegen/llvm_target.h"
 #include "compiler/version.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/message.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
 #include "server/log.h"
@@ -30,6 +32,43 @@ grpc::Status ToGrpc(const absl::Status& s) {
 
 grpc::Status Invalid(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+// INVALID_ARGUMENT naming the first string field of `message` (nested ones included) longer
+// than `max_bytes`: a name or key of megabytes would be stored with the job and kept in memory.
+// The TVMScript text of a module is the payload, bounded by --max-module-mb instead.
+grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max_bytes,
+                           const std::string& prefix = "") {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const google::protobuf::FieldDescriptor* f : fields) {
+    std::string name = prefix + f->name();
+    if (f->type() == google::protobuf::FieldDescriptor::TYPE_STRING &&
+        f->full_name() != "kiln.v1.ModuleSource.tvmscript") {
+      int n = f->is_repeated() ? reflection->FieldSize(message, f) : 1;
+      for (int k = 0; k < n; ++k) {
+        std::string scratch;
+        const std::string& value =
+            f->is_repeated() ? reflection->GetRepeatedStringReference(message, f, k, &scratch)
+                             : reflection->GetStringReference(message, f, &scratch);
+        if (static_cast<int64_t>(value.size()) > max_bytes) {
+          return Invalid(absl::StrCat(name, ": ", value.size(), " bytes, more than the ", max_bytes,
+                                      " a string field may have (--max-string-bytes)"));
+        }
+      }
+    } else if (f->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
+      int n = f->is_repeated() ? reflection->FieldSize(message, f) : 1;
+      for (int k = 0; k < n; ++k) {
+        const google::protobuf::Message& inner = f->is_repeated()
+                                                     ? reflection->GetRepeatedMessage(message, f, k)
+                                                     : reflection->GetMessage(message, f);
+        grpc::Status s = StringsWithin(inner, max_bytes, name + ".");
+        if (!s.ok()) return s;
+      }
+    }
+  }
+  return grpc::Status::OK;
 }
 
 // An artifact none of the caller's jobs made or ran is answered as one that does not exist.
@@ -171,6 +210,7 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   Principal caller;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   size_t size = SourceBytes(request->module());
@@ -302,6 +342,7 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
   v1::Task task;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   const v1::ProfileOptions& o = request->options();
@@ -333,6 +374,7 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
   v1::Task task;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   grpc::Status s =
@@ -355,6 +397,7 @@ grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobR
   Principal caller;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   *response = *job;
@@ -366,6 +409,7 @@ grpc::Status KilnService::WatchJob(grpc::ServerContext* context, const v1::Watch
   Principal caller;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   if (absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id()); !job.ok()) {
     return ToGrpc(job.status());
   }
@@ -380,6 +424,7 @@ grpc::Status KilnService::CancelJob(grpc::ServerContext* context,
   Principal caller;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   if (absl::StatusOr<v1::Job> owned = OwnJob(caller, request->job_id()); !owned.ok()) {
     return ToGrpc(owned.status());
   }
@@ -394,6 +439,7 @@ grpc::Status KilnService::ListJobs(grpc::ServerContext* context, const v1::ListJ
   Principal caller;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   const std::string& client = caller.name;
   int limit = request->limit() > 0 ? request->limit() : 100;
   for (v1::Job& job : ctx_->jobs->List(request->state(), limit, caller.admin ? "" : client)) {
@@ -408,6 +454,7 @@ grpc::Status KilnService::DownloadArtifact(grpc::ServerContext* context,
   Principal caller;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   const std::string& client = caller.name;
   if (!caller.admin && !ctx_->jobs->HasArtifact(client, request->digest())) {
     return NoArtifact(request->digest());
@@ -436,11 +483,20 @@ grpc::Status AgentServiceImpl::Connect(
   v1::AgentMessage hello;
   if (!stream->Read(&hello)) return grpc::Status(grpc::StatusCode::CANCELLED, "no registration");
   if (!hello.has_register_()) return Invalid("the first message must register the agent");
+  if (grpc::Status s = StringsWithin(hello, ctx_->max_string_bytes); !s.ok()) return s;
   if (!ValidDeviceKey(hello.register_().device_key())) {
     return Invalid(absl::StrCat("device key '", hello.register_().device_key(),
                                 "': use 1 to 64 of [A-Za-z0-9._-]"));
   }
-  std::shared_ptr<AgentLink> agent = ctx_->jobs->RegisterAgent(hello.register_(), context);
+  if (!agent_principal.MayServe(hello.register_().device_key())) {
+    return grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        absl::StrCat("agent credential '", agent_principal.name, "' may not serve device key '",
+                     hello.register_().device_key(),
+                     "' (it may serve: ", absl::StrJoin(agent_principal.device_keys, ", "), ")"));
+  }
+  std::shared_ptr<AgentLink> agent =
+      ctx_->jobs->RegisterAgent(hello.register_(), agent_principal.name, context);
   v1::ServerMessage registered;
   registered.mutable_registered()->set_agent_id(agent->id);
   registered.mutable_registered()->set_heartbeat_interval_ms(ctx_->jobs->heartbeat_interval_ms());
@@ -474,6 +530,15 @@ grpc::Status AgentServiceImpl::FetchArtifact(grpc::ServerContext* context,
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kAgent, &agent_principal);
       !s.ok()) {
     return s;
+  }
+  // Only the artifact of a task this session runs: a token alone fetches nothing. The answer is
+  // the same whether the digest exists or not.
+  if (!ctx_->jobs->AgentMayFetch(request->agent_id(), agent_principal.name, request->task_id(),
+                                 request->digest())) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("artifact ", request->digest().substr(0, 64),
+                                     " is not the artifact of a task given to agent session '",
+                                     request->agent_id().substr(0, 64), "'"));
   }
   return StreamArtifact(ctx_->store, request->digest(), writer);
 }

@@ -26,6 +26,7 @@ struct ServiceContext {
   ArtifactCache* cache = nullptr;
   JobManager* jobs = nullptr;
   int64_t max_module_bytes = 32 << 20;
+  int64_t max_string_bytes = 4096;  // any string field of a request (ServerOptions)
 };
 
 class KilnService final : public kiln::v1::Kiln::Service {

@@ -67,6 +67,12 @@ int main(int argc, char** argv) {
   app.add_option("--client-tokens", options.client_tokens_file,
                  "file of client bearer tokens, one per line (turns auth on)")
       ->check(CLI::ExistingFile);
+  app.add_flag("--allow-shared-token-files", options.allow_shared_token_files,
+               "accept token files other users may read (with a warning)");
+  app.add_option("--max-string-bytes", options.max_string_bytes,
+                 "longest string field of a request (names, keys, targets, reasons)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--agent-tokens", options.agent_tokens_file,
                  "file of agent bearer tokens, one per line (turns auth on)")
       ->check(CLI::ExistingFile);

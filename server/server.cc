@@ -31,6 +31,7 @@ struct KilnServer::Parts {
   int64_t drain_timeout_ms = 0;
   std::once_flag shutdown_once;
   std::string client_tokens_file, agent_tokens_file;
+  bool allow_shared_token_files = false;
 };
 
 namespace {
@@ -91,19 +92,30 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
   return grpc::SslServerCredentials(ssl);
 }
 
-// The token files as an AuthConfig; an error names the file and line.
+// The token files as an AuthConfig; an error names the file and line. What is allowed but unwise
+// (a file others may read, with --allow-shared-token-files; an agent token trusted for every
+// device key) is logged as a warning.
 absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(const std::string& client_tokens_file,
-                                                           const std::string& agent_tokens_file) {
+                                                           const std::string& agent_tokens_file,
+                                                           bool allow_shared) {
   auto auth = std::make_shared<AuthConfig>();
-  if (!client_tokens_file.empty()) {
-    absl::StatusOr<std::map<std::string, Principal>> t = ReadTokens(client_tokens_file);
+  auto read = [&](const std::string& file, std::map<std::string, Principal>* into) -> absl::Status {
+    if (file.empty()) return absl::OkStatus();
+    std::string warning;
+    absl::StatusOr<std::map<std::string, Principal>> t = ReadTokens(file, allow_shared, &warning);
     if (!t.ok()) return t.status();
-    auth->client_tokens = *std::move(t);
-  }
-  if (!agent_tokens_file.empty()) {
-    absl::StatusOr<std::map<std::string, Principal>> t = ReadTokens(agent_tokens_file);
-    if (!t.ok()) return t.status();
-    auth->agent_tokens = *std::move(t);
+    if (!warning.empty()) LogEvent(LogLevel::kWarning, "token file shared", {{"file", warning}});
+    *into = *std::move(t);
+    return absl::OkStatus();
+  };
+  if (absl::Status s = read(client_tokens_file, &auth->client_tokens); !s.ok()) return s;
+  if (absl::Status s = read(agent_tokens_file, &auth->agent_tokens); !s.ok()) return s;
+  for (const auto& [digest, principal] : auth->agent_tokens) {
+    if (principal.device_keys.empty()) {
+      LogEvent(LogLevel::kWarning,
+               "an agent token is trusted for every device key (name them with keys=K1,K2)",
+               {{"agent", principal.name}});
+    }
   }
   return std::shared_ptr<const AuthConfig>(std::move(auth));
 }
@@ -111,8 +123,8 @@ absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(const std::string& cl
 }  // namespace
 
 absl::Status KilnServer::ReloadTokens() {
-  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth =
-      LoadAuth(parts_->client_tokens_file, parts_->agent_tokens_file);
+  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth = LoadAuth(
+      parts_->client_tokens_file, parts_->agent_tokens_file, parts_->allow_shared_token_files);
   if (!auth.ok()) {
     LogEvent(LogLevel::kError, "token reload refused; the tokens in use stay",
              {{"error", std::string(auth.status().message())}});
@@ -137,8 +149,9 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   ServiceContext& ctx = parts->context;
   parts->client_tokens_file = options.client_tokens_file;
   parts->agent_tokens_file = options.agent_tokens_file;
-  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth =
-      LoadAuth(parts->client_tokens_file, parts->agent_tokens_file);
+  parts->allow_shared_token_files = options.allow_shared_token_files;
+  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth = LoadAuth(
+      parts->client_tokens_file, parts->agent_tokens_file, parts->allow_shared_token_files);
   if (!auth.ok()) return auth.status();
   ctx.auth = *auth;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
@@ -164,6 +177,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   ctx.cache = parts->cache.get();
   ctx.jobs = parts->jobs.get();
   ctx.max_module_bytes = options.max_module_bytes;
+  ctx.max_string_bytes = options.max_string_bytes;
   parts->kiln = std::make_unique<KilnService>(&ctx);
   parts->agents = std::make_unique<AgentServiceImpl>(&ctx);
 

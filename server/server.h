@@ -28,6 +28,12 @@ struct ServerOptions {
   std::string tls_cert, tls_key, tls_client_ca;
   // Token files (one token per line); either turns authentication on.
   std::string client_tokens_file, agent_tokens_file;
+  // A token file other users may read is refused at start and on reload, unless this is set
+  // (then kilnd logs a warning).
+  bool allow_shared_token_files = false;
+  // Longest string field of any request or agent message (names, keys, targets, reasons); the
+  // module's TVMScript text is bounded by max_module_bytes instead.
+  int64_t max_string_bytes = 4096;
   int64_t max_request_bytes = 64 << 20;  // any one gRPC message
   int64_t max_module_bytes = 32 << 20;   // a submitted module or artifact
   int64_t cache_max_bytes = int64_t{1} << 30;

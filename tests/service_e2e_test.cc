@@ -2,6 +2,7 @@
 // processes, real kiln-agent processes, and the C++ client library. No mocks.
 //
 // Arguments: kilnd, kiln-agent, kiln (the binaries under test).
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include "compiler/frontend/onnx/testing/onnx_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/kiln/v1/agent.grpc.pb.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
@@ -316,6 +318,12 @@ TEST_F(ServiceTest, AModelOverTheWorkersMemoryLimitCostsOnlyItsJob) {
   CompileOk(*client_, CompileRequest(kMlp));
 }
 
+// Token files must be readable by their owner only (kilnd refuses others).
+void PrivateFile(const std::string& path) {
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
 // kilnd's peak resident memory (VmHWM), in MiB.
 int64_t PeakRssMb(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
@@ -394,6 +402,8 @@ TEST_F(ServiceTest, JobsAndArtifactsBelongToWhoeverSubmittedThem) {
                                            "name=bob\nops-secret name=ops role=admin\n";
   std::ofstream(dir + "/agent.tokens") << "agent-secret\n";
   std::ofstream(dir + "/agent.token") << "agent-secret\n";
+  PrivateFile(dir + "/client.tokens");
+  PrivateFile(dir + "/agent.tokens");
   ASSERT_TRUE(cluster_
                   ->StartDaemon({"--client-tokens", dir + "/client.tokens", "--agent-tokens",
                                  dir + "/agent.tokens"})
@@ -486,10 +496,113 @@ TEST_F(ServiceTest, AnAgentRetriesWithDoublingBackoffUntilTheDaemonComes) {
   EXPECT_TRUE(agent.WaitForLog("kiln-agent: registered as ").ok()) << agent.Log();
 }
 
+// An agent credential serves only the device keys its token names; results count only from the
+// session that was given the task; artifacts go only to the session running their task; and no
+// string field of a request may be megabytes long. Each hole was open before issue 30: a process
+// with any agent token registered as `board1`, fetched any artifact by digest, and a 4 MB module
+// name was stored.
+TEST_F(ServiceTest, AgentsServeOnlyTheirKeysAndSeeOnlyTheirTasks) {
+  cluster_ = std::make_unique<Cluster>("device_trust");
+  std::string dir = cluster_->dir();
+  std::ofstream(dir + "/client.tokens") << "alice-secret name=alice\n";
+  std::ofstream(dir + "/agent.tokens") << "board1-secret name=board1-agent keys=board1\n"
+                                          "board2-secret name=board2-agent keys=board2\n";
+  std::ofstream(dir + "/board1.token") << "board1-secret\n";
+  std::ofstream(dir + "/board2.token") << "board2-secret\n";
+  PrivateFile(dir + "/client.tokens");
+  PrivateFile(dir + "/agent.tokens");
+  ASSERT_TRUE(cluster_
+                  ->StartDaemon({"--client-tokens", dir + "/client.tokens", "--agent-tokens",
+                                 dir + "/agent.tokens"})
+                  .ok());
+  absl::StatusOr<std::string> board1 =
+      cluster_->StartAgent("board1", {"--token", dir + "/board1.token"});
+  ASSERT_TRUE(board1.ok()) << board1.status();
+
+  // board2's credential cannot pose as board1.
+  Process impostor({TestBinaries().agent, "--server", cluster_->address(), "--device-key", "board1",
+                    "--cache-dir", dir + "/impostor", "--token", dir + "/board2.token"},
+                   dir + "/impostor.log");
+  EXPECT_TRUE(impostor
+                  .WaitForLog("PERMISSION_DENIED: agent credential 'board2-agent' may not serve "
+                              "device key 'board1' (it may serve: board2)")
+                  .ok())
+      << impostor.Log();
+  runtime::ChannelOptions alice;
+  alice.token = "alice-secret";
+  std::unique_ptr<client::KilnClient> client = *cluster_->Client(alice);
+  absl::StatusOr<std::vector<v1::Device>> devices = client->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].key(), "board1");
+  EXPECT_EQ((*devices)[0].reported_by(), "board1-agent");
+  EXPECT_EQ((*devices)[0].agents_connected(), 1);
+
+  // A session of board2's own key, opened by hand: it may not fetch an artifact it runs no task
+  // for, and a result it sends for board1's task is ignored.
+  v1::Job compiled = CompileOk(*client, CompileRequest(kMlp));
+  auto channel = grpc::CreateChannel(cluster_->address(), grpc::InsecureChannelCredentials());
+  std::unique_ptr<v1::AgentService::Stub> stub = v1::AgentService::NewStub(channel);
+  auto as_board2 = [](grpc::ClientContext* context) {
+    context->AddMetadata("authorization", "Bearer board2-secret");
+  };
+  grpc::ClientContext session_context;
+  as_board2(&session_context);
+  auto session = stub->Connect(&session_context);
+  v1::AgentMessage hello;
+  hello.mutable_register_()->set_device_key("board2");
+  ASSERT_TRUE(session->Write(hello));
+  v1::ServerMessage registered;
+  ASSERT_TRUE(session->Read(&registered));
+  ASSERT_TRUE(registered.has_registered());
+  for (const std::string& agent_id : {registered.registered().agent_id(), *board1}) {
+    grpc::ClientContext context;
+    as_board2(&context);
+    v1::FetchArtifactRequest fetch;
+    fetch.set_digest(compiled.artifact_digest());
+    fetch.set_agent_id(agent_id);
+    auto reader = stub->FetchArtifact(&context, fetch);
+    v1::ArtifactChunk chunk;
+    EXPECT_FALSE(reader->Read(&chunk));
+    grpc::Status refused = reader->Finish();
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED) << agent_id;
+    EXPECT_THAT(refused.error_message(), HasSubstr("is not the artifact of a task given to"));
+  }
+  v1::SubmitProfileRequest profile;
+  profile.mutable_artifact()->set_digest(compiled.artifact_digest());
+  profile.set_device_key("board1");
+  profile.mutable_options()->set_repeat(20);
+  absl::StatusOr<v1::SubmitResponse> submitted = client->SubmitProfile(profile);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  WaitFor(*client, submitted->job().id(),
+          [](const v1::Job& j) { return j.state() != v1::JOB_STATE_QUEUED; });
+  v1::AgentMessage forged;
+  forged.mutable_result()->set_task_id(submitted->job().id());
+  forged.mutable_result()->set_ok(true);
+  forged.mutable_result()->mutable_profile()->set_median_seconds(1e-9);
+  ASSERT_TRUE(session->Write(forged));
+  absl::StatusOr<v1::Job> done = client->Wait(submitted->job().id());
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->reason();
+  EXPECT_GT(done->profile().median_seconds(), 1e-7) << "the forged result counted";
+  EXPECT_EQ(done->profile().seconds_per_call_size(), 20);  // board1's measurement
+  session_context.TryCancel();
+
+  // A 4 MB module name is refused, naming the field; nothing is stored.
+  v1::SubmitCompileRequest named = CompileRequest(kMlp);
+  named.mutable_module()->set_name(std::string(4 << 20, 'n'));
+  absl::StatusOr<v1::SubmitResponse> refused = client->SubmitCompile(named);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("module.name: 4194304 bytes, more than the 4096 a string field may have"));
+}
+
 TEST_F(ServiceTest, TokenFilesAreReloadedOnSighup) {
   cluster_ = std::make_unique<Cluster>("reload");
   std::string tokens = cluster_->dir() + "/client.tokens";
   std::ofstream(tokens) << "alice-secret name=alice\n";
+  PrivateFile(tokens);
   ASSERT_TRUE(cluster_->StartDaemon({"--client-tokens", tokens}).ok());
   auto list_as = [&](const char* token) {
     runtime::ChannelOptions o;
@@ -828,6 +941,7 @@ class SecureServiceTest : public ::testing::Test {
         "openssl x509 -req -in other.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
         "-out other.pem 2>/dev/null;",
         "echo client-secret > client.tokens; echo agent-secret > agent.tokens;",
+        "chmod 600 client.tokens agent.tokens;",
         "echo client-secret > client.token; echo agent-secret > agent.token;");
     ASSERT_EQ(std::system(script.c_str()), 0);
   }
@@ -862,9 +976,10 @@ TEST_F(SecureServiceTest, TokensAndMutualTls) {
   absl::Status missing = call(Tls(""));
   EXPECT_EQ(missing.code(), absl::StatusCode::kUnauthenticated) << missing;
   EXPECT_EQ(call(Tls("wrong")).code(), absl::StatusCode::kUnauthenticated);
+  // The other role's token gets the answer an unknown token gets: a guess learns nothing.
   absl::Status role = call(Tls("agent-secret"));
-  EXPECT_EQ(role.code(), absl::StatusCode::kPermissionDenied) << role;
-  EXPECT_THAT(role.message(), HasSubstr("agent token cannot be used as a client token"));
+  EXPECT_EQ(role.code(), absl::StatusCode::kUnauthenticated) << role;
+  EXPECT_EQ(role.message(), call(Tls("wrong")).message());
   // Without a client certificate, or without TLS, there is no connection at all.
   runtime::ChannelOptions no_cert = Tls("client-secret");
   no_cert.tls_cert.clear();
@@ -884,8 +999,7 @@ TEST_F(SecureServiceTest, TokensAndMutualTls) {
        cluster.dir() + "/refused", "--token", dir_ + "/client.token", "--tls-ca", dir_ + "/ca.pem",
        "--tls-cert", dir_ + "/client.pem", "--tls-key", dir_ + "/client.key"},
       cluster.dir() + "/refused.log");
-  EXPECT_TRUE(
-      refused.WaitForLog("PERMISSION_DENIED: a client token cannot be used as an agent token").ok())
+  EXPECT_TRUE(refused.WaitForLog("UNAUTHENTICATED: not an agent token of this server").ok())
       << refused.Log();
   std::vector<std::string> good = tls;
   good.insert(good.end(), {"--token", dir_ + "/agent.token"});

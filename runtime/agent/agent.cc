@@ -48,7 +48,8 @@ void Log(const std::string& line) {
 // verified against its digest before it is used.
 absl::StatusOr<std::string> EnsureArtifact(const AgentOptions& options,
                                            v1::AgentService::Stub* stub,
-                                           const std::string& digest) {
+                                           const std::string& agent_id, const v1::Task& task) {
+  const std::string& digest = task.artifact_digest();
   if (digest.size() != 64 || digest.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("bad artifact digest '", digest, "'"));
   }
@@ -62,6 +63,8 @@ absl::StatusOr<std::string> EnsureArtifact(const AgentOptions& options,
   AddToken(options.server, &context);
   v1::FetchArtifactRequest request;
   request.set_digest(digest);
+  request.set_agent_id(agent_id);
+  request.set_task_id(task.task_id());
   std::unique_ptr<grpc::ClientReader<v1::ArtifactChunk>> reader =
       stub->FetchArtifact(&context, request);
   std::string bytes;
@@ -92,10 +95,11 @@ absl::StatusOr<std::string> EnsureArtifact(const AgentOptions& options,
 
 // Runs `task` in a child process and turns whatever happened into a result.
 v1::TaskResult RunTask(const AgentOptions& options, v1::AgentService::Stub* stub,
-                       const v1::Task& task, const std::atomic<bool>& cancel) {
+                       const std::string& agent_id, const v1::Task& task,
+                       const std::atomic<bool>& cancel) {
   v1::TaskResult result;
   result.set_task_id(task.task_id());
-  absl::StatusOr<std::string> path = EnsureArtifact(options, stub, task.artifact_digest());
+  absl::StatusOr<std::string> path = EnsureArtifact(options, stub, agent_id, task);
   if (!path.ok()) {
     result.set_error(absl::StrCat("artifact ", task.artifact_digest().substr(0, 12), ": ",
                                   path.status().message()));
@@ -217,7 +221,7 @@ absl::Status Agent::Session(const std::atomic<bool>& stop) {
     Log(absl::StrCat("task ", task.task_id(), " (", v1::JobKind_Name(task.kind()), ")"));
     task_thread = std::thread([&, task] {
       v1::AgentMessage reply;
-      *reply.mutable_result() = RunTask(options_, stub.get(), task, cancel_task);
+      *reply.mutable_result() = RunTask(options_, stub.get(), agent_id, task, cancel_task);
       Log(absl::StrCat("task ", task.task_id(),
                        reply.result().ok() ? " done" : " failed: ", reply.result().error()));
       write(reply);
