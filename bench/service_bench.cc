@@ -182,23 +182,33 @@ int main(int argc, char** argv) {
   const std::string mlp = "compiler/script/testdata/tvm_mlp.py";
   const std::string cnn = "tests/models/tiny_resnet.onnx";
   const std::string big = "tests/models/mobilenet_v2.onnx";
-  Cluster cluster("service_bench");
-  std::filesystem::remove_all(cluster.dir() + "/store");
-  if (absl::Status s =
-          cluster.StartDaemon({"--log-level", "warning", "--max-jobs-per-client", "64"});
-      !s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    return 1;
+  // The hot path twice in one run: with the per-client quotas off, and on (checked on every
+  // submission, set high enough never to refuse one here).
+  for (bool quotas : {false, true}) {
+    Cluster cluster(quotas ? "service_bench_quotas" : "service_bench");
+    std::filesystem::remove_all(cluster.dir() + "/store");
+    std::vector<std::string> flags = {"--log-level", "warning", "--max-jobs-per-client", "64"};
+    if (quotas) {
+      flags.insert(flags.end(), {"--max-jobs-per-minute", "100000000", "--max-stored-jobs",
+                                 "100000000", "--store-max-mb", "100000"});
+    } else {
+      flags.insert(flags.end(), {"--max-jobs-per-minute", "0", "--max-stored-jobs", "0"});
+    }
+    if (absl::Status s = cluster.StartDaemon(flags); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return 1;
+    }
+    kiln::runtime::ChannelOptions options;
+    options.address = cluster.address();
+    auto client = kiln::client::KilnClient::Connect(options);
+    auto warm = (*client)->Compile(Request(mlp));  // fills the cache
+    if (!warm.ok()) return 1;
+    std::printf("\n=== per-client quotas and the store bound %s ===\n", quotas ? "ON" : "off");
+    if (!quotas) GrpcFloor(cluster);
+    CachedRoundTrips(cluster, mlp);
+    if (!quotas) Download(cluster, big);
+    cluster.StopDaemon();
   }
-  kiln::runtime::ChannelOptions options;
-  options.address = cluster.address();
-  auto client = kiln::client::KilnClient::Connect(options);
-  auto warm = (*client)->Compile(Request(mlp));  // fills the cache
-  if (!warm.ok()) return 1;
-  GrpcFloor(cluster);
-  CachedRoundTrips(cluster, mlp);
-  Download(cluster, big);
-  cluster.StopDaemon();
   ColdCompile(mlp, 5);
   ColdCompile(cnn, 3);
   return 0;

@@ -169,7 +169,7 @@ absl::StatusOr<v1::Job> KilnClient::Cancel(const std::string& job_id, const std:
   return job;
 }
 
-absl::StatusOr<std::vector<v1::Job>> KilnClient::ListJobs(v1::JobState state, int limit) {
+absl::StatusOr<v1::ListJobsResponse> KilnClient::ListJobsPage(v1::JobState state, int limit) {
   grpc::ClientContext context;
   Prepare(&context);
   v1::ListJobsRequest request;
@@ -178,7 +178,13 @@ absl::StatusOr<std::vector<v1::Job>> KilnClient::ListJobs(v1::JobState state, in
   v1::ListJobsResponse response;
   absl::Status s = FromGrpc(stub_->ListJobs(&context, request, &response));
   if (!s.ok()) return s;
-  return std::vector<v1::Job>(response.jobs().begin(), response.jobs().end());
+  return response;
+}
+
+absl::StatusOr<std::vector<v1::Job>> KilnClient::ListJobs(v1::JobState state, int limit) {
+  absl::StatusOr<v1::ListJobsResponse> response = ListJobsPage(state, limit);
+  if (!response.ok()) return response.status();
+  return std::vector<v1::Job>(response->jobs().begin(), response->jobs().end());
 }
 
 absl::StatusOr<std::vector<v1::Device>> KilnClient::ListDevices() {

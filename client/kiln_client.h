@@ -54,6 +54,8 @@ class KilnClient {
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason = "");
   absl::StatusOr<std::vector<v1::Job>> ListJobs(v1::JobState state = v1::JOB_STATE_UNSPECIFIED,
                                                 int limit = 100);
+  // The whole answer: the jobs and the server's retention of finished ones.
+  absl::StatusOr<v1::ListJobsResponse> ListJobsPage(v1::JobState state, int limit);
   absl::StatusOr<std::vector<v1::Device>> ListDevices();
   // The artifact's bytes, checked against `digest` before they are returned.
   absl::StatusOr<std::string> DownloadArtifact(const std::string& digest);

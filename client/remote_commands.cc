@@ -219,17 +219,16 @@ int RemoteJobs(const RemoteFlags& flags, const std::string& state, int limit) {
   if (!state.empty() && !v1::JobState_Parse("JOB_STATE_" + absl::AsciiStrToUpper(state), &wanted)) {
     return Fail("--state " + state + ": expected queued, running, succeeded, failed or cancelled");
   }
-  absl::StatusOr<std::vector<v1::Job>> jobs = (*client)->ListJobs(wanted, limit);
-  if (!jobs.ok()) return Fail(jobs.status());
+  absl::StatusOr<v1::ListJobsResponse> page = (*client)->ListJobsPage(wanted, limit);
+  if (!page.ok()) return Fail(page.status());
   if (flags.json) {
-    v1::ListJobsResponse all;
-    for (const v1::Job& j : *jobs) *all.add_jobs() = j;
-    std::printf("%s\n", ToJson(all).c_str());
+    std::printf("%s\n", ToJson(*page).c_str());
     return 0;
   }
+  const auto& jobs = page->jobs();
   std::printf("%-16s %-9s %-9s %-19s %-18s %s\n", "JOB", "KIND", "STATE", "CREATED", "ARTIFACT",
               "DETAIL");
-  for (const v1::Job& j : *jobs) {
+  for (const v1::Job& j : jobs) {
     std::string detail = j.reason();
     if (detail.empty() && j.kind() == v1::JOB_KIND_COMPILE) {
       detail =
@@ -239,6 +238,14 @@ int RemoteJobs(const RemoteFlags& flags, const std::string& state, int limit) {
     std::printf("%-16s %-9s %-9s %-19s %-18s %s\n", j.id().c_str(), KindName(j.kind()).c_str(),
                 StateName(j.state()).c_str(), LocalTime(j.created_unix_ms()).c_str(),
                 j.artifact_digest().substr(0, 16).c_str(), detail.c_str());
+  }
+  if (page->retention_s() > 0 || page->max_finished_jobs() > 0) {
+    std::printf("(finished jobs are kept %s%s)\n",
+                page->retention_s() > 0 ? absl::StrCat(page->retention_s(), " s").c_str()
+                                        : "without an age limit",
+                page->max_finished_jobs() > 0
+                    ? absl::StrCat(", the newest ", page->max_finished_jobs(), " of them").c_str()
+                    : "");
   }
   return 0;
 }

@@ -65,6 +65,7 @@ absl::Status JobManager::Start() {
       idempotency_[{job.client(), job.idempotency_key()}] = job.id();
     }
     if (!job.artifact_digest().empty()) artifacts_.insert({job.client(), job.artifact_digest()});
+    ++stored_by_client_[job.client()];
     e->job = std::move(job);
     std::string id = e->job.id();
     jobs_[id] = std::move(e);
@@ -104,16 +105,106 @@ int JobManager::ActiveJobsLocked(const std::string& client) const {
   return it == active_by_client_.end() ? 0 : it->second;
 }
 
+absl::Status JobManager::RefuseLocked(const std::string& limit, std::string message) {
+  ++limit_refusals_[limit];
+  return absl::ResourceExhaustedError(std::move(message));
+}
+
 absl::Status JobManager::Admit(const std::string& client) {
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_) return absl::UnavailableError("kilnd is shutting down and takes no new jobs");
   int active = ActiveJobsLocked(client);
   if (active >= options_.max_active_jobs_per_client) {
-    return absl::ResourceExhaustedError(
+    return RefuseLocked(
+        "active_jobs",
         absl::StrCat("client ", client, " already has ", active, " unfinished jobs (the limit is ",
                      options_.max_active_jobs_per_client, "); wait for some to finish"));
   }
+  int64_t now = NowUnixMs();
+  if (options_.max_stored_jobs_per_client > 0) {
+    auto stored = stored_by_client_.find(client);
+    if (stored != stored_by_client_.end() &&
+        stored->second >= options_.max_stored_jobs_per_client) {
+      return RefuseLocked(
+          "stored_jobs",
+          absl::StrCat("client ", client, " has ", stored->second, " stored jobs (the limit is ",
+                       options_.max_stored_jobs_per_client, "); finished jobs are pruned after ",
+                       options_.job_retention_ms / 1000, " s"));
+    }
+  }
+  if (absl::Status room = StoreRoomLocked(now); !room.ok()) return room;
+  if (options_.max_jobs_per_minute_per_client > 0) {
+    Rate& rate = rate_by_client_[client];
+    if (now - rate.window_start_ms >= 60000) rate = Rate{now, 0};
+    if (rate.count >= options_.max_jobs_per_minute_per_client) {
+      return RefuseLocked("jobs_per_minute",
+                          absl::StrCat("client ", client, " submitted ", rate.count,
+                                       " jobs this minute (the limit is ",
+                                       options_.max_jobs_per_minute_per_client, "); try again in ",
+                                       (rate.window_start_ms + 60000 - now + 999) / 1000, " s"));
+    }
+    ++rate.count;
+  }
   return absl::OkStatus();
+}
+
+absl::Status JobManager::StoreRoomLocked(int64_t now_ms) {
+  if (options_.store_max_bytes <= 0) return absl::OkStatus();
+  // Measured at most once a second: the database's files and the artifacts' bytes.
+  if (now_ms - store_checked_ms_ >= 1000) {
+    store_checked_ms_ = now_ms;
+    int64_t database = store_->DatabaseBytes();
+    int64_t artifacts = store_->TotalArtifactBytes().value_or(0);
+    if (database + artifacts > options_.store_max_bytes) {
+      absl::StatusOr<int> evicted =
+          store_->EvictTo(std::max<int64_t>(0, options_.store_max_bytes - database), "");
+      artifacts = store_->TotalArtifactBytes().value_or(0);
+      if (evicted.ok() && *evicted > 0) {
+        LogEvent(LogLevel::kInfo, "store over its bound: artifacts evicted",
+                 {{"evicted", std::to_string(*evicted)}});
+      }
+    }
+    store_full_ = database + artifacts > options_.store_max_bytes;
+  }
+  if (!store_full_) return absl::OkStatus();
+  return RefuseLocked("store_bytes", absl::StrCat("the store is full (over its limit of ",
+                                                  options_.store_max_bytes >> 20,
+                                                  " MiB, --store-max-mb); new jobs are refused "
+                                                  "until finished jobs are pruned"));
+}
+
+void JobManager::PruneLocked(int64_t now_ms) {
+  // Finished jobs, oldest first; a job is kept at least 2 s after it finished, so that a watcher
+  // reading its last event never finds it gone.
+  std::vector<std::pair<int64_t, std::string>> finished;
+  for (const auto& [id, e] : jobs_) {
+    if (Terminal(e->job.state()) && now_ms - e->job.finished_unix_ms() >= 2000) {
+      finished.push_back({e->job.created_unix_ms(), id});
+    }
+  }
+  std::sort(finished.begin(), finished.end());
+  size_t over_count = options_.max_finished_jobs > 0 &&
+                              finished.size() > static_cast<size_t>(options_.max_finished_jobs)
+                          ? finished.size() - options_.max_finished_jobs
+                          : 0;
+  std::vector<std::string> pruned;
+  for (size_t i = 0; i < finished.size(); ++i) {
+    bool too_old =
+        options_.job_retention_ms > 0 && now_ms - finished[i].first > options_.job_retention_ms;
+    if (i >= over_count && !too_old) break;
+    const std::string& id = finished[i].second;
+    const v1::Job& job = jobs_.at(id)->job;
+    if (!job.idempotency_key().empty()) idempotency_.erase({job.client(), job.idempotency_key()});
+    if (--stored_by_client_[job.client()] <= 0) stored_by_client_.erase(job.client());
+    pruned.push_back(id);
+    jobs_.erase(id);
+  }
+  if (pruned.empty()) return;
+  jobs_pruned_ += static_cast<int64_t>(pruned.size());
+  if (absl::Status s = store_->DeleteJobs(pruned); !s.ok()) {
+    LogEvent(LogLevel::kError, "cannot delete pruned jobs", {{"error", s.ToString()}});
+  }
+  LogEvent(LogLevel::kInfo, "finished jobs pruned", {{"jobs", std::to_string(pruned.size())}});
 }
 
 int64_t JobManager::ClampDeadline(int64_t requested_ms) const {
@@ -130,6 +221,7 @@ Submitted JobManager::InsertLocked(v1::Job job, std::unique_ptr<Entry> e) {
     }
   }
   job.set_id(NewIdLocked());
+  ++stored_by_client_[job.client()];
   job.set_created_unix_ms(NowUnixMs());
   e->job = std::move(job);
   e->deadline_unix_ms = e->job.created_unix_ms() + e->job.deadline_ms();
@@ -687,6 +779,10 @@ void JobManager::MonitorLoop() {
   while (!stopping_) {
     changed_.wait_for(lock, std::chrono::milliseconds(100));
     int64_t now = NowUnixMs();
+    if (now - last_prune_ms_ >= 1000) {
+      last_prune_ms_ = now;
+      PruneLocked(now);
+    }
     // Agent tasks past their deadline (compiles are killed by their own supervisor). Every
     // unfinished task is in a device queue or on an agent, so finished jobs are never scanned.
     std::vector<std::string> open_tasks;
@@ -728,6 +824,8 @@ JobStats JobManager::Stats() {
   for (const auto& [key, q] : task_queues_) stats.task_queue += static_cast<int64_t>(q.size());
   stats.workers_busy = workers_busy_;
   stats.agents_connected = static_cast<int64_t>(agents_.size());
+  stats.jobs_pruned = jobs_pruned_;
+  stats.limit_refusals = limit_refusals_;
   stats.compiles = compiles_;
   stats.compile_seconds = compile_seconds_;
   return stats;

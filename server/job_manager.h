@@ -50,6 +50,17 @@ struct JobManagerOptions {
   int64_t default_deadline_ms = 10 * 60 * 1000;
   int64_t max_deadline_ms = 60 * 60 * 1000;
   int max_active_jobs_per_client = 16;
+  // Quotas and retention (0 turns each off). Submissions a client may make per minute (cache
+  // hits included: they finish at once, so the unfinished-jobs limit never holds them), and jobs
+  // it may have stored; finished jobs are pruned once older than the retention, and beyond the
+  // newest max_finished_jobs.
+  int max_jobs_per_minute_per_client = 600;
+  int max_stored_jobs_per_client = 10000;
+  int64_t job_retention_ms = int64_t{7} * 24 * 3600 * 1000;
+  int max_finished_jobs = 100000;
+  // The store's whole size (database and artifacts): past it, least recently used artifacts are
+  // evicted, and when that is not enough new jobs are refused. 0: unbounded.
+  int64_t store_max_bytes = 0;
   int heartbeat_interval_ms = 1000;  // agents are dropped after 5 missed heartbeats
 };
 
@@ -68,6 +79,8 @@ struct JobStats {
   int64_t agents_connected = 0;
   int64_t compiles = 0;
   double compile_seconds = 0;
+  int64_t jobs_pruned = 0;
+  std::map<std::string, int64_t> limit_refusals;  // by limit: "jobs_per_minute", ...
 };
 
 // One connected agent, as the Connect handler and the dispatcher share it.
@@ -136,6 +149,7 @@ class JobManager {
 
   JobStats Stats();
   int heartbeat_interval_ms() const { return options_.heartbeat_interval_ms; }
+  const JobManagerOptions& options() const { return options_; }
 
   // Graceful shutdown: refuse new jobs, wait up to `timeout_ms` for running ones, fail what is
   // still queued, stop the threads.
@@ -161,6 +175,11 @@ class JobManager {
   void RunCompile(const std::string& id, std::unique_ptr<runtime::Child> worker);
   void MonitorLoop();
   int ActiveJobsLocked(const std::string& client) const;
+  absl::Status RefuseLocked(const std::string& limit, std::string message);
+  // Drops finished jobs past the retention (age, then count) from memory and the store.
+  void PruneLocked(int64_t now_ms);
+  // OK when the store fits its bound, after evicting artifacts if need be.
+  absl::Status StoreRoomLocked(int64_t now_ms);
 
   JobManagerOptions options_;
   Store* store_;
@@ -172,6 +191,17 @@ class JobManager {
   std::map<std::string, std::unique_ptr<Entry>> jobs_;
   std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (client, key)
   std::map<std::string, int> active_by_client_;                             // unfinished jobs
+  std::map<std::string, int> stored_by_client_;                             // all its jobs
+  struct Rate {
+    int64_t window_start_ms = 0;
+    int count = 0;
+  };
+  std::map<std::string, Rate> rate_by_client_;  // submissions in the current minute
+  std::map<std::string, int64_t> limit_refusals_;
+  int64_t jobs_pruned_ = 0;
+  int64_t last_prune_ms_ = 0;
+  int64_t store_checked_ms_ = 0;
+  bool store_full_ = false;
   std::set<std::pair<std::string, std::string>> artifacts_;  // (client, digest) of its jobs
   std::deque<std::string> compile_queue_;
   std::map<std::string, std::deque<std::string>> task_queues_;  // by device key

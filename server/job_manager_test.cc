@@ -179,5 +179,77 @@ TEST_F(JobManagerTest, AShutdownFailsWhatWasUnfinishedAndARestartKeepsWhatWasDon
   EXPECT_FALSE(manager_->HasArtifact("bob", std::string(64, 'a')));
 }
 
+// Cache hits finish at once, so the unfinished-jobs limit never holds a flood of them: the
+// per-minute quota does, for that client only, and the stored-jobs quota bounds what it keeps.
+TEST_F(JobManagerTest, QuotasHoldOneClientAndNotTheOthers) {
+  JobManagerOptions options;
+  options.max_jobs_per_minute_per_client = 5;
+  options.max_stored_jobs_per_client = 8;
+  Open("quotas", options);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(manager_->Admit("alice").ok()) << i;
+    manager_->AddCacheHit(CompileJob("alice"));
+  }
+  absl::Status flood = manager_->Admit("alice");
+  EXPECT_EQ(flood.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(flood.message(),
+              HasSubstr("client alice submitted 5 jobs this minute (the limit is 5)"));
+  EXPECT_TRUE(manager_->Admit("bob").ok());
+  for (int i = 0; i < 8; ++i) manager_->AddCacheHit(CompileJob("carol"));
+  absl::Status stored = manager_->Admit("carol");
+  EXPECT_EQ(stored.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(stored.message(), HasSubstr("client carol has 8 stored jobs (the limit is 8)"));
+  JobStats stats = manager_->Stats();
+  EXPECT_EQ(stats.limit_refusals["jobs_per_minute"], 1);
+  EXPECT_EQ(stats.limit_refusals["stored_jobs"], 1);
+}
+
+// Finished jobs go once past the retention (by count here), from memory and from the store: a
+// restart does not bring them back.
+TEST_F(JobManagerTest, RetentionPrunesTheOldestFinishedJobs) {
+  JobManagerOptions options;
+  options.max_finished_jobs = 2;
+  Open("retention", options);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(manager_->AddCacheHit(CompileJob("alice")).job.id());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // distinct creation times
+  }
+  // Pruned by the monitor once a job has been finished 2 s.
+  for (int i = 0; i < 60 && manager_->Get(ids[0]).ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(manager_->Get(ids[0]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(manager_->Get(ids[1]).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(manager_->Get(ids[3]).ok());
+  EXPECT_EQ(manager_->List(v1::JOB_STATE_UNSPECIFIED, 100).size(), 2u);
+  EXPECT_EQ(manager_->Stats().jobs_pruned, 2);
+  Open("retention", options);
+  EXPECT_EQ(manager_->List(v1::JOB_STATE_UNSPECIFIED, 100).size(), 2u);
+  EXPECT_EQ(manager_->Get(ids[0]).status().code(), absl::StatusCode::kNotFound);
+}
+
+// Past the store's bound, least recently used artifacts go first; when the database alone is over
+// it, new jobs are refused.
+TEST_F(JobManagerTest, TheStoreBoundEvictsArtifactsThenRefuses) {
+  Open("store_bound");
+  int64_t database = store_->DatabaseBytes() + (64 << 10);  // and what opening it again adds
+  ASSERT_TRUE(store_->PutArtifact(std::string(64, 'c'), "key", std::string(200000, 'x'), "").ok());
+  JobManagerOptions options;
+  options.store_max_bytes = database + 100000;
+  Open("store_bound", options);
+  EXPECT_TRUE(manager_->Admit("alice").ok());
+  absl::StatusOr<std::optional<ArtifactRecord>> evicted =
+      store_->FindArtifact(std::string(64, 'c'));
+  ASSERT_TRUE(evicted.ok());
+  EXPECT_FALSE(evicted->has_value()) << "the artifact was not evicted";
+  options.store_max_bytes = 1;  // smaller than any database
+  Open("store_bound", options);
+  absl::Status full = manager_->Admit("alice");
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(full.message(), HasSubstr("the store is full"));
+  EXPECT_EQ(manager_->Stats().limit_refusals["store_bytes"], 1);
+}
+
 }  // namespace
 }  // namespace kiln::server

@@ -445,6 +445,8 @@ grpc::Status KilnService::ListJobs(grpc::ServerContext* context, const v1::ListJ
   for (v1::Job& job : ctx_->jobs->List(request->state(), limit, caller.admin ? "" : client)) {
     *response->add_jobs() = std::move(job);
   }
+  response->set_retention_s(ctx_->jobs->options().job_retention_ms / 1000);
+  response->set_max_finished_jobs(ctx_->jobs->options().max_finished_jobs);
   return grpc::Status::OK;
 }
 

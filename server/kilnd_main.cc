@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   int64_t cache_max_mb = options.cache_max_bytes >> 20;
   int64_t worker_memory_mb = 8192;
   int64_t max_constant_mb = 64, max_folded_mb = 256;
+  int64_t job_retention_s = options.jobs.job_retention_ms / 1000, store_max_mb = 0;
   int64_t default_deadline_s = options.jobs.default_deadline_ms / 1000;
   int64_t max_deadline_s = options.jobs.max_deadline_ms / 1000;
   int64_t drain_timeout_s = options.drain_timeout_ms / 1000;
@@ -108,6 +109,27 @@ int main(int argc, char** argv) {
                  "unfinished jobs one client may have")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-jobs-per-minute", options.jobs.max_jobs_per_minute_per_client,
+                 "jobs one client may submit per minute, cache hits included (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-stored-jobs", options.jobs.max_stored_jobs_per_client,
+                 "jobs one client may have stored (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--job-retention-s", job_retention_s,
+                 "finished jobs older than this are pruned (0: kept)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-finished-jobs", options.jobs.max_finished_jobs,
+                 "finished jobs kept, the newest first (0: no count limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--store-max-mb", store_max_mb,
+                 "the store's size (database and artifacts); past it artifacts are evicted, "
+                 "then new jobs refused (0: unbounded)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--max-request-mb", max_request_mb, "largest gRPC message accepted")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -134,6 +156,8 @@ int main(int argc, char** argv) {
   options.cache_max_bytes = cache_max_mb << 20;
   options.jobs.worker_memory_bytes = worker_memory_mb << 20;
   options.jobs.max_constant_bytes = max_constant_mb << 20;
+  options.jobs.job_retention_ms = job_retention_s * 1000;
+  options.jobs.store_max_bytes = store_max_mb << 20;
   options.jobs.max_folded_bytes = max_folded_mb << 20;
   options.jobs.default_deadline_ms = default_deadline_s * 1000;
   options.jobs.max_deadline_ms = max_deadline_s * 1000;

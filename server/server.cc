@@ -66,6 +66,14 @@ std::string RenderMetrics(JobManager& jobs, ArtifactCache& cache, Store& store) 
   absl::StrAppend(&out, "kiln_cache_bytes ", store.TotalArtifactBytes().value_or(-1), "\n");
   metric("kiln_agents_connected", "gauge", "Device agents connected now.");
   absl::StrAppend(&out, "kiln_agents_connected ", stats.agents_connected, "\n");
+  metric("kiln_limit_refusals_total", "counter", "Submissions refused by a quota or bound.");
+  for (const char* limit : {"active_jobs", "jobs_per_minute", "stored_jobs", "store_bytes"}) {
+    auto it = stats.limit_refusals.find(limit);
+    absl::StrAppend(&out, "kiln_limit_refusals_total{limit=\"", limit, "\"} ",
+                    it == stats.limit_refusals.end() ? 0 : it->second, "\n");
+  }
+  metric("kiln_jobs_pruned_total", "counter", "Finished jobs pruned by retention.");
+  absl::StrAppend(&out, "kiln_jobs_pruned_total ", stats.jobs_pruned, "\n");
   return out;
 }
 

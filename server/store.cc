@@ -353,6 +353,31 @@ absl::StatusOr<int64_t> Store::TotalArtifactBytes() {
   return s.Int(0);
 }
 
+int64_t Store::DatabaseBytes() const {
+  int64_t total = 0;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::error_code ec;
+    uintmax_t size = std::filesystem::file_size(dir_ + "/kiln.db" + suffix, ec);
+    if (!ec) total += static_cast<int64_t>(size);
+  }
+  return total;
+}
+
+absl::Status Store::DeleteJobs(const std::vector<std::string>& ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FlushQueueLocked();  // a queued write of one of them must not bring it back
+  if (absl::Status s = Exec("BEGIN"); !s.ok()) return s;
+  for (const std::string& id : ids) {
+    Statement s(db_, "DELETE FROM jobs WHERE id = ?");
+    s.Bind(1, id);
+    if (absl::Status st = s.Done("deleting a pruned job"); !st.ok()) {
+      (void)Exec("ROLLBACK");
+      return st;
+    }
+  }
+  return Exec("COMMIT");
+}
+
 absl::StatusOr<int> Store::EvictTo(int64_t max_bytes, const std::string& keep) {
   std::lock_guard<std::mutex> lock(mu_);
   FlushQueueLocked();  // the last-used times it orders by

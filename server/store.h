@@ -66,6 +66,10 @@ class Store {
   // Marks an artifact used now; written with the next batch.
   void TouchArtifact(const std::string& digest);
   absl::StatusOr<int64_t> TotalArtifactBytes();
+  // The database's files on disk (the WAL included).
+  int64_t DatabaseBytes() const;
+  // Removes the rows of jobs that retention pruned.
+  absl::Status DeleteJobs(const std::vector<std::string>& ids);
   // Removes least-recently-used artifacts until at most `max_bytes` remain, sparing `keep`.
   // Returns how many were removed.
   absl::StatusOr<int> EvictTo(int64_t max_bytes, const std::string& keep);

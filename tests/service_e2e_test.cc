@@ -598,6 +598,58 @@ TEST_F(ServiceTest, AgentsServeOnlyTheirKeysAndSeeOnlyTheirTasks) {
               HasSubstr("module.name: 4194304 bytes, more than the 4096 a string field may have"));
 }
 
+// A flood of cache-hit compiles (each finishes at once) is held by the per-minute quota for the
+// client that sends it, while another client goes on; finished jobs are pruned after the
+// retention, and `kiln jobs` says how long they are kept.
+TEST_F(ServiceTest, QuotasHoldAFloodAndRetentionPrunes) {
+  cluster_ = std::make_unique<Cluster>("quotas");
+  std::string dir = cluster_->dir();
+  std::ofstream(dir + "/client.tokens") << "alice-secret name=alice\nbob-secret name=bob\n";
+  std::ofstream(dir + "/alice.token") << "alice-secret\n";
+  PrivateFile(dir + "/client.tokens");
+  ASSERT_TRUE(cluster_
+                  ->StartDaemon({"--client-tokens", dir + "/client.tokens", "--max-jobs-per-minute",
+                                 "10", "--job-retention-s", "1"})
+                  .ok());
+  auto client_of = [&](const char* token) {
+    runtime::ChannelOptions o;
+    o.token = token;
+    return *cluster_->Client(o);
+  };
+  std::unique_ptr<client::KilnClient> alice = client_of("alice-secret");
+  std::unique_ptr<client::KilnClient> bob = client_of("bob-secret");
+  v1::Job first = CompileOk(*alice, CompileRequest(kMlp));
+  int admitted = 1;
+  absl::Status held;
+  for (int i = 0; i < 30 && held.ok(); ++i) {
+    absl::StatusOr<v1::Job> hit = alice->Compile(CompileRequest(kMlp));
+    if (hit.ok()) {
+      EXPECT_TRUE(hit->cache_hit());
+      ++admitted;
+    } else {
+      held = hit.status();
+    }
+  }
+  EXPECT_EQ(admitted, 10);
+  EXPECT_EQ(held.code(), absl::StatusCode::kResourceExhausted) << held;
+  EXPECT_THAT(held.message(), HasSubstr("client alice submitted 10 jobs this minute"));
+  CompileOk(*bob, CompileRequest(kMlp));
+  EXPECT_EQ(
+      MetricValue(cluster_->Metrics(), "kiln_limit_refusals_total{limit=\"jobs_per_minute\"}"), 1);
+
+  // Pruned about 2 s after they finished (1 s of retention, kept 2 s past the end).
+  for (int i = 0; i < 100 && alice->GetJob(first.id()).ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(alice->GetJob(first.id()).status().code(), absl::StatusCode::kNotFound);
+  std::string out = dir + "/jobs.txt";
+  std::string command = TestBinaries().kiln + " jobs --server " + cluster_->address() +
+                        " --token " + dir + "/alice.token > " + out + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << ReadFile(out);
+  EXPECT_THAT(ReadFile(out), HasSubstr("(finished jobs are kept 1 s, the newest 100000 of them)"));
+  EXPECT_GE(MetricValue(cluster_->Metrics(), "kiln_jobs_pruned_total"), 11);
+}
+
 TEST_F(ServiceTest, TokenFilesAreReloadedOnSighup) {
   cluster_ = std::make_unique<Cluster>("reload");
   std::string tokens = cluster_->dir() + "/client.tokens";
