@@ -82,6 +82,29 @@ absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& p
   return tokens;
 }
 
+absl::StatusOr<std::map<std::string, Principal>> ReadAgentCerts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the agent certificates"));
+  std::map<std::string, Principal> certs;
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    std::string text(absl::StripAsciiWhitespace(line));
+    if (text.empty() || text[0] == '#') continue;
+    std::vector<std::string> fields = absl::StrSplit(text, ' ', absl::SkipWhitespace());
+    if (fields.size() != 2 || !absl::StartsWith(fields[1], "keys=") || fields[1].size() <= 5) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", lineno, ": expected 'CN keys=K1,K2'"));
+    }
+    Principal p;
+    p.name = absl::StrCat("cert:", fields[0]);
+    p.device_keys = absl::StrSplit(fields[1].substr(5), ',', absl::SkipEmpty());
+    if (!certs.emplace(fields[0], p).second) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", lineno, ": a repeated CN"));
+    }
+  }
+  return certs;
+}
+
 grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& context, Role role,
                        Principal* principal) {
   if (!config.enabled()) {
@@ -90,7 +113,17 @@ grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& cont
     if (auth != nullptr && auth->IsPeerAuthenticated()) {
       std::vector<grpc::string_ref> cn = auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
       if (!cn.empty()) {
-        principal->name = absl::StrCat("cert:", std::string(cn[0].data(), cn[0].size()));
+        std::string subject(cn[0].data(), cn[0].size());
+        if (role == Role::kAgent && !config.agent_certs.empty()) {
+          auto it = config.agent_certs.find(subject);
+          if (it == config.agent_certs.end()) {
+            return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                "not an agent certificate of this server");
+          }
+          *principal = it->second;
+          return grpc::Status::OK;
+        }
+        principal->name = absl::StrCat("cert:", subject);
         principal->admin = false;
         return grpc::Status::OK;
       }

@@ -34,6 +34,10 @@ struct Principal {
 struct AuthConfig {
   std::map<std::string, Principal> client_tokens;  // by TokenDigest of the token
   std::map<std::string, Principal> agent_tokens;
+  // Without tokens, under mutual TLS: agents by their certificate's subject (CN), each with the
+  // device keys it may serve (`--agent-certs`: lines `CN keys=K1,K2`). When set, a certificate
+  // not listed is no agent.
+  std::map<std::string, Principal> agent_certs;
   bool enabled() const { return !client_tokens.empty() || !agent_tokens.empty(); }
 };
 
@@ -49,6 +53,10 @@ std::string TokenDigest(absl::string_view token);
 absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& path,
                                                             bool allow_shared_file = false,
                                                             std::string* warning = nullptr);
+
+// The agent certificates file: one `CN keys=K1,K2` per line ('#' comments), principals named
+// "cert:CN".
+absl::StatusOr<std::map<std::string, Principal>> ReadAgentCerts(const std::string& path);
 
 // OK with the caller in `principal`, or Unauthenticated: no token, or one this role does not
 // accept (an unknown token and the other role's get the same answer, so a guess learns nothing).

@@ -55,6 +55,19 @@ TEST(AuthTest, AgentTokensNameTheDeviceKeysTheyMayServe) {
   EXPECT_TRUE(tokens->at(TokenDigest("any-secret")).MayServe("anything"));
 }
 
+// Under mutual TLS, agents by certificate subject, each with its keys.
+TEST(AuthTest, AgentCertificatesNameTheirDeviceKeys) {
+  absl::StatusOr<std::map<std::string, Principal>> certs =
+      ReadAgentCerts(Write("agent.certs", "# boards\npi-1 keys=board1\njetson keys=a,b\n"));
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  EXPECT_EQ(certs->at("pi-1").name, "cert:pi-1");
+  EXPECT_TRUE(certs->at("pi-1").MayServe("board1"));
+  EXPECT_FALSE(certs->at("pi-1").MayServe("a"));
+  EXPECT_TRUE(certs->at("jetson").MayServe("b"));
+  EXPECT_THAT(ReadAgentCerts(Write("bad.certs", "pi-1\n")).status().message(),
+              HasSubstr("bad.certs:1: expected 'CN keys=K1,K2'"));
+}
+
 // A token file other users may read is refused, or accepted with a warning when allowed.
 TEST(AuthTest, TokenFilesReadableByOthersAreRefused) {
   std::string shared = Write("shared.tokens", "a-secret\n", 0644);

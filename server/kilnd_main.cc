@@ -68,6 +68,10 @@ int main(int argc, char** argv) {
   app.add_option("--client-tokens", options.client_tokens_file,
                  "file of client bearer tokens, one per line (turns auth on)")
       ->check(CLI::ExistingFile);
+  app.add_option("--agent-certs", options.agent_certs_file,
+                 "under mutual TLS without tokens: agent certificates by CN, one `CN keys=K1,K2` "
+                 "per line (the device keys each may serve)")
+      ->check(CLI::ExistingFile);
   app.add_flag("--allow-shared-token-files", options.allow_shared_token_files,
                "accept token files other users may read (with a warning)");
   app.add_option("--max-string-bytes", options.max_string_bytes,

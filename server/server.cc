@@ -32,6 +32,7 @@ struct KilnServer::Parts {
   std::once_flag shutdown_once;
   std::string client_tokens_file, agent_tokens_file;
   bool allow_shared_token_files = false;
+  std::string agent_certs_file;
 };
 
 namespace {
@@ -105,7 +106,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 // device key) is logged as a warning.
 absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(const std::string& client_tokens_file,
                                                            const std::string& agent_tokens_file,
-                                                           bool allow_shared) {
+                                                           bool allow_shared,
+                                                           const std::string& agent_certs_file) {
   auto auth = std::make_shared<AuthConfig>();
   auto read = [&](const std::string& file, std::map<std::string, Principal>* into) -> absl::Status {
     if (file.empty()) return absl::OkStatus();
@@ -118,6 +120,11 @@ absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(const std::string& cl
   };
   if (absl::Status s = read(client_tokens_file, &auth->client_tokens); !s.ok()) return s;
   if (absl::Status s = read(agent_tokens_file, &auth->agent_tokens); !s.ok()) return s;
+  if (!agent_certs_file.empty()) {
+    absl::StatusOr<std::map<std::string, Principal>> certs = ReadAgentCerts(agent_certs_file);
+    if (!certs.ok()) return certs.status();
+    auth->agent_certs = *std::move(certs);
+  }
   for (const auto& [digest, principal] : auth->agent_tokens) {
     if (principal.device_keys.empty()) {
       LogEvent(LogLevel::kWarning,
@@ -131,8 +138,9 @@ absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(const std::string& cl
 }  // namespace
 
 absl::Status KilnServer::ReloadTokens() {
-  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth = LoadAuth(
-      parts_->client_tokens_file, parts_->agent_tokens_file, parts_->allow_shared_token_files);
+  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth =
+      LoadAuth(parts_->client_tokens_file, parts_->agent_tokens_file,
+               parts_->allow_shared_token_files, parts_->agent_certs_file);
   if (!auth.ok()) {
     LogEvent(LogLevel::kError, "token reload refused; the tokens in use stay",
              {{"error", std::string(auth.status().message())}});
@@ -158,8 +166,10 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   parts->client_tokens_file = options.client_tokens_file;
   parts->agent_tokens_file = options.agent_tokens_file;
   parts->allow_shared_token_files = options.allow_shared_token_files;
-  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth = LoadAuth(
-      parts->client_tokens_file, parts->agent_tokens_file, parts->allow_shared_token_files);
+  parts->agent_certs_file = options.agent_certs_file;
+  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth =
+      LoadAuth(parts->client_tokens_file, parts->agent_tokens_file, parts->allow_shared_token_files,
+               parts->agent_certs_file);
   if (!auth.ok()) return auth.status();
   ctx.auth = *auth;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);

@@ -31,6 +31,8 @@ struct ServerOptions {
   // A token file other users may read is refused at start and on reload, unless this is set
   // (then kilnd logs a warning).
   bool allow_shared_token_files = false;
+  // Agents by certificate under mutual TLS, with the device keys each may serve (auth.h).
+  std::string agent_certs_file;
   // Longest string field of any request or agent message (names, keys, targets, reasons); the
   // module's TVMScript text is bounded by max_module_bytes instead.
   int64_t max_string_bytes = 4096;

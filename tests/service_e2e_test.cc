@@ -650,6 +650,21 @@ TEST_F(ServiceTest, QuotasHoldAFloodAndRetentionPrunes) {
   EXPECT_GE(MetricValue(cluster_->Metrics(), "kiln_jobs_pruned_total"), 11);
 }
 
+// Past --store-max-mb, the least recently used artifacts are evicted before the next job is
+// admitted (the refusal once the database alone is over the bound: server:job_manager_test).
+TEST_F(ServiceTest, TheStoreBoundEvictsTheLeastRecentlyUsedArtifacts) {
+  StartWithAgents("store_bound", 0, {"--store-max-mb", "8"});
+  v1::Job mlp = CompileOk(*client_, CompileRequest(kMlp));
+  v1::Job big = CompileOk(*client_, CompileRequest(kBig));  // a 14 MB artifact: over the bound
+  ASSERT_TRUE(client_->DownloadArtifact(big.artifact_digest()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the size is read once a second
+  CompileOk(*client_, CompileRequest(kCnn));
+  EXPECT_TRUE(cluster_->daemon().WaitForLog("store over its bound: artifacts evicted", 5000).ok())
+      << cluster_->daemon().Log();
+  EXPECT_FALSE(client_->DownloadArtifact(big.artifact_digest()).ok());
+  EXPECT_FALSE(client_->DownloadArtifact(mlp.artifact_digest()).ok());
+}
+
 TEST_F(ServiceTest, TokenFilesAreReloadedOnSighup) {
   cluster_ = std::make_unique<Cluster>("reload");
   std::string tokens = cluster_->dir() + "/client.tokens";
@@ -1068,6 +1083,38 @@ TEST_F(SecureServiceTest, TokensAndMutualTls) {
   absl::StatusOr<v1::Job> done = (*c)->Wait(submitted->job().id());
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->reason();
+}
+
+// Without tokens, agent certificates name the device keys they may serve (--agent-certs); a
+// certificate that is not listed is no agent.
+TEST_F(SecureServiceTest, AgentCertificatesServeOnlyTheirKeys) {
+  Cluster cluster("mtls_agents");
+  std::ofstream(cluster.dir() + "/agent.certs") << "client keys=board1\n";
+  ASSERT_TRUE(cluster
+                  .StartDaemon({"--tls-cert", dir_ + "/server.pem", "--tls-key",
+                                dir_ + "/server.key", "--tls-client-ca", dir_ + "/ca.pem",
+                                "--agent-certs", cluster.dir() + "/agent.certs"})
+                  .ok());
+  auto agent_with = [&](const std::string& cert, const std::string& key, const char* device,
+                        const char* log) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{TestBinaries().agent, "--server", cluster.address(),
+                                 "--device-key", device, "--cache-dir", cluster.dir() + "/" + log,
+                                 "--tls-ca", dir_ + "/ca.pem", "--tls-cert", dir_ + "/" + cert,
+                                 "--tls-key", dir_ + "/" + key},
+        cluster.dir() + "/" + log + ".log");
+  };
+  auto good = agent_with("client.pem", "client.key", "board1", "good");
+  EXPECT_TRUE(good->WaitForLog("kiln-agent: registered as ").ok()) << good->Log();
+  auto wrong_key = agent_with("client.pem", "client.key", "board2", "wrong_key");
+  EXPECT_TRUE(wrong_key
+                  ->WaitForLog("PERMISSION_DENIED: agent credential 'cert:client' may not serve "
+                               "device key 'board2' (it may serve: board1)")
+                  .ok())
+      << wrong_key->Log();
+  auto unlisted = agent_with("other.pem", "other.key", "board1", "unlisted");
+  EXPECT_TRUE(unlisted->WaitForLog("UNAUTHENTICATED: not an agent certificate of this server").ok())
+      << unlisted->Log();
 }
 
 TEST_F(SecureServiceTest, WithMutualTlsAloneTheCertificateIsThePrincipal) {
