@@ -184,6 +184,24 @@ grpc::Status StreamArtifact(Store* store, const std::string& digest,
   return grpc::Status::OK;
 }
 
+// An agent's result as kilnd keeps it: an error message past the string limit is cut there (a
+// board must not grow the store with its job's reason), and a result with another string over
+// the limit is a failure saying so.
+v1::TaskResult BoundedResult(const v1::TaskResult& result, int64_t max_bytes) {
+  v1::TaskResult bounded = result;
+  if (static_cast<int64_t>(bounded.error().size()) > max_bytes) {
+    bounded.set_error(bounded.error().substr(0, static_cast<size_t>(max_bytes)) +
+                      "... (truncated)");
+  }
+  if (grpc::Status s = StringsWithin(bounded, max_bytes + 16); !s.ok()) {
+    v1::TaskResult refused;
+    refused.set_task_id(result.task_id().substr(0, static_cast<size_t>(max_bytes)));
+    refused.set_error(absl::StrCat("the agent's result was refused: ", s.error_message()));
+    return refused;
+  }
+  return bounded;
+}
+
 }  // namespace
 
 grpc::Status KilnService::GetServerInfo(grpc::ServerContext* context,
@@ -508,7 +526,9 @@ grpc::Status AgentServiceImpl::Connect(
     v1::AgentMessage message;
     while (stream->Read(&message)) {
       if (message.has_heartbeat()) ctx_->jobs->AgentHeartbeat(agent);
-      if (message.has_result()) ctx_->jobs->AgentResult(agent, message.result());
+      if (message.has_result()) {
+        ctx_->jobs->AgentResult(agent, BoundedResult(message.result(), ctx_->max_string_bytes));
+      }
     }
     ctx_->jobs->AgentGone(agent);
   });

@@ -586,6 +586,25 @@ TEST_F(ServiceTest, AgentsServeOnlyTheirKeysAndSeeOnlyTheirTasks) {
   EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->reason();
   EXPECT_GT(done->profile().median_seconds(), 1e-7) << "the forged result counted";
   EXPECT_EQ(done->profile().seconds_per_call_size(), 20);  // board1's measurement
+
+  // The hand-made session is board2's only agent: given a task, its answer of a megabyte of error
+  // text is cut at the string limit before it is kept as the job's reason.
+  profile.set_device_key("board2");
+  absl::StatusOr<v1::SubmitResponse> on_board2 = client->SubmitProfile(profile);
+  ASSERT_TRUE(on_board2.ok()) << on_board2.status();
+  v1::ServerMessage given;
+  while (session->Read(&given) && !given.has_task()) {
+  }
+  ASSERT_TRUE(given.has_task());
+  v1::AgentMessage verbose;
+  verbose.mutable_result()->set_task_id(given.task().task_id());
+  verbose.mutable_result()->set_error(std::string(1 << 20, 'e'));
+  ASSERT_TRUE(session->Write(verbose));
+  absl::StatusOr<v1::Job> failed = client->Wait(on_board2->job().id());
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_LT(failed->reason().size(), 4200u);
+  EXPECT_THAT(failed->reason(), HasSubstr("... (truncated)"));
   session_context.TryCancel();
 
   // A 4 MB module name is refused, naming the field; nothing is stored.
