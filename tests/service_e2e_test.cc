@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/frontend/onnx/testing/onnx_builder.h"
@@ -112,6 +113,12 @@ void ExpectClose(const runtime::Tensor& got, const runtime::Tensor& want, double
   }
 }
 
+// Token files must be readable by their owner only (kilnd refuses others).
+void PrivateFile(const std::string& path) {
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
 class ServiceTest : public ::testing::Test {
  protected:
   void StartWithAgents(const std::string& name, int agents,
@@ -126,6 +133,25 @@ class ServiceTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster_->Client();
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = std::move(*c);
+  }
+
+  // A daemon with token files of these lines (written readable by their owner only; no file
+  // for empty text) and `flags`; returns the cluster's directory.
+  std::string StartWithTokens(const std::string& name, const std::string& client_tokens,
+                              const std::string& agent_tokens,
+                              std::vector<std::string> flags = {}) {
+    cluster_ = std::make_unique<Cluster>(name);
+    std::string dir = cluster_->dir();
+    for (const auto& [file, text, flag] : {std::tuple<std::string, std::string, std::string>{
+                                               "client.tokens", client_tokens, "--client-tokens"},
+                                           {"agent.tokens", agent_tokens, "--agent-tokens"}}) {
+      if (text.empty()) continue;
+      std::ofstream(dir + "/" + file) << text;
+      PrivateFile(dir + "/" + file);
+      flags.insert(flags.end(), {flag, dir + "/" + file});
+    }
+    EXPECT_TRUE(cluster_->StartDaemon(flags).ok());
+    return dir;
   }
 
   std::unique_ptr<Cluster> cluster_;
@@ -318,12 +344,6 @@ TEST_F(ServiceTest, AModelOverTheWorkersMemoryLimitCostsOnlyItsJob) {
   CompileOk(*client_, CompileRequest(kMlp));
 }
 
-// Token files must be readable by their owner only (kilnd refuses others).
-void PrivateFile(const std::string& path) {
-  std::filesystem::permissions(
-      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-}
-
 // kilnd's peak resident memory (VmHWM), in MiB.
 int64_t PeakRssMb(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
@@ -396,18 +416,11 @@ TEST_F(ServiceTest, HostileInputCostsAJobAtMost) {
 }
 
 TEST_F(ServiceTest, JobsAndArtifactsBelongToWhoeverSubmittedThem) {
-  cluster_ = std::make_unique<Cluster>("owners");
-  std::string dir = cluster_->dir();
-  std::ofstream(dir + "/client.tokens") << "# clients\nalice-secret name=alice\nbob-secret "
-                                           "name=bob\nops-secret name=ops role=admin\n";
-  std::ofstream(dir + "/agent.tokens") << "agent-secret\n";
+  std::string dir = StartWithTokens(
+      "owners",
+      "# clients\nalice-secret name=alice\nbob-secret name=bob\nops-secret name=ops role=admin\n",
+      "agent-secret\n");
   std::ofstream(dir + "/agent.token") << "agent-secret\n";
-  PrivateFile(dir + "/client.tokens");
-  PrivateFile(dir + "/agent.tokens");
-  ASSERT_TRUE(cluster_
-                  ->StartDaemon({"--client-tokens", dir + "/client.tokens", "--agent-tokens",
-                                 dir + "/agent.tokens"})
-                  .ok());
   ASSERT_TRUE(cluster_->StartAgent("cpu", {"--token", dir + "/agent.token"}).ok());
   auto as = [&](const char* token) {
     runtime::ChannelOptions o;
@@ -502,19 +515,11 @@ TEST_F(ServiceTest, AnAgentRetriesWithDoublingBackoffUntilTheDaemonComes) {
 // with any agent token registered as `board1`, fetched any artifact by digest, and a 4 MB module
 // name was stored.
 TEST_F(ServiceTest, AgentsServeOnlyTheirKeysAndSeeOnlyTheirTasks) {
-  cluster_ = std::make_unique<Cluster>("device_trust");
-  std::string dir = cluster_->dir();
-  std::ofstream(dir + "/client.tokens") << "alice-secret name=alice\n";
-  std::ofstream(dir + "/agent.tokens") << "board1-secret name=board1-agent keys=board1\n"
-                                          "board2-secret name=board2-agent keys=board2\n";
+  std::string dir = StartWithTokens("device_trust", "alice-secret name=alice\n",
+                                    "board1-secret name=board1-agent keys=board1\n"
+                                    "board2-secret name=board2-agent keys=board2\n");
   std::ofstream(dir + "/board1.token") << "board1-secret\n";
   std::ofstream(dir + "/board2.token") << "board2-secret\n";
-  PrivateFile(dir + "/client.tokens");
-  PrivateFile(dir + "/agent.tokens");
-  ASSERT_TRUE(cluster_
-                  ->StartDaemon({"--client-tokens", dir + "/client.tokens", "--agent-tokens",
-                                 dir + "/agent.tokens"})
-                  .ok());
   absl::StatusOr<std::string> board1 =
       cluster_->StartAgent("board1", {"--token", dir + "/board1.token"});
   ASSERT_TRUE(board1.ok()) << board1.status();
@@ -621,15 +626,9 @@ TEST_F(ServiceTest, AgentsServeOnlyTheirKeysAndSeeOnlyTheirTasks) {
 // client that sends it, while another client goes on; finished jobs are pruned after the
 // retention, and `kiln jobs` says how long they are kept.
 TEST_F(ServiceTest, QuotasHoldAFloodAndRetentionPrunes) {
-  cluster_ = std::make_unique<Cluster>("quotas");
-  std::string dir = cluster_->dir();
-  std::ofstream(dir + "/client.tokens") << "alice-secret name=alice\nbob-secret name=bob\n";
+  std::string dir = StartWithTokens("quotas", "alice-secret name=alice\nbob-secret name=bob\n", "",
+                                    {"--max-jobs-per-minute", "10", "--job-retention-s", "1"});
   std::ofstream(dir + "/alice.token") << "alice-secret\n";
-  PrivateFile(dir + "/client.tokens");
-  ASSERT_TRUE(cluster_
-                  ->StartDaemon({"--client-tokens", dir + "/client.tokens", "--max-jobs-per-minute",
-                                 "10", "--job-retention-s", "1"})
-                  .ok());
   auto client_of = [&](const char* token) {
     runtime::ChannelOptions o;
     o.token = token;
