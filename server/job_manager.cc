@@ -176,10 +176,10 @@ absl::Status JobManager::StoreRoomLocked(int64_t now_ms) {
 void JobManager::PruneLocked(int64_t now_ms) {
   // Finished jobs, oldest first; a job is kept at least 2 s after it finished, so that a watcher
   // reading its last event never finds it gone.
-  std::vector<std::pair<int64_t, std::string>> finished;
+  std::vector<std::pair<int64_t, const std::string*>> finished;
   for (const auto& [id, e] : jobs_) {
     if (Terminal(e->job.state()) && now_ms - e->job.finished_unix_ms() >= 2000) {
-      finished.push_back({e->job.created_unix_ms(), id});
+      finished.push_back({e->job.created_unix_ms(), &id});
     }
   }
   std::sort(finished.begin(), finished.end());
@@ -192,7 +192,7 @@ void JobManager::PruneLocked(int64_t now_ms) {
     bool too_old =
         options_.job_retention_ms > 0 && now_ms - finished[i].first > options_.job_retention_ms;
     if (i >= over_count && !too_old) break;
-    const std::string& id = finished[i].second;
+    std::string id = *finished[i].second;  // a copy: the key goes with the erase
     const v1::Job& job = jobs_.at(id)->job;
     if (!job.idempotency_key().empty()) idempotency_.erase({job.client(), job.idempotency_key()});
     if (--stored_by_client_[job.client()] <= 0) stored_by_client_.erase(job.client());
@@ -779,7 +779,13 @@ void JobManager::MonitorLoop() {
   while (!stopping_) {
     changed_.wait_for(lock, std::chrono::milliseconds(100));
     int64_t now = NowUnixMs();
-    if (now - last_prune_ms_ >= 1000) {
+    // A prune scans every job: about a tenth of the retention apart (1 s to 1 min), or each
+    // second while there are more jobs than finished ones may be kept.
+    int64_t prune_every = std::clamp<int64_t>(
+        options_.job_retention_ms > 0 ? options_.job_retention_ms / 10 : 60000, 1000, 60000);
+    bool over_count = options_.max_finished_jobs > 0 &&
+                      jobs_.size() > static_cast<size_t>(options_.max_finished_jobs);
+    if (now - last_prune_ms_ >= (over_count ? 1000 : prune_every)) {
       last_prune_ms_ = now;
       PruneLocked(now);
     }

@@ -188,12 +188,12 @@ grpc::Status StreamArtifact(Store* store, const std::string& digest,
 // board must not grow the store with its job's reason), and a result with another string over
 // the limit is a failure saying so.
 v1::TaskResult BoundedResult(const v1::TaskResult& result, int64_t max_bytes) {
+  static constexpr char kCut[] = "... (truncated)";
   v1::TaskResult bounded = result;
   if (static_cast<int64_t>(bounded.error().size()) > max_bytes) {
-    bounded.set_error(bounded.error().substr(0, static_cast<size_t>(max_bytes)) +
-                      "... (truncated)");
+    bounded.set_error(bounded.error().substr(0, static_cast<size_t>(max_bytes)) + kCut);
   }
-  if (grpc::Status s = StringsWithin(bounded, max_bytes + 16); !s.ok()) {
+  if (grpc::Status s = StringsWithin(bounded, max_bytes + sizeof(kCut)); !s.ok()) {
     v1::TaskResult refused;
     refused.set_task_id(result.task_id().substr(0, static_cast<size_t>(max_bytes)));
     refused.set_error(absl::StrCat("the agent's result was refused: ", s.error_message()));

@@ -2,11 +2,10 @@
 // "kiln.tuned" mark; a record that no longer replays is a warning and the default schedule.
 #include "compiler/tune/apply.h"
 
-#include <cstdlib>
-
 #include "compiler/backend/build.h"
 #include "compiler/ir/structural.h"
 #include "compiler/script/script_parser.h"
+#include "compiler/testing/temp_path.h"
 #include "compiler/tune/space.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -41,10 +40,8 @@ Fixture Make(const std::string& db_name) {
   absl::StatusOr<std::vector<TuneTask>> tasks = ExtractTasks(f.mod);
   EXPECT_TRUE(tasks.ok() && tasks->size() == 1u);
   f.task = (*tasks)[0];
-  std::string path =
-      std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + db_name;
-  std::remove(path.c_str());
-  f.db = std::shared_ptr<TuningDatabase>(std::move(*TuningDatabase::Open(path)));
+  f.db = std::shared_ptr<TuningDatabase>(
+      std::move(*TuningDatabase::Open(kiln::testing::FreshTempPath(db_name))));
   f.workload = {WorkloadKey(f.task.mod->Lookup(f.task.name).as_ref<ir::PrimFuncNode>()), "llvm",
                 ""};
   EXPECT_TRUE(f.db->AddWorkload(f.workload, "").ok());

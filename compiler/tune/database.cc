@@ -65,6 +65,13 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// A workload's three key columns, bound as the statement's parameters 1 to 3.
+void BindWorkload(Statement& s, const WorkloadId& w) {
+  s.Bind(1, w.workload_key);
+  s.Bind(2, w.target);
+  s.Bind(3, w.device_key);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TuningDatabase>> TuningDatabase::Open(const std::string& path) {
@@ -112,9 +119,7 @@ absl::StatusOr<std::optional<int64_t>> TuningDatabase::FindWorkload(const Worklo
                  "SELECT id FROM workloads WHERE workload_key = ? AND target = ? AND "
                  "device_key = ?");
   if (!find.ok()) return Error("looking up a workload");
-  find.Bind(1, w.workload_key);
-  find.Bind(2, w.target);
-  find.Bind(3, w.device_key);
+  BindWorkload(find, w);
   int rc = find.Step();
   if (rc == SQLITE_ROW) return std::optional<int64_t>(find.Int(0));
   if (rc != SQLITE_DONE) return Error("looking up a workload");
@@ -125,9 +130,7 @@ absl::Status TuningDatabase::AddWorkload(const WorkloadId& w, const std::string&
   Statement add(db_,
                 "INSERT OR IGNORE INTO workloads(workload_key, target, device_key, module) "
                 "VALUES (?, ?, ?, ?)");
-  add.Bind(1, w.workload_key);
-  add.Bind(2, w.target);
-  add.Bind(3, w.device_key);
+  BindWorkload(add, w);
   add.Bind(4, module_script);
   if (add.Step() != SQLITE_DONE) return Error("adding a workload");
   return absl::OkStatus();
@@ -171,9 +174,7 @@ absl::StatusOr<std::optional<double>> TuningDatabase::DefaultSeconds(const Workl
   Statement get(db_,
                 "SELECT default_seconds FROM workloads WHERE workload_key = ? AND target = ? AND "
                 "device_key = ?");
-  get.Bind(1, w.workload_key);
-  get.Bind(2, w.target);
-  get.Bind(3, w.device_key);
+  BindWorkload(get, w);
   int rc = get.Step();
   if (rc == SQLITE_ROW) return get.Real(0);
   if (rc != SQLITE_DONE) return Error("reading a default time");
@@ -192,9 +193,7 @@ absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Query(const WorkloadId
                 "w.id WHERE w.workload_key = ? AND w.target = ? AND w.device_key = ? "
                 "ORDER BY r.seconds IS NULL, r.seconds, r.id LIMIT ?");
   if (!get.ok()) return Error("reading records");
-  get.Bind(1, w.workload_key);
-  get.Bind(2, w.target);
-  get.Bind(3, w.device_key);
+  BindWorkload(get, w);
   get.Bind(4, limit);
   std::vector<TuningRecord> out;
   int rc;

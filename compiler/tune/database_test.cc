@@ -2,9 +2,9 @@
 
 #include <sqlite3.h>
 
-#include <cstdlib>
 #include <fstream>
 
+#include "compiler/testing/temp_path.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -13,12 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
-  std::remove(path.c_str());
-  return path;
-}
+using ::kiln::testing::FreshTempPath;
 
 TuningRecord Record(const std::string& key, std::optional<double> seconds, int tile) {
   TuningRecord r;
@@ -41,7 +36,7 @@ TuningRecord Record(const std::string& key, std::optional<double> seconds, int t
 }
 
 TEST(TuningDatabaseTest, RoundTripBestFirstAcrossReopen) {
-  const std::string path = TempPath("round_trip.db");
+  const std::string path = FreshTempPath("round_trip.db");
   const WorkloadId w{"00112233aabbccdd", "llvm", ""};
   {
     absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
@@ -86,7 +81,8 @@ TEST(TuningDatabaseTest, RoundTripBestFirstAcrossReopen) {
 }
 
 TEST(TuningDatabaseTest, RecordOfAnUnknownWorkloadIsNotFound) {
-  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(TempPath("unknown.db"));
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db =
+      TuningDatabase::Open(FreshTempPath("unknown.db"));
   ASSERT_TRUE(db.ok());
   absl::Status s = (*db)->AddRecord({"ffff", "llvm", ""}, Record("c", 1e-3, 1));
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
@@ -94,7 +90,7 @@ TEST(TuningDatabaseTest, RecordOfAnUnknownWorkloadIsNotFound) {
 }
 
 TEST(TuningDatabaseTest, AnotherSchemaVersionIsRefused) {
-  const std::string path = TempPath("version.db");
+  const std::string path = FreshTempPath("version.db");
   ASSERT_TRUE(TuningDatabase::Open(path).ok());
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
@@ -111,7 +107,7 @@ TEST(TuningDatabaseTest, AnotherSchemaVersionIsRefused) {
 }
 
 TEST(TuningDatabaseTest, GarbageFileIsDataLoss) {
-  const std::string path = TempPath("garbage.db");
+  const std::string path = FreshTempPath("garbage.db");
   std::ofstream(path) << std::string(4096, 'x');
   absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
   ASSERT_FALSE(db.ok());
@@ -120,7 +116,7 @@ TEST(TuningDatabaseTest, GarbageFileIsDataLoss) {
 }
 
 TEST(TuningDatabaseTest, CorruptTraceIsDataLossNamingTheWorkload) {
-  const std::string path = TempPath("trace.db");
+  const std::string path = FreshTempPath("trace.db");
   const WorkloadId w{"0123", "llvm", ""};
   {
     absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);

@@ -2,9 +2,8 @@
 // and that failures and a stop request are records and reports, not errors.
 #include "compiler/tune/tuner.h"
 
-#include <cstdlib>
-
 #include "compiler/testing/schedule_workloads.h"
+#include "compiler/testing/temp_path.h"
 #include "compiler/tune/features.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -14,12 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
-  std::remove(path.c_str());
-  return path;
-}
+using ::kiln::testing::FreshTempPath;
 
 std::vector<TuneTask> MatmulTasks() {
   absl::StatusOr<ir::IRModule> mod = tir::testing::Parse(tir::testing::MatmulScript(64, 64, 64));
@@ -37,7 +31,7 @@ std::vector<std::string> Keys(const std::vector<tir::Schedule>& s) {
 
 TEST(TunerTest, TunesAMatmulAndKeepsEveryRecord) {
   std::vector<TuneTask> tasks = MatmulTasks();
-  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(TempPath("t.db"));
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(FreshTempPath("t.db"));
   ASSERT_TRUE(db.ok());
   std::unique_ptr<Builder> builder = MakeLocalBuilder({});
   std::unique_ptr<Runner> runner = MakeLocalRunner({.min_repeat_ms = 2});
@@ -113,7 +107,7 @@ TEST(TunerTest, SameSeedSameDatabaseSameProposals) {
 
 TEST(TunerTest, FailingBuildsAreRecordedAndAStopIsClean) {
   std::vector<TuneTask> tasks = MatmulTasks();
-  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(TempPath("f.db"));
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(FreshTempPath("f.db"));
   ASSERT_TRUE(db.ok());
   // Every candidate's build fails; the untuned kernel (built first) succeeds.
   int builds = 0;
