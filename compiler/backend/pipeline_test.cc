@@ -65,7 +65,7 @@ TEST(PipelineTest, EveryPassAndCodeGenerationStepIsTimedInOrder) {
                          "CanonicalizeBindings", "LegalizeOps", "FoldConstant",
                          "DeadCodeElimination", "FuseOps", "DeadCodeElimination", "DefaultSchedule",
                          "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMCodegen",
-                         "LowerInitBlock", "ConvertBlocksToLoops", "CompactAllocations",
+                         "LowerInitBlock", "ConvertBlocksToLoops", "Simplify", "CompactAllocations",
                          "FlattenBuffers", "VectorizeLoops", "Simplify", "LLVM", "Link"));
   EXPECT_THAT(timer.Report(), HasSubstr("total"));
 }

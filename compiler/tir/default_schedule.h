@@ -1,17 +1,23 @@
-// The schedule untuned code gets, so that it is already reasonable: for each loop nest that
-// drives one block through a plain remap (every iter value is a loop variable),
-//   - the reduction loops move inside the spatial ones, just before the innermost spatial loop
-//     (matmul i, j, k becomes i, k, j: the innermost loop walks contiguous rows of B and C);
-//   - the outermost spatial loop runs in parallel;
-//   - the innermost spatial loop is marked for vectorization.
+// The schedule untuned code gets: the schedule rules (schedule_rules/schedule_rules.h) with every
+// decision chosen by their heuristics, so that the default is the tuner's design space at one
+// point (and the tuner's starting point), not a second description of how to schedule. A
+// function the rules refuse is left unscheduled (its plain loops are correct, only slower).
 // Functions with the attribute "tir.is_scheduled" are left alone.
 #ifndef KILN_COMPILER_TIR_DEFAULT_SCHEDULE_H_
 #define KILN_COMPILER_TIR_DEFAULT_SCHEDULE_H_
 
+#include <string>
+
+#include "absl/status/statusor.h"
 #include "compiler/ir/module.h"
 #include "compiler/pass/pass.h"
+#include "compiler/tir/schedule/schedule.h"
 
 namespace kiln::tir {
+
+// The default schedule of the PrimFunc `func_name` of `mod`, with its trace (its decisions are
+// the heuristics').
+absl::StatusOr<Schedule> DefaultSchedule(const ir::IRModule& mod, const std::string& func_name);
 
 ir::PrimFunc ApplyDefaultSchedule(const ir::PrimFunc& f);
 ir::IRModule ApplyDefaultSchedule(const ir::IRModule& mod);

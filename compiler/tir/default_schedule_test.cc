@@ -2,8 +2,11 @@
 #include "compiler/tir/default_schedule.h"
 
 #include "compiler/ir/relax_expr.h"
+#include "compiler/ir/structural.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
+#include "compiler/tir/schedule/trace.h"
+#include "compiler/tir/schedule_rules/schedule_rules.h"
 #include "compiler/tir/transform/transform.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -14,37 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-TEST(DefaultScheduleTest, MatmulBecomesParallelRowsWithKOutsideAVectorizedJ) {
-  const char* text = R"(
-@I.ir_module
-class Module:
-    @T.prim_func
-    def matmul(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 2), "float32"), C: T.Buffer((4, 2), "float32")):
-        for i, j, k in T.grid(4, 2, 8):
-            with T.block("C"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                T.reads(A[vi, vk], B[vk, vj])
-                T.writes(C[vi, vj])
-                with T.init():
-                    C[vi, vj] = T.float32(0)
-                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-)";
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
-  ASSERT_TRUE(mod.ok()) << mod.status();
-  std::string scheduled = script::PrintScript(ApplyDefaultSchedule(*mod));
-  EXPECT_THAT(scheduled, HasSubstr("for i in T.parallel(4):\n            for k in range(8):\n"
-                                   "                for j in T.vectorized(2):\n"));
-  // Already scheduled functions are left alone.
-  std::string marked = std::string(text);
-  marked.replace(marked.find("        for i, j, k"), 0,
-                 "        T.func_attr({\"tir.is_scheduled\": T.bool(True)})\n");
-  absl::StatusOr<ir::IRModule> kept = script::ParseScript(marked);
-  ASSERT_TRUE(kept.ok()) << kept.status();
-  EXPECT_EQ(script::PrintScript(ApplyDefaultSchedule(*kept)), script::PrintScript(*kept));
-}
-
-TEST(DefaultScheduleTest, LargeMatmulGetsPackedPanelsAndARegisterTile) {
-  const char* text = R"(
+constexpr char kMatmul64[] = R"(
 @I.ir_module
 class Module:
     @T.prim_func
@@ -58,43 +31,84 @@ class Module:
                     C[vi, vj] = T.float32(0)
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 )";
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text);
+
+TEST(DefaultScheduleTest, LargeMatmulGetsPackedPanelsAndARegisterTile) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kMatmul64);
   ASSERT_TRUE(mod.ok()) << mod.status();
   std::string scheduled = script::PrintScript(ApplyDefaultSchedule(*mod));
-  // B is packed into 32-column panels, read contiguously by the 4 x 32 tile.
-  EXPECT_THAT(scheduled, HasSubstr("for pack_j_o in T.parallel(2):\n"
-                                   "                for pack_k in range(64):\n"
-                                   "                    for pack_j_i in T.vectorized(32):\n"
-                                   "                        B_panels[pack_j_o, pack_k, pack_j_i] = "
-                                   "B[pack_k, pack_j_o * 32 + pack_j_i]\n"));
-  // The tile accumulates in a local buffer across k and is stored once.
-  EXPECT_THAT(
-      scheduled,
-      HasSubstr("for j_o in T.parallel(2):\n"
-                "                for i_o in range(16):\n"
-                "                    with T.decl_buffer((4, 32), \"float32\", "
-                "scope=\"local\") as C_acc:\n"
-                "                        for i_i_init in T.unroll(4):\n"
-                "                            for j_i_init in T.vectorized(32):\n"
-                "                                C_acc[i_i_init, j_i_init] = 0.0\n"
-                "                        for k in range(64):\n"
-                "                            for i_i in T.unroll(4):\n"
-                "                                for j_i in T.vectorized(32):\n"
-                "                                    C_acc[i_i, j_i] = C_acc[i_i, j_i] + "
-                "A[i_o * 4 + i_i, k] * B_panels[j_o, k, j_i]\n"
-                "                        for i_i_store in T.unroll(4):\n"
-                "                            for j_i_store in T.vectorized(32):\n"
-                "                                C[i_o * 4 + i_i_store, j_o * 32 + j_i_store] "
-                "= C_acc[i_i_store, j_i_store]\n"));
-  // Lowered, the vectorized loops become 32-lane Ramp accesses.
+  // B is packed into 32-column panels (parallel over the panels), read by a 4 x 32 tile: the
+  // column panels run in parallel, the 16 row tiles of each inside, k outside the tile.
+  EXPECT_THAT(scheduled, HasSubstr("B_global = T.alloc_buffer((2, 64, 32), \"float32\")"));
+  EXPECT_THAT(scheduled, HasSubstr("for ax1_0 in T.parallel(2):"));
+  EXPECT_THAT(scheduled, HasSubstr("for j_0 in T.parallel(2):\n"
+                                   "                    for i_1, j_1 in T.grid(16, 1):"));
+  EXPECT_THAT(scheduled, HasSubstr("for i_3 in T.unroll(4):\n"));
+  EXPECT_THAT(scheduled, HasSubstr("for j_3 in T.vectorized(32):\n"));
+  // Lowered: the accumulator is the 4 x 32 tile in a local buffer inside the row loop, and both
+  // it and the panels are read as contiguous 32-lane vectors.
   absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod));
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   std::string text_lowered = script::PrintScript(*lowered);
-  // Flattened, the panels and the accumulator are 1-D, read as contiguous 32-lane vectors.
-  EXPECT_THAT(text_lowered, HasSubstr("C_acc[T.Ramp(i_i * 32, 1, 32)] = C_acc[T.Ramp(i_i * 32, 1, "
-                                      "32)] + T.Broadcast(A[i_o * 4 + i_i, k], 32) * "
-                                      "B_panels[T.Ramp(j_o * 2048 + k * 32, 1, 32)]"));
+  EXPECT_THAT(text_lowered, HasSubstr("for i_1, j_1 in T.grid(16, 1):\n"
+                                      "                        with T.decl_buffer((128,), "
+                                      "\"float32\", scope=\"local\") as C_local:"));
+  EXPECT_THAT(text_lowered, HasSubstr("B_global[T.Ramp(j_0 * 2048 + j_1 * 2048 + j_2 * 2048 + "
+                                      "k_0 * 32 + k_1 * 32, 1, 32)]"));
   EXPECT_THAT(text_lowered, Not(HasSubstr("T.vectorized")));
+  EXPECT_THAT(text_lowered, Not(HasSubstr("//")));  // no div/mod left in any index
+}
+
+TEST(DefaultScheduleTest, TheDefaultIsAPointOfTheDesignSpace) {
+  // The default schedule is the schedule rules with heuristic decisions: its trace replays to
+  // the same function, and its decisions given back to the rules regenerate it.
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kMatmul64);
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "matmul");
+  ASSERT_TRUE(sch.ok()) << sch.status();
+  EXPECT_TRUE(ir::StructuralEqual(sch->func(), ApplyDefaultSchedule(*mod)->Lookup("matmul")));
+  absl::StatusOr<Schedule> replayed = ReplayTrace(*mod, sch->trace());
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_TRUE(ir::StructuralEqual(replayed->func(), sch->func()));
+  Decisions decisions = DecisionsOf(sch->trace());
+  EXPECT_GE(decisions.size(), 5u);  // three tilings, packing, write-back level, unrolling
+  absl::StatusOr<Schedule> sampled = Schedule::Create(*mod, "matmul", 77);
+  ASSERT_TRUE(sampled.ok());
+  ASSERT_TRUE(ApplyScheduleRules(*sampled, decisions, UnsetDecisions::kSample).ok());
+  EXPECT_TRUE(ir::StructuralEqual(sampled->func(), sch->func()));
+}
+
+TEST(DefaultScheduleTest, TheEpilogueIsFoldedIntoTheAccumulatorsWriteBack) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def dense_relu(A: T.Buffer((16, 32), "float32"), B: T.Buffer((32, 48), "float32"), D: T.Buffer((16, 48), "float32")):
+        with T.block("root"):
+            C = T.alloc_buffer((16, 48), "float32")
+            for i, j, k in T.grid(16, 48, 32):
+                with T.block("C"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    T.reads(A[vi, vk], B[vk, vj])
+                    T.writes(C[vi, vj])
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+            for i, j in T.grid(16, 48):
+                with T.block("D"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(C[vi, vj])
+                    T.writes(D[vi, vj])
+                    D[vi, vj] = T.max(C[vi, vj], T.float32(0))
+)");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  std::string text = script::PrintScript(*lowered);
+  // C is never materialized: the tile accumulates locally and is stored through the ReLU.
+  EXPECT_THAT(text, Not(HasSubstr(" as C:")));
+  EXPECT_THAT(text, HasSubstr("scope=\"local\") as C_local:"));
+  EXPECT_THAT(text, HasSubstr("D[i_0 * 16 + i_1 * 4 + ax0_2, T.Ramp("));
+  EXPECT_THAT(text, HasSubstr("T.max(C_local[T.Ramp("));
 }
 
 TEST(DefaultScheduleTest, ThePassSchedulesWhatIsNotScheduledAndMarksIt) {
@@ -125,7 +139,7 @@ class Module:
   EXPECT_TRUE(ir::GetAttr(plain->attrs, "tir.is_scheduled").defined());
   ir::IRModuleBuilder one;
   ASSERT_TRUE(one.Add(ir::relax::MakeGlobalVar("plain"), (*out)->Lookup("plain")).ok());
-  EXPECT_THAT(script::PrintScript(one.Build()), HasSubstr("for i in T.parallel(64):"));
+  EXPECT_THAT(script::PrintScript(one.Build()), HasSubstr("for i_1 in T.vectorized(64):"));
 }
 
 }  // namespace

@@ -123,11 +123,16 @@ TEST(SpaceTest, MatmulIsTiledWithEveryRule) {
   std::multiset<std::string> kinds;
   for (const v1::TraceInstruction& inst : sch->trace().instructions()) kinds.insert(inst.kind());
   EXPECT_EQ(kinds.count("SamplePerfectTile"), 3u);  // i, j in four, k in two
-  EXPECT_EQ(kinds.count("SampleCategorical"), 2u);  // write-back level, unrolling
-  for (const char* k : {"Reorder", "CacheWrite", "ReverseComputeAt", "DecomposeReduction",
-                        "Parallel", "Vectorize"}) {
+  EXPECT_EQ(kinds.count("SampleCategorical"), 3u);  // packing, write-back level, unrolling
+  for (const char* k : {"CacheWrite", "ReverseComputeAt", "DecomposeReduction"}) {
     EXPECT_EQ(kinds.count(k), 1u) << k;
   }
+  // B packed into panels or not (sampled), each copy and the tiled nest scheduled.
+  const size_t packed = kinds.count("CacheRead");
+  EXPECT_EQ(kinds.count("TransformLayout"), packed);
+  EXPECT_EQ(kinds.count("Reorder"), 1 + packed);
+  EXPECT_EQ(kinds.count("Parallel"), 1 + packed);
+  EXPECT_EQ(kinds.count("Vectorize"), 3 + packed);  // the tile, its init and its write-back
 }
 
 TEST(SpaceTest, TasksAreDeduplicatedAndWeighted) {

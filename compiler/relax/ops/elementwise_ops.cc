@@ -195,8 +195,8 @@ absl::Status LegalizeBinary(const CallNode& call, const std::vector<Buffer>& in,
   if ((name == "relax.floor_divide" || name == "relax.floor_mod") && in[0]->dtype.is_float())
     return OpError(call, "needs integer operands");
   b.Compute("T_" + name.substr(name.rfind('.') + 1), out[0], [&](const Indices& i) {
-    return BinaryFormula(name, Load(in[0], BroadcastIndex(in[0], i)),
-                         Load(in[1], BroadcastIndex(in[1], i)));
+    return BinaryFormula(name, Load(in[0], BroadcastIndex(in[0], out[0], i)),
+                         Load(in[1], BroadcastIndex(in[1], out[0], i)));
   });
   return absl::OkStatus();
 }
@@ -214,8 +214,9 @@ absl::StatusOr<StructInfo> InferWhere(const CallNode& call, const OpInferContext
 absl::Status LegalizeWhere(const CallNode&, const std::vector<Buffer>& in,
                            const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
   b.Compute("T_where", out[0], [&](const Indices& i) {
-    return Select(Load(in[0], BroadcastIndex(in[0], i)), Load(in[1], BroadcastIndex(in[1], i)),
-                  Load(in[2], BroadcastIndex(in[2], i)));
+    return Select(Load(in[0], BroadcastIndex(in[0], out[0], i)),
+                  Load(in[1], BroadcastIndex(in[1], out[0], i)),
+                  Load(in[2], BroadcastIndex(in[2], out[0], i)));
   });
   return absl::OkStatus();
 }

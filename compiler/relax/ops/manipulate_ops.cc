@@ -396,8 +396,8 @@ absl::StatusOr<StructInfo> InferBroadcastTo(const CallNode& call, const OpInferC
 absl::Status LegalizeBroadcastTo(const CallNode&, const std::vector<Buffer>& in,
                                  const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
   return Copy(
-      b, "T_broadcast_to", out[0], [&](const Indices& i) { return BroadcastIndex(in[0], i); },
-      in[0]);
+      b, "T_broadcast_to", out[0],
+      [&](const Indices& i) { return BroadcastIndex(in[0], out[0], i); }, in[0]);
 }
 
 // ---- nn.pad(x, pad_width=[before0, after0, ...], pad_value=0) ----

@@ -204,13 +204,16 @@ absl::StatusOr<std::optional<std::vector<PrimExpr>>> BroadcastShapes(
   return std::optional<std::vector<PrimExpr>>(std::move(out));
 }
 
-tir::Indices BroadcastIndex(const Buffer& input, const tir::Indices& out_index) {
+tir::Indices BroadcastIndex(const Buffer& input, const Buffer& output,
+                            const tir::Indices& out_index) {
   tir::Indices index;
   size_t skip = out_index.size() - input->shape.size();
   for (size_t i = 0; i < input->shape.size(); ++i) {
     const int64_t* c = AsConstInt(input->shape[i]);
+    const int64_t* o_extent = AsConstInt(output->shape[skip + i]);
     const PrimExpr& o = out_index[skip + i];
-    index.push_back(c != nullptr && *c == 1 ? IntImm(o->dtype, 0) : o);
+    const bool broadcast = c != nullptr && *c == 1 && (o_extent == nullptr || *o_extent != 1);
+    index.push_back(broadcast ? IntImm(o->dtype, 0) : o);
   }
   return index;
 }

@@ -50,8 +50,11 @@ absl::StatusOr<std::optional<std::vector<PrimExpr>>> BroadcastShapes(
     arith::Analyzer* ana);
 
 // The indices into `input` for output point `out_index` under broadcasting: dimensions of
-// constant size 1 read index 0; leading output dimensions the input lacks are dropped.
-tir::Indices BroadcastIndex(const Buffer& input, const tir::Indices& out_index);
+// constant size 1 read index 0 (unless the output's is 1 too: then the index is the output's,
+// so that an elementwise consumer indexes its producer by its own iter vars, which inlining and
+// compute-at need); leading output dimensions the input lacks are dropped.
+tir::Indices BroadcastIndex(const Buffer& input, const Buffer& output,
+                            const tir::Indices& out_index);
 
 // x[index] where `inside` holds, else `fill`. Both sides of a select are evaluated, so the
 // indices are clamped into x's bounds: the load never leaves the buffer.

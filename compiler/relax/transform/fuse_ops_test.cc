@@ -62,8 +62,8 @@ TEST(FuseOpsTest, StaticEpilogueIsAbsorbedIntoTheTiledMatmul) {
   IRModuleBuilder one;
   ASSERT_TRUE(one.Add(MakeGlobalVar("k"), scheduled).ok());
   std::string text = script::PrintScript(one.Build());
-  EXPECT_THAT(text, HasSubstr("T.exp(T.max(T_out_acc["));
-  EXPECT_THAT(text, Not(HasSubstr("alloc_buffer"))) << text;
+  EXPECT_THAT(text, HasSubstr("T.exp(T.max(T_out_local["));
+  EXPECT_THAT(text, Not(HasSubstr("alloc_buffer((T.int64(8), T.int64(32)), \"float32\")"))) << text;
 }
 
 TEST(FuseOpsTest, FusedAndUnfusedComputeTheSame) {

@@ -36,8 +36,12 @@ pass::PassPtr VectorizeLoopsPass() {
 pass::PassPtr SimplifyPass() { return Infallible("Simplify", Simplify); }
 
 std::vector<pass::PassPtr> LowerTirPasses() {
-  return {LowerInitBlockPass(), ConvertBlocksToLoopsPass(), CompactAllocationsPass(),
-          FlattenBuffersPass(), VectorizeLoopsPass(),       SimplifyPass()};
+  // Simplify runs first on the loops the blocks became, knowing each loop's range, so that a
+  // packed operand's (j0 * 32 + j3) // 32 is j0 again before vectorization and compaction look
+  // at it; and again on what vectorization and flattening made.
+  return {
+      LowerInitBlockPass(), ConvertBlocksToLoopsPass(), SimplifyPass(), CompactAllocationsPass(),
+      FlattenBuffersPass(), VectorizeLoopsPass(),       SimplifyPass()};
 }
 
 absl::StatusOr<ir::IRModule> LowerTir(const ir::IRModule& mod) {

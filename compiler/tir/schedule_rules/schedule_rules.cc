@@ -1,0 +1,541 @@
+#include "compiler/tir/schedule_rules/schedule_rules.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "compiler/ir/tir_functor.h"
+
+namespace kiln::tir {
+namespace {
+
+using ir::ForNode;
+using ir::IterKind;
+
+// A block as the rules see it: its loops (inside its enclosing block, outermost first, as
+// Schedule::GetLoops gives them) and how each drives the block.
+struct BlockInfo {
+  std::string name;
+  const ir::BlockNode* block = nullptr;
+  std::vector<const ForNode*> loops;
+  // Per loop: the kind of the iter var it alone drives, or kOpaque when the block's iter values
+  // are not plain loop variables; and that iter var.
+  std::vector<IterKind> loop_kinds;
+  std::vector<const ir::VarNode*> loop_iter_vars;
+  bool plain = false;  // every iter value is a distinct loop variable, every loop drives one
+  bool has_reduce = false;
+  bool has_reuse = false;  // some read misses a spatial iter var
+  bool writes_param = false;
+};
+
+class BlockCollector : public ir::StmtExprVisitor {
+ public:
+  explicit BlockCollector(const ir::PrimFunc& f) {
+    for (const auto& [param, buffer] : f->buffer_map) params_.insert(buffer.get());
+    VisitStmt(f->body);
+  }
+  std::vector<BlockInfo> blocks;
+
+  void VisitStmt(const ir::Stmt& s) override {
+    if (const auto* loop = s.as<ForNode>()) {
+      loops_.push_back(loop);
+      DefaultVisitStmt(s);
+      loops_.pop_back();
+      return;
+    }
+    if (const auto* realize = s.as<ir::BlockRealizeNode>()) {
+      if (realize->block->name != "root") blocks.push_back(Describe(*realize));
+      std::vector<const ForNode*> outer;
+      outer.swap(loops_);
+      DefaultVisitStmt(s);
+      loops_.swap(outer);
+      return;
+    }
+    DefaultVisitStmt(s);
+  }
+
+ private:
+  BlockInfo Describe(const ir::BlockRealizeNode& realize) const {
+    const ir::BlockNode& block = *realize.block;
+    BlockInfo info;
+    info.name = block.name;
+    info.block = &block;
+    info.loops = loops_;
+    info.loop_kinds.assign(loops_.size(), IterKind::kOpaque);
+    info.loop_iter_vars.assign(loops_.size(), nullptr);
+    std::map<const ir::VarNode*, size_t> loop_of;
+    for (size_t k = 0; k < loops_.size(); ++k) loop_of[loops_[k]->loop_var.get()] = k;
+    info.plain = realize.iter_values.size() == loops_.size();
+    std::set<size_t> used;
+    for (size_t k = 0; k < block.iter_vars.size(); ++k) {
+      IterKind kind = block.iter_vars[k]->iter_kind;
+      if (kind == IterKind::kReduce) info.has_reduce = true;
+      if (kind != IterKind::kSpatial && kind != IterKind::kReduce) info.plain = false;
+      const auto* v = realize.iter_values[k].as<ir::VarNode>();
+      auto it = v ? loop_of.find(v) : loop_of.end();
+      if (it == loop_of.end() || !used.insert(it->second).second) {
+        info.plain = false;
+        continue;
+      }
+      info.loop_kinds[it->second] = kind;
+      info.loop_iter_vars[it->second] = block.iter_vars[k]->var.get();
+    }
+    for (const ir::BufferRegion& w : block.writes) {
+      if (params_.count(w->buffer.get())) info.writes_param = true;
+    }
+    for (const ir::BufferRegion& r : block.reads) {
+      std::set<const ir::VarNode*> touched;
+      for (const ir::Range& range : r->region) {
+        ir::PostOrderVisit(range->min, [&](const ir::PrimExpr& e) {
+          if (const auto* v = e.as<ir::VarNode>()) touched.insert(v);
+        });
+      }
+      for (const ir::IterVar& iv : block.iter_vars) {
+        if (iv->iter_kind == IterKind::kSpatial && !touched.count(iv->var.get()) &&
+            r->buffer.get() != (block.writes.empty() ? nullptr : block.writes[0]->buffer.get())) {
+          info.has_reuse = true;
+        }
+      }
+    }
+    return info;
+  }
+
+  std::set<const ir::BufferNode*> params_;
+  std::vector<const ForNode*> loops_;
+};
+
+std::vector<BlockInfo> Blocks(const Schedule& sch) { return BlockCollector(sch.func()).blocks; }
+
+const BlockInfo* Find(const std::vector<BlockInfo>& blocks, const std::string& name) {
+  for (const BlockInfo& b : blocks) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+const int64_t* ConstExtent(const ForNode* loop) { return ir::AsConstInt(loop->extent); }
+
+// Hands the rules their decisions in order; one not given is the rule's heuristic choice or a
+// sample, and one that does not fit is sampled afresh.
+class Sampler {
+ public:
+  Sampler(Schedule* sch, const Decisions& decisions, UnsetDecisions unset)
+      : sch_(sch), decisions_(decisions), unset_(unset) {}
+
+  absl::StatusOr<std::vector<ExprRV>> Tile(LoopRV loop, int n, int64_t max_innermost,
+                                           const std::vector<int64_t>& heuristic) {
+    std::optional<std::vector<int64_t>> given = Next();
+    if (!given && unset_ == UnsetDecisions::kHeuristic) given = heuristic;
+    if (given) {
+      absl::StatusOr<std::vector<ExprRV>> out =
+          sch_->SamplePerfectTile(loop, n, max_innermost, given);
+      if (out.ok()) return out;
+    }
+    return sch_->SamplePerfectTile(loop, n, max_innermost);
+  }
+
+  absl::StatusOr<int64_t> Choose(std::vector<int64_t> candidates, int64_t heuristic) {
+    std::vector<double> p(candidates.size(), 1.0 / static_cast<double>(candidates.size()));
+    std::optional<std::vector<int64_t>> given = Next();
+    if (!given && unset_ == UnsetDecisions::kHeuristic) given = std::vector<int64_t>{heuristic};
+    absl::StatusOr<ExprRV> rv = absl::UnknownError("");
+    if (given && given->size() == 1) rv = sch_->SampleCategorical(candidates, p, (*given)[0]);
+    if (!rv.ok()) rv = sch_->SampleCategorical(candidates, p);
+    if (!rv.ok()) return rv.status();
+    return sch_->Get(*rv);
+  }
+
+  absl::StatusOr<int64_t> Value(ExprRV rv) const { return sch_->Get(rv); }
+
+ private:
+  std::optional<std::vector<int64_t>> Next() {
+    size_t k = next_++;
+    return k < decisions_.size() ? decisions_[k] : std::nullopt;
+  }
+
+  Schedule* sch_;
+  const Decisions& decisions_;
+  UnsetDecisions unset_;
+  size_t next_ = 0;
+};
+
+// The largest divisor of `extent` not above `limit`.
+int64_t LargestDivisor(int64_t extent, int64_t limit) {
+  for (int64_t d = std::min(extent, std::max<int64_t>(limit, 1)); d > 1; --d) {
+    if (extent % d == 0) return d;
+  }
+  return 1;
+}
+
+// The vectorized inner tile of a loop: 32, 24, 16 or 8 lanes when one divides the extent, else
+// the largest divisor up to 16 (a 7-wide image row stays one 7-lane vector).
+int64_t VectorTile(int64_t extent) {
+  for (int64_t d = 32; d >= 8; d -= 8) {
+    if (extent % d == 0) return d;
+  }
+  return LargestDivisor(extent, 16);
+}
+
+// A register tile holds about this many accumulators (4 x 32: 8 AVX-512 or 16 AVX2 registers).
+constexpr int64_t kTileAccumulators = 128;
+// Packing an operand copies it once per call; it pays when this many rows reuse each panel.
+constexpr int64_t kMinRowsToPack = 16;
+
+// The heuristic decisions of MultiLevelTiling: per loop of the block, its tiles (empty for a
+// loop of symbolic extent).
+std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last_spatial) {
+  const size_t n = info.loops.size();
+  std::vector<int64_t> inner(n, 1);
+  const int64_t vec = VectorTile(*ConstExtent(info.loops[last_spatial]));
+  inner[last_spatial] = vec;
+  int64_t budget = std::max<int64_t>(1, kTileAccumulators / vec);
+  int row_loop = -1;
+  for (int k = last_spatial - 1; k >= 0; --k) {
+    const int64_t* extent = ConstExtent(info.loops[k]);
+    if (info.loop_kinds[k] != IterKind::kSpatial || extent == nullptr) continue;
+    // The row loop shares its budget with the next loop out (a conv's output channels), so a
+    // tile reuses both each input vector and each broadcast weight.
+    inner[k] = LargestDivisor(*extent, std::min<int64_t>(row_loop < 0 ? 4 : 8, budget));
+    budget /= inner[k];
+    if (row_loop < 0 && *extent > 1) row_loop = k;
+  }
+  std::vector<std::vector<int64_t>> tiles(n);
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t* extent = ConstExtent(info.loops[k]);
+    if (extent == nullptr) continue;
+    if (info.loop_kinds[k] != IterKind::kSpatial) {
+      tiles[k] = {*extent, 1};
+      continue;
+    }
+    const int64_t rest = *extent / inner[k];
+    tiles[k] = static_cast<int>(k) == row_loop ? std::vector<int64_t>{1, rest, 1, inner[k]}
+                                               : std::vector<int64_t>{rest, 1, 1, inner[k]};
+  }
+  return tiles;
+}
+
+// A value cheap enough to recompute at every use: at most one arithmetic operation.
+bool Cheap(const ir::BlockNode& block) {
+  const auto* store = block.body.as<ir::BufferStoreNode>();
+  if (store == nullptr) return false;
+  int ops = 0;
+  ir::PostOrderVisit(store->value, [&](const ir::PrimExpr& e) {
+    if (!e.as<ir::VarNode>() && !e.as<ir::BufferLoadNode>() && !e.as<ir::IntImmNode>() &&
+        !e.as<ir::FloatImmNode>() && !e.as<ir::CastNode>()) {
+      ++ops;
+    }
+  });
+  return ops <= 3;  // padding: if_then_else(bounds, load, 0) with its comparisons
+}
+
+// AutoInline: elementwise blocks writing an intermediate, computed where they are read.
+void AutoInline(Schedule& sch) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const BlockInfo& info : Blocks(sch)) {
+      if (info.has_reduce || info.writes_param || info.block->init || !info.plain ||
+          !info.block->body.as<ir::BufferStoreNode>()) {
+        continue;
+      }
+      absl::StatusOr<BlockRV> b = sch.GetBlock(info.name);
+      if (!b.ok()) continue;
+      bool into_elementwise = true;
+      absl::StatusOr<std::vector<BlockRV>> consumers = sch.GetConsumers(*b);
+      if (!consumers.ok() || consumers->empty()) continue;
+      std::vector<BlockInfo> all = Blocks(sch);
+      for (BlockRV c : *consumers) {
+        const BlockInfo* ci = Find(all, *sch.BlockName(c));
+        if (ci == nullptr || ci->has_reduce) into_elementwise = false;
+      }
+      if (!into_elementwise && !Cheap(*info.block)) continue;
+      if (sch.ComputeInline(*b).ok()) {
+        changed = true;
+        break;
+      }
+    }
+  }
+}
+
+// An operand of a one-reduction block read at [k, j] or [j, k] (plain iter vars, its whole
+// extent), with j the block's vectorized loop: what MultiLevelTiling may pack into panels.
+struct PanelOperand {
+  int read_index = -1;
+  bool j_first = false;
+};
+
+PanelOperand FindPanelOperand(const BlockInfo& info, int last_spatial) {
+  PanelOperand out;
+  int reduce_loop = -1;
+  for (size_t k = 0; k < info.loops.size(); ++k) {
+    if (info.loop_kinds[k] != IterKind::kReduce) continue;
+    if (reduce_loop >= 0 || !ConstExtent(info.loops[k])) return out;
+    reduce_loop = static_cast<int>(k);
+  }
+  if (reduce_loop < 0) return out;
+  int64_t rows = 1;
+  for (size_t k = 0; k < info.loops.size(); ++k) {
+    const int64_t* extent = ConstExtent(info.loops[k]);
+    if (info.loop_kinds[k] == IterKind::kSpatial && static_cast<int>(k) != last_spatial)
+      rows *= extent ? *extent : kMinRowsToPack;
+  }
+  if (rows < kMinRowsToPack) return out;
+  const ir::VarNode* kv = info.loop_iter_vars[reduce_loop];
+  const ir::VarNode* jv = info.loop_iter_vars[last_spatial];
+  const ir::BufferNode* written =
+      info.block->writes.empty() ? nullptr : info.block->writes[0]->buffer.get();
+  for (size_t r = 0; r < info.block->reads.size(); ++r) {
+    const ir::BufferRegion& region = info.block->reads[r];
+    if (region->buffer.get() == written || region->region.size() != 2) continue;
+    const auto* d0 = region->region[0]->min.as<ir::VarNode>();
+    const auto* d1 = region->region[1]->min.as<ir::VarNode>();
+    const bool kj = d0 == kv && d1 == jv, jk = d0 == jv && d1 == kv;
+    if (!kj && !jk) continue;
+    out.read_index = static_cast<int>(r);
+    out.j_first = jk;
+    return out;
+  }
+  return out;
+}
+
+// Packs the operand into [j / width, k, width] panels by a copy before the block's nest, read
+// contiguously by the width-lane inner tile; the copy runs parallel over the panels. Returns the
+// copy block's name.
+absl::StatusOr<std::string> PackPanels(Schedule& sch, BlockRV block, const PanelOperand& operand,
+                                       int64_t width) {
+  absl::StatusOr<BlockRV> copy = sch.CacheRead(block, operand.read_index, "global");
+  if (!copy.ok()) return copy.status();
+  const int j_dim = operand.j_first ? 0 : 1;
+  std::vector<int64_t> factors = {1, 1};
+  factors[j_dim] = width;
+  // The split dimensions: j_first (j / w, j % w, k), else (k, j / w, j % w).
+  std::vector<int> order = operand.j_first ? std::vector<int>{0, 2, 1} : std::vector<int>{1, 0, 2};
+  if (absl::Status s = sch.TransformLayout(*copy, 0, true, factors, order); !s.ok()) return s;
+  absl::StatusOr<std::vector<LoopRV>> loops = sch.GetLoops(*copy);
+  if (!loops.ok()) return loops.status();
+  if (loops->size() != 2) return sch.BlockName(*copy);
+  absl::StatusOr<std::vector<LoopRV>> j = sch.Split((*loops)[j_dim], {Factor(), width});
+  if (!j.ok()) return j.status();
+  if (absl::Status s = sch.Reorder({(*j)[0], (*loops)[1 - j_dim], (*j)[1]}); !s.ok()) return s;
+  (void)sch.Parallel((*j)[0]);
+  (void)sch.Vectorize((*j)[1]);
+  return sch.BlockName(*copy);
+}
+
+// MultiLevelTiling of one block (see schedule_rules.h); returns the names of the blocks it
+// placed.
+absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& sampler,
+                                                       const BlockInfo& info, int last_spatial) {
+  std::set<std::string> placed = {info.name};
+  absl::StatusOr<BlockRV> block = sch.GetBlock(info.name);
+  if (!block.ok()) return block.status();
+  absl::StatusOr<std::vector<LoopRV>> loops = sch.GetLoops(*block);
+  if (!loops.ok()) return loops.status();
+  const std::vector<std::vector<int64_t>> heuristic = HeuristicTiles(info, last_spatial);
+  std::vector<std::vector<ExprRV>> tiles(info.loops.size());
+  for (size_t k = 0; k < info.loops.size(); ++k) {
+    if (!ConstExtent(info.loops[k])) continue;
+    const bool spatial = info.loop_kinds[k] == IterKind::kSpatial;
+    const int64_t innermost = static_cast<int>(k) == last_spatial ? 64 : spatial ? 16 : 64;
+    absl::StatusOr<std::vector<ExprRV>> t =
+        sampler.Tile((*loops)[k], spatial ? 4 : 2, innermost, heuristic[k]);
+    if (!t.ok()) return t.status();
+    tiles[k] = *t;
+  }
+  // Packing the operand the vectorized tile streams, in panels as wide as that tile.
+  const PanelOperand operand = FindPanelOperand(info, last_spatial);
+  if (operand.read_index >= 0) {
+    absl::StatusOr<int64_t> pack = sampler.Choose({0, 1}, 1);
+    if (!pack.ok()) return pack.status();
+    absl::StatusOr<int64_t> width = sampler.Value(tiles[last_spatial].back());
+    if (!width.ok()) return width.status();
+    if (*pack == 1 && *width > 1) {
+      absl::StatusOr<std::string> copy = PackPanels(sch, *block, operand, *width);
+      if (!copy.ok()) return copy.status();
+      placed.insert(*copy);
+      loops = sch.GetLoops(*block);
+      if (!loops.ok()) return loops.status();
+    }
+  }
+  std::vector<LoopRV> symbolic;
+  std::vector<std::vector<LoopRV>> s_tiles(4), r_tiles(2);
+  for (size_t k = 0; k < info.loops.size(); ++k) {
+    const bool spatial = info.loop_kinds[k] == IterKind::kSpatial;
+    if (tiles[k].empty()) {
+      symbolic.push_back((*loops)[k]);
+      continue;
+    }
+    std::vector<Factor> factors(tiles[k].begin(), tiles[k].end());
+    absl::StatusOr<std::vector<LoopRV>> split = sch.Split((*loops)[k], factors);
+    if (!split.ok()) return split.status();
+    for (size_t t = 0; t < split->size(); ++t)
+      (spatial ? s_tiles : r_tiles)[t].push_back((*split)[t]);
+  }
+  std::vector<LoopRV> order = symbolic;
+  for (const std::vector<LoopRV>* level :
+       {&s_tiles[0], &s_tiles[1], &r_tiles[0], &s_tiles[2], &r_tiles[1], &s_tiles[3]}) {
+    order.insert(order.end(), level->begin(), level->end());
+  }
+  if (absl::Status s = sch.Reorder(order); !s.ok()) return s;
+  // The result accumulates in a local buffer; its write-back, with the elementwise consumer
+  // folded in (or else placed after it), goes at the end of the S0 or S1 tile.
+  absl::StatusOr<int64_t> level = sampler.Choose({0, 1}, 1);
+  if (!level.ok()) return level.status();
+  LoopRV at = s_tiles[*level].back();
+  // A block without an init adds to what the output holds: it accumulates in place.
+  std::optional<BlockRV> write_back;
+  if (info.block->init) {
+    absl::StatusOr<BlockRV> local = sch.CacheWrite(*block, 0, "local");
+    if (!local.ok()) return local.status();
+    write_back = *local;
+  }
+  std::optional<BlockRV> epilogue;
+  absl::StatusOr<std::vector<BlockRV>> consumers =
+      sch.GetConsumers(write_back ? *write_back : *block);
+  if (consumers.ok() && consumers->size() == 1) {
+    const std::vector<BlockInfo> all = Blocks(sch);
+    const BlockInfo* c = Find(all, *sch.BlockName((*consumers)[0]));
+    if (c != nullptr && !c->has_reduce &&
+        !(write_back && sch.ReverseComputeInline((*consumers)[0]).ok())) {
+      epilogue = (*consumers)[0];
+    }
+  }
+  for (std::optional<BlockRV> b : {write_back, epilogue}) {
+    if (!b || !sch.ReverseComputeAt(*b, at).ok()) continue;
+    placed.insert(*sch.BlockName(*b));
+    absl::StatusOr<std::vector<LoopRV>> inner = sch.GetLoops(*b);
+    if (inner.ok() && !inner->empty()) (void)sch.Vectorize(inner->back());
+  }
+  if (!r_tiles[0].empty()) {
+    absl::StatusOr<BlockRV> init = sch.DecomposeReduction(*block, r_tiles[0].front());
+    if (init.ok()) {
+      placed.insert(*sch.BlockName(*init));
+      absl::StatusOr<std::vector<LoopRV>> inner = sch.GetLoops(*init);
+      if (inner.ok() && !inner->empty()) (void)sch.Vectorize(inner->back());
+    }
+  }
+  // Parallel: the outermost of the symbolic and S0 loops that iterates (not fused, so that each
+  // iteration's accumulator window stays an affine function of its loops and the allocation
+  // compacts to the tile); the innermost S3 loop vectorized, the rest of S3 and R1 unrolled.
+  std::vector<LoopRV> outer = symbolic;
+  outer.insert(outer.end(), s_tiles[0].begin(), s_tiles[0].end());
+  std::vector<bool> iterates(symbolic.size(), true);
+  for (size_t k = 0; k < info.loops.size(); ++k) {
+    if (info.loop_kinds[k] == IterKind::kSpatial && !tiles[k].empty())
+      iterates.push_back(*sampler.Value(tiles[k][0]) > 1);
+  }
+  for (size_t k = 0; k < outer.size(); ++k) {
+    if (iterates[k]) {
+      (void)sch.Parallel(outer[k]);
+      break;
+    }
+  }
+  (void)sch.Vectorize(s_tiles[3].back());
+  absl::StatusOr<int64_t> unroll = sampler.Choose({0, 1}, 1);
+  if (!unroll.ok()) return unroll.status();
+  if (*unroll == 1) {
+    for (size_t t = 0; t + 1 < s_tiles[3].size(); ++t) (void)sch.Unroll(s_tiles[3][t]);
+    for (LoopRV r : r_tiles[1]) (void)sch.Unroll(r);
+  }
+  return placed;
+}
+
+// ParallelVectorize of a block whose loops it alone owns.
+absl::Status ParallelVectorize(Schedule& sch, Sampler& sampler, const BlockInfo& info) {
+  if (info.loops.empty() || !info.plain) return absl::OkStatus();
+  absl::StatusOr<BlockRV> block = sch.GetBlock(info.name);
+  if (!block.ok()) return block.status();
+  absl::StatusOr<std::vector<LoopRV>> loops = sch.GetLoops(*block);
+  if (!loops.ok()) return loops.status();
+  // The leading spatial loops.
+  size_t n_spatial = 0;
+  bool all_const = true;
+  int64_t extent = 1;
+  while (n_spatial < info.loops.size() && info.loop_kinds[n_spatial] == IterKind::kSpatial) {
+    const int64_t* e = ConstExtent(info.loops[n_spatial]);
+    all_const = all_const && e != nullptr;
+    if (e != nullptr) extent *= *e;
+    ++n_spatial;
+  }
+  if (n_spatial == 0) return absl::OkStatus();
+  std::vector<LoopRV> spatial(loops->begin(), loops->begin() + n_spatial);
+  if (!all_const) {
+    (void)sch.Parallel(spatial.front());
+    if (!info.has_reduce && n_spatial > 1) (void)sch.Vectorize(spatial.back());
+    return absl::OkStatus();
+  }
+  LoopRV fused = spatial.front();
+  if (spatial.size() > 1) {
+    absl::StatusOr<LoopRV> f = sch.Fuse(spatial);
+    if (!f.ok()) return absl::OkStatus();
+    fused = *f;
+  }
+  if (info.has_reduce) return extent > 1 ? sch.Parallel(fused) : absl::OkStatus();
+  // Vectors within the innermost loop: one that crossed its rows would index by div and mod.
+  const int64_t lanes = LargestDivisor(*ConstExtent(info.loops[n_spatial - 1]), 64);
+  absl::StatusOr<std::vector<ExprRV>> tiles = sampler.Tile(fused, 2, 64, {extent / lanes, lanes});
+  if (!tiles.ok()) return tiles.status();
+  absl::StatusOr<std::vector<LoopRV>> split = sch.Split(fused, {(*tiles)[0], (*tiles)[1]});
+  if (!split.ok()) return split.status();
+  if (*sampler.Value((*tiles)[0]) > 1) (void)sch.Parallel((*split)[0]);
+  (void)sch.Vectorize((*split)[1]);
+  return absl::OkStatus();
+}
+
+// The innermost spatial loop of constant extent, or -1.
+int LastConstSpatial(const BlockInfo& info) {
+  int last = -1;
+  for (size_t k = 0; k < info.loops.size(); ++k) {
+    if (info.loop_kinds[k] == IterKind::kSpatial && ConstExtent(info.loops[k]))
+      last = static_cast<int>(k);
+  }
+  return last;
+}
+
+}  // namespace
+
+absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, UnsetDecisions unset) {
+  Sampler sampler(&sch, decisions, unset);
+  AutoInline(sch);
+  std::set<std::string> placed;
+  for (const BlockInfo& info : Blocks(sch)) {
+    if (placed.count(info.name) || !info.plain || !info.has_reduce || !info.has_reuse) continue;
+    const std::vector<BlockInfo> current = Blocks(sch);
+    const BlockInfo* now = Find(current, info.name);
+    if (now == nullptr || !now->plain) continue;
+    const int last_spatial = LastConstSpatial(*now);
+    if (last_spatial < 0) continue;
+    absl::StatusOr<std::set<std::string>> tiled =
+        MultiLevelTiling(sch, sampler, *now, last_spatial);
+    if (!tiled.ok()) return tiled.status();
+    placed.insert(tiled->begin(), tiled->end());
+  }
+  for (const BlockInfo& info : Blocks(sch)) {
+    if (placed.count(info.name)) continue;
+    // Blocks another block's loops enclose (placed by compute-at) are left where they are.
+    const std::vector<BlockInfo> current = Blocks(sch);
+    const BlockInfo* now = Find(current, info.name);
+    if (now == nullptr) continue;
+    bool shared = false;
+    for (const BlockInfo& other : current) {
+      if (other.name != now->name && !now->loops.empty() && !other.loops.empty() &&
+          other.loops.front() == now->loops.front()) {
+        shared = true;
+      }
+    }
+    if (shared) continue;
+    if (absl::Status s = ParallelVectorize(sch, sampler, *now); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+Decisions DecisionsOf(const v1::TraceProto& trace) {
+  Decisions out;
+  for (const v1::TraceInstruction& inst : trace.instructions()) {
+    if (inst.has_decision())
+      out.emplace_back(std::vector<int64_t>(inst.decision().begin(), inst.decision().end()));
+  }
+  return out;
+}
+
+}  // namespace kiln::tir

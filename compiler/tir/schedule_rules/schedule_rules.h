@@ -1,0 +1,62 @@
+// Schedule rules for CPUs: the one description of how a kernel is scheduled, shared by the
+// default schedule (every untuned kernel) and the tuner's design space. Each choice a rule makes
+// is a sampling instruction of the trace (tile sizes, where the write-back goes, unrolling,
+// packing), so a schedule *is* its list of decisions. The default schedule is the rules with
+// each decision chosen by a heuristic; a tuning candidate is the same rules with sampled or
+// mutated decisions, measured. The rules, in order:
+//
+//   AutoInline          cheap elementwise producers (padding, casts) are computed inline where
+//                       they are read; elementwise blocks read only by other elementwise blocks
+//                       too, so an epilogue chain becomes one block
+//   MultiLevelTiling    a reduction block with data reuse (matmul, conv2d, dense) is tiled
+//                       S0 S1 R0 S2 R1 S3 (spatial loops in four tiles, reductions in two), its
+//                       result accumulated in a local buffer whose write-back, with the
+//                       elementwise consumer folded in, goes at the end of the S0 or S1 tile; an
+//                       operand read at [k, j] or [j, k] may be packed into [j / v, k, v] panels
+//                       for the v-wide inner tile; the init split off; the outermost S0 loop
+//                       the innermost S3 loop vectorized and the other S3 and R1 loops unrolled
+//   ParallelVectorize   every other block: spatial loops fused, split in two, the outer part
+//                       parallel and the inner vectorized; a row reduction's spatial loops fused
+//                       and parallel
+//
+// Heuristic decisions (the default schedule): a register tile of about 128 accumulators, the
+// innermost spatial loop vectorized by the largest divisor of its extent up to 32 (a multiple of
+// 8 when one divides), the other spatial loops' inner tiles up to 8 each within that budget; the
+// row loop (the spatial loop just outside the vectorized one) iterates serially inside the
+// parallel column panels, so a panel of the reused operand stays in cache across the rows; the
+// write-back at S1; S3 unrolled; an operand packed when at least 16 rows reuse each panel.
+//
+// Loops of symbolic extent are never split or fused, so a schedule is correct for every value
+// of the shape variables. A given decision that does not fit (a tile of the wrong product) is
+// replaced, so any decision list yields a valid schedule.
+#ifndef KILN_COMPILER_TIR_SCHEDULE_RULES_SCHEDULE_RULES_H_
+#define KILN_COMPILER_TIR_SCHEDULE_RULES_SCHEDULE_RULES_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "compiler/tir/schedule/schedule.h"
+
+namespace kiln::tir {
+
+// One decision per sampling instruction, in the order the rules sample; nullopt: not given.
+using Decisions = std::vector<std::optional<std::vector<int64_t>>>;
+
+// How the rules fill a decision that is not given.
+enum class UnsetDecisions {
+  kHeuristic,  // the rule's own choice: the default schedule
+  kSample,     // drawn from the schedule's random state: a tuning candidate
+};
+
+// Applies the rules to the function `sch` schedules, taking decisions from `decisions` where
+// given and filling the rest as `unset` says.
+absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, UnsetDecisions unset);
+
+// The decisions a trace recorded, in order.
+Decisions DecisionsOf(const v1::TraceProto& trace);
+
+}  // namespace kiln::tir
+
+#endif  // KILN_COMPILER_TIR_SCHEDULE_RULES_SCHEDULE_RULES_H_
