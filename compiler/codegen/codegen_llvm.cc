@@ -389,6 +389,34 @@ class KernelCodeGen {
     return FlatIndex(info, scalar);
   }
 
+  // A vector load whose last index is Ramp(base, s, lanes) with a small constant stride s (a
+  // stride-2 convolution's input row): one contiguous load of the (lanes - 1) * s + 1 elements
+  // the lanes span, then every s-th element picked by a shuffle, instead of a gather of lanes
+  // separate loads. Null when the access is not of that form.
+  llvm::Value* StridedLoad(const BufferInfo& info, const std::vector<PrimExpr>& indices,
+                           DataType t) {
+    constexpr int64_t kMaxStride = 4;
+    if (indices.empty() || t.is_bool()) return nullptr;
+    const auto* ramp = indices.back().as<RampNode>();
+    const auto* stride = ramp != nullptr ? ramp->stride.as<IntImmNode>() : nullptr;
+    if (stride == nullptr || stride->value < 2 || stride->value > kMaxStride) return nullptr;
+    for (size_t d = 0; d + 1 < indices.size(); ++d) {
+      if (indices[d]->dtype.lanes() != 1) return nullptr;
+    }
+    std::vector<PrimExpr> scalar = indices;
+    scalar.back() = ramp->base;
+    llvm::Value* base = FlatIndex(info, scalar);
+    if (!base) return nullptr;
+    const int span = (ramp->lanes - 1) * static_cast<int>(stride->value) + 1;
+    llvm::Type* wide = llvm::FixedVectorType::get(MemType(t.element_of()), span);
+    llvm::LoadInst* all =
+        b_.CreateAlignedLoad(wide, Address(info, base), llvm::Align(info.dtype.bytes()));
+    Tag(all, info);
+    std::vector<int> picks;
+    for (int k = 0; k < ramp->lanes; ++k) picks.push_back(k * static_cast<int>(stride->value));
+    return b_.CreateShuffleVector(all, picks);
+  }
+
   llvm::Value* FlatIndex(const BufferInfo& info, const std::vector<PrimExpr>& indices) {
     if (indices.size() != info.strides.size()) {
       Fail(absl::StrCat(name_, ": a buffer access with ", indices.size(),
@@ -529,6 +557,7 @@ class KernelCodeGen {
           Tag(v, *info);
           return FromMemory(v, t);
         }
+        if (llvm::Value* strided = StridedLoad(*info, l->indices, t)) return strided;
         llvm::Value* flat = FlatIndex(*info, l->indices);
         if (!flat) return nullptr;
         if (!flat->getType()->isVectorTy()) flat = b_.CreateVectorSplat(t.lanes(), flat);

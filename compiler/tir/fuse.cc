@@ -384,6 +384,34 @@ class Inliner : public StmtExprMutator {
   std::vector<const BufferLoadNode*> new_loads_;  // loads the inlined values brought in
 };
 
+// True when a reduction block in `s` (one with an init) reads `buffer`.
+bool ReducedFrom(const Stmt& s, const BufferNode* buffer) {
+  bool found = false;
+  struct Finder : StmtExprVisitor {
+    const BufferNode* buffer;
+    bool* found;
+    void VisitStmt(const Stmt& s) override {
+      if (const auto* block = s.as<BlockNode>(); block != nullptr && block->init) {
+        PostOrderVisit(block->body, [&](const PrimExpr& e) {
+          if (const auto* l = e.as<BufferLoadNode>(); l != nullptr && l->buffer.get() == buffer)
+            *found = true;
+        });
+      }
+      DefaultVisitStmt(s);
+    }
+  } finder;
+  finder.buffer = buffer;
+  finder.found = &found;
+  finder.VisitStmt(s);
+  return found;
+}
+
+bool HasSelect(const PrimExpr& e) {
+  bool found = false;
+  PostOrderVisit(e, [&](const PrimExpr& x) { found = found || x.as<SelectNode>() != nullptr; });
+  return found;
+}
+
 }  // namespace
 
 PrimFunc InlineInjective(const PrimFunc& f) {
@@ -401,7 +429,14 @@ PrimFunc InlineInjective(const PrimFunc& f) {
     for (size_t t = 0; t < stages.size(); ++t) {
       if (t != s && stages[t] && Writes(stages[t], stage.out.get())) other_writer = true;
     }
-    if (other_writer) continue;
+    // A guarded copy (a convolution's zero padding) stays a stage of its own when a reduction
+    // reads it: inlined, every multiply-add would test the bounds and clamp its index, which
+    // no longer vectorizes into contiguous loads.
+    bool guarded_into_reduction = false;
+    for (size_t t = s + 1; t < stages.size() && HasSelect(stage.value); ++t) {
+      if (stages[t] && ReducedFrom(stages[t], stage.out.get())) guarded_into_reduction = true;
+    }
+    if (other_writer || guarded_into_reduction) continue;
     for (size_t t = s + 1; t < stages.size(); ++t) stages[t] = Inliner(stage).VisitStmt(stages[t]);
     stages[s] = nullptr;
     inlined.insert(stage.out.get());

@@ -4,7 +4,9 @@
 //   FusePrimFuncs: kernel bodies placed one after another under a root block that allocates the
 //     intermediates; each kernel's size variables unified with those of the fused parameters.
 //   InlineInjective: compute_inline of every intermediate written by a plain injective stage
-//     (out[v...] = f(v...)): each load out[i...] in later stages becomes f(i...).
+//     (out[v...] = f(v...)): each load out[i...] in later stages becomes f(i...). A guarded copy
+//     (a select, such as a convolution's zero padding) read by a reduction is kept, so that the
+//     reduction reads contiguous memory.
 #ifndef KILN_COMPILER_TIR_FUSE_H_
 #define KILN_COMPILER_TIR_FUSE_H_
 

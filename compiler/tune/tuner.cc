@@ -72,10 +72,12 @@ std::vector<tir::Schedule> TaskSearch::Propose(int n, const CostModel& model) {
   };
   for (int i = 0; i < options_.population; ++i) add(GenerateSchedule(task_, Next()));
   const bool guided = options_.use_cost_model && model.trained();
+  // Neighbours of the best measured schedules (from the first round on, the default's); random
+  // search, the baseline, samples only.
+  for (size_t p = 0; options_.use_cost_model && p < parents_.size() && p < kParents; ++p) {
+    add(Mutate(task_, parents_[p].second, Next(), Next()));
+  }
   if (guided) {
-    for (size_t p = 0; p < parents_.size() && p < kParents; ++p) {
-      add(Mutate(task_, parents_[p].second, Next(), Next()));
-    }
     for (int g = 0; g < options_.generations; ++g) {
       std::vector<float> scores = model.Predict(pool_features);
       std::vector<size_t> order(pool.size());
@@ -120,6 +122,15 @@ void TaskSearch::Record(const tir::Schedule& sch, std::optional<double> seconds)
                              [](double s, const auto& p) { return s < p.first; });
   parents_.insert(at, {*seconds, sch.trace()});
   if (!best_ || *seconds < *best_) best_ = seconds;
+}
+
+void TaskSearch::StartFrom(const tir::Schedule& default_schedule, double seconds) {
+  measured_.insert(CandidateKey(default_schedule));
+  features_.push_back(ExtractFeatures(default_schedule.func()));
+  seconds_.push_back(seconds);
+  auto at = std::upper_bound(parents_.begin(), parents_.end(), seconds,
+                             [](double s, const auto& p) { return s < p.first; });
+  parents_.insert(at, {seconds, default_schedule.trace()});
 }
 
 namespace {
@@ -211,6 +222,8 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
         t.default_seconds = ran[0].seconds;
         if (absl::Status st = db.SetDefaultSeconds(s.workload, *ran[0].seconds); !st.ok())
           return st;
+        absl::StatusOr<tir::Schedule> default_schedule = tir::DefaultSchedule(task.mod, task.name);
+        if (default_schedule.ok()) s.search->StartFrom(*default_schedule, *ran[0].seconds);
       } else {
         t.error = absl::StrCat("the untuned kernel: ", ran[0].error);
       }

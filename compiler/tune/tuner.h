@@ -92,6 +92,9 @@ class TaskSearch {
   std::vector<tir::Schedule> Propose(int n, const CostModel& model);
   // Remembers a measured candidate (and its features for the model).
   void Record(const tir::Schedule& sch, std::optional<double> seconds);
+  // The default schedule (the rules' heuristic decisions) measured at `seconds`: a parent the
+  // search mutates from its first round, never proposed itself; not a tuning result.
+  void StartFrom(const tir::Schedule& default_schedule, double seconds);
 
   const std::vector<std::vector<float>>& features() const { return features_; }
   const std::vector<std::optional<double>>& seconds() const { return seconds_; }

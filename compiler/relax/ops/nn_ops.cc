@@ -207,8 +207,13 @@ Buffer PadSpatial(tir::ComputeBuilder& b, const Buffer& x, const Window& w, cons
   if (!w.padded()) return x;
   int h = w.h_axis();
   std::vector<PrimExpr> shape = x->shape;
-  shape[h] = shape[h] + (w.pad[0] + w.pad[2]);
-  shape[h + 1] = shape[h + 1] + (w.pad[1] + w.pad[3]);
+  // Constant when the input's size is (a loop of constant extent is what the schedule tiles).
+  auto grow = [](const PrimExpr& dim, int64_t by) {
+    const int64_t* c = AsConstInt(dim);
+    return c != nullptr ? IntImm(dim->dtype, *c + by) : dim + by;
+  };
+  shape[h] = grow(shape[h], w.pad[0] + w.pad[2]);
+  shape[h + 1] = grow(shape[h + 1], w.pad[1] + w.pad[3]);
   Buffer padded = b.Temp("pad_temp", x->dtype, shape);
   b.Compute("pad_temp", padded, [&](const Indices& i) {
     Indices src = i;
@@ -240,7 +245,12 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
   b.Reduce(
       "conv2d", out[0], {in_c, kh, kw}, Combiner::kSum, [&](const Indices& s, const Indices& r) {
         PrimExpr oc = s[c];
+        // A depthwise convolution (one output channel per group) reads its own channel: an
+        // index affine in the loops, which compute-at of the padding needs.
+        const int64_t* oc_total = AsConstInt(out_c);
+        const bool depthwise = oc_total != nullptr && *oc_total == conv->groups;
         PrimExpr group = conv->groups == 1 ? IntImm(oc->dtype, 0)
+                         : depthwise       ? oc
                                            : FloorDiv(oc, FloorDiv(out_c, Int64(conv->groups)));
         PrimExpr ic = conv->groups == 1 ? r[0] : group * in_c + r[0];
         Indices xi(4);

@@ -146,6 +146,16 @@ class Sampler {
     return sch_->Get(*rv);
   }
 
+  absl::StatusOr<LoopRV> Location(BlockRV block, int64_t heuristic) {
+    std::optional<std::vector<int64_t>> given = Next();
+    if (!given && unset_ == UnsetDecisions::kHeuristic) given = std::vector<int64_t>{heuristic};
+    if (given && given->size() == 1) {
+      absl::StatusOr<LoopRV> out = sch_->SampleComputeLocation(block, (*given)[0]);
+      if (out.ok()) return out;
+    }
+    return sch_->SampleComputeLocation(block);
+  }
+
   absl::StatusOr<int64_t> Value(ExprRV rv) const { return sch_->Get(rv); }
 
  private:
@@ -482,6 +492,63 @@ absl::Status ParallelVectorize(Schedule& sch, Sampler& sampler, const BlockInfo&
   return absl::OkStatus();
 }
 
+// Iterations of the loops of `info`'s block (their constant extents; symbolic ones count 1).
+int64_t Iterations(const BlockInfo& info) {
+  int64_t n = 1;
+  for (const ForNode* loop : info.loops) n *= ConstExtent(loop) ? *ConstExtent(loop) : 1;
+  return n;
+}
+
+// RandomComputeLocation of an elementwise producer (a convolution's padding) of a tiled block:
+// left where it is, computing all of its buffer once, or computed under a loop of its consumer
+// (decided). The heuristic moves it under the consumer's parallel loop when each iteration
+// needs its own part of the buffer (a depthwise convolution's channel), so the copy runs in
+// parallel and is read while in cache; not when every iteration needs all of it (a dense
+// convolution reads every input channel), which would copy it once per iteration.
+absl::Status RandomComputeLocation(Schedule& sch, Sampler& sampler, const BlockInfo& info,
+                                   const std::string& consumer) {
+  absl::StatusOr<BlockRV> block = sch.GetBlock(info.name);
+  if (!block.ok()) return block.status();
+  const std::vector<BlockInfo> all = Blocks(sch);
+  const BlockInfo* c = Find(all, consumer);
+  if (c == nullptr) return absl::OkStatus();
+  int64_t parallel = -1;
+  for (size_t k = 0; k < c->loops.size() && parallel < 0; ++k) {
+    if (c->loops[k]->for_kind == ir::ForKind::kParallel) parallel = static_cast<int64_t>(k);
+  }
+  int64_t heuristic = 0;
+  if (parallel >= 0) {
+    Schedule trial = sch;
+    absl::StatusOr<LoopRV> at = trial.SampleComputeLocation(*trial.GetBlock(info.name), parallel);
+    if (at.ok() && trial.ComputeAt(*trial.GetBlock(info.name), *at).ok()) {
+      const std::vector<BlockInfo> moved = Blocks(trial);
+      const BlockInfo* b = Find(moved, info.name);
+      const BlockInfo* ct = Find(moved, consumer);
+      int64_t outer = 1;
+      for (int64_t k = 0; ct != nullptr && k <= parallel; ++k) {
+        const int64_t* e = ConstExtent(ct->loops[k]);
+        outer *= e ? *e : 1;
+      }
+      if (b != nullptr) {
+        int64_t inner = 1;
+        for (size_t k = parallel + 1; k < b->loops.size(); ++k)
+          inner *= ConstExtent(b->loops[k]) ? *ConstExtent(b->loops[k]) : 1;
+        // At most a quarter more than computing it once (the halo rows of a padded image).
+        if (4 * outer * inner <= 5 * Iterations(info)) heuristic = 1;
+      }
+    }
+  }
+  absl::StatusOr<int64_t> move = sampler.Choose({0, 1}, heuristic);
+  if (!move.ok()) return move.status();
+  if (*move == 0) return ParallelVectorize(sch, sampler, info);
+  absl::StatusOr<LoopRV> at = sampler.Location(*block, parallel < 0 ? 0 : parallel);
+  if (!at.ok()) return at.status();
+  if (!sch.ComputeAt(*block, *at).ok()) return ParallelVectorize(sch, sampler, info);
+  absl::StatusOr<std::vector<LoopRV>> loops = sch.GetLoops(*block);
+  if (loops.ok() && !loops->empty()) (void)sch.Vectorize(loops->back());
+  return absl::OkStatus();
+}
+
 // The innermost spatial loop of constant extent, or -1.
 int LastConstSpatial(const BlockInfo& info) {
   int last = -1;
@@ -509,6 +576,21 @@ absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, Unset
         MultiLevelTiling(sch, sampler, *now, last_spatial);
     if (!tiled.ok()) return tiled.status();
     placed.insert(tiled->begin(), tiled->end());
+  }
+  std::set<std::string> tiled_blocks = placed;
+  for (const BlockInfo& info : Blocks(sch)) {
+    if (placed.count(info.name) || info.has_reduce || !info.plain || info.loops.empty()) continue;
+    absl::StatusOr<BlockRV> b = sch.GetBlock(info.name);
+    absl::StatusOr<std::vector<BlockRV>> consumers =
+        b.ok() ? sch.GetConsumers(*b) : absl::StatusOr<std::vector<BlockRV>>(b.status());
+    if (!consumers.ok() || consumers->size() != 1) continue;
+    const std::string consumer = *sch.BlockName((*consumers)[0]);
+    if (!tiled_blocks.count(consumer)) continue;
+    const std::vector<BlockInfo> current = Blocks(sch);
+    const BlockInfo* now = Find(current, info.name);
+    if (now == nullptr) continue;
+    if (absl::Status s = RandomComputeLocation(sch, sampler, *now, consumer); !s.ok()) return s;
+    placed.insert(info.name);
   }
   for (const BlockInfo& info : Blocks(sch)) {
     if (placed.count(info.name)) continue;

@@ -15,6 +15,11 @@
 //                       operand read at [k, j] or [j, k] may be packed into [j / v, k, v] panels
 //                       for the v-wide inner tile; the init split off; the outermost S0 loop
 //                       the innermost S3 loop vectorized and the other S3 and R1 loops unrolled
+//   RandomComputeLocation
+//                       an elementwise producer of a tiled block (a convolution's padding) left
+//                       at the root or computed under a loop of its consumer (decided; by
+//                       heuristic under the parallel loop when each iteration needs its own part
+//                       of the buffer, as a depthwise convolution's channels do)
 //   ParallelVectorize   every other block: spatial loops fused, split in two, the outer part
 //                       parallel and the inner vectorized; a row reduction's spatial loops fused
 //                       and parallel
