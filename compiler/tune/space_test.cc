@@ -2,10 +2,14 @@
 // replays from its trace to the same function and computes what the default schedule computes.
 #include "compiler/tune/space.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/structural.h"
+#include "compiler/ir/tir_functor.h"
+#include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
 #include "compiler/testing/schedule_workloads.h"
 #include "compiler/tir/default_schedule.h"
@@ -163,6 +167,70 @@ TEST(SpaceTest, SymbolicBatchIsNoted) {
   absl::StatusOr<tir::Schedule> sch = GenerateSchedule((*tasks)[0], 1);
   ASSERT_TRUE(sch.ok()) << sch.status();
   ExpectReplays((*tasks)[0], *sch);
+}
+
+// The loops around each block of `f`, outermost first.
+std::map<std::string, std::vector<const ir::ForNode*>> LoopsAroundBlocks(const ir::PrimFunc& f) {
+  struct Walker : ir::StmtExprVisitor {
+    std::vector<const ir::ForNode*> loops;
+    std::map<std::string, std::vector<const ir::ForNode*>> out;
+    void VisitStmt(const ir::Stmt& s) override {
+      if (const auto* loop = s.as<ir::ForNode>()) {
+        loops.push_back(loop);
+        DefaultVisitStmt(s);
+        loops.pop_back();
+        return;
+      }
+      if (const auto* block = s.as<ir::BlockNode>()) out[block->name] = loops;
+      DefaultVisitStmt(s);
+    }
+  } walker;
+  walker.VisitStmt(f->body);
+  return walker.out;
+}
+
+TEST(SpaceTest, ConvolutionsKeepTheirPaddingAndDepthwiseOnesComputeItPerChannel) {
+  // A padded convolution keeps its zero padding as a block of its own (inlined, every
+  // multiply-add would test bounds and clamp its index). The default schedule computes it once
+  // at the root for a dense convolution (each output channel reads every input channel), and
+  // under the parallel loop for a depthwise one (each channel reads only its own).
+  for (const Workload& w : Workloads()) {
+    if (w.name.rfind("conv2d", 0) != 0) continue;
+    SCOPED_TRACE(w.name);
+    absl::StatusOr<ir::IRModule> mod = ParseAny(w.script);
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    absl::StatusOr<std::vector<TuneTask>> tasks = ExtractTasks(*mod);
+    ASSERT_TRUE(tasks.ok()) << tasks.status();
+    ASSERT_EQ(tasks->size(), 1u);
+    const TuneTask& task = (*tasks)[0];
+    absl::StatusOr<tir::Schedule> sch = tir::DefaultSchedule(task.mod, task.name);
+    ASSERT_TRUE(sch.ok()) << sch.status();
+    std::map<std::string, std::vector<const ir::ForNode*>> loops = LoopsAroundBlocks(sch->func());
+    ASSERT_TRUE(loops.count("pad_temp")) << script::PrintScript(sch->mod());
+    ASSERT_TRUE(loops.count("conv2d"));
+    const bool depthwise = w.name == "conv2d_depthwise_strided";
+    const std::vector<const ir::ForNode*>& pad = loops["pad_temp"];
+    const bool under_parallel = !pad.empty() && pad.front() == loops["conv2d"].front() &&
+                                std::any_of(pad.begin(), pad.end(), [](const ir::ForNode* f) {
+                                  return f->for_kind == ir::ForKind::kParallel;
+                                });
+    EXPECT_EQ(under_parallel, depthwise) << script::PrintScript(sch->mod());
+    // The same numbers as the function's plain loops.
+    ir::IRModuleBuilder plain(task.mod);
+    plain.Update(task.mod->GetGlobalVar(task.name),
+                 ir::WithFuncAttr(task.mod->Lookup(task.name).as_ref<ir::PrimFuncNode>(),
+                                  "tir.is_scheduled", ir::Bool(true)));
+    absl::StatusOr<std::vector<std::vector<float>>> want =
+        tir::testing::RunPrimFunc(plain.Build(), task.name);
+    absl::StatusOr<std::vector<std::vector<float>>> got =
+        tir::testing::RunPrimFunc(ScheduledModule(*sch), task.name);
+    ASSERT_TRUE(want.ok() && got.ok());
+    ASSERT_EQ(want->size(), got->size());
+    for (size_t b = 0; b < want->size(); ++b) {
+      for (size_t i = 0; i < (*want)[b].size(); ++i)
+        ASSERT_NEAR((*got)[b][i], (*want)[b][i], 1e-4 * (1 + std::abs((*want)[b][i])));
+    }
+  }
 }
 
 }  // namespace
