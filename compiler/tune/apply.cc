@@ -10,13 +10,16 @@ pass::PassPtr ApplyTuningRecordsPass(std::shared_ptr<const TuningDatabase> db, s
                                      std::function<void(const std::string&)> warn) {
   return pass::MakeModulePass(
       "ApplyTuningRecords",
-      [db, target, warn](const ir::IRModule& mod) -> absl::StatusOr<ir::IRModule> {
+      [db, target_string = std::move(target),
+       warn](const ir::IRModule& mod) -> absl::StatusOr<ir::IRModule> {
+        absl::StatusOr<std::string> target = TuningTarget(target_string);
+        if (!target.ok()) return target.status();
         ir::IRModuleBuilder builder(mod);
         for (const auto& [name, entry] : mod->functions) {
           ir::PrimFunc f = entry.second.as_ref<ir::PrimFuncNode>();
           if (!f || ir::GetAttr(f->attrs, "tir.is_scheduled")) continue;
           const std::string key = WorkloadKey(f);
-          absl::StatusOr<std::optional<TuningRecord>> best = db->Best({key, target, ""});
+          absl::StatusOr<std::optional<TuningRecord>> best = db->Best({key, *target, ""});
           if (!best.ok()) {
             warn(absl::StrCat("kernel ", name, ": ", best.status().message(),
                               "; using the default schedule"));
@@ -24,7 +27,7 @@ pass::PassPtr ApplyTuningRecordsPass(std::shared_ptr<const TuningDatabase> db, s
           }
           if (!best->has_value()) continue;
           // A record slower than the untuned kernel measured beside it is not applied.
-          absl::StatusOr<std::optional<double>> untuned = db->DefaultSeconds({key, target, ""});
+          absl::StatusOr<std::optional<double>> untuned = db->DefaultSeconds({key, *target, ""});
           if (untuned.ok() && untuned->has_value() && **untuned <= *(*best)->seconds) continue;
           absl::StatusOr<TuneTask> task = TaskFromPrimFunc(mod, name);
           if (!task.ok()) return task.status();

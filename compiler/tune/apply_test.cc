@@ -42,8 +42,8 @@ Fixture Make(const std::string& db_name) {
   f.task = (*tasks)[0];
   f.db = std::shared_ptr<TuningDatabase>(
       std::move(*TuningDatabase::Open(kiln::testing::FreshTempPath(db_name))));
-  f.workload = {WorkloadKey(f.task.mod->Lookup(f.task.name).as_ref<ir::PrimFuncNode>()), "llvm",
-                ""};
+  f.workload = {WorkloadKey(f.task.mod->Lookup(f.task.name).as_ref<ir::PrimFuncNode>()),
+                *TuningTarget("llvm"), ""};
   EXPECT_TRUE(f.db->AddWorkload(f.workload, "").ok());
   return f;
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler/codegen/llvm_target.h"
 #include "compiler/ir/relax_functor.h"
 #include "compiler/ir/structural.h"
 #include "compiler/ir/tir_functor.h"
@@ -27,6 +28,14 @@ class CallSiteCounter : public ir::relax::ExprVisitor {
 
 std::string WorkloadKey(const ir::PrimFunc& func) {
   return absl::StrFormat("%016x", ir::StructuralHash(func));
+}
+
+absl::StatusOr<std::string> TuningTarget(const std::string& target) {
+  absl::StatusOr<codegen::LlvmTargetInfo> info = codegen::ParseTarget(target);
+  if (!info.ok()) return info.status();
+  // The features too: "llvm" on a host LLVM calls "generic" is that CPU's detected features.
+  return absl::StrCat("llvm -mtriple=", info->triple, " -mcpu=", info->cpu,
+                      info->features.empty() ? "" : " -mattr=", info->features);
 }
 
 absl::StatusOr<TuneTask> TaskFromPrimFunc(const ir::IRModule& mod, const std::string& name) {

@@ -33,6 +33,12 @@ absl::StatusOr<TuneTask> TaskFromPrimFunc(const ir::IRModule& mod, const std::st
 // The workload key of a PrimFunc: its structural hash as 16 hex digits.
 std::string WorkloadKey(const ir::PrimFunc& func);
 
+// The target a workload's records are kept under: the target string resolved to its triple, CPU
+// and features ("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver3 -mattr=+avx2,..."), so that
+// "llvm" and "llvm -mcpu=native" on this host share records, and a record measured for one CPU
+// is not applied to another. InvalidArgument for a target that does not parse.
+absl::StatusOr<std::string> TuningTarget(const std::string& target);
+
 // Runs the pipeline up to (not including) DefaultSchedule and returns one task per distinct
 // unscheduled PrimFunc, in order of first appearance by name. A module of PrimFuncs only (no
 // Relax function) gives every PrimFunc weight 1.

@@ -197,6 +197,8 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
                                 Builder& builder, Runner& runner, const TuneOptions& options,
                                 const ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::string> target = TuningTarget(options.target);
+  if (!target.ok()) return target.status();
   TuneReport report;
   std::vector<TaskState> states(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
@@ -206,7 +208,7 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
     t.name = task.name;
     t.weight = task.weight;
     t.workload_key = WorkloadKey(task.mod->Lookup(task.name).as_ref<ir::PrimFuncNode>());
-    s.workload = {t.workload_key, options.target, ""};
+    s.workload = {t.workload_key, *target, ""};
     if (absl::Status st = db.AddWorkload(s.workload, script::PrintScript(task.mod)); !st.ok())
       return st;
     s.search = std::make_unique<TaskSearch>(task, options, options.seed + i);

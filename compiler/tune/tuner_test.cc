@@ -53,7 +53,8 @@ TEST(TunerTest, TunesAMatmulAndKeepsEveryRecord) {
   ASSERT_EQ(report->curve.size(), 3u);
   EXPECT_EQ(report->curve.back().trials, 16);
   EXPECT_LE(report->curve.back().estimated_seconds, report->curve[1].estimated_seconds);
-  absl::StatusOr<std::vector<TuningRecord>> records = (*db)->Records({t.workload_key, "llvm", ""});
+  absl::StatusOr<std::vector<TuningRecord>> records =
+      (*db)->Records({t.workload_key, *TuningTarget("llvm"), ""});
   ASSERT_TRUE(records.ok());
   ASSERT_EQ(records->size(), 16u);
   std::set<std::string> keys;
@@ -66,7 +67,7 @@ TEST(TunerTest, TunesAMatmulAndKeepsEveryRecord) {
   options.trials = 8;
   absl::StatusOr<TuneReport> again = Tune(tasks, **db, *builder, *runner, options);
   ASSERT_TRUE(again.ok());
-  records = (*db)->Records({t.workload_key, "llvm", ""});
+  records = (*db)->Records({t.workload_key, *TuningTarget("llvm"), ""});
   ASSERT_EQ(records->size(), 24u);
   keys.clear();
   for (const TuningRecord& r : *records) EXPECT_TRUE(keys.insert(r.candidate_key).second);
@@ -137,7 +138,7 @@ TEST(TunerTest, FailingBuildsAreRecordedAndAStopIsClean) {
   EXPECT_EQ(report->tasks[0].failures, 8);
   EXPECT_FALSE(report->tasks[0].best_seconds.has_value());
   absl::StatusOr<std::vector<TuningRecord>> records =
-      (*db)->Records({report->tasks[0].workload_key, "llvm", ""});
+      (*db)->Records({report->tasks[0].workload_key, *TuningTarget("llvm"), ""});
   ASSERT_TRUE(records.ok());
   ASSERT_EQ(records->size(), 8u);
   EXPECT_THAT((*records)[0].error, HasSubstr("no linker today"));
@@ -148,6 +149,16 @@ TEST(TunerTest, FailingBuildsAreRecordedAndAStopIsClean) {
   ASSERT_TRUE(report.ok());
   EXPECT_TRUE(report->stopped);
   EXPECT_EQ(report->trials, 0);
+}
+
+TEST(TuningTargetTest, RecordsAreKeptByTheResolvedTripleAndCpu) {
+  // "llvm" is this host: "-mcpu=native" shares its records; another CPU or triple does not.
+  absl::StatusOr<std::string> host = TuningTarget("llvm");
+  ASSERT_TRUE(host.ok()) << host.status();
+  EXPECT_THAT(*host, ::testing::StartsWith("llvm -mtriple="));
+  EXPECT_EQ(*TuningTarget("llvm -mcpu=native"), *host);
+  EXPECT_NE(*TuningTarget("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"), *host);
+  EXPECT_FALSE(TuningTarget("cuda").ok());
 }
 
 }  // namespace
