@@ -5,6 +5,7 @@
 #include "compiler/ir/structural.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
+#include "compiler/testing/schedule_workloads.h"
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tir/schedule_rules/schedule_rules.h"
 #include "compiler/tir/transform/transform.h"
@@ -17,23 +18,12 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kMatmul64[] = R"(
-@I.ir_module
-class Module:
-    @T.prim_func
-    def matmul(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
-        for i, j, k in T.grid(64, 64, 64):
-            with T.block("C"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                T.reads(A[vi, vk], B[vk, vj])
-                T.writes(C[vi, vj])
-                with T.init():
-                    C[vi, vj] = T.float32(0)
-                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-)";
+absl::StatusOr<ir::IRModule> Matmul64() {
+  return testing::Parse(testing::MatmulScript(64, 64, 64));
+}
 
 TEST(DefaultScheduleTest, LargeMatmulGetsPackedPanelsAndARegisterTile) {
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kMatmul64);
+  absl::StatusOr<ir::IRModule> mod = Matmul64();
   ASSERT_TRUE(mod.ok()) << mod.status();
   std::string scheduled = script::PrintScript(ApplyDefaultSchedule(*mod));
   // B is packed into 32-column panels (parallel over the panels), read by a 4 x 32 tile: the
@@ -61,7 +51,7 @@ TEST(DefaultScheduleTest, LargeMatmulGetsPackedPanelsAndARegisterTile) {
 TEST(DefaultScheduleTest, TheDefaultIsAPointOfTheDesignSpace) {
   // The default schedule is the schedule rules with heuristic decisions: its trace replays to
   // the same function, and its decisions given back to the rules regenerate it.
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kMatmul64);
+  absl::StatusOr<ir::IRModule> mod = Matmul64();
   ASSERT_TRUE(mod.ok()) << mod.status();
   absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "matmul");
   ASSERT_TRUE(sch.ok()) << sch.status();

@@ -114,6 +114,15 @@ std::vector<tir::Schedule> TaskSearch::Propose(int n, const CostModel& model) {
 }
 
 void TaskSearch::Record(const tir::Schedule& sch, std::optional<double> seconds) {
+  Remember(sch, seconds);
+  if (seconds && (!best_ || *seconds < *best_)) best_ = seconds;
+}
+
+void TaskSearch::StartFrom(const tir::Schedule& default_schedule, double seconds) {
+  Remember(default_schedule, seconds);
+}
+
+void TaskSearch::Remember(const tir::Schedule& sch, std::optional<double> seconds) {
   measured_.insert(CandidateKey(sch));
   features_.push_back(ExtractFeatures(sch.func()));
   seconds_.push_back(seconds);
@@ -121,16 +130,6 @@ void TaskSearch::Record(const tir::Schedule& sch, std::optional<double> seconds)
   auto at = std::upper_bound(parents_.begin(), parents_.end(), *seconds,
                              [](double s, const auto& p) { return s < p.first; });
   parents_.insert(at, {*seconds, sch.trace()});
-  if (!best_ || *seconds < *best_) best_ = seconds;
-}
-
-void TaskSearch::StartFrom(const tir::Schedule& default_schedule, double seconds) {
-  measured_.insert(CandidateKey(default_schedule));
-  features_.push_back(ExtractFeatures(default_schedule.func()));
-  seconds_.push_back(seconds);
-  auto at = std::upper_bound(parents_.begin(), parents_.end(), seconds,
-                             [](double s, const auto& p) { return s < p.first; });
-  parents_.insert(at, {seconds, default_schedule.trace()});
 }
 
 namespace {

@@ -102,6 +102,8 @@ class TaskSearch {
 
  private:
   uint64_t Next();
+  // A measured schedule: never proposed again, training data, and a parent when it ran.
+  void Remember(const tir::Schedule& sch, std::optional<double> seconds);
 
   const TuneTask& task_;
   TuneOptions options_;

@@ -1,6 +1,7 @@
 #include "compiler/tir/schedule_rules/schedule_rules.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -492,11 +493,30 @@ absl::Status ParallelVectorize(Schedule& sch, Sampler& sampler, const BlockInfo&
   return absl::OkStatus();
 }
 
-// Iterations of the loops of `info`'s block (their constant extents; symbolic ones count 1).
-int64_t Iterations(const BlockInfo& info) {
+// The product of the constant extents of loops[from, to) (a symbolic extent counts 1).
+int64_t Iterations(const std::vector<const ForNode*>& loops, size_t from, size_t to) {
   int64_t n = 1;
-  for (const ForNode* loop : info.loops) n *= ConstExtent(loop) ? *ConstExtent(loop) : 1;
+  for (size_t k = from; k < to && k < loops.size(); ++k)
+    n *= ConstExtent(loops[k]) ? *ConstExtent(loops[k]) : 1;
   return n;
+}
+
+// True when `producer`, computed under the consumer's loop number `at`, computes at most a
+// quarter more than computing it once (the halo rows of a padded image): each iteration of the
+// loop needs its own part of the buffer.
+bool ComputedOnceUnder(const Schedule& sch, const BlockInfo& producer, const std::string& consumer,
+                       int64_t at) {
+  Schedule trial = sch;
+  absl::StatusOr<BlockRV> block = trial.GetBlock(producer.name);
+  absl::StatusOr<LoopRV> loop =
+      block.ok() ? trial.SampleComputeLocation(*block, at) : absl::StatusOr<LoopRV>(block.status());
+  if (!loop.ok() || !trial.ComputeAt(*block, *loop).ok()) return false;
+  const std::vector<BlockInfo> moved = Blocks(trial);
+  const BlockInfo* b = Find(moved, producer.name);
+  const BlockInfo* c = Find(moved, consumer);
+  if (b == nullptr || c == nullptr) return false;
+  const int64_t computed = Iterations(c->loops, 0, at + 1) * Iterations(b->loops, at + 1, SIZE_MAX);
+  return 4 * computed <= 5 * Iterations(producer.loops, 0, SIZE_MAX);
 }
 
 // RandomComputeLocation of an elementwise producer (a convolution's padding) of a tiled block:
@@ -516,28 +536,7 @@ absl::Status RandomComputeLocation(Schedule& sch, Sampler& sampler, const BlockI
   for (size_t k = 0; k < c->loops.size() && parallel < 0; ++k) {
     if (c->loops[k]->for_kind == ir::ForKind::kParallel) parallel = static_cast<int64_t>(k);
   }
-  int64_t heuristic = 0;
-  if (parallel >= 0) {
-    Schedule trial = sch;
-    absl::StatusOr<LoopRV> at = trial.SampleComputeLocation(*trial.GetBlock(info.name), parallel);
-    if (at.ok() && trial.ComputeAt(*trial.GetBlock(info.name), *at).ok()) {
-      const std::vector<BlockInfo> moved = Blocks(trial);
-      const BlockInfo* b = Find(moved, info.name);
-      const BlockInfo* ct = Find(moved, consumer);
-      int64_t outer = 1;
-      for (int64_t k = 0; ct != nullptr && k <= parallel; ++k) {
-        const int64_t* e = ConstExtent(ct->loops[k]);
-        outer *= e ? *e : 1;
-      }
-      if (b != nullptr) {
-        int64_t inner = 1;
-        for (size_t k = parallel + 1; k < b->loops.size(); ++k)
-          inner *= ConstExtent(b->loops[k]) ? *ConstExtent(b->loops[k]) : 1;
-        // At most a quarter more than computing it once (the halo rows of a padded image).
-        if (4 * outer * inner <= 5 * Iterations(info)) heuristic = 1;
-      }
-    }
-  }
+  const int64_t heuristic = parallel >= 0 && ComputedOnceUnder(sch, info, consumer, parallel);
   absl::StatusOr<int64_t> move = sampler.Choose({0, 1}, heuristic);
   if (!move.ok()) return move.status();
   if (*move == 0) return ParallelVectorize(sch, sampler, info);
