@@ -1,5 +1,7 @@
 #include "compiler/ir/tir_functor.h"
 
+#include <unordered_set>
+
 namespace kiln::ir {
 
 // ---- Visitor ------------------------------------------------------------------------------
@@ -364,6 +366,38 @@ void PostOrderVisit(const PrimExpr& e, const std::function<void(const PrimExpr&)
 
 void PostOrderVisit(const Stmt& s, const std::function<void(const PrimExpr&)>& f) {
   PostOrder(f).VisitStmt(s);
+}
+
+std::vector<Var> UnboundVars(const PrimFuncNode& f) {
+  struct Collector : StmtExprVisitor {
+    void VisitExpr(const PrimExpr& e) override {
+      if (const auto* l = e.as<LetNode>()) bound.insert(l->var.get());
+      if (const auto* v = e.as<VarNode>()) {
+        if (seen.insert(v).second) order.push_back(e.as_ref<VarNode>());
+      }
+      DefaultVisitExpr(e);
+    }
+    void VisitStmt(const Stmt& s) override {
+      if (const auto* l = s.as<LetStmtNode>()) bound.insert(l->var.get());
+      if (const auto* f = s.as<ForNode>()) bound.insert(f->loop_var.get());
+      if (const auto* b = s.as<BlockNode>()) {
+        for (const IterVar& iv : b->iter_vars) bound.insert(iv->var.get());
+        for (const Buffer& buf : b->alloc_buffers) bound.insert(buf->data.get());
+        for (const MatchBufferRegion& m : b->match_buffers) bound.insert(m->buffer->data.get());
+      }
+      if (const auto* a = s.as<AllocateNode>()) bound.insert(a->buffer->data.get());
+      DefaultVisitStmt(s);
+    }
+    std::unordered_set<const Object*> seen, bound;
+    std::vector<Var> order;
+  } c;
+  for (const auto& [param, buffer] : f.buffer_map) c.VisitBuffer(buffer);
+  if (f.body) c.VisitStmt(f.body);
+  std::vector<Var> out;
+  for (const Var& v : c.order) {
+    if (c.bound.count(v.get()) == 0) out.push_back(v);
+  }
+  return out;
 }
 
 }  // namespace kiln::ir

@@ -52,6 +52,11 @@ void PostOrderVisit(const PrimExpr& e, const std::function<void(const PrimExpr&)
 // The same for every expression in a statement (loop bounds, indices, values, conditions).
 void PostOrderVisit(const Stmt& s, const std::function<void(const PrimExpr&)>& f);
 
+// The variables `f` uses but does not bind inside its body (loops, block iterators, lets,
+// allocations), in order of first use, the parameters' buffer shapes first. Parameters and the
+// size variables that buffer shapes bind are among them: callers filter what they bind.
+std::vector<Var> UnboundVars(const PrimFuncNode& f);
+
 }  // namespace kiln::ir
 
 #endif  // KILN_COMPILER_IR_TIR_FUNCTOR_H_

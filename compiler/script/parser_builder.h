@@ -92,8 +92,10 @@ class Builder {
   Stmt For(const PyStmt& s);
   Stmt With(const PyStmt& s);
   Stmt Block(const PyStmt& s);
-  // `n = T.int64()` / `T.int64(is_size_var=True)` at the top of a function.
+  // `n = T.int64()` / `T.int64(is_size_var=True)` / `n, m = T.int64(), T.int64()` in a
+  // function's header; Declarations defines those at the top of `body`.
   bool IsDeclaration(const PyStmt& s);
+  void Declare(const PyStmt& s);
   size_t Declarations(const PyBody& body);
   // Decorator flags: @T.prim_func / @R.function(private=True, pure=False).
   bool Decorated(const PyStmt& def, const char* name, bool* is_private, bool* is_pure);

@@ -843,6 +843,11 @@ class Parser {
           sub->args.push_back(SliceOrExpr());
           ExpectSeparator("]", open);
         }
+        // `B[()]`, a zero-dimensional buffer's element: no indices.
+        if (sub->args.size() == 2 && sub->args[1] && sub->args[1]->kind == PyExpr::Kind::kTuple &&
+            sub->args[1]->args.empty()) {
+          sub->args.pop_back();
+        }
         e = std::move(sub);
       } else {
         break;

@@ -189,25 +189,47 @@ Attrs Builder::AttrDict(const PyExpr& e) {
 }
 
 // `n = T.int64()` / `T.int64(is_size_var=True)` at the top of a function.
-bool Builder::IsDeclaration(const PyStmt& s) {
-  if (s.kind != PyStmt::Kind::kAssign || s.annotation || !s.target || s.target->kind != K::kName)
-    return false;
-  std::string fn = CalleeName(*s.value);
-  if (!absl::StartsWith(fn, "T.") || s.value->args.size() != 1) return false;
+namespace {
+
+// `T.int64()` / `T.int32(is_size_var=True)`: the declared dtype, or void.
+DataType DeclaredDType(const PyExpr& value) {
+  std::string fn = CalleeName(value);
+  if (!absl::StartsWith(fn, "T.") || value.args.size() != 1) return DataType();
   absl::StatusOr<DataType> dtype = DataType::Parse(fn.substr(2));
-  return dtype.ok() && !dtype->is_void();
+  return dtype.ok() ? *dtype : DataType();
+}
+
+}  // namespace
+
+bool Builder::IsDeclaration(const PyStmt& s) {
+  if (s.kind != PyStmt::Kind::kAssign || s.annotation || !s.target) return false;
+  if (s.target->kind == K::kName) return !DeclaredDType(*s.value).is_void();
+  // TVM's printer declares several at once: `n, m = T.int64(), T.int64()`.
+  if (s.target->kind != K::kTuple || s.value->kind != K::kTuple ||
+      s.target->args.size() != s.value->args.size()) {
+    return false;
+  }
+  for (size_t k = 0; k < s.target->args.size(); ++k) {
+    if (s.target->args[k]->kind != K::kName || DeclaredDType(*s.value->args[k]).is_void())
+      return false;
+  }
+  return true;
+}
+
+void Builder::Declare(const PyStmt& s) {
+  auto one = [&](const PyExpr& name, const PyExpr& value) {
+    DataType dtype = DeclaredDType(value);
+    const PyExpr* size = Keyword(value, "is_size_var");
+    bool is_size = size != nullptr && size->kind == K::kBool && size->int_value != 0;
+    Define(name.text, is_size ? MakeSizeVar(name.text, dtype) : MakeVar(name.text, dtype));
+  };
+  if (s.target->kind == K::kName) return one(*s.target, *s.value);
+  for (size_t k = 0; k < s.target->args.size(); ++k) one(*s.target->args[k], *s.value->args[k]);
 }
 
 size_t Builder::Declarations(const PyBody& body) {
   size_t i = 0;
-  for (; i < body.size() && IsDeclaration(*body[i]); ++i) {
-    const PyStmt& s = *body[i];
-    DataType dtype = *DataType::Parse(CalleeName(*s.value).substr(2));
-    const PyExpr* size = Keyword(*s.value, "is_size_var");
-    bool is_size = size != nullptr && size->kind == K::kBool && size->int_value != 0;
-    Define(s.target->text,
-           is_size ? MakeSizeVar(s.target->text, dtype) : MakeVar(s.target->text, dtype));
-  }
+  for (; i < body.size() && IsDeclaration(*body[i]); ++i) Declare(*body[i]);
   return i;
 }
 

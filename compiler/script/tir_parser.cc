@@ -732,7 +732,20 @@ ObjectRef Builder::PrimFunction(const PyStmt& def, bool is_private) {
   PrimFunc owner(f);
   Push();
   loop_extents_.clear();
-  size_t i = Declarations(def.body);
+  // The header, in TVM's order: T.func_attr, size variable declarations, T.match_buffer of
+  // handle parameters, then the implicit root block's T.alloc_buffer. The declarations are
+  // defined before the signature, whose buffer shapes may use them.
+  auto is_header = [&](const PyStmt& s) {
+    if (IsDeclaration(s)) return true;
+    std::string fn = s.value ? CalleeName(*s.value) : "";
+    if (s.kind == PyStmt::Kind::kExpr) return fn == "T.func_attr";
+    return s.kind == PyStmt::Kind::kAssign && !s.annotation && s.target->kind == K::kName &&
+           (fn == "T.match_buffer" || fn == "T.alloc_buffer");
+  };
+  size_t header = 0;
+  for (; header < def.body.size() && is_header(*def.body[header]); ++header) {
+    if (IsDeclaration(*def.body[header])) Declare(*def.body[header]);
+  }
   for (const PyParam& p : def.params) {
     if (!p.annotation) return Fail(p.pos, absl::StrCat("parameter '", p.name, "' needs a type"));
     if (CalleeName(*p.annotation) == "T.Buffer") {
@@ -750,18 +763,24 @@ ObjectRef Builder::PrimFunction(const PyStmt& def, bool is_private) {
       Define(p.name, param);
     }
   }
-  for (; i < def.body.size() && ok(); ++i) {
+  std::vector<Buffer> root_allocs;
+  for (size_t i = 0; i < header && ok(); ++i) {
     const PyStmt& s = *def.body[i];
-    std::string fn = s.value ? CalleeName(*s.value) : "";
-    if (s.kind == PyStmt::Kind::kExpr && fn == "T.func_attr") {
-      if (!Arity(*s.value, 1, fn)) return nullptr;
-      f->attrs = AttrDict(*s.value->args[1]);
-      continue;
-    }
-    if (s.kind == PyStmt::Kind::kAssign && !s.annotation && s.target->kind == K::kName &&
-        fn == "T.match_buffer") {
-      // TVM's style: `A = T.match_buffer(a, (n,), "float32")` for a T.handle parameter.
-      const PyExpr& call = *s.value;
+    if (IsDeclaration(s)) continue;
+    std::string fn = CalleeName(*s.value);
+    const PyExpr& call = *s.value;
+    if (fn == "T.func_attr") {
+      if (!Arity(call, 1, fn)) return nullptr;
+      f->attrs = AttrDict(*call.args[1]);
+    } else if (fn == "T.alloc_buffer") {
+      // TVM leaves the root block implicit (`# with T.block("root"):`) and prints its buffers
+      // here.
+      Buffer buffer = MakeBufferFrom(s.target->text, call, 1);
+      if (!buffer) return nullptr;
+      root_allocs.push_back(buffer);
+      Define(s.target->text, buffer);
+    } else {
+      // `A = T.match_buffer(a, (n,), "float32")` for a T.handle parameter.
       if (call.args.size() < 3 || call.args[1]->kind != K::kName)
         return Fail(call.pos, "use: A = T.match_buffer(param, shape, dtype)");
       ObjectRef param = Lookup(call.args[1]->text);
@@ -772,14 +791,20 @@ ObjectRef Builder::PrimFunction(const PyStmt& def, bool is_private) {
       if (!buffer) return nullptr;
       f->buffer_map.emplace_back(var, buffer);
       Define(s.target->text, buffer);
-      continue;
     }
-    break;
   }
-  if (ok() && i >= def.body.size()) return Fail(def.pos, "a PrimFunc needs a body");
-  f->body = ok() ? Stmts(def.body, i) : nullptr;
+  if (ok() && header >= def.body.size()) return Fail(def.pos, "a PrimFunc needs a body");
+  f->body = ok() ? Stmts(def.body, header) : nullptr;
   Pop();
   if (!ok()) return nullptr;
+  if (!root_allocs.empty()) {
+    auto* root = new BlockNode();
+    ir::Block root_owner(root);
+    root->name = "root";
+    root->alloc_buffers = std::move(root_allocs);
+    root->body = f->body;
+    f->body = Make<BlockRealizeNode>(std::vector<PrimExpr>{}, Bool(true), root_owner);
+  }
   f->attrs = WithSymbol(f->attrs, def.name, is_private);
   return owner;
 }

@@ -19,6 +19,11 @@
 
 namespace kiln::script::printer {
 
+namespace {
+// A zero-dimensional buffer is indexed by the empty tuple, as in Python: `B[()]`.
+std::string IndexList(const std::string& indices) { return indices.empty() ? "()" : indices; }
+}  // namespace
+
 std::string Printer::Expr(const PrimExpr& e, DataType hint, int min_prec) {
   int prec = kPrecAtom;
   std::string text = ExprInner(e, hint, &prec);
@@ -71,7 +76,7 @@ std::string Printer::ExprInner(const PrimExpr& e, DataType hint, int* prec) {
                         Expr(s->false_value), ")");
   }
   if (const auto* l = e.as<BufferLoadNode>()) {
-    return absl::StrCat(BufferName(l->buffer), "[", Exprs(l->indices), "]");
+    return absl::StrCat(BufferName(l->buffer), "[", IndexList(Exprs(l->indices)), "]");
   }
   if (const auto* r = e.as<RampNode>()) {
     return absl::StrCat("T.Ramp(", Expr(r->base), ", ", Expr(r->stride), ", ", r->lanes, ")");
@@ -87,6 +92,8 @@ std::string Printer::ExprInner(const PrimExpr& e, DataType hint, int* prec) {
     bool math =
         IsMathIntrinsic(c->op) && !c->args.empty() && c->args[0] && c->args[0]->dtype == c->dtype;
     if (math) return absl::StrCat("T.", c->op, "(", Exprs(c->args), ")");
+    if (c->op == "if_then_else" && c->args.size() == 3)
+      return absl::StrCat("T.if_then_else(", Exprs(c->args), ")");
     std::string args = Exprs(c->args);
     return absl::StrCat("T.call_extern(", Quote(c->dtype.ToString()), ", ", Quote(c->op),
                         args.empty() ? "" : ", ", args, ")");
@@ -129,7 +136,7 @@ std::string Printer::Region(const BufferRegion& r) {
   if (!r) return "None";
   std::vector<std::string> dims;
   for (const Range& range : r->region) dims.push_back(RangeText(range, /*point_ok=*/true));
-  return absl::StrCat(BufferName(r->buffer), "[", absl::StrJoin(dims, ", "), "]");
+  return absl::StrCat(BufferName(r->buffer), "[", IndexList(absl::StrJoin(dims, ", ")), "]");
 }
 
 // `min` for a unit range, else `min:min + extent` (folded when both are constants).
@@ -163,62 +170,96 @@ bool Printer::IsZero(const PrimExpr& e) {
   return i != nullptr && i->value == 0 && !i->dtype.is_bool();
 }
 
+namespace {
+
+bool ConstantShape(const BufferNode& b) {
+  for (const PrimExpr& d : b.shape) {
+    if (!d.as<IntImmNode>()) return false;
+  }
+  for (const PrimExpr& d : b.strides) {
+    if (!d.as<IntImmNode>()) return false;
+  }
+  return true;
+}
+
+bool ContainsBlock(const Stmt& s) {
+  struct Finder : StmtExprVisitor {
+    void VisitStmt(const Stmt& x) override {
+      found = found || x.as<BlockRealizeNode>() != nullptr;
+      if (!found) DefaultVisitStmt(x);
+    }
+    bool found = false;
+  } finder;
+  if (s) finder.VisitStmt(s);
+  return finder.found;
+}
+
+// The root block TVM leaves implicit: nothing but a name, buffers and a body holding blocks.
+const BlockNode* ImplicitRoot(const Stmt& body) {
+  const auto* r = body.as<BlockRealizeNode>();
+  if (r == nullptr || !r->iter_values.empty() || !r->block) return nullptr;
+  const auto* pred = r->predicate.as<IntImmNode>();
+  const BlockNode* b = r->block.get();
+  if (pred == nullptr || pred->value != 1 || b->name != "root" || !b->iter_vars.empty() ||
+      !b->reads.empty() || !b->writes.empty() || !b->annotations.empty() ||
+      !b->match_buffers.empty() || b->init) {
+    return nullptr;
+  }
+  return b;
+}
+
+}  // namespace
+
+// TVM's form: a buffer parameter with a symbolic shape is a handle matched in the body, after the
+// declarations of the variables its shape uses; the root block is implicit.
 void Printer::PrintPrimFunc(const std::string& name, const PrimFuncNode& f, int indent) {
   Attrs attrs = f.attrs;
   bool is_private = PopGlobalSymbol(&attrs, name);
   Line(indent, is_private ? "@T.prim_func(private=True)" : "@T.prim_func");
-  std::vector<std::string> params;
+  std::vector<std::string> params, matches;
   std::unordered_set<const Object*> defined;
   for (const Var& p : f.params) {
     defined.insert(p.get());
     Buffer b = f.BufferOf(p);
-    if (b) {
-      params.push_back(absl::StrCat(BufferName(b), ": T.Buffer(", BufferArgs(*b), ")"));
-      defined.insert(b->data.get());
-    } else {
+    if (!b) {
       params.push_back(absl::StrCat(VarName(p.get()), ": T.", p->dtype.ToString()));
+      continue;
     }
+    defined.insert(b->data.get());
+    if (ConstantShape(*b)) {
+      params.push_back(absl::StrCat(BufferName(b), ": T.Buffer(", BufferArgs(*b), ")"));
+      continue;
+    }
+    std::string buffer = BufferName(b);
+    std::string handle = namer_.Name(p.get(), "var_" + buffer);
+    params.push_back(absl::StrCat(handle, ": T.handle"));
+    matches.push_back(
+        absl::StrCat(buffer, " = T.match_buffer(", handle, ", ", BufferArgs(*b), ")"));
   }
   Line(indent, absl::StrCat("def ", name, "(", absl::StrJoin(params, ", "), "):"));
-  DeclareFreeVars(f, defined, indent + 1);
-  if (!attrs.empty()) Line(indent + 1, absl::StrCat("T.func_attr(", AttrDict(attrs), ")"));
-  StmtList(f.body, indent + 1);
+  int in = indent + 1;
+  if (!attrs.empty()) Line(in, absl::StrCat("T.func_attr(", AttrDict(attrs), ")"));
+  DeclareFreeVars(f, defined, in);
+  for (const std::string& m : matches) Line(in, m);
+  const BlockNode* root = ImplicitRoot(f.body);
+  if (root == nullptr) {
+    if (ContainsBlock(f.body)) Line(in, "# with T.block(\"root\"):");
+    StmtList(f.body, in);
+    return;
+  }
+  Line(in, "# with T.block(\"root\"):");
+  for (const Buffer& buf : root->alloc_buffers) {
+    Line(in, absl::StrCat(BufferName(buf), " = T.alloc_buffer(", BufferArgs(*buf), ")"));
+  }
+  StmtList(root->body, in);
 }
 
 // Declares (`n = T.int64()`) the variables used but not bound by the function itself.
 void Printer::DeclareFreeVars(const PrimFuncNode& f, std::unordered_set<const Object*> defined,
                               int indent) {
-  struct Collector : StmtExprVisitor {
-    void VisitExpr(const PrimExpr& e) override {
-      if (const auto* l = e.as<LetNode>()) bound.insert(l->var.get());
-      if (const auto* v = e.as<ir::VarNode>()) {
-        if (seen.insert(v).second) order.push_back(v);
-      }
-      StmtExprVisitor::VisitExpr(e);
-    }
-    void VisitStmt(const Stmt& s) override {
-      if (const auto* l = s.as<LetStmtNode>()) bound.insert(l->var.get());
-      if (const auto* f = s.as<ForNode>()) bound.insert(f->loop_var.get());
-      if (const auto* b = s.as<BlockNode>()) {
-        for (const IterVar& iv : b->iter_vars) bound.insert(iv->var.get());
-        for (const Buffer& buf : b->alloc_buffers) bound.insert(buf->data.get());
-        for (const MatchBufferRegion& m : b->match_buffers) bound.insert(m->buffer->data.get());
-      }
-      if (const auto* a = s.as<AllocateNode>()) bound.insert(a->buffer->data.get());
-      StmtExprVisitor::VisitStmt(s);
-    }
-    void VisitBuffer(const Buffer& b) override {
-      for (const PrimExpr& e : b->shape) VisitExpr(e);
-      for (const PrimExpr& e : b->strides) VisitExpr(e);
-      if (b->elem_offset) VisitExpr(b->elem_offset);
-    }
-    std::unordered_set<const Object*> seen, bound;
-    std::vector<const ir::VarNode*> order;
-  } c;
-  for (const auto& [param, buffer] : f.buffer_map) c.VisitBuffer(buffer);
-  if (f.body) c.VisitStmt(f.body);
-  for (const ir::VarNode* v : c.order) {
-    if (defined.count(v) > 0 || c.bound.count(v) > 0) continue;
+  for (const ir::Var& var : UnboundVars(f)) {
+    const ir::VarNode* v = var.get();
+    if (defined.count(v) > 0) continue;
     Line(indent, absl::StrCat(VarName(v), " = T.", v->dtype.ToString(), "(",
                               v->is_size_var ? "is_size_var=True" : "", ")"));
   }
@@ -273,8 +314,8 @@ void Printer::PrintStmt(const Stmt& s, int indent, bool last) {
     return;
   }
   if (const auto* st = s.as<BufferStoreNode>()) {
-    Line(indent,
-         absl::StrCat(BufferName(st->buffer), "[", Exprs(st->indices), "] = ", Expr(st->value)));
+    Line(indent, absl::StrCat(BufferName(st->buffer), "[", IndexList(Exprs(st->indices)),
+                              "] = ", Expr(st->value)));
     return;
   }
   if (const auto* a = s.as<AllocateNode>()) {

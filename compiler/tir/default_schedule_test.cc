@@ -31,7 +31,7 @@ TEST(DefaultScheduleTest, LargeMatmulGetsPackedPanelsAndARegisterTile) {
   EXPECT_THAT(scheduled, HasSubstr("B_global = T.alloc_buffer((2, 64, 32), \"float32\")"));
   EXPECT_THAT(scheduled, HasSubstr("for ax1_0 in T.parallel(2):"));
   EXPECT_THAT(scheduled, HasSubstr("for j_0 in T.parallel(2):\n"
-                                   "                    for i_1, j_1 in T.grid(16, 1):"));
+                                   "                for i_1, j_1 in T.grid(16, 1):"));
   EXPECT_THAT(scheduled, HasSubstr("for i_3 in T.unroll(4):\n"));
   EXPECT_THAT(scheduled, HasSubstr("for j_3 in T.vectorized(32):\n"));
   // Lowered: the accumulator is the 4 x 32 tile in a local buffer inside the row loop, and both
