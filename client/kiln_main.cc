@@ -48,10 +48,10 @@ int PrintLocalVersions() {
   return 0;
 }
 
-// One line naming the file: parse errors already start with `path:line:col:`.
+// The reason naming the file (parse errors already start with `path:line:col:`), every line of it:
+// a well-formedness failure lists each violation.
 std::string Reason(const std::string& path, const absl::Status& status) {
   std::string message(status.message());
-  message = message.substr(0, message.find('\n'));
   return absl::StartsWith(message, path + ":") ? message : path + ": " + message;
 }
 
@@ -160,8 +160,7 @@ absl::Status WriteBytes(const std::string& path, const std::string& bytes) {
 }
 
 int Fail(const absl::Status& status) {
-  std::string message(status.message());
-  std::fprintf(stderr, "kiln: %s\n", message.substr(0, message.find('\n')).c_str());
+  std::fprintf(stderr, "kiln: %s\n", std::string(status.message()).c_str());
   return kExitUserError;
 }
 

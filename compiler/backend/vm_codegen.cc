@@ -1,6 +1,7 @@
 #include "compiler/backend/vm_codegen.h"
 
 #include <cstring>
+#include <set>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -24,8 +25,9 @@ using runtime::vm::ExecBuilder;
 class FunctionCodegen {
  public:
   FunctionCodegen(ExecBuilder* b, std::string name,
-                  std::vector<std::pair<std::string, ir::PrimFunc>>* shape_funcs)
-      : b_(*b), name_(std::move(name)), shape_funcs_(*shape_funcs) {}
+                  std::vector<std::pair<std::string, ir::PrimFunc>>* shape_funcs,
+                  const std::set<std::string>* kernels)
+      : b_(*b), name_(std::move(name)), shape_funcs_(*shape_funcs), kernels_(*kernels) {}
 
   absl::Status Generate(const relax::FunctionNode& f) {
     std::vector<std::string> params;
@@ -139,6 +141,23 @@ class FunctionCodegen {
     }
     b_.EmitCall(runtime::vm::kDiscard, it->second.second, {Arg::Register(heap_)});
     return it->second.first;
+  }
+
+  // An integer expression of bound shape variables as an argument: an immediate when constant,
+  // else read from the shape heap at run time.
+  absl::StatusOr<Arg> IntValue(const ir::PrimExpr& e) {
+    if (const int64_t* c = ir::AsConstInt(e)) return Arg::Immediate(*c);
+    int64_t slot = 0;
+    if (const auto* v = e.as<ir::VarNode>(); v && slots_.count(v)) {
+      slot = slots_.at(v);
+    } else {
+      absl::StatusOr<int64_t> computed = ComputedSlot(e);
+      if (!computed.ok()) return computed.status();
+      slot = *computed;
+    }
+    int64_t r = b_.NewRegister();
+    b_.EmitCall(r, "vm.builtin.shape_heap_get", {Arg::Register(heap_), Arg::Immediate(slot)});
+    return Arg::Register(r);
   }
 
   // A shape value from dimensions that are constants or bound shape variables.
@@ -263,9 +282,9 @@ class FunctionCodegen {
       const auto* shape = call.args[2].as<relax::ShapeExprNode>();
       if (shape == nullptr) return Error("call_tir's tir_vars must be a shape literal");
       for (const ir::PrimExpr& v : shape->values) {
-        const int64_t* c = ir::AsConstInt(v);
-        if (c == nullptr) return Error("symbolic tir_vars are not supported yet");
-        args->push_back(Arg::Immediate(*c));
+        absl::StatusOr<Arg> value = IntValue(v);
+        if (!value.ok()) return value.status();
+        args->push_back(*value);
       }
     }
     b_.EmitCall(runtime::vm::kDiscard, callee, std::move(*args));
@@ -285,7 +304,25 @@ class FunctionCodegen {
       b_.EmitCall(r, callee, std::move(*args));
       return Arg::Register(r);
     };
-    if (const auto* g = call.op.as<relax::GlobalVarNode>()) return emit(g->name_hint, call.args, 0);
+    if (const auto* g = call.op.as<relax::GlobalVarNode>()) {
+      // A kernel's trailing shape argument is its size parameters (call_tir's tir_vars), each
+      // passed as an int.
+      const relax::ShapeExprNode* sizes = kernels_.count(g->name_hint) > 0 && !call.args.empty()
+                                              ? call.args.back().as<relax::ShapeExprNode>()
+                                              : nullptr;
+      if (sizes == nullptr) return emit(g->name_hint, call.args, 0);
+      absl::StatusOr<std::vector<Arg>> args =
+          Args(std::vector<relax::Expr>(call.args.begin(), call.args.end() - 1));
+      if (!args.ok()) return args.status();
+      for (const ir::PrimExpr& v : sizes->values) {
+        absl::StatusOr<Arg> value = IntValue(v);
+        if (!value.ok()) return value.status();
+        args->push_back(*value);
+      }
+      int64_t r = b_.NewRegister();
+      b_.EmitCall(r, g->name_hint, std::move(*args));
+      return Arg::Register(r);
+    }
     if (const auto* ext = call.op.as<relax::ExternFuncNode>())
       return emit(ext->global_symbol, call.args, 0);
     if (call.op.as<relax::VarNode>()) {
@@ -360,7 +397,9 @@ class FunctionCodegen {
       if (const int64_t* c = ir::AsConstInt(p->value)) return Arg::Immediate(*c);
       if (const auto* f = p->value.as<ir::FloatImmNode>())
         return Arg::Constant(b_.AddConstant(Value(f->value)));
-      return Error("a symbolic PrimValue is not supported yet");
+      if (p->value->dtype.is_int()) return IntValue(p->value);
+      return Error(absl::StrCat("the PrimValue '", ir::DebugPrint(p->value),
+                                "' is neither a constant nor an integer of shape variables"));
     }
     if (const auto* s = e.as<relax::StringImmNode>()) return StringConstant(s->value);
     if (const auto* d = e.as<relax::DataTypeImmNode>()) return StringConstant(d->value.ToString());
@@ -433,6 +472,7 @@ class FunctionCodegen {
   // Computed dimensions by printed expression: (heap slot, shape function).
   std::unordered_map<std::string, std::pair<int64_t, std::string>> computed_;
   std::vector<std::pair<std::string, ir::PrimFunc>>& shape_funcs_;
+  const std::set<std::string>& kernels_;  // the module's PrimFuncs
 };
 
 }  // namespace
@@ -441,10 +481,14 @@ absl::StatusOr<VMCode> CodegenVM(const ir::IRModule& mod) {
   ExecBuilder builder;
   VMCode out;
   std::vector<std::pair<size_t, int64_t>> heap_sizes;
+  std::set<std::string> kernels;
+  for (const auto& [name, entry] : mod->functions) {
+    if (entry.second.as<ir::PrimFuncNode>()) kernels.insert(name);
+  }
   for (const auto& [name, entry] : mod->functions) {
     const auto* f = entry.second.as<relax::FunctionNode>();
     if (f == nullptr) continue;
-    FunctionCodegen gen(&builder, name, &out.shape_funcs);
+    FunctionCodegen gen(&builder, name, &out.shape_funcs, &kernels);
     absl::Status s = gen.Generate(*f);
     if (!s.ok()) return s;
     heap_sizes.emplace_back(gen.heap_instruction(), gen.heap_slots());

@@ -119,19 +119,8 @@ class KernelCodeGen {
     b_.SetInsertPoint(entry_);
     Check(b_.CreateICmpEQ(num_args, b_.getInt32(static_cast<int32_t>(f.params.size()))),
           absl::StrCat(name, ": expected ", f.params.size(), " arguments"));
-    // Bind buffers first: their shapes define the symbolic variables scalars may use.
-    for (size_t i = 0; i < f.params.size() && status_.ok(); ++i) {
-      const Var& param = f.params[i];
-      llvm::Value* kind = b_.CreateLoad(i32_, b_.CreateGEP(i32_, kinds, b_.getInt64(i)));
-      llvm::Value* slot = b_.CreateGEP(i64_, args, b_.getInt64(i));
-      Buffer buffer = f.BufferOf(param);
-      std::string what =
-          absl::StrCat(name, ": argument ", i, " (", buffer ? buffer->name : param->name, ")");
-      if (buffer) {
-        Check(b_.CreateICmpEQ(kind, b_.getInt32(KILN_ARG_TENSOR)), what + " must be a tensor");
-        BindBuffer(buffer, b_.CreateLoad(ptr_, slot), what);
-      }
-    }
+    // Scalars first: a size parameter (call_tir's tir_vars) is what a dimension such as n * 4
+    // is computed from.
     for (size_t i = 0; i < f.params.size() && status_.ok(); ++i) {
       const Var& param = f.params[i];
       if (f.BufferOf(param)) continue;
@@ -148,6 +137,20 @@ class KernelCodeGen {
       } else {
         Fail(absl::StrCat(what, ": parameters of type ", t.ToString(), " are not supported"));
         return status_;
+      }
+    }
+    // Then the buffers: a dimension that is a variable not yet bound binds it; any other is
+    // checked against the value it computes.
+    for (size_t i = 0; i < f.params.size() && status_.ok(); ++i) {
+      const Var& param = f.params[i];
+      llvm::Value* kind = b_.CreateLoad(i32_, b_.CreateGEP(i32_, kinds, b_.getInt64(i)));
+      llvm::Value* slot = b_.CreateGEP(i64_, args, b_.getInt64(i));
+      Buffer buffer = f.BufferOf(param);
+      std::string what =
+          absl::StrCat(name, ": argument ", i, " (", buffer ? buffer->name : param->name, ")");
+      if (buffer) {
+        Check(b_.CreateICmpEQ(kind, b_.getInt32(KILN_ARG_TENSOR)), what + " must be a tensor");
+        BindBuffer(buffer, b_.CreateLoad(ptr_, slot), what);
       }
     }
     if (!status_.ok()) return status_;

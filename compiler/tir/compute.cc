@@ -89,6 +89,7 @@ PrimExpr ComputeBuilder::Rebind(const PrimExpr& e) {
       Var fresh = MakeSizeVar(v->name, v->dtype);
       own_vars_.insert(fresh.get());
       it = rebound_.emplace(v.get(), fresh).first;
+      rebound_order_.emplace_back(v, fresh);
     }
     return it->second;
   });
@@ -190,6 +191,17 @@ PrimFunc ComputeBuilder::Build() {
   PrimFunc owner(f);
   f->params = params_;
   f->buffer_map = buffer_map_;
+  std::unordered_set<const Object*> bindable;
+  for (const auto& [handle, buffer] : buffer_map_) {
+    for (const PrimExpr& d : buffer->shape) {
+      if (d.as<VarNode>()) bindable.insert(d.get());
+    }
+  }
+  for (const auto& [outer, own] : rebound_order_) {
+    if (bindable.count(own.get()) > 0) continue;
+    f->params.push_back(own);
+    size_args_.push_back(outer);
+  }
   Stmt body = stages_.size() == 1 ? stages_[0] : Seq(stages_);
   if (!temps_.empty()) {
     auto* root = new BlockNode();

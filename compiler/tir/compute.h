@@ -54,8 +54,12 @@ class ComputeBuilder {
               const std::vector<ir::PrimExpr>& reduce_extents, Combiner combiner,
               const ReduceFn& value);
 
-  // The PrimFunc (attribute tir.noalias); the builder is spent afterwards.
+  // The PrimFunc (attribute tir.noalias); the builder is spent afterwards. A size variable that
+  // no parameter dimension is by itself (the `n` of an `n * 4` dimension) cannot be read off the
+  // buffers: it becomes a scalar parameter after the buffers.
   ir::PrimFunc Build();
+  // After Build: the caller's values of those scalar parameters, in order (call_tir's tir_vars).
+  const std::vector<ir::PrimExpr>& size_args() const { return size_args_; }
 
  private:
   // Maps a shape expression given to Input/Output/Temp to the function's own variables. Private:
@@ -75,6 +79,8 @@ class ComputeBuilder {
   std::vector<ir::Buffer> temps_;
   std::vector<ir::Stmt> stages_;
   std::unordered_map<const ir::VarNode*, ir::Var> rebound_;  // Relax shape var -> own var
+  std::vector<std::pair<ir::Var, ir::Var>> rebound_order_;   // the same, in order of first use
+  std::vector<ir::PrimExpr> size_args_;
   std::unordered_set<const ir::VarNode*> own_vars_;
   std::unordered_map<std::string, int> block_names_;
 };

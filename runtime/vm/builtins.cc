@@ -119,6 +119,18 @@ void AddShapes(FunctionRegistry* r) {
     }
     return Value(std::move(dims));
   });
+  // shape_heap_get(heap, slot) -> the int in that slot: a symbolic value passed to a kernel or
+  // used as a PrimValue.
+  Add(r, "shape_heap_get", [](Args args) -> absl::StatusOr<Value> {
+    int64_t size = 0;
+    absl::StatusOr<int64_t*> heap = HeapArg(args, 0, "shape_heap_get", &size);
+    absl::StatusOr<int64_t> slot = IntArg(args, 1, "shape_heap_get");
+    if (!heap.ok()) return heap.status();
+    if (!slot.ok()) return slot.status();
+    if (*slot < 0 || *slot >= size)
+      return Bad("shape_heap_get", absl::StrCat("heap slot ", *slot, " of ", size));
+    return Value((*heap)[*slot]);
+  });
   Add(r, "match_shape", [](Args args) -> absl::StatusOr<Value> {
     int64_t size = 0;
     absl::StatusOr<int64_t*> heap = HeapArg(args, 1, "match_shape", &size);

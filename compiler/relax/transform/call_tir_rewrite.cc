@@ -46,7 +46,8 @@ class Rewriter : public ExprMutator {
  private:
   // v = call_tir(f, (args...), out_sinfo, [tir_vars])  ->
   //   v = R.builtin.alloc_tensor(shape, dtype, 0)    (one per output; a tuple is rebuilt after)
-  //   _ = f(args..., v, tir_vars...)
+  //   _ = f(args..., v, tir_vars)       (tir_vars: a shape, the kernel's trailing int parameters;
+  //                                     a symbolic PrimValue would not be well formed, WF18)
   static absl::Status Expand(const Binding& b, std::vector<Binding>* out) {
     const auto& call = *b->value.as<CallNode>();
     if (call.args.size() < 2 || call.sinfo_args.size() != 1) {
@@ -86,7 +87,7 @@ class Rewriter : public ExprMutator {
         return absl::InvalidArgumentError(absl::StrCat(
             "binding '", b->var->name_hint, "': call_tir's tir_vars must be a shape literal"));
       }
-      for (const PrimExpr& v : tir_vars->values) args.push_back(Make<PrimValueNode>(v));
+      args.push_back(call.args[2]);
     }
     out->push_back(MakeBinding(MakeVar("_", ObjectSInfo()), MakeCall(call.args[0], args)));
     if (tuple_out != nullptr) out->push_back(MakeBinding(b->var, MakeTuple(outputs)));

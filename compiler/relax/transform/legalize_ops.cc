@@ -107,7 +107,9 @@ class Legalizer : public ExprMutator {
     kernel = WithFuncAttr(kernel, "op_pattern",
                           IntImm(DataType::Int(32), static_cast<int64_t>(pattern)));
     GlobalVar gv = AddKernel(op.substr(op.rfind('.') + 1), kernel);
-    return MakeCall(GetOp("relax.call_tir"), {gv, MakeTuple(tensors)}, {out_sinfo});
+    std::vector<Expr> args = {gv, MakeTuple(tensors)};
+    if (!builder.size_args().empty()) args.push_back(MakeShape(builder.size_args()));
+    return MakeCall(GetOp("relax.call_tir"), std::move(args), {out_sinfo});
   }
 
   // The GlobalVar of `kernel`: an identical one already added, or a new unique name.
