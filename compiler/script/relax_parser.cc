@@ -324,7 +324,7 @@ relax::Expr Builder::RCall(const PyExpr& e) {
   }
   for (const auto& [key, value] : e.keywords) {
     if (key == "sinfo_args") {
-      if (value->kind == K::kList) {
+      if (value->kind == K::kList || value->kind == K::kTuple) {  // TVM prints a tuple
         for (const PyExprPtr& s : value->args) {
           StructInfo si = SInfo(*s, false);
           if (!si) return nullptr;
@@ -599,6 +599,11 @@ relax::Binding Builder::RStatement(const PyStmt& s) {
     relax::Var var = NewVar(t.name, t.sinfo);
     Define(t.name, var);
     return MakeBinding(var, Make<IfNode>(cond, then_seq, else_seq));
+  }
+  if (s.kind == PyStmt::Kind::kExpr && s.value->kind == K::kCall) {
+    // A call made for its effect (TVM prints it bare): bound to an unused `_`.
+    relax::Expr value = RExpr(*s.value);
+    return value ? MakeBinding(NewVar("_", nullptr), value) : nullptr;
   }
   if (s.kind != PyStmt::Kind::kAssign || s.target->kind != K::kName) {
     return Fail<Binding>(s.pos, "expected a binding `name = value` in a Relax function");

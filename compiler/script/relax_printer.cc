@@ -301,6 +301,15 @@ void Printer::PrintBinding(const relax::Binding& b, int indent) {
     PrintRelaxFunction(RVar(b->var.get()), *f, indent, /*global=*/false);
     return;
   }
+  // TVM's form for a call made for its effect: a value of no fields bound to an unused `_` is
+  // the bare expression.
+  const auto* none = b->var && b->var->name_hint == "_" && b->var->struct_info()
+                         ? b->var->struct_info().as<relax::TupleStructInfoNode>()
+                         : nullptr;
+  if (none != nullptr && none->fields.empty() && b->value.as<relax::CallNode>()) {
+    Line(indent, RExpr(b->value));
+    return;
+  }
   Line(indent, absl::StrCat(BindingLhs(b), " = ", RExpr(b->value)));
 }
 }  // namespace kiln::script::printer
