@@ -139,8 +139,18 @@ class KernelCodeGen {
         return status_;
       }
     }
-    // Then the buffers: a dimension that is a variable not yet bound binds it; any other is
-    // checked against the value it computes.
+    // Then the buffers: first every dimension that is a variable not yet bound binds it (so that
+    // `a: (n * 6,)` may come before `y: (n, 6)`), then every other is checked against the value
+    // it computes.
+    for (size_t i = 0; i < f.params.size() && status_.ok(); ++i) {
+      Buffer buffer = f.BufferOf(f.params[i]);
+      if (!buffer) continue;
+      llvm::Value* kind = b_.CreateLoad(i32_, b_.CreateGEP(i32_, kinds, b_.getInt64(i)));
+      std::string what = absl::StrCat(name, ": argument ", i, " (", buffer->name, ")");
+      Check(b_.CreateICmpEQ(kind, b_.getInt32(KILN_ARG_TENSOR)), what + " must be a tensor");
+      llvm::Value* slot = b_.CreateGEP(i64_, args, b_.getInt64(i));
+      BindSizeVars(buffer, b_.CreateLoad(ptr_, slot), what);
+    }
     for (size_t i = 0; i < f.params.size() && status_.ok(); ++i) {
       const Var& param = f.params[i];
       llvm::Value* kind = b_.CreateLoad(i32_, b_.CreateGEP(i32_, kinds, b_.getInt64(i)));
@@ -244,6 +254,27 @@ class KernelCodeGen {
     fail_message_->addIncoming(text, b_.GetInsertBlock());
     b_.CreateCondBr(ok, pass, fail_, llvm::MDBuilder(ctx_).createBranchWeights(1 << 20, 1));
     b_.SetInsertPoint(pass);
+  }
+
+  // Binds the size variables that are whole dimensions of `buffer` and not yet bound.
+  void BindSizeVars(const Buffer& buffer, llvm::Value* tensor, const std::string& what) {
+    int rank = static_cast<int>(buffer->shape.size());
+    std::vector<int> binding;
+    for (int d = 0; d < rank; ++d) {
+      const auto* v = buffer->shape[d].as<VarNode>();
+      if (v != nullptr && vars_.count(v) == 0) binding.push_back(d);
+    }
+    if (binding.empty()) return;
+    llvm::Value* ndim = b_.CreateLoad(i32_, b_.CreateStructGEP(dltensor_, tensor, 2));
+    Check(b_.CreateICmpEQ(ndim, b_.getInt32(rank)),
+          absl::StrCat(what, " must have ", rank, " dimensions"));
+    llvm::Value* shape = b_.CreateLoad(ptr_, b_.CreateStructGEP(dltensor_, tensor, 4));
+    for (int d : binding) {
+      const auto* v = buffer->shape[d].as<VarNode>();
+      if (vars_.count(v) > 0) continue;  // an earlier dimension of this buffer bound it
+      llvm::Value* actual = b_.CreateLoad(i64_, b_.CreateGEP(i64_, shape, b_.getInt64(d)));
+      vars_[v] = b_.CreateIntCast(actual, Type(v->dtype), true);
+    }
   }
 
   void BindBuffer(const Buffer& buffer, llvm::Value* tensor, const std::string& what) {

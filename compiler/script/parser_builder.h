@@ -83,6 +83,7 @@ class Builder {
   std::vector<PrimExpr> ShapeTuple(const PyExpr& e);
   // (shape, dtype="float32", strides=, elem_offset=, scope=, align=) starting at args[first].
   Buffer MakeBufferFrom(const std::string& name, const PyExpr& call, size_t first);
+  bool IndexCount(const Buffer& buffer, size_t count, const PyExpr& at);
 
   // ---- TIR statements ----
   Stmt Seq(std::vector<Stmt> stmts);

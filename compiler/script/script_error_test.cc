@@ -121,6 +121,25 @@ INSTANTIATE_TEST_SUITE_P(
                   "7:41", "'A' is not a TIR variable"},
         ErrorCase{"store_to_scalar", Prim("        x = T.float32(0)\n"), "5:9",
                   "expected a buffer store"},
+        // TVM's implicit root block: its buffers come in the header, before the loops.
+        ErrorCase{"root_buffer_undefined_size",
+                  Prim("        T.func_attr({\"tir.noalias\": T.bool(True)})\n"
+                       "        # with T.block(\"root\"):\n"
+                       "        pad = T.alloc_buffer((m, 10))\n"
+                       "        A[0] = pad[0, 0]\n"),
+                  "7:31", "undefined name 'm'"},
+        ErrorCase{"root_buffer_after_the_loops",
+                  Prim("        for i in range(8):\n            A[i] = T.float32(0)\n"
+                       "        pad = T.alloc_buffer((8,))\n"),
+                  "7:9", "expected a buffer store"},
+        ErrorCase{"declaration_of_a_non_type",
+                  Prim("        n, m = T.int64(), T.frobnicate()\n        A[0] = T.float32(0)\n"),
+                  "5:9", "expected a buffer store"},
+        ErrorCase{"zero_dim_index_of_a_vector", Prim("        A[()] = T.float32(0)\n"), "5:9",
+                  "A has 1 dimensions"},
+        ErrorCase{"effect_statement_unknown_op",
+                  Rfunc("        R.frobnicate(x)\n        return x\n"), "5:9",
+                  "unknown operator 'R.frobnicate'"},
         ErrorCase{"unknown_operator", Rfunc("        y = R.frobnicate(x)\n        return y\n"),
                   "5:13", "unknown operator 'R.frobnicate'"},
         ErrorCase{"unknown_global", Rfunc("        y = cls.nowhere(x)\n        return y\n"), "5:13",

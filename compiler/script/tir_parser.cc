@@ -102,7 +102,7 @@ PrimExpr Builder::BinaryExpr(const PyExpr& e, DataType hint) {
 
 PrimExpr Builder::LoadExpr(const PyExpr& e) {
   Buffer buffer = BufferRef(*e.args[0]);
-  if (!buffer) return nullptr;
+  if (!buffer || !IndexCount(buffer, e.args.size() - 1, e)) return nullptr;
   std::vector<PrimExpr> indices;
   int lanes = 1;
   for (size_t i = 1; i < e.args.size(); ++i) {
@@ -123,6 +123,13 @@ Buffer Builder::BufferRef(const PyExpr& e) {
   if (auto b = v.as_ref<BufferNode>()) return b;
   return Fail<Buffer>(
       e.pos, absl::StrCat(v ? "'" : "undefined buffer '", e.text, v ? "' is not a buffer" : "'"));
+}
+
+// `A[i, j]` names one index per dimension of A (`B[()]` for a zero-dimensional B).
+bool Builder::IndexCount(const Buffer& buffer, size_t count, const PyExpr& at) {
+  if (count == buffer->shape.size()) return true;
+  return Fail<bool>(at.pos, absl::StrCat(buffer->name, " has ", buffer->shape.size(),
+                                         " dimensions, indexed with ", count));
 }
 
 std::vector<PrimExpr> Builder::Args(const PyExpr& call, size_t first) {
@@ -275,7 +282,7 @@ BufferRegion Builder::Region(const PyExpr& e) {
   if (e.kind != K::kSubscript)
     return Fail<BufferRegion>(e.pos, "expected a buffer region such as A[i, 0:16]");
   Buffer buffer = BufferRef(*e.args[0]);
-  if (!buffer) return nullptr;
+  if (!buffer || !IndexCount(buffer, e.args.size() - 1, e)) return nullptr;
   std::vector<Range> region;
   for (size_t i = 1; i < e.args.size(); ++i) {
     const PyExpr* d = e.args[i].get();
@@ -399,7 +406,7 @@ Stmt Builder::Statement(const PyStmt& s) {
     case PyStmt::Kind::kAssign: {
       if (s.target->kind == K::kSubscript) {
         Buffer buffer = BufferRef(*s.target->args[0]);
-        if (!buffer) return nullptr;
+        if (!buffer || !IndexCount(buffer, s.target->args.size() - 1, *s.target)) return nullptr;
         std::vector<PrimExpr> indices;
         for (size_t i = 1; i < s.target->args.size(); ++i) {
           if (!s.target->args[i] || s.target->args[i]->kind == K::kSlice)

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/ir/printer.h"
 #include "compiler/ir/structural.h"
 #include "compiler/ir/tir_functor.h"
 
@@ -230,6 +231,20 @@ absl::StatusOr<PrimFunc> FusePrimFuncs(const std::vector<FusionMember>& members,
     add_param(values[v]);
   }
   add_param(values.back());
+  // A size variable only computed with (the `n` of an `n * 4` dimension) would need a scalar
+  // parameter the members' calls do not pass: such a group is not fused.
+  for (const auto& [handle, b] : f->buffer_map) {
+    for (const PrimExpr& d : b->shape) {
+      bool unbound = false;
+      PostOrderVisit(d, [&](const PrimExpr& e) {
+        if (const auto* v = e.as<VarNode>(); v != nullptr && bound.count(v) == 0) unbound = true;
+      });
+      if (unbound) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "parameter '", b->name, "' has a dimension no parameter binds: ", DebugPrint(d)));
+      }
+    }
+  }
   for (const Buffer& b : allocs) {
     for (const PrimExpr& d : b->shape) {
       bool unbound = false;
