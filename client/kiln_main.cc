@@ -48,10 +48,12 @@ int PrintLocalVersions() {
   return 0;
 }
 
-// The reason naming the file (parse errors already start with `path:line:col:`), every line of it:
-// a well-formedness failure lists each violation.
-std::string Reason(const std::string& path, const absl::Status& status) {
+// One line naming the file: parse errors already start with `path:line:col:` (the source line
+// and caret that follow are for `kiln check`'s report). `whole`: every line, as a failed compile
+// lists each well-formedness violation.
+std::string Reason(const std::string& path, const absl::Status& status, bool whole = false) {
   std::string message(status.message());
+  if (!whole) message = message.substr(0, message.find('\n'));
   return absl::StartsWith(message, path + ":") ? message : path + ": " + message;
 }
 
@@ -201,7 +203,9 @@ int Compile(const std::string& path, const std::string& target, const std::strin
   // The pass times go to stderr, so that they never mix with a dump on stdout or the summary.
   if (time_passes) std::fprintf(stderr, "%s", timer.Report().c_str());
   if (!dump_status.ok()) return Fail(dump_status);
-  if (!artifact.ok()) return Fail(absl::InvalidArgumentError(Reason(path, artifact.status())));
+  if (!artifact.ok()) {
+    return Fail(absl::InvalidArgumentError(Reason(path, artifact.status(), /*whole=*/true)));
+  }
   absl::Status written = WriteBytes(output, *artifact);
   if (!written.ok()) return Fail(written);
   kiln::v1::ArtifactProto parsed;
