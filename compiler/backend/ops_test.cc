@@ -97,6 +97,8 @@ Array Broadcast(const Array& a, const Array& b, const std::function<double(doubl
 TEST(OpsTest, UnaryMath) {
   Array x = Random({3, 37}, 1);
   Array pos = Random({3, 37}, 2, 0.1, 4);
+  Array unit = Random({3, 37}, 3, -0.9, 0.9);  // inside the domains of asin, acos, atanh
+  Array above_one = Random({3, 37}, 4, 1.1, 4);
   struct Case {
     const char* op;
     const Array* in;
@@ -123,6 +125,19 @@ TEST(OpsTest, UnaryMath) {
          return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
        }},
       {"R.nn.silu", &x, [](double v) { return v / (1 + std::exp(-v)); }},
+      {"R.sin", &x, [](double v) { return std::sin(v); }},
+      {"R.cos", &x, [](double v) { return std::cos(v); }},
+      {"R.tan", &unit, [](double v) { return std::tan(v); }},
+      {"R.asin", &unit, [](double v) { return std::asin(v); }},
+      {"R.acos", &unit, [](double v) { return std::acos(v); }},
+      {"R.atan", &x, [](double v) { return std::atan(v); }},
+      {"R.sinh", &x, [](double v) { return std::sinh(v); }},
+      {"R.cosh", &x, [](double v) { return std::cosh(v); }},
+      {"R.asinh", &x, [](double v) { return std::asinh(v); }},
+      {"R.acosh", &above_one, [](double v) { return std::acosh(v); }},
+      {"R.atanh", &unit, [](double v) { return std::atanh(v); }},
+      {"R.square", &x, [](double v) { return v * v; }},
+      {"R.sign", &x, [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.op);

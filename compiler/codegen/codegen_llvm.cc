@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -532,7 +533,9 @@ class KernelCodeGen {
                            b_.CreateFAdd(llvm::ConstantFP::get(t, 1.0), e));
     }
     if (c.op == "isnan") return b_.CreateFCmpUNO(args[0], args[0]);
-    if (c.op == "tanh" || c.op == "erf" || c.op == "log1p") {
+    static const std::set<std::string> kLibm = {"tanh", "erf",  "log1p", "tan",   "asin",  "acos",
+                                                "atan", "sinh", "cosh",  "asinh", "acosh", "atanh"};
+    if (kLibm.count(c.op) > 0) {
       if (c.dtype.bits() != 32 && c.dtype.bits() != 64) {
         Fail(absl::StrCat(name_, ": ", c.op, " on ", c.dtype.ToString(), " is not supported"));
         return nullptr;

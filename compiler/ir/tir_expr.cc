@@ -95,8 +95,9 @@ PrimExpr Call(DataType dtype, std::string op, std::vector<PrimExpr> args) {
 
 bool IsMathIntrinsic(absl::string_view op) {
   static constexpr const char* kNames[] = {
-      "exp", "exp2", "log",   "log2", "log1p", "sqrt",  "rsqrt", "tanh", "erf",   "sigmoid",
-      "pow", "fabs", "floor", "ceil", "round", "trunc", "sin",   "cos",  "isnan", "fma"};
+      "exp", "exp2", "log",   "log2", "log1p", "sqrt",  "rsqrt", "tanh",  "erf",   "sigmoid",
+      "pow", "fabs", "floor", "ceil", "round", "trunc", "sin",   "cos",   "isnan", "fma",
+      "tan", "asin", "acos",  "atan", "sinh",  "cosh",  "asinh", "acosh", "atanh"};
   for (const char* name : kNames) {
     if (op == name) return true;
   }

@@ -19,7 +19,7 @@ using tir::Load;
 bool AcceptsIntegers(const std::string& name) {
   return name == "relax.negative" || name == "relax.abs" || name == "relax.nn.relu" ||
          name == "relax.clip" || name == "relax.floor" || name == "relax.ceil" ||
-         name == "relax.round";
+         name == "relax.round" || name == "relax.square" || name == "relax.sign";
 }
 
 // The scalar formula of a unary op at x (of dtype `t`).
@@ -31,6 +31,8 @@ PrimExpr UnaryFormula(const CallNode& call, const std::string& name, const PrimE
   if (name == "relax.abs") return t.is_float() ? math("fabs") : Select(x < c(0), c(0) - x, x);
   if (name == "relax.nn.relu") return Max(x, c(0));
   if (name == "relax.logical_not") return Not(x);
+  if (name == "relax.square") return x * x;
+  if (name == "relax.sign") return Select(c(0) < x, c(1), Select(x < c(0), c(-1), c(0)));
   if (name == "relax.clip") {
     absl::StatusOr<double> lo = FloatAttr(call, "min", -HUGE_VAL);
     absl::StatusOr<double> hi = FloatAttr(call, "max", HUGE_VAL);
@@ -225,9 +227,12 @@ absl::Status LegalizeWhere(const CallNode&, const std::vector<Buffer>& in,
 
 void RegisterElementwiseOps(std::vector<OpInfo>* ops) {
   for (const char* name :
-       {"relax.exp", "relax.log", "relax.sqrt", "relax.rsqrt", "relax.tanh", "relax.sigmoid",
-        "relax.erf", "relax.negative", "relax.abs", "relax.floor", "relax.ceil", "relax.round",
-        "relax.nn.relu", "relax.nn.gelu", "relax.nn.gelu_tanh", "relax.nn.silu"}) {
+       {"relax.exp",     "relax.log",   "relax.sqrt",     "relax.rsqrt",   "relax.tanh",
+        "relax.sigmoid", "relax.erf",   "relax.negative", "relax.abs",     "relax.floor",
+        "relax.ceil",    "relax.round", "relax.nn.relu",  "relax.nn.gelu", "relax.nn.gelu_tanh",
+        "relax.nn.silu", "relax.sin",   "relax.cos",      "relax.tan",     "relax.asin",
+        "relax.acos",    "relax.atan",  "relax.sinh",     "relax.cosh",    "relax.asinh",
+        "relax.acosh",   "relax.atanh", "relax.square",   "relax.sign"}) {
     ops->push_back(
         {name, 1, InferUnary, true, OpPattern::kElemWise, "elementwise unary math", LegalizeUnary});
   }
