@@ -137,7 +137,9 @@ TEST(OpsTest, UnaryMath) {
       {"R.acosh", &above_one, [](double v) { return std::acosh(v); }},
       {"R.atanh", &unit, [](double v) { return std::atanh(v); }},
       {"R.square", &x, [](double v) { return v * v; }},
-      {"R.sign", &x, [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; }},
+      {"R.sign", &x, [](double v) { return v > 0   ? 1.0
+                                           : v < 0 ? -1.0
+                                                   : 0.0; }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.op);
@@ -425,6 +427,16 @@ TEST(OpsTest, Conv2dLayoutsStridesPaddingDilationGroups) {
             absl::StrCat("            y = R.nn.conv2d(x, w, ", attrs,
                          ", data_layout=\"NHWC\", kernel_layout=\"HWIO\")\n"),
             {ToTensor(ToNHWC(x)), ToTensor(w_hwio)}, ToNHWC(want));
+    // NHWC data with TVM's OHWI kernel.
+    Array w_ohwi = Zeros({c.o, c.k, c.k, c.c / c.groups});
+    for (int64_t i = 0; i < w.size(); ++i) {
+      std::vector<int64_t> idx = w.Unravel(i);
+      w_ohwi.at({idx[0], idx[2], idx[3], idx[1]}) = w.data[i];
+    }
+    CheckOp(absl::StrCat("x: ", F32(ToNHWC(x).shape), ", w: ", F32(w_ohwi.shape)),
+            absl::StrCat("            y = R.nn.conv2d(x, w, ", attrs,
+                         ", data_layout=\"NHWC\", kernel_layout=\"OHWI\")\n"),
+            {ToTensor(ToNHWC(x)), ToTensor(w_ohwi)}, ToNHWC(want));
   }
 }
 

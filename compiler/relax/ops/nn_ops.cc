@@ -1,5 +1,6 @@
-// Neural-network operators: linear, conv2d (NCHW/OIHW and NHWC/HWIO, stride, padding, dilation,
-// groups), max/avg/adaptive-avg pooling, batch_norm (inference) and layer_norm.
+// Neural-network operators: linear, conv2d (NCHW or NHWC data, a kernel in any order of OIHW;
+// stride, padding, dilation, groups), max/avg/adaptive-avg pooling, batch_norm (inference) and
+// layer_norm.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -134,7 +135,9 @@ PrimExpr WindowOut(const Window& w, int d, const PrimExpr& size, const PrimExpr&
 // conv2d(data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_dtype)
 struct ConvShape {
   Window window;
-  bool hwio = false;
+  // Where the weight keeps its output channels, input channels, height and width: any order of
+  // "OIHW" (PyTorch's OIHW, TensorFlow's HWIO, TVM's OHWI for NHWC data).
+  int o = 0, i = 1, h = 2, w = 3;
   int64_t groups = 1;
 };
 
@@ -146,9 +149,16 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
   absl::StatusOr<std::string> kl =
       StringAttr(call, "kernel_layout", c.window.nhwc ? "HWIO" : "OIHW");
   if (!kl.ok()) return kl.status();
-  if (*kl != "OIHW" && *kl != "HWIO")
-    return OpError(call, absl::StrCat("kernel_layout \"", *kl, "\" is not supported (OIHW, HWIO)"));
-  c.hwio = *kl == "HWIO";
+  std::string sorted = *kl;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != "HIOW") {
+    return OpError(call, absl::StrCat("kernel_layout \"", *kl,
+                                      "\" is not supported (an order of O, I, H and W)"));
+  }
+  c.o = static_cast<int>(kl->find('O'));
+  c.i = static_cast<int>(kl->find('I'));
+  c.h = static_cast<int>(kl->find('H'));
+  c.w = static_cast<int>(kl->find('W'));
   absl::StatusOr<int64_t> groups = IntAttr(call, "groups", 1);
   if (!groups.ok()) return groups.status();
   if (*groups < 1) return OpError(call, "groups must be >= 1");
@@ -179,10 +189,10 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContex
   if (xd == nullptr || wd == nullptr) return TensorSInfoUnknown(dtype, 4);
   const Window& win = conv->window;
   PrimExpr channels = (*xd)[win.c_axis()];
-  PrimExpr out_c = conv->hwio ? (*wd)[3] : (*wd)[0];
-  PrimExpr in_c = conv->hwio ? (*wd)[2] : (*wd)[1];
-  PrimExpr kh = conv->hwio ? (*wd)[0] : (*wd)[2];
-  PrimExpr kw = conv->hwio ? (*wd)[1] : (*wd)[3];
+  PrimExpr out_c = (*wd)[conv->o];
+  PrimExpr in_c = (*wd)[conv->i];
+  PrimExpr kh = (*wd)[conv->h];
+  PrimExpr kw = (*wd)[conv->w];
   if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, in_c * conv->groups, channels))) {
     return OpError(call, absl::StrCat("the weight expects ", DebugPrint(in_c), " x ", conv->groups,
                                       " input channels (groups), data has ", DebugPrint(channels)));
@@ -236,31 +246,35 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
   const Window& w = conv->window;
   const Buffer& weight = in[1];
   Buffer data = PadSpatial(b, in[0], w, MakeConst(in[0]->dtype, 0));
-  PrimExpr in_c = conv->hwio ? weight->shape[2] : weight->shape[1];
-  PrimExpr kh = conv->hwio ? weight->shape[0] : weight->shape[2];
-  PrimExpr kw = conv->hwio ? weight->shape[1] : weight->shape[3];
-  PrimExpr out_c = conv->hwio ? weight->shape[3] : weight->shape[0];
+  PrimExpr in_c = weight->shape[conv->i];
+  PrimExpr kh = weight->shape[conv->h];
+  PrimExpr kw = weight->shape[conv->w];
+  PrimExpr out_c = weight->shape[conv->o];
   DataType t = out[0]->dtype;
   int h = w.h_axis(), c = w.c_axis();
-  b.Reduce(
-      "conv2d", out[0], {in_c, kh, kw}, Combiner::kSum, [&](const Indices& s, const Indices& r) {
-        PrimExpr oc = s[c];
-        // A depthwise convolution (one output channel per group) reads its own channel: an
-        // index affine in the loops, which compute-at of the padding needs.
-        const int64_t* oc_total = AsConstInt(out_c);
-        const bool depthwise = oc_total != nullptr && *oc_total == conv->groups;
-        PrimExpr group = conv->groups == 1 ? IntImm(oc->dtype, 0)
-                         : depthwise       ? oc
-                                           : FloorDiv(oc, FloorDiv(out_c, Int64(conv->groups)));
-        PrimExpr ic = conv->groups == 1 ? r[0] : group * in_c + r[0];
-        Indices xi(4);
-        xi[0] = s[0];
-        xi[c] = ic;
-        xi[h] = s[h] * w.stride[0] + r[1] * w.dilation[0];
-        xi[h + 1] = s[h + 1] * w.stride[1] + r[2] * w.dilation[1];
-        Indices wi = conv->hwio ? Indices{r[1], r[2], r[0], oc} : Indices{oc, r[0], r[1], r[2]};
-        return Cast(t, Load(data, xi)) * Cast(t, Load(weight, wi));
-      });
+  b.Reduce("conv2d", out[0], {in_c, kh, kw}, Combiner::kSum,
+           [&](const Indices& s, const Indices& r) {
+             PrimExpr oc = s[c];
+             // A depthwise convolution (one output channel per group) reads its own channel: an
+             // index affine in the loops, which compute-at of the padding needs.
+             const int64_t* oc_total = AsConstInt(out_c);
+             const bool depthwise = oc_total != nullptr && *oc_total == conv->groups;
+             PrimExpr group = conv->groups == 1 ? IntImm(oc->dtype, 0)
+                              : depthwise       ? oc
+                                          : FloorDiv(oc, FloorDiv(out_c, Int64(conv->groups)));
+             PrimExpr ic = conv->groups == 1 ? r[0] : group * in_c + r[0];
+             Indices xi(4);
+             xi[0] = s[0];
+             xi[c] = ic;
+             xi[h] = s[h] * w.stride[0] + r[1] * w.dilation[0];
+             xi[h + 1] = s[h + 1] * w.stride[1] + r[2] * w.dilation[1];
+             Indices wi(4);
+             wi[conv->o] = oc;
+             wi[conv->i] = r[0];
+             wi[conv->h] = r[1];
+             wi[conv->w] = r[2];
+             return Cast(t, Load(data, xi)) * Cast(t, Load(weight, wi));
+           });
   return absl::OkStatus();
 }
 
