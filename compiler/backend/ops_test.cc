@@ -149,6 +149,11 @@ TEST(OpsTest, UnaryMath) {
   SCOPED_TRACE("clip");
   CheckOp(absl::StrCat("x: ", F32({3, 37})), "            y = R.clip(x, min=-0.5, max=1.25)\n",
           {ToTensor(x)}, Map(x, [](double v) { return std::min(std::max(v, -0.5), 1.25); }));
+  SCOPED_TRACE("clip, as TVM 0.20 prints it");
+  CheckOp(
+      absl::StrCat("x: ", F32({3, 37})),
+      "            y = R.clip(x, R.prim_value(T.float32(-0.5)), R.prim_value(T.float32(1.25)))\n",
+      {ToTensor(x)}, Map(x, [](double v) { return std::min(std::max(v, -0.5), 1.25); }));
 }
 
 TEST(OpsTest, BinaryBroadcasting) {
@@ -569,6 +574,11 @@ TEST(OpsTest, LayoutOps) {
   }
   CheckOp(absl::StrCat("x: ", F32(x.shape)),
           "            y = R.strided_slice(x, axes=[1], begin=[-1], end=[-4], strides=[-2])\n",
+          {ToTensor(x)}, ss);
+  // TVM 0.20 prints the same call with its attributes as tuples of R.prim_value.
+  CheckOp(absl::StrCat("x: ", F32(x.shape)),
+          "            y = R.strided_slice(x, (R.prim_value(1),), (R.prim_value(-1),), "
+          "(R.prim_value(-4),), (R.prim_value(-2),))\n",
           {ToTensor(x)}, ss);
   Array row = Random({1, 4}, 35);
   Array bc = Zeros({3, 2, 4});

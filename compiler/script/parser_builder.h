@@ -84,6 +84,7 @@ class Builder {
   // (shape, dtype="float32", strides=, elem_offset=, scope=, align=) starting at args[first].
   Buffer MakeBufferFrom(const std::string& name, const PyExpr& call, size_t first);
   bool IndexCount(const Buffer& buffer, size_t count, const PyExpr& at);
+  ObjectRef ArgumentAttr(const PyExpr& e);
 
   // ---- TIR statements ----
   Stmt Seq(std::vector<Stmt> stmts);

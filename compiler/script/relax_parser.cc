@@ -222,6 +222,19 @@ relax::Expr Builder::MetadataConstant(const PyExpr& e) {
   return metadata_[i];
 }
 
+// An attribute given as an argument: R.prim_value(v) is v, R.shape([...]) and tuples are arrays.
+ObjectRef Builder::ArgumentAttr(const PyExpr& e) {
+  std::string fn = e.kind == K::kCall ? CalleeName(e) : "";
+  if ((fn == "R.prim_value" || fn == "R.shape") && e.args.size() == 2)
+    return ArgumentAttr(*e.args[1]);
+  if (e.kind == K::kTuple || e.kind == K::kList) {
+    std::vector<ObjectRef> items;
+    for (const PyExprPtr& item : e.args) items.push_back(ArgumentAttr(*item));
+    return Make<ArrayNode>(std::move(items));
+  }
+  return AttrValue(e);
+}
+
 relax::Expr Builder::RCall(const PyExpr& e) {
   using namespace relax;
   std::string name = CalleeName(e);
@@ -317,7 +330,26 @@ relax::Expr Builder::RCall(const PyExpr& e) {
     callee = RExpr(*e.args[0]);
   }
   if (!ok() || !callee) return nullptr;
+  // TVM 0.20 passes some attributes as trailing arguments (R.clip(x, R.prim_value(0),
+  // R.prim_value(6))); Kiln keeps them as the attributes they name.
+  const relax::OpNode* op = callee.as<relax::OpNode>();
+  const relax::OpInfo* info = op != nullptr ? relax::LookupOp(op->name) : nullptr;
+  const std::vector<const char*>* positional = nullptr;
+  if (info != nullptr) {
+    static const std::map<std::string, std::vector<const char*>> kPositionalAttrs = {
+        {"relax.clip", {"min", "max"}},
+        {"relax.strided_slice", {"axes", "begin", "end", "strides"}},
+        {"relax.image.resize2d", {"size"}}};
+    auto it = kPositionalAttrs.find(op->name);
+    if (it != kPositionalAttrs.end()) positional = &it->second;
+  }
   for (size_t i = first; i < e.args.size(); ++i) {
+    size_t extra = i - first - (info != nullptr ? static_cast<size_t>(info->num_args) : 0);
+    if (positional != nullptr && i - first >= static_cast<size_t>(info->num_args) &&
+        extra < positional->size()) {
+      attrs = WithAttr(std::move(attrs), (*positional)[extra], ArgumentAttr(*e.args[i]));
+      continue;
+    }
     relax::Expr a = RExpr(*e.args[i]);
     if (!a) return nullptr;
     args.push_back(a);
