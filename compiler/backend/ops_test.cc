@@ -619,6 +619,14 @@ TEST(OpsTest, TakePadAndFill) {
           "            a = R.add(x, o)\n            b = R.add(a, z)\n            y = R.multiply(b, "
           "f)\n",
           {ToTensor(x)}, Map(x, [](double v) { return (v + 1) * 2.5; }));
+  // The same from x's shape, as TVM's zeros_like / ones_like / full_like (dtype "void": x's).
+  CheckOp(absl::StrCat("x: ", F32({2, 3})),
+          "            o = R.ones_like(x)\n"
+          "            z = R.zeros_like(x, dtype=\"float32\")\n"
+          "            f = R.full_like(x, R.const(2.5, \"float32\"), dtype=\"void\")\n"
+          "            a = R.add(x, o)\n            b = R.add(a, z)\n            y = R.multiply(b, "
+          "f)\n",
+          {ToTensor(x)}, Map(x, [](double v) { return (v + 1) * 2.5; }));
 }
 
 TEST(OpsTest, SymbolicShapesCompileOnceRunForEverySize) {

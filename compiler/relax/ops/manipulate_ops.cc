@@ -533,12 +533,34 @@ absl::StatusOr<StructInfo> InferFill(const CallNode& call, const OpInferContext&
   if (!name->empty()) {
     absl::StatusOr<DataType> parsed = DataType::Parse(*name);
     if (!parsed.ok() || parsed->is_void())
-      return OpError(call, absl::StrCat("bad dtype "
-                                        ", *name, "
-                                        ""));
+      return OpError(call, absl::StrCat("bad dtype \"", *name, "\""));
     dtype = *parsed;
   }
   return TensorSInfo(*shape, dtype);
+}
+
+// zeros_like(x) / ones_like(x) / full_like(x, fill_value), dtype="..." ("void" or absent: x's).
+absl::StatusOr<StructInfo> InferFillLike(const CallNode& call, const OpInferContext&) {
+  bool full = OpName(call) == "relax.full_like";
+  if (call.args.size() != (full ? 2u : 1u))
+    return OpError(call, full ? "takes (x, fill_value)" : "takes (x)");
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  if (full) {
+    absl::StatusOr<const TensorStructInfoNode*> v = TensorArg(call, 1);
+    if (!v.ok()) return v.status();
+    if ((*v)->ndim > 0) return OpError(call, "fill_value must be a scalar tensor");
+  }
+  absl::StatusOr<std::string> name = StringAttr(call, "dtype", "");
+  if (!name.ok()) return name.status();
+  DataType dtype = (*x)->dtype;
+  if (!name->empty()) {
+    absl::StatusOr<DataType> parsed = DataType::Parse(*name);
+    if (!parsed.ok()) return OpError(call, absl::StrCat("bad dtype \"", *name, "\""));
+    if (!parsed->is_void()) dtype = *parsed;
+  }
+  if (const std::vector<PrimExpr>* dims = (*x)->dims()) return TensorSInfo(*dims, dtype);
+  return TensorSInfoUnknown(dtype, (*x)->ndim);
 }
 
 absl::Status LegalizeFill(const CallNode& call, const std::vector<Buffer>& in,
@@ -547,7 +569,9 @@ absl::Status LegalizeFill(const CallNode& call, const std::vector<Buffer>& in,
   DataType t = out[0]->dtype;
   b.Compute("T_full", out[0], [&](const Indices&) {
     if (name == "relax.full") return Cast(t, Load(in[0], {}));
-    return MakeConst(t, name == "relax.ones" ? 1 : 0);
+    if (name == "relax.full_like") return Cast(t, Load(in[1], {}));
+    bool one = name == "relax.ones" || name == "relax.ones_like";
+    return MakeConst(t, one ? 1 : 0);
   });
   return absl::OkStatus();
 }
@@ -583,6 +607,13 @@ void RegisterManipulateOps(std::vector<OpInfo>* ops) {
   }
   ops->push_back({"relax.full", 2, InferFill, true, OpPattern::kElemWise,
                   "a tensor of shape filled with a scalar tensor's value", LegalizeFill});
+  for (const char* name : {"relax.zeros_like", "relax.ones_like"}) {
+    ops->push_back({name, 1, InferFillLike, true, OpPattern::kElemWise,
+                    "a tensor of x's shape filled with 0 or 1 (dtype=..., else x's)",
+                    LegalizeFill});
+  }
+  ops->push_back({"relax.full_like", 2, InferFillLike, true, OpPattern::kElemWise,
+                  "a tensor of x's shape filled with a scalar tensor's value", LegalizeFill});
 }
 
 }  // namespace kiln::ir::relax::ops
