@@ -35,6 +35,9 @@ void DeleteNode(const Object* node) {
 }
 
 void ArrayNode::VisitFields(FieldVisitor& v) const { v.Visit("items", items); }
+DictAttrNode::DictAttrNode(Attrs entries)
+    : Object(NodeKind::kDictAttr), entries(CanonicalAttrs(std::move(entries))) {}
+void DictAttrNode::VisitFields(FieldVisitor& v) const { v.Visit("entries", entries); }
 
 std::vector<FieldVisitor::Field> FieldsOf(const Object& node) {
   FieldVisitor v;

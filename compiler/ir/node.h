@@ -111,6 +111,7 @@ namespace kiln::ir {
 
 #define KILN_MISC_KINDS(X) \
   X(Array) \
+  X(DictAttr) \
   X(IRModule)
 
 #define KILN_ALL_NODE_KINDS(X) \
@@ -241,6 +242,16 @@ class ArrayNode : public Object {
       : Object(NodeKind::kArray), items(std::move(items)) {}
   void VisitFields(FieldVisitor& v) const override;
   std::vector<ObjectRef> items;
+};
+
+// A dictionary of attributes as an attribute value: TVM's nested dicts, such as
+// R.func_attr({"tir_var_upper_bound": {"n": 2048}}).
+class DictAttrNode : public Object {
+ public:
+  static bool Classof(NodeKind k) { return k == NodeKind::kDictAttr; }
+  explicit DictAttrNode(Attrs entries);
+  void VisitFields(FieldVisitor& v) const override;
+  Attrs entries;  // key-sorted
 };
 
 // The receiver of VisitFields. The implementations (equality, hashing, printing) see the fields

@@ -141,6 +141,7 @@ std::string Printer::AttrValue(const ObjectRef& v) {
     for (const ObjectRef& item : a->items) items.push_back(AttrValue(item));
     return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
   }
+  if (const auto* d = v.as<DictAttrNode>()) return AttrDict(d->entries);
   if (auto e = v.as_ref<PrimExprNode>()) return Expr(e);
   return "None";
 }

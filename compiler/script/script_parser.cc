@@ -172,6 +172,8 @@ ObjectRef Builder::AttrValue(const PyExpr& e) {
     }
     case K::kNone:
       return nullptr;
+    case K::kDict:
+      return Make<DictAttrNode>(AttrDict(e));
     default:
       return Expr(e, DataType());
   }

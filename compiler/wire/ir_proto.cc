@@ -690,6 +690,8 @@ absl::StatusOr<ObjectRef> DecodeNode(const v1::IRNodeProto& node, size_t index,
   ObjectRef out;
   if (kind == NodeKind::kArray) {
     out = Make<ir::ArrayNode>(r.Objs<Object>("items"));
+  } else if (kind == NodeKind::kDictAttr) {
+    out = Make<ir::DictAttrNode>(r.AttrsField("entries"));
   } else if (kind == NodeKind::kIRModule) {
     ir::IRModuleBuilder builder;
     Attrs attrs = r.AttrsField("attrs");

@@ -6,7 +6,7 @@ class Module:
     @R.function
     def main(q: R.Tensor((1, "n", 16), dtype="float32"), k: R.Tensor((1, "n", 16), dtype="float32"), v: R.Tensor((1, "n", 16), dtype="float32")) -> R.Tensor((1, "n", 16), dtype="float32"):
         n = T.int64()
-        R.func_attr({"num_input": 3})
+        R.func_attr({"num_input": 3, "tir_var_upper_bound": {"n": 64}})
         with R.dataflow():
             lv: R.Tensor((1, 16, n), dtype="float32") = R.permute_dims(k, axes=[0, 2, 1])
             lv1: R.Tensor((1, n, n), dtype="float32") = R.matmul(q, lv, out_dtype="void")

@@ -5,6 +5,7 @@ class Module:
         n = T.int64()
         m = T.int64()
         k = T.int64()
+        R.func_attr({"tir_var_upper_bound": {"m": 16, "n": 2048}})
         with R.dataflow():
             s = R.shape_of(x)
             z = R.match_cast(y, R.Tensor((m, k), dtype="float32"))
