@@ -231,30 +231,29 @@ absl::StatusOr<PrimFunc> FusePrimFuncs(const std::vector<FusionMember>& members,
     add_param(values[v]);
   }
   add_param(values.back());
-  // A size variable only computed with (the `n` of an `n * 4` dimension) would need a scalar
-  // parameter the members' calls do not pass: such a group is not fused.
-  for (const auto& [handle, b] : f->buffer_map) {
+  // A dimension using a size variable no parameter binds by itself. A parameter's (the `n` of an
+  // `n * 4` dimension) would need a scalar parameter the members' calls do not pass, an
+  // intermediate's a size nothing gives: such a group is not fused.
+  auto unbound_dim = [&](const Buffer& b) -> const PrimExpr* {
     for (const PrimExpr& d : b->shape) {
       bool unbound = false;
       PostOrderVisit(d, [&](const PrimExpr& e) {
         if (const auto* v = e.as<VarNode>(); v != nullptr && bound.count(v) == 0) unbound = true;
       });
-      if (unbound) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "parameter '", b->name, "' has a dimension no parameter binds: ", DebugPrint(d)));
-      }
+      if (unbound) return &d;
+    }
+    return nullptr;
+  };
+  for (const auto& [handle, b] : f->buffer_map) {
+    if (const PrimExpr* d = unbound_dim(b)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter '", b->name, "' has a dimension no parameter binds: ", DebugPrint(*d)));
     }
   }
   for (const Buffer& b : allocs) {
-    for (const PrimExpr& d : b->shape) {
-      bool unbound = false;
-      PostOrderVisit(d, [&](const PrimExpr& e) {
-        if (const auto* v = e.as<VarNode>(); v != nullptr && bound.count(v) == 0) unbound = true;
-      });
-      if (unbound) {
-        return absl::InvalidArgumentError(absl::StrCat("the size of intermediate '", b->name,
-                                                       "' is not known from the parameters"));
-      }
+    if (unbound_dim(b) != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("the size of intermediate '", b->name,
+                                                     "' is not known from the parameters"));
     }
   }
   auto* root = new BlockNode();
