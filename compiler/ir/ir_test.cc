@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/relax_functor.h"
@@ -12,6 +13,7 @@
 #include "compiler/ir/tir_functor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/support/large_stack.h"
 
 namespace kiln::ir {
 namespace {
@@ -217,6 +219,35 @@ TEST(StructuralTest, SymbolicShapesCompareByPosition) {
   EXPECT_NE(StructuralHash(fn(n, n)), StructuralHash(fn(n, m)));
 }
 
+// A DAG whose nodes each use the one before twice stands for 2^depth nodes: hashing and
+// comparing it must cost its size, not its expansion, and agree with the same tree unshared.
+TEST(StructuralTest, SharedSubExpressionsCostTheirSizeAndHashAsTheTreeWould) {
+  Var x = MakeVar("x");
+  PrimExpr dag = x + 1;
+  for (int i = 0; i < 200; ++i) dag = dag * dag;  // 2^200 nodes written out
+  PrimExpr other = x + 1;
+  for (int i = 0; i < 200; ++i) other = other * other;
+  EXPECT_TRUE(StructuralEqual(dag, other));
+  EXPECT_EQ(StructuralHash(dag), StructuralHash(other));
+  PrimExpr last_differs = (x + 2);
+  for (int i = 0; i < 200; ++i) last_differs = last_differs * last_differs;
+  EXPECT_FALSE(StructuralEqual(dag, last_differs));
+  EXPECT_NE(StructuralHash(dag), StructuralHash(last_differs));
+
+  // Shared or copied, the same tree hashes the same, also when the shared part binds a variable
+  // (its first visit defines `v`, every later one uses it).
+  Var v = MakeVar("v");
+  PrimExpr let = Make<LetNode>(v, IntImm(v->dtype, 1), v + x);
+  PrimExpr let_copy = Make<LetNode>(v, IntImm(v->dtype, 1), v + x);
+  PrimExpr shared = (let * let) + let;
+  PrimExpr copied = (let * let_copy) + Make<LetNode>(v, IntImm(v->dtype, 1), v + x);
+  EXPECT_EQ(StructuralHash(shared), StructuralHash(copied));
+  EXPECT_TRUE(StructuralEqual(shared, copied));
+  Var w = MakeVar("v");
+  PrimExpr rebinds = (let * let) + Make<LetNode>(w, IntImm(w->dtype, 1), w + x);
+  EXPECT_NE(StructuralHash(shared), StructuralHash(rebinds));
+}
+
 // The hash must not depend on addresses: a child process (fresh heap, ASLR) must agree.
 TEST(StructuralTest, HashIsStableAcrossProcesses) {
   const char* child = std::getenv("KILN_HASH_CHILD");
@@ -256,6 +287,24 @@ TEST(PrinterTest, PrintsReadableTir) {
   EXPECT_THAT(text, HasSubstr("vk = T.axis.reduce(4, k)"));
   EXPECT_THAT(text, HasSubstr("C[vi, vj] = (C[vi, vj] + (A[vi, vk] * B[vk, vj]))"));
   EXPECT_THAT(text, HasSubstr("with T.init():"));
+}
+
+// Printed by appending: a chain as deep as the front ends allow prints in linear time (returning
+// strings level by level copied the whole tail at each of the 20,000 levels).
+TEST(PrinterTest, PrintsDeepChainsWhole) {
+  // As the compiler does, on its large stack: the walks recurse once per level.
+  int status = runtime::RunWithStack(runtime::kCompilerStackBytes, [] {
+    Var x = MakeVar("x");
+    PrimExpr chain = x;
+    for (int i = 0; i < kMaxNestingDepth; ++i) chain = chain + 1;
+    std::string text = DebugPrint(chain);
+    // "x", then "(" and " + 1)" per level.
+    EXPECT_EQ(text.size(), 1 + 6 * static_cast<size_t>(kMaxNestingDepth));
+    EXPECT_TRUE(absl::StartsWith(text, "((((")) << text.substr(0, 20);
+    EXPECT_TRUE(absl::EndsWith(text, " + 1) + 1) + 1)")) << text.substr(text.size() - 20);
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
 }
 
 TEST(PrinterTest, PrintsReadableRelax) {

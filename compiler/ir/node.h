@@ -163,6 +163,10 @@ class Object {
   // can map bound variables instead of comparing them by identity.
   virtual void VisitFields(FieldVisitor& v) const = 0;
 
+  // Whether more than one handle holds this node: only such a node can be met twice in a walk
+  // (a DAG's shared sub-expression), so only such nodes are worth memoizing.
+  bool HasSeveralOwners() const { return ref_count_.load(std::memory_order_relaxed) > 1; }
+
  private:
   template <typename T>
   friend class Ref;

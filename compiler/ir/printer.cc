@@ -36,6 +36,9 @@ class Printer {
     } else {
       out_ += NodeKindName(node->kind());
     }
+    if (out_.size() > kMaxOutputBytes) {
+      absl::StrAppend(&out_, "\n# ... stopped: the text passed ", kMaxOutputBytes >> 20, " MiB\n");
+    }
     return out_;
   }
 
@@ -54,66 +57,104 @@ class Printer {
     return name;
   }
 
+  // A module that shares sub-trees (a DAG, as the wire format allows) prints as the tree it
+  // stands for, which may be far larger than the module: the printers stop adding text past this.
+  static constexpr size_t kMaxOutputBytes = size_t{16} << 20;
+  static bool Full(const std::string& s) { return s.size() > kMaxOutputBytes; }
+
   // Indentation stops growing at kMaxIndent levels: a statement nest 20,000 deep would otherwise
   // print gigabytes of spaces (this is a debugging format; nothing parses it back).
   static constexpr int kMaxIndent = 64;
-  void Line(int indent, const std::string& text) {
+  void Indent(int indent) {
     out_.append(static_cast<size_t>(std::min(indent, kMaxIndent)) * 4, ' ');
+  }
+  void Line(int indent, const std::string& text) {
+    Indent(indent);
     out_ += text;
     out_ += "\n";
   }
 
   // ---- TIR ----
+  // The expression printers append to `s`: returning strings would copy a nest of depth d O(d)
+  // times, quadratic on the 20,000-deep chains the decoder accepts.
   std::string Exprs(const std::vector<PrimExpr>& es) {
-    std::vector<std::string> parts;
-    for (const PrimExpr& e : es) parts.push_back(Expr(e));
-    return absl::StrJoin(parts, ", ");
+    std::string s;
+    ExprsTo(es, &s);
+    return s;
+  }
+  void ExprsTo(const std::vector<PrimExpr>& es, std::string* s) {
+    for (size_t i = 0; i < es.size(); ++i) {
+      if (i > 0) *s += ", ";
+      ExprTo(es[i], s);
+    }
   }
 
   std::string Expr(const PrimExpr& e) {
-    if (!e) return "None";
-    if (const auto* n = e.as<IntImmNode>()) {
+    std::string s;
+    ExprTo(e, &s);
+    return s;
+  }
+  void ExprTo(const PrimExpr& e, std::string* s) {
+    if (Full(*s)) return;
+    if (!e) {
+      *s += "None";
+    } else if (const auto* n = e.as<IntImmNode>()) {
       if (n->dtype == DataType::Int(64) || n->dtype == DataType::Int(32)) {
-        return absl::StrCat(n->value);
+        absl::StrAppend(s, n->value);
+      } else if (n->dtype.is_bool()) {
+        *s += n->value ? "True" : "False";
+      } else {
+        absl::StrAppend(s, "T.", n->dtype.ToString(), "(", n->value, ")");
       }
-      if (n->dtype.is_bool()) return n->value ? "True" : "False";
-      return absl::StrCat("T.", n->dtype.ToString(), "(", n->value, ")");
-    }
-    if (const auto* n = e.as<FloatImmNode>()) {
-      return absl::StrCat("T.", n->dtype.ToString(), "(", n->value, ")");
-    }
-    if (const auto* n = e.as<StringImmNode>()) return absl::StrCat("\"", n->value, "\"");
-    if (const auto* n = e.as<VarNode>()) return Name(n, n->name);
-    if (const auto* n = e.as<CastNode>()) {
-      return absl::StrCat("T.Cast(\"", n->dtype.ToString(), "\", ", Expr(n->value), ")");
-    }
-    if (const auto* n = e.as<BinaryNode>()) {
+    } else if (const auto* n = e.as<FloatImmNode>()) {
+      absl::StrAppend(s, "T.", n->dtype.ToString(), "(", n->value, ")");
+    } else if (const auto* n = e.as<StringImmNode>()) {
+      absl::StrAppend(s, "\"", n->value, "\"");
+    } else if (const auto* n = e.as<VarNode>()) {
+      *s += Name(n, n->name);
+    } else if (const auto* n = e.as<CastNode>()) {
+      absl::StrAppend(s, "T.Cast(\"", n->dtype.ToString(), "\", ");
+      ExprTo(n->value, s);
+      *s += ")";
+    } else if (const auto* n = e.as<BinaryNode>()) {
       if (const char* op = BinaryInfixSymbol(n->kind())) {
-        return absl::StrCat("(", Expr(n->a), " ", op, " ", Expr(n->b), ")");
+        *s += "(";
+        ExprTo(n->a, s);
+        absl::StrAppend(s, " ", op, " ");
+        ExprTo(n->b, s);
+      } else {
+        absl::StrAppend(s, BinaryCallName(n->kind()), "(");
+        ExprTo(n->a, s);
+        *s += ", ";
+        ExprTo(n->b, s);
       }
-      return absl::StrCat(BinaryCallName(n->kind()), "(", Expr(n->a), ", ", Expr(n->b), ")");
+      *s += ")";
+    } else if (const auto* n = e.as<NotNode>()) {
+      *s += "(not ";
+      ExprTo(n->a, s);
+      *s += ")";
+    } else if (const auto* n = e.as<SelectNode>()) {
+      ExprsTo({n->condition, n->true_value, n->false_value}, &(*s += "T.Select("));
+      *s += ")";
+    } else if (const auto* n = e.as<BufferLoadNode>()) {
+      absl::StrAppend(s, Name(n->buffer.get(), n->buffer->name), "[");
+      ExprsTo(n->indices, s);
+      *s += "]";
+    } else if (const auto* n = e.as<RampNode>()) {
+      ExprsTo({n->base, n->stride}, &(*s += "T.Ramp("));
+      absl::StrAppend(s, ", ", n->lanes, ")");
+    } else if (const auto* n = e.as<BroadcastNode>()) {
+      ExprTo(n->value, &(*s += "T.Broadcast("));
+      absl::StrAppend(s, ", ", n->lanes, ")");
+    } else if (const auto* n = e.as<LetNode>()) {
+      ExprsTo({n->var, n->value, n->body}, &(*s += "T.Let("));
+      *s += ")";
+    } else if (const auto* n = e.as<CallNode>()) {
+      ExprsTo(n->args, &(*s += absl::StrCat("T.", n->op, "(")));
+      *s += ")";
+    } else {
+      *s += NodeKindName(e->kind());
     }
-    if (const auto* n = e.as<NotNode>()) return absl::StrCat("(not ", Expr(n->a), ")");
-    if (const auto* n = e.as<SelectNode>()) {
-      return absl::StrCat("T.Select(", Expr(n->condition), ", ", Expr(n->true_value), ", ",
-                          Expr(n->false_value), ")");
-    }
-    if (const auto* n = e.as<BufferLoadNode>()) {
-      return absl::StrCat(Name(n->buffer.get(), n->buffer->name), "[", Exprs(n->indices), "]");
-    }
-    if (const auto* n = e.as<RampNode>()) {
-      return absl::StrCat("T.Ramp(", Expr(n->base), ", ", Expr(n->stride), ", ", n->lanes, ")");
-    }
-    if (const auto* n = e.as<BroadcastNode>()) {
-      return absl::StrCat("T.Broadcast(", Expr(n->value), ", ", n->lanes, ")");
-    }
-    if (const auto* n = e.as<LetNode>()) {
-      return absl::StrCat("T.Let(", Expr(n->var), ", ", Expr(n->value), ", ", Expr(n->body), ")");
-    }
-    if (const auto* n = e.as<CallNode>()) {
-      return absl::StrCat("T.", n->op, "(", Exprs(n->args), ")");
-    }
-    return NodeKindName(e->kind());
   }
 
   std::string Shape(const std::vector<PrimExpr>& dims) {
@@ -150,7 +191,7 @@ class Printer {
   }
 
   void PrintStmt(const Stmt& s, int indent) {
-    if (!s) return;
+    if (!s || Full(out_)) return;
     if (const auto* n = s.as<SeqStmtNode>()) {
       for (const Stmt& c : n->seq) PrintStmt(c, indent);
     } else if (const auto* n = s.as<LetStmtNode>()) {
@@ -241,107 +282,151 @@ class Printer {
   }
 
   // ---- Relax ----
-  std::string SInfo(const relax::StructInfo& s) {
+  // As with ExprTo: the recursive printers append, so deep nests print in linear time.
+  std::string SInfo(const relax::StructInfo& si) {
+    std::string s;
+    SInfoTo(si, &s);
+    return s;
+  }
+  void SInfosTo(const std::vector<relax::StructInfo>& sis, std::string* s) {
+    for (size_t i = 0; i < sis.size(); ++i) {
+      if (i > 0) *s += ", ";
+      SInfoTo(sis[i], s);
+    }
+  }
+  void SInfoTo(const relax::StructInfo& si, std::string* s) {
     using namespace relax;
-    if (!s) return "None";
-    if (s.as<ObjectStructInfoNode>()) return "R.Object";
-    if (const auto* p = s.as<PrimStructInfoNode>()) {
-      if (p->value) return absl::StrCat("R.Prim(value=", Expr(p->value), ")");
-      return absl::StrCat("R.Prim(\"", p->dtype.ToString(), "\")");
-    }
-    if (const auto* sh = s.as<ShapeStructInfoNode>()) {
-      if (sh->values) return absl::StrCat("R.Shape([", Exprs(*sh->values), "])");
-      return absl::StrCat("R.Shape(ndim=", sh->ndim, ")");
-    }
-    if (const auto* t = s.as<TensorStructInfoNode>()) {
+    if (Full(*s)) return;
+    if (!si) {
+      *s += "None";
+    } else if (si.as<ObjectStructInfoNode>()) {
+      *s += "R.Object";
+    } else if (const auto* p = si.as<PrimStructInfoNode>()) {
+      if (p->value) {
+        ExprTo(p->value, &(*s += "R.Prim(value="));
+        *s += ")";
+      } else {
+        absl::StrAppend(s, "R.Prim(\"", p->dtype.ToString(), "\")");
+      }
+    } else if (const auto* sh = si.as<ShapeStructInfoNode>()) {
+      if (sh->values) {
+        ExprsTo(*sh->values, &(*s += "R.Shape(["));
+        *s += "])";
+      } else {
+        absl::StrAppend(s, "R.Shape(ndim=", sh->ndim, ")");
+      }
+    } else if (const auto* t = si.as<TensorStructInfoNode>()) {
       std::string dtype = absl::StrCat("\"", t->dtype.ToString(), "\"");
       if (const std::vector<PrimExpr>* dims = t->dims()) {
-        return absl::StrCat("R.Tensor(", Shape(*dims), ", ", dtype, ")");
+        absl::StrAppend(s, "R.Tensor(", Shape(*dims), ", ", dtype, ")");
+      } else if (t->shape) {
+        RExprTo(t->shape, &(*s += "R.Tensor("));
+        absl::StrAppend(s, ", ", dtype, ")");
+      } else {
+        absl::StrAppend(s, "R.Tensor(", dtype, ", ndim=", t->ndim, ")");
       }
-      if (t->shape) return absl::StrCat("R.Tensor(", RExpr(t->shape), ", ", dtype, ")");
-      return absl::StrCat("R.Tensor(", dtype, ", ndim=", t->ndim, ")");
+    } else if (const auto* t = si.as<TupleStructInfoNode>()) {
+      SInfosTo(t->fields, &(*s += "R.Tuple("));
+      *s += ")";
+    } else if (const auto* f = si.as<FuncStructInfoNode>()) {
+      *s += "R.Callable((";
+      if (f->params) SInfosTo(*f->params, s);
+      *s += "), ";
+      SInfoTo(f->ret, s);
+      *s += f->purity ? ")" : ", purity=False)";
+    } else {
+      *s += "?";
     }
-    if (const auto* t = s.as<TupleStructInfoNode>()) {
-      std::vector<std::string> parts;
-      for (const StructInfo& f : t->fields) parts.push_back(SInfo(f));
-      return absl::StrCat("R.Tuple(", absl::StrJoin(parts, ", "), ")");
-    }
-    if (const auto* f = s.as<FuncStructInfoNode>()) {
-      std::vector<std::string> parts;
-      if (f->params) {
-        for (const StructInfo& p : *f->params) parts.push_back(SInfo(p));
-      }
-      return absl::StrCat("R.Callable((", absl::StrJoin(parts, ", "), "), ", SInfo(f->ret),
-                          f->purity ? "" : ", purity=False", ")");
-    }
-    return "?";
-  }
-
-  std::string RExprs(const std::vector<relax::Expr>& es) {
-    std::vector<std::string> parts;
-    for (const relax::Expr& e : es) parts.push_back(RExpr(e));
-    return absl::StrJoin(parts, ", ");
   }
 
   std::string RExpr(const relax::Expr& e) {
+    std::string s;
+    RExprTo(e, &s);
+    return s;
+  }
+  void RExprsTo(const std::vector<relax::Expr>& es, std::string* s) {
+    for (size_t i = 0; i < es.size(); ++i) {
+      if (i > 0) *s += ", ";
+      RExprTo(es[i], s);
+    }
+  }
+  void RExprTo(const relax::Expr& e, std::string* s) {
     using namespace relax;
-    if (!e) return "None";
-    if (const auto* n = e.as<relax::VarNode>()) return Name(n, n->name_hint);
-    if (const auto* n = e.as<GlobalVarNode>()) return absl::StrCat("cls.", n->name_hint);
-    if (const auto* n = e.as<ConstantNode>()) {
+    if (Full(*s)) return;
+    if (!e) {
+      *s += "None";
+    } else if (const auto* n = e.as<relax::VarNode>()) {
+      *s += Name(n, n->name_hint);
+    } else if (const auto* n = e.as<GlobalVarNode>()) {
+      absl::StrAppend(s, "cls.", n->name_hint);
+    } else if (const auto* n = e.as<ConstantNode>()) {
       std::vector<std::string> dims;
       for (int64_t d : n->shape) dims.push_back(absl::StrCat(d));
-      return absl::StrCat("R.const(<", n->dtype.ToString(), " (", absl::StrJoin(dims, ", "), ")>)");
-    }
-    if (const auto* n = e.as<TupleNode>()) {
-      return absl::StrCat("(", RExprs(n->fields), n->fields.size() == 1 ? ",)" : ")");
-    }
-    if (const auto* n = e.as<ShapeExprNode>())
-      return absl::StrCat("R.shape([", Exprs(n->values), "])");
-    if (const auto* n = e.as<PrimValueNode>())
-      return absl::StrCat("R.prim_value(", Expr(n->value), ")");
-    if (const auto* n = e.as<relax::StringImmNode>())
-      return absl::StrCat("R.str(\"", n->value, "\")");
-    if (const auto* n = e.as<DataTypeImmNode>()) {
-      return absl::StrCat("R.dtype(\"", n->value.ToString(), "\")");
-    }
-    if (const auto* n = e.as<ExternFuncNode>()) {
-      return absl::StrCat("R.ExternFunc(\"", n->global_symbol, "\")");
-    }
-    if (const auto* n = e.as<OpNode>()) return n->name;
-    if (const auto* n = e.as<TupleGetItemNode>())
-      return absl::StrCat(RExpr(n->tuple), "[", n->index, "]");
-    if (const auto* n = e.as<relax::CallNode>()) {
-      std::vector<std::string> parts;
-      for (const relax::Expr& a : n->args) parts.push_back(RExpr(a));
+      absl::StrAppend(s, "R.const(<", n->dtype.ToString(), " (", absl::StrJoin(dims, ", "), ")>)");
+    } else if (const auto* n = e.as<TupleNode>()) {
+      RExprsTo(n->fields, &(*s += "("));
+      *s += n->fields.size() == 1 ? ",)" : ")";
+    } else if (const auto* n = e.as<ShapeExprNode>()) {
+      ExprsTo(n->values, &(*s += "R.shape(["));
+      *s += "])";
+    } else if (const auto* n = e.as<PrimValueNode>()) {
+      ExprTo(n->value, &(*s += "R.prim_value("));
+      *s += ")";
+    } else if (const auto* n = e.as<relax::StringImmNode>()) {
+      absl::StrAppend(s, "R.str(\"", n->value, "\")");
+    } else if (const auto* n = e.as<DataTypeImmNode>()) {
+      absl::StrAppend(s, "R.dtype(\"", n->value.ToString(), "\")");
+    } else if (const auto* n = e.as<ExternFuncNode>()) {
+      absl::StrAppend(s, "R.ExternFunc(\"", n->global_symbol, "\")");
+    } else if (const auto* n = e.as<OpNode>()) {
+      *s += n->name;
+    } else if (const auto* n = e.as<TupleGetItemNode>()) {
+      RExprTo(n->tuple, s);
+      absl::StrAppend(s, "[", n->index, "]");
+    } else if (const auto* n = e.as<relax::CallNode>()) {
+      RExprTo(n->op, s);
+      *s += "(";
+      RExprsTo(n->args, s);
+      bool first = n->args.empty();
       for (const auto& [key, value] : n->attrs) {
-        parts.push_back(absl::StrCat(
-            key, "=", value.as<PrimExprNode>() ? Expr(value.as_ref<PrimExprNode>()) : "..."));
+        absl::StrAppend(s, first ? "" : ", ", key, "=");
+        if (value.as<PrimExprNode>()) {
+          ExprTo(value.as_ref<PrimExprNode>(), s);
+        } else {
+          *s += "...";
+        }
+        first = false;
       }
       if (!n->sinfo_args.empty()) {
-        std::vector<std::string> sinfos;
-        for (const StructInfo& si : n->sinfo_args) sinfos.push_back(SInfo(si));
-        parts.push_back(absl::StrCat("sinfo_args=[", absl::StrJoin(sinfos, ", "), "]"));
+        SInfosTo(n->sinfo_args, &(*s += absl::StrCat(first ? "" : ", ", "sinfo_args=[")));
+        *s += "]";
       }
-      std::string s = absl::StrCat(RExpr(n->op), "(", absl::StrJoin(parts, ", "));
-      return s + ")";
-    }
-    // If, SeqExpr and Function are statement-like: print them on their own lines.
-    std::string saved;
-    saved.swap(out_);
-    if (const auto* n = e.as<FunctionNode>()) {
-      PrintFunction("local", *n, 0);
+      *s += ")";
     } else {
-      PrintBody(e, 0, /*is_return=*/false);
+      // If, SeqExpr and Function are statement-like: print them on their own lines, into `s`
+      // (moved in and out of out_, which the line printers append to).
+      std::string saved;
+      if (s != &out_) {
+        saved = std::move(out_);
+        out_ = std::move(*s);
+      }
+      out_ += "{\n";
+      if (const auto* n = e.as<FunctionNode>()) {
+        PrintFunction("local", *n, 0);
+      } else {
+        PrintBody(e, 0, /*is_return=*/false);
+      }
+      out_ += "}";
+      if (s != &out_) {
+        *s = std::move(out_);
+        out_ = std::move(saved);
+      }
     }
-    std::string text;
-    text.swap(out_);
-    out_ = std::move(saved);
-    return absl::StrCat("{\n", text, "}");
   }
 
   void PrintBinding(const relax::Binding& b, int indent) {
     using namespace relax;
+    if (Full(out_)) return;
     if (!b) {
       Line(indent, "<null binding>");
       return;
@@ -366,7 +451,11 @@ class Printer {
       PrintFunction(RExpr(b->var), *f, indent);
       return;
     }
-    Line(indent, absl::StrCat(lhs, " = ", RExpr(b->value)));
+    // Straight into out_: a value nesting further bindings is not copied once per level.
+    Indent(indent);
+    absl::StrAppend(&out_, lhs, " = ");
+    RExprTo(b->value, &out_);
+    out_ += "\n";
   }
 
   static relax::Expr BranchResult(const relax::Expr& e) {

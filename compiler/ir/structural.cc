@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace kiln::ir {
@@ -39,6 +40,10 @@ class EqualChecker {
       a_to_b_[a] = b;
       b_to_a_[b] = a;
     }
+    // A shared pair already found equal is equal again: the variable mappings its first
+    // comparison made are still in place. Without this a DAG compares in exponential time.
+    bool may_repeat = a->HasSeveralOwners() && !IsMappedKind(a->kind());
+    if (may_repeat && equal_pairs_.contains({a, b})) return true;
     std::vector<Field> fa = FieldsOf(*a);
     std::vector<Field> fb = FieldsOf(*b);
     size_t n = std::min(fa.size(), fb.size());
@@ -48,7 +53,9 @@ class EqualChecker {
       path_.pop_back();
       if (!ok) return false;
     }
-    return Fail(fa.size() == fb.size(), a, b, "different field counts");
+    if (fa.size() != fb.size()) return Fail(false, a, b, "different field counts");
+    if (may_repeat) equal_pairs_.insert({a, b});
+    return true;
   }
 
   const std::string& mismatch() const { return mismatch_; }
@@ -76,16 +83,18 @@ class EqualChecker {
         return true;
       case FieldType::kInt:
       case FieldType::kBool:
-        return Fail(x.int_value == y.int_value, nullptr, nullptr,
-                    absl::StrCat(x.int_value, " vs ", y.int_value));
+        if (x.int_value == y.int_value) return true;
+        return Fail(false, nullptr, nullptr, absl::StrCat(x.int_value, " vs ", y.int_value));
       case FieldType::kDouble:
-        return Fail(DoubleBits(x.double_value) == DoubleBits(y.double_value), nullptr, nullptr,
-                    absl::StrCat(x.double_value, " vs ", y.double_value));
+        if (DoubleBits(x.double_value) == DoubleBits(y.double_value)) return true;
+        return Fail(false, nullptr, nullptr, absl::StrCat(x.double_value, " vs ", y.double_value));
       case FieldType::kString:
-        return Fail(*x.string_value == *y.string_value, nullptr, nullptr,
+        if (*x.string_value == *y.string_value) return true;
+        return Fail(false, nullptr, nullptr,
                     absl::StrCat("\"", *x.string_value, "\" vs \"", *y.string_value, "\""));
       case FieldType::kDataType:
-        return Fail(x.dtype == y.dtype, nullptr, nullptr,
+        if (x.dtype == y.dtype) return true;
+        return Fail(false, nullptr, nullptr,
                     absl::StrCat(x.dtype.ToString(), " vs ", y.dtype.ToString()));
       case FieldType::kAttrs: {
         const Attrs& ax = *x.attrs;
@@ -132,6 +141,7 @@ class EqualChecker {
   const bool vars_by_identity_;
   absl::flat_hash_map<const Object*, const Object*> a_to_b_;
   absl::flat_hash_map<const Object*, const Object*> b_to_a_;
+  absl::flat_hash_set<std::pair<const Object*, const Object*>> equal_pairs_;
   std::vector<Step> path_;
   std::string mismatch_;
 };
@@ -182,8 +192,19 @@ class Hasher {
       if (it != var_index_.end()) return Mix(h, Mix(0x75736500, it->second));  // a use
       var_index_[node] = static_cast<uint64_t>(var_index_.size());
       h = Mix(h, 0x646566);  // a definition: its fields follow
+      for (const Field& f : FieldsOf(*node)) h = Mix(h, HashField(f));
+      return h;
     }
+    // A shared node hashes as a tree walk would, but once: its hash is kept when the walk
+    // defined no variable (a later visit of it would see only uses, and so the same hash).
+    bool may_repeat = node->HasSeveralOwners();
+    if (may_repeat) {
+      auto it = shared_hash_.find(node);
+      if (it != shared_hash_.end()) return it->second;
+    }
+    size_t vars_before = var_index_.size();
     for (const Field& f : FieldsOf(*node)) h = Mix(h, HashField(f));
+    if (may_repeat && var_index_.size() == vars_before) shared_hash_[node] = h;
     return h;
   }
 
@@ -218,6 +239,7 @@ class Hasher {
   }
 
   absl::flat_hash_map<const Object*, uint64_t> var_index_;
+  absl::flat_hash_map<const Object*, uint64_t> shared_hash_;
 };
 
 }  // namespace
