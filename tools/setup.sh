@@ -33,6 +33,8 @@ PACKAGES=(
   libssl-dev openssl
   # ONNX models: the protobuf definitions the importer reads.
   libonnx-dev
+  # ONNX's backend test suites (tests:onnx_conformance_test).
+  libonnx-testdata
 )
 
 missing=()

@@ -221,6 +221,20 @@ absl::StatusOr<ir::IRModule> ImportOnnx(absl::string_view model_bytes, absl::str
   return Importer(std::string(source), max_constant_bytes).Run(model);
 }
 
+absl::StatusOr<ir::relax::Expr> ReadOnnxTensor(absl::string_view tensor_bytes,
+                                               absl::string_view source) {
+  onnx::TensorProto proto;
+  if (tensor_bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !proto.ParseFromArray(tensor_bytes.data(), static_cast<int>(tensor_bytes.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": not an ONNX tensor (the protobuf does not parse)"));
+  }
+  absl::StatusOr<Value> v = ValueFromTensorProto(proto);
+  if (!v.ok())
+    return absl::Status(v.status().code(), absl::StrCat(source, ": ", v.status().message()));
+  return Materialize(*v);
+}
+
 std::vector<std::string> SupportedOnnxOps() {
   std::vector<std::string> names;
   for (const auto& [name, fn] : Converters()) names.push_back(name);

@@ -35,6 +35,11 @@ absl::StatusOr<ir::IRModule> ImportOnnx(
     absl::string_view model_bytes, absl::string_view source,
     int64_t max_constant_bytes = kDefaultMaxImportConstantBytes);
 
+// The bytes of a serialized TensorProto (as ONNX's backend test data and tools write tensors) as
+// a Relax constant. `source` names it in errors.
+absl::StatusOr<ir::relax::Expr> ReadOnnxTensor(absl::string_view tensor_bytes,
+                                               absl::string_view source);
+
 // The ONNX operator types the importer converts, sorted.
 std::vector<std::string> SupportedOnnxOps();
 
