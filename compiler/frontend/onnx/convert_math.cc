@@ -121,6 +121,18 @@ constexpr char kAbs[] = "relax.abs";
 constexpr char kFloor[] = "relax.floor";
 constexpr char kCeil[] = "relax.ceil";
 constexpr char kNot[] = "relax.logical_not";
+constexpr char kSign[] = "relax.sign";
+constexpr char kSin[] = "relax.sin";
+constexpr char kCos[] = "relax.cos";
+constexpr char kTan[] = "relax.tan";
+constexpr char kAsin[] = "relax.asin";
+constexpr char kAcos[] = "relax.acos";
+constexpr char kAtan[] = "relax.atan";
+constexpr char kSinh[] = "relax.sinh";
+constexpr char kCosh[] = "relax.cosh";
+constexpr char kAsinh[] = "relax.asinh";
+constexpr char kAcosh[] = "relax.acosh";
+constexpr char kAtanh[] = "relax.atanh";
 
 absl::StatusOr<Outputs> Neg(Context& ctx) {
   if (std::optional<std::vector<PrimExpr>> e = ctx.Elems(0)) {
@@ -143,6 +155,13 @@ absl::StatusOr<Outputs> Reciprocal(Context& ctx) {
 absl::StatusOr<Outputs> Clip(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   ir::Attrs attrs;
+  if (ctx.opset() < 11) {
+    // Before opset 11 the bounds are attributes (absent: unbounded).
+    for (const char* key : {"min", "max"}) {
+      if (ctx.HasAttr(key)) attrs.push_back({key, FloatAttr(ctx.Float(key, 0))});
+    }
+    return OneOf(ctx.Call("relax.clip", {x}, attrs));
+  }
   std::vector<std::pair<size_t, const char*>> dynamic;
   for (auto [index, key] : {std::pair<size_t, const char*>{1, "min"}, {2, "max"}}) {
     if (!ctx.Has(index)) continue;
@@ -192,6 +211,131 @@ absl::StatusOr<Outputs> HardSwish(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr gate, HardSigmoidOf(ctx, x, 1.0 / 6.0, 0.5));
   KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.multiply", {x, gate}));
   return One(y);
+}
+
+// where(x > 0, x, negative(x)): the shape of Elu, Selu, ThresholdedRelu and PRelu.
+absl::StatusOr<Expr> PiecewiseAtZero(Context& ctx, const Expr& x, const Expr& negative_part,
+                                     double threshold = 0) {
+  KILN_ASSIGN_OR_RETURN(Expr above,
+                        ctx.Call("relax.greater", {x, ctx.Scalar(ctx.DType(x), threshold)}));
+  return ctx.Call("relax.where", {above, x, negative_part});
+}
+
+// Elu: x > 0 ? x : alpha * (exp(x) - 1)
+absl::StatusOr<Outputs> Elu(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  DataType t = ctx.DType(x);
+  KILN_ASSIGN_OR_RETURN(Expr e, ctx.Call("relax.exp", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr em1, ctx.Call("relax.subtract", {e, ctx.Scalar(t, 1)}));
+  KILN_ASSIGN_OR_RETURN(Expr neg,
+                        ctx.Call("relax.multiply", {em1, ctx.Scalar(t, ctx.Float("alpha", 1.0))}));
+  return OneOf(PiecewiseAtZero(ctx, x, neg));
+}
+
+// Selu: gamma * (x > 0 ? x : alpha * (exp(x) - 1)), with ONNX's float32 defaults.
+absl::StatusOr<Outputs> Selu(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  DataType t = ctx.DType(x);
+  double alpha = ctx.Float("alpha", 1.67326319217681884765625);
+  double gamma = ctx.Float("gamma", 1.05070102214813232421875);
+  KILN_ASSIGN_OR_RETURN(Expr e, ctx.Call("relax.exp", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr em1, ctx.Call("relax.subtract", {e, ctx.Scalar(t, 1)}));
+  KILN_ASSIGN_OR_RETURN(Expr neg, ctx.Call("relax.multiply", {em1, ctx.Scalar(t, alpha)}));
+  KILN_ASSIGN_OR_RETURN(Expr y, PiecewiseAtZero(ctx, x, neg));
+  return OneOf(ctx.Call("relax.multiply", {y, ctx.Scalar(t, gamma)}));
+}
+
+// ThresholdedRelu: x > alpha ? x : 0
+absl::StatusOr<Outputs> ThresholdedRelu(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr zero, ctx.Call("relax.zeros_like", {x}));
+  return OneOf(PiecewiseAtZero(ctx, x, zero, ctx.Float("alpha", 1.0)));
+}
+
+// PRelu: x > 0 ? x : slope * x. Before opset 7 a 1-D slope of one value per channel applies
+// along axis 1 (later opsets broadcast it as NumPy does).
+absl::StatusOr<Outputs> PRelu(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr slope, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ss, ctx.Shape(slope));
+  if (ctx.opset() < 7 && ss.size() == 1 && xs.size() > 2 &&
+      ctx.analyzer()->CanProveEqual(ss[0], xs[1])) {
+    std::vector<PrimExpr> channel = {ss[0]};
+    for (size_t k = 2; k < xs.size(); ++k) channel.push_back(I64(1));
+    KILN_ASSIGN_OR_RETURN(slope, ctx.Call("relax.reshape", {slope, ir::relax::MakeShape(channel)}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr scaled, ctx.Call("relax.multiply", {x, slope}));
+  KILN_ASSIGN_OR_RETURN(Expr above, ctx.Call("relax.greater", {x, ctx.Scalar(ctx.DType(x), 0)}));
+  return OneOf(ctx.Call("relax.where", {above, x, scaled}));
+}
+
+// Softplus: log(exp(x) + 1); Softsign: x / (1 + |x|)
+absl::StatusOr<Outputs> Softplus(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr e, ctx.Call("relax.exp", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr e1, ctx.Call("relax.add", {e, ctx.Scalar(ctx.DType(x), 1)}));
+  return OneOf(ctx.Call("relax.log", {e1}));
+}
+
+absl::StatusOr<Outputs> Softsign(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Call("relax.abs", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr a1, ctx.Call("relax.add", {a, ctx.Scalar(ctx.DType(x), 1)}));
+  return OneOf(ctx.Call("relax.divide", {x, a1}));
+}
+
+// Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0
+absl::StatusOr<Outputs> Shrink(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  DataType t = ctx.DType(x);
+  double lambd = ctx.Float("lambd", 0.5), bias = ctx.Float("bias", 0);
+  KILN_ASSIGN_OR_RETURN(Expr below, ctx.Call("relax.less", {x, ctx.Scalar(t, -lambd)}));
+  KILN_ASSIGN_OR_RETURN(Expr above, ctx.Call("relax.greater", {x, ctx.Scalar(t, lambd)}));
+  KILN_ASSIGN_OR_RETURN(Expr plus, ctx.Call("relax.add", {x, ctx.Scalar(t, bias)}));
+  KILN_ASSIGN_OR_RETURN(Expr minus, ctx.Call("relax.subtract", {x, ctx.Scalar(t, bias)}));
+  KILN_ASSIGN_OR_RETURN(Expr zero, ctx.Call("relax.zeros_like", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr upper, ctx.Call("relax.where", {above, minus, zero}));
+  return OneOf(ctx.Call("relax.where", {below, plus, upper}));
+}
+
+// IsNaN: x != x. IsInf: |x| == inf, or only one sign of it.
+absl::StatusOr<Outputs> IsNaN(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  return OneOf(ctx.Call("relax.not_equal", {x, x}));
+}
+
+absl::StatusOr<Outputs> IsInf(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  DataType t = ctx.DType(x);
+  bool positive = ctx.Int("detect_positive", 1) != 0;
+  bool negative = ctx.Int("detect_negative", 1) != 0;
+  if (positive && negative) {
+    KILN_ASSIGN_OR_RETURN(Expr a, ctx.Call("relax.abs", {x}));
+    return OneOf(ctx.Call("relax.equal", {a, ctx.Scalar(t, INFINITY)}));
+  }
+  if (positive) return OneOf(ctx.Call("relax.equal", {x, ctx.Scalar(t, INFINITY)}));
+  if (negative) return OneOf(ctx.Call("relax.equal", {x, ctx.Scalar(t, -INFINITY)}));
+  return ctx.Unsupported("IsInf detecting neither infinity");
+}
+
+// And, Or, Xor of booleans: where(a, b, a), where(a, a, b), a != b.
+absl::StatusOr<Outputs> And(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  return OneOf(ctx.Call("relax.where", {a, b, a}));
+}
+
+absl::StatusOr<Outputs> Or(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  return OneOf(ctx.Call("relax.where", {a, a, b}));
+}
+
+absl::StatusOr<Outputs> Xor(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  return OneOf(ctx.Call("relax.not_equal", {a, b}));
 }
 
 // ---- Binary ----
@@ -326,17 +470,48 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ReduceAxesOf(Context& ctx) {
   return ctx.Ints("axes");
 }
 
+// `op` over the node's axes of `x` (keepdims, noop_with_empty_axes as the node says).
+absl::StatusOr<Expr> ReduceOf(Context& ctx, const char* op, const Expr& x) {
+  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ReduceAxesOf(ctx));
+  bool keepdims = ctx.Int("keepdims", 1) != 0;
+  if ((!axes || axes->empty()) && ctx.Int("noop_with_empty_axes", 0) != 0) return x;
+  ir::Attrs attrs = {{"keepdims", IntAttr(keepdims)}};
+  if (axes && !axes->empty()) attrs.push_back({"axis", IntsAttr(*axes)});
+  return ctx.Call(op, {x}, attrs);
+}
+
 template <const char* kOp>
 absl::StatusOr<Outputs> Reduce(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
-  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ReduceAxesOf(ctx));
-  bool keepdims = ctx.Int("keepdims", 1) != 0;
-  if ((!axes || axes->empty()) && ctx.Int("noop_with_empty_axes", 0) != 0) return One(x);
-  ir::Attrs attrs = {{"keepdims", IntAttr(keepdims)}};
-  if (axes && !axes->empty()) attrs.push_back({"axis", IntsAttr(*axes)});
-  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call(kOp, {x}, attrs));
+  return OneOf(ReduceOf(ctx, kOp, x));
+}
+
+// The reductions ONNX defines as a sum between an elementwise step before and one after:
+// ReduceL1 = sum |x|, ReduceL2 = sqrt(sum x^2), ReduceSumSquare = sum x^2,
+// ReduceLogSum = log(sum x), ReduceLogSumExp = log(sum exp(x)).
+struct SumReduction {
+  const char* before;  // "relax.abs", "relax.square", "relax.exp" or null
+  const char* after;   // "relax.sqrt", "relax.log" or null
+};
+
+template <const SumReduction& kSpec>
+absl::StatusOr<Outputs> ReduceComposite(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  if (kSpec.before != nullptr) {
+    KILN_ASSIGN_OR_RETURN(x, ctx.Call(kSpec.before, {x}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ReduceOf(ctx, "relax.sum", x));
+  if (kSpec.after != nullptr) {
+    KILN_ASSIGN_OR_RETURN(y, ctx.Call(kSpec.after, {y}));
+  }
   return One(y);
 }
+
+constexpr SumReduction kReduceL1 = {"relax.abs", nullptr};
+constexpr SumReduction kReduceL2 = {"relax.square", "relax.sqrt"};
+constexpr SumReduction kReduceSumSquare = {"relax.square", nullptr};
+constexpr SumReduction kReduceLogSum = {nullptr, "relax.log"};
+constexpr SumReduction kReduceLogSumExp = {"relax.exp", "relax.log"};
 
 constexpr char kReduceMean[] = "relax.mean";
 constexpr char kReduceSum[] = "relax.sum";
@@ -416,6 +591,30 @@ void RegisterMathConverters(ConverterTable* t) {
   (*t)["Floor"] = Unary<kFloor>;
   (*t)["Ceil"] = Unary<kCeil>;
   (*t)["Not"] = Unary<kNot>;
+  (*t)["Sign"] = Unary<kSign>;
+  (*t)["Sin"] = Unary<kSin>;
+  (*t)["Cos"] = Unary<kCos>;
+  (*t)["Tan"] = Unary<kTan>;
+  (*t)["Asin"] = Unary<kAsin>;
+  (*t)["Acos"] = Unary<kAcos>;
+  (*t)["Atan"] = Unary<kAtan>;
+  (*t)["Sinh"] = Unary<kSinh>;
+  (*t)["Cosh"] = Unary<kCosh>;
+  (*t)["Asinh"] = Unary<kAsinh>;
+  (*t)["Acosh"] = Unary<kAcosh>;
+  (*t)["Atanh"] = Unary<kAtanh>;
+  (*t)["Elu"] = Elu;
+  (*t)["Selu"] = Selu;
+  (*t)["ThresholdedRelu"] = ThresholdedRelu;
+  (*t)["PRelu"] = PRelu;
+  (*t)["Softplus"] = Softplus;
+  (*t)["Softsign"] = Softsign;
+  (*t)["Shrink"] = Shrink;
+  (*t)["IsNaN"] = IsNaN;
+  (*t)["IsInf"] = IsInf;
+  (*t)["And"] = And;
+  (*t)["Or"] = Or;
+  (*t)["Xor"] = Xor;
   (*t)["Neg"] = Neg;
   (*t)["Reciprocal"] = Reciprocal;
   (*t)["Clip"] = Clip;
@@ -443,6 +642,11 @@ void RegisterMathConverters(ConverterTable* t) {
   (*t)["ReduceMax"] = Reduce<kReduceMax>;
   (*t)["ReduceMin"] = Reduce<kReduceMin>;
   (*t)["ReduceProd"] = Reduce<kReduceProd>;
+  (*t)["ReduceL1"] = ReduceComposite<kReduceL1>;
+  (*t)["ReduceL2"] = ReduceComposite<kReduceL2>;
+  (*t)["ReduceSumSquare"] = ReduceComposite<kReduceSumSquare>;
+  (*t)["ReduceLogSum"] = ReduceComposite<kReduceLogSum>;
+  (*t)["ReduceLogSumExp"] = ReduceComposite<kReduceLogSumExp>;
   (*t)["ArgMax"] = Arg<kArgMax>;
   (*t)["ArgMin"] = Arg<kArgMin>;
   (*t)["Softmax"] = Softmax<kSoftmax>;
