@@ -338,6 +338,26 @@ absl::StatusOr<Outputs> Xor(Context& ctx) {
   return OneOf(ctx.Call("relax.not_equal", {a, b}));
 }
 
+// Mod: fmod = 0 takes the divisor's sign (floor_mod); fmod = 1 the dividend's, as C's fmod:
+// floor_mod(a, b) - b where it is nonzero and a and b differ in sign.
+absl::StatusOr<Outputs> Mod(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr r, ctx.Call("relax.floor_mod", {a, b}));
+  if (ctx.Int("fmod", 0) == 0) {
+    if (ctx.DType(a).is_float()) return ctx.Error("fmod must be 1 for floating-point inputs");
+    return One(r);
+  }
+  DataType t = ctx.DType(a);
+  KILN_ASSIGN_OR_RETURN(Expr a_neg, ctx.Call("relax.less", {a, ctx.Scalar(t, 0)}));
+  KILN_ASSIGN_OR_RETURN(Expr b_neg, ctx.Call("relax.less", {b, ctx.Scalar(t, 0)}));
+  KILN_ASSIGN_OR_RETURN(Expr signs_differ, ctx.Call("relax.not_equal", {a_neg, b_neg}));
+  KILN_ASSIGN_OR_RETURN(Expr nonzero, ctx.Call("relax.not_equal", {r, ctx.Scalar(t, 0)}));
+  KILN_ASSIGN_OR_RETURN(Expr adjust, ctx.Call("relax.where", {nonzero, signs_differ, nonzero}));
+  KILN_ASSIGN_OR_RETURN(Expr shifted, ctx.Call("relax.subtract", {r, b}));
+  return OneOf(ctx.Call("relax.where", {adjust, shifted, r}));
+}
+
 // ---- Binary ----
 
 struct BinarySpec {
@@ -615,6 +635,7 @@ void RegisterMathConverters(ConverterTable* t) {
   (*t)["And"] = And;
   (*t)["Or"] = Or;
   (*t)["Xor"] = Xor;
+  (*t)["Mod"] = Mod;
   (*t)["Neg"] = Neg;
   (*t)["Reciprocal"] = Reciprocal;
   (*t)["Clip"] = Clip;

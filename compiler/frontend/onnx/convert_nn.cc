@@ -269,10 +269,6 @@ absl::StatusOr<Outputs> InstanceNorm(Context& ctx) {
 
 // LayerNormalization (opset 17): over the axes from `axis` to the last.
 absl::StatusOr<Outputs> LayerNorm(Context& ctx) {
-  for (int k = 1; k < ctx.node().output_size(); ++k) {
-    if (!ctx.node().output(k).empty())
-      return ctx.Unsupported("the Mean and InvStdDev outputs of LayerNormalization");
-  }
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr scale, ctx.Tensor(1));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
@@ -307,10 +303,23 @@ absl::StatusOr<Outputs> LayerNorm(Context& ctx) {
     KILN_ASSIGN_OR_RETURN(bias, ctx.Call("relax.zeros", {MakeShape(norm_shape)},
                                          {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
   }
-  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.nn.layer_norm", {x, scale, bias},
-                                         {{"axes", IntsAttr(axes)},
-                                          {"epsilon", FloatAttr(ctx.Float("epsilon", 1e-5))}}));
-  return One(y);
+  double epsilon = ctx.Float("epsilon", 1e-5);
+  KILN_ASSIGN_OR_RETURN(Expr y,
+                        ctx.Call("relax.nn.layer_norm", {x, scale, bias},
+                                 {{"axes", IntsAttr(axes)}, {"epsilon", FloatAttr(epsilon)}}));
+  Outputs outputs = One(y);
+  // The optional Mean and InvStdDev outputs, reduced with the normalized axes kept as 1s.
+  if (ctx.node().output_size() > 1) {
+    ir::Attrs reduce = {{"axis", IntsAttr(axes)}, {"keepdims", IntAttr(1)}};
+    KILN_ASSIGN_OR_RETURN(Expr mean, ctx.Call("relax.mean", {x}, reduce));
+    KILN_ASSIGN_OR_RETURN(Expr var, ctx.Call("relax.variance", {x}, reduce));
+    KILN_ASSIGN_OR_RETURN(Expr shifted,
+                          ctx.Call("relax.add", {var, ctx.Scalar(ctx.DType(x), epsilon)}));
+    KILN_ASSIGN_OR_RETURN(Expr inv_std, ctx.Call("relax.rsqrt", {shifted}));
+    outputs.push_back(One(mean)[0]);
+    outputs.push_back(One(inv_std)[0]);
+  }
+  return outputs;
 }
 
 // ---- Resize ----
@@ -366,6 +375,99 @@ absl::StatusOr<Outputs> Resize(Context& ctx) {
 
 }  // namespace
 
+// ---- Losses ----
+
+// NegativeLogLikelihoodLoss of log-probabilities `input` (N, C, d...) at `target` (N, d...):
+// loss = -input[n, target[n, d], d] * weight[target[n, d]], with classes equal to ignore_index
+// weighing 0, then reduced ("none", "sum", or "mean": divided by the sum of the weights). The
+// gather is a one-hot mask against the class indices, summed over the class axis.
+absl::StatusOr<Expr> NllLoss(Context& ctx, const Expr& input, const Expr& target,
+                             const Expr& weight) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(input));
+  if (xs.size() < 2) return ctx.Error("the input needs a class axis (N, C, ...)");
+  const int64_t* classes = ir::AsConstInt(xs[1]);
+  if (classes == nullptr) return ctx.Unsupported("a class count not known at import time");
+  DataType t = ctx.DType(input);
+  std::vector<double> ids;
+  for (int64_t c = 0; c < *classes; ++c) ids.push_back(static_cast<double>(c));
+  std::vector<int64_t> along_classes(xs.size(), 1);
+  along_classes[1] = *classes;
+  Expr class_ids = MakeNumericConstant(DataType::Int(64), along_classes, ids);
+  Expr label = target;
+  if (ctx.DType(label) != DataType::Int(64)) {
+    KILN_ASSIGN_OR_RETURN(label, ctx.Call("relax.astype", {label}, {{"dtype", StrAttr("int64")}}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr label1,
+                        ctx.Call("relax.expand_dims", {label}, {{"axis", IntsAttr({1})}}));
+  KILN_ASSIGN_OR_RETURN(Expr hit, ctx.Call("relax.equal", {label1, class_ids}));
+  KILN_ASSIGN_OR_RETURN(Expr one_hot,
+                        ctx.Call("relax.astype", {hit}, {{"dtype", StrAttr(t.ToString())}}));
+  KILN_ASSIGN_OR_RETURN(Expr masked, ctx.Call("relax.multiply", {input, one_hot}));
+  ir::Attrs over_classes = {{"axis", IntsAttr({1})}, {"keepdims", IntAttr(0)}};
+  KILN_ASSIGN_OR_RETURN(Expr picked, ctx.Call("relax.sum", {masked}, over_classes));
+  // The weight of each element's class (1 without weights), 0 where the class is ignored.
+  Expr w;
+  if (weight) {
+    KILN_ASSIGN_OR_RETURN(Expr wc, ctx.Call("relax.reshape", {weight, MakeShape([&] {
+                                                                std::vector<PrimExpr> d;
+                                                                for (int64_t v : along_classes)
+                                                                  d.push_back(I64(v));
+                                                                return d;
+                                                              }())}));
+    KILN_ASSIGN_OR_RETURN(Expr wm, ctx.Call("relax.multiply", {one_hot, wc}));
+    KILN_ASSIGN_OR_RETURN(w, ctx.Call("relax.sum", {wm}, over_classes));
+  }
+  if (ctx.HasAttr("ignore_index")) {
+    KILN_ASSIGN_OR_RETURN(
+        Expr kept, ctx.Call("relax.not_equal",
+                            {label, ctx.Scalar(DataType::Int(64), ctx.Int("ignore_index", 0))}));
+    KILN_ASSIGN_OR_RETURN(Expr keptf,
+                          ctx.Call("relax.astype", {kept}, {{"dtype", StrAttr(t.ToString())}}));
+    if (w) {
+      KILN_ASSIGN_OR_RETURN(w, ctx.Call("relax.multiply", {w, keptf}));
+    } else {
+      w = keptf;
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(Expr loss, ctx.Call("relax.negative", {picked}));
+  if (w) {
+    KILN_ASSIGN_OR_RETURN(loss, ctx.Call("relax.multiply", {loss, w}));
+  }
+  std::string reduction = ctx.Str("reduction", "mean");
+  if (reduction == "none") return loss;
+  KILN_ASSIGN_OR_RETURN(Expr total, ctx.Call("relax.sum", {loss}, {{"keepdims", IntAttr(0)}}));
+  if (reduction == "sum") return total;
+  if (reduction != "mean") return ctx.Error(absl::StrCat("unknown reduction \"", reduction, "\""));
+  if (!w) return ctx.Call("relax.mean", {loss}, {{"keepdims", IntAttr(0)}});
+  KILN_ASSIGN_OR_RETURN(Expr weight_sum, ctx.Call("relax.sum", {w}, {{"keepdims", IntAttr(0)}}));
+  return ctx.Call("relax.divide", {total, weight_sum});
+}
+
+absl::StatusOr<Outputs> NegativeLogLikelihoodLoss(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr input, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr target, ctx.Tensor(1));
+  Expr weight;
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(weight, ctx.Tensor(2));
+  }
+  return OneOf(NllLoss(ctx, input, target, weight));
+}
+
+// SoftmaxCrossEntropyLoss: the NLL loss of log_softmax over the class axis, which is also the
+// optional second output.
+absl::StatusOr<Outputs> SoftmaxCrossEntropyLoss(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr scores, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr labels, ctx.Tensor(1));
+  Expr weight;
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(weight, ctx.Tensor(2));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr log_prob,
+                        ctx.Call("relax.nn.log_softmax", {scores}, {{"axis", IntAttr(1)}}));
+  KILN_ASSIGN_OR_RETURN(Expr loss, NllLoss(ctx, log_prob, labels, weight));
+  return Outputs{One(loss)[0], One(log_prob)[0]};
+}
+
 void RegisterNNConverters(ConverterTable* t) {
   (*t)["Conv"] = Conv;
   (*t)["MaxPool"] = Pool<true>;
@@ -378,6 +480,8 @@ void RegisterNNConverters(ConverterTable* t) {
   (*t)["InstanceNormalization"] = InstanceNorm;
   (*t)["LayerNormalization"] = LayerNorm;
   (*t)["Resize"] = Resize;
+  (*t)["NegativeLogLikelihoodLoss"] = NegativeLogLikelihoodLoss;
+  (*t)["SoftmaxCrossEntropyLoss"] = SoftmaxCrossEntropyLoss;
 }
 
 }  // namespace kiln::frontend::onnx_import

@@ -60,6 +60,66 @@ absl::StatusOr<Outputs> Constant(Context& ctx) {
   return One(MakeNumericConstant(DataType::Float(32), shape, floats));
 }
 
+// Size: the element count, known at import time (possibly symbolic).
+absl::StatusOr<Outputs> Size(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
+  PrimExpr n = I64(1);
+  for (const PrimExpr& d : dims) n = n * d;
+  return Outputs{KnownInts({ctx.analyzer()->Simplify(n)}, {})};
+}
+
+// The row and column index of every element of a (rows, cols) matrix, as int64 constants of
+// shapes (rows, 1) and (1, cols): what Trilu and EyeLike compare.
+absl::StatusOr<std::pair<Expr, Expr>> MatrixIndices(Context& ctx, const PrimExpr& rows,
+                                                    const PrimExpr& cols) {
+  const int64_t* r = ir::AsConstInt(rows);
+  const int64_t* c = ir::AsConstInt(cols);
+  if (r == nullptr || c == nullptr)
+    return ctx.Unsupported("matrix dimensions not known at import time");
+  if (*r * *c > (int64_t{1} << 24)) return ctx.Unsupported("a matrix of more than 2^24 elements");
+  std::vector<double> ri, ci;
+  for (int64_t k = 0; k < *r; ++k) ri.push_back(static_cast<double>(k));
+  for (int64_t k = 0; k < *c; ++k) ci.push_back(static_cast<double>(k));
+  return std::make_pair(MakeNumericConstant(DataType::Int(64), {*r, 1}, ri),
+                        MakeNumericConstant(DataType::Int(64), {1, *c}, ci));
+}
+
+// Trilu: keeps the elements with col - row >= k (upper) or <= k (lower) of the last two axes.
+absl::StatusOr<Outputs> Trilu(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() < 2) return ctx.Error("needs a tensor of rank 2 or more");
+  int64_t k = 0;
+  if (ctx.Has(1)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ks, ctx.ConstInts(1));
+    if (ks.size() != 1) return ctx.Error("k must be a scalar");
+    k = ks[0];
+  }
+  KILN_ASSIGN_OR_RETURN(auto rc, MatrixIndices(ctx, xs[xs.size() - 2], xs.back()));
+  KILN_ASSIGN_OR_RETURN(Expr diag, ctx.Call("relax.subtract", {rc.second, rc.first}));
+  bool upper = ctx.Int("upper", 1) != 0;
+  KILN_ASSIGN_OR_RETURN(Expr keep, ctx.Call(upper ? "relax.greater_equal" : "relax.less_equal",
+                                            {diag, ctx.Scalar(DataType::Int(64), k)}));
+  KILN_ASSIGN_OR_RETURN(Expr zero, ctx.Call("relax.zeros_like", {x}));
+  return OneOf(ctx.Call("relax.where", {keep, x, zero}));
+}
+
+// EyeLike: ones where col - row == k, of the input's shape and the `dtype` attribute's type.
+absl::StatusOr<Outputs> EyeLike(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() != 2) return ctx.Error("needs a 2-D tensor");
+  DataType dtype = ctx.DType(x);
+  if (ctx.HasAttr("dtype")) {
+    KILN_ASSIGN_OR_RETURN(dtype, DataTypeFromOnnx(static_cast<int>(ctx.Int("dtype", 0))));
+  }
+  KILN_ASSIGN_OR_RETURN(auto rc, MatrixIndices(ctx, xs[0], xs[1]));
+  KILN_ASSIGN_OR_RETURN(Expr diag, ctx.Call("relax.subtract", {rc.second, rc.first}));
+  KILN_ASSIGN_OR_RETURN(
+      Expr on, ctx.Call("relax.equal", {diag, ctx.Scalar(DataType::Int(64), ctx.Int("k", 0))}));
+  return OneOf(ctx.Call("relax.astype", {on}, {{"dtype", StrAttr(dtype.ToString())}}));
+}
+
 absl::StatusOr<Outputs> Shape(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
   int64_t rank = static_cast<int64_t>(dims.size());
@@ -539,6 +599,9 @@ absl::StatusOr<Outputs> Pad(Context& ctx) {
 void RegisterTensorConverters(ConverterTable* t) {
   (*t)["Constant"] = Constant;
   (*t)["Shape"] = Shape;
+  (*t)["Size"] = Size;
+  (*t)["Trilu"] = Trilu;
+  (*t)["EyeLike"] = EyeLike;
   (*t)["Identity"] = Identity;
   (*t)["Dropout"] = Identity;
   (*t)["ConstantOfShape"] = ConstantOfShape;
