@@ -25,7 +25,18 @@ double LoadNumber(const char* data, DataType dtype, int64_t i) {
   };
   if (dtype.is_bool()) return *p != 0;
   if (dtype.is_float()) return dtype.bits() == 64 ? read(double{}) : read(float{});
-  if (dtype.is_uint()) return read(uint8_t{});
+  if (dtype.is_uint()) {
+    switch (dtype.bits()) {
+      case 8:
+        return read(uint8_t{});
+      case 16:
+        return read(uint16_t{});
+      case 32:
+        return read(uint32_t{});
+      default:
+        return read(uint64_t{});
+    }
+  }
   switch (dtype.bits()) {
     case 8:
       return read(int8_t{});
@@ -55,7 +66,19 @@ void StoreNumber(char* data, DataType dtype, int64_t i, double v) {
   } else if (dtype.is_float()) {
     dtype.bits() == 64 ? write(v) : write(static_cast<float>(v));
   } else if (dtype.is_uint()) {
-    write(static_cast<uint8_t>(v));
+    switch (dtype.bits()) {
+      case 8:
+        write(static_cast<uint8_t>(v));
+        break;
+      case 16:
+        write(static_cast<uint16_t>(v));
+        break;
+      case 32:
+        write(static_cast<uint32_t>(v));
+        break;
+      default:
+        write(static_cast<uint64_t>(v));
+    }
   } else {
     switch (dtype.bits()) {
       case 8:
@@ -137,6 +160,14 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type) {
       return DataType::Int(8);
     case onnx::TensorProto::UINT8:
       return DataType::UInt(8);
+    case onnx::TensorProto::INT16:
+      return DataType::Int(16);
+    case onnx::TensorProto::UINT16:
+      return DataType::UInt(16);
+    case onnx::TensorProto::UINT32:
+      return DataType::UInt(32);
+    case onnx::TensorProto::UINT64:
+      return DataType::UInt(64);
     case onnx::TensorProto::INT32:
       return DataType::Int(32);
     case onnx::TensorProto::INT64:
@@ -150,9 +181,10 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type) {
       onnx::TensorProto::DataType_IsValid(elem_type)
           ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem_type))
           : absl::StrCat("#", elem_type);
-  return absl::UnimplementedError(
-      absl::StrCat("tensor element type ", name,
-                   " is not supported (float32, float64, int8, uint8, int32, int64, bool)"));
+  return absl::UnimplementedError(absl::StrCat(
+      "tensor element type ", name,
+      " is not supported (float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, "
+      "uint64, bool)"));
 }
 
 absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
@@ -182,9 +214,13 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
     }
     bytes = t.raw_data();
   } else {
+    // The typed field each type is stored in (onnx.proto): uint32 and uint64 in uint64_data,
+    // the narrower integers and bool in int32_data.
+    bool in_uint64 = dtype->is_uint() && dtype->bits() >= 32;
     int64_t given = dtype->is_float()
                         ? (dtype->bits() == 64 ? t.double_data_size() : t.float_data_size())
                     : dtype->is_int() && dtype->bits() == 64 ? t.int64_data_size()
+                    : in_uint64                              ? t.uint64_data_size()
                                                              : t.int32_data_size();
     if (given != n) return error(absl::StrCat("holds ", given, " values, ", n, " expected"));
     bytes.resize(n * elem);
@@ -200,13 +236,20 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
         int64_t v = t.int64_data(i);
         std::memcpy(&bytes[i * 8], &v, 8);
       }
+    } else if (in_uint64) {
+      for (int64_t i = 0; i < n; ++i) {
+        uint64_t v = t.uint64_data(i);
+        std::memcpy(&bytes[i * elem], &v, elem);  // little-endian: the low bytes for uint32
+      }
     } else {
       s = fill(t.int32_data());
     }
     if (!s.ok()) return s;
   }
   Value v;
-  if (dtype->is_integral() && !dtype->is_bool() && n <= kMaxKnownElems) {
+  // uint64 values past INT64_MAX have no int64 element: such tensors stay run-time values.
+  bool fits_int64 = !(dtype->is_uint() && dtype->bits() == 64);
+  if (dtype->is_integral() && !dtype->is_bool() && fits_int64 && n <= kMaxKnownElems) {
     std::vector<PrimExpr> elems;
     for (int64_t i = 0; i < n; ++i)
       elems.push_back(ir::IntImm(DataType::Int(64), LoadInt(bytes.data(), *dtype, i)));

@@ -60,6 +60,13 @@ absl::StatusOr<Outputs> Constant(Context& ctx) {
   return One(MakeNumericConstant(DataType::Float(32), shape, floats));
 }
 
+absl::StatusOr<Outputs> GatherElements(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(1));
+  return OneOf(
+      ctx.Call("relax.gather_elements", {x, indices}, {{"axis", IntAttr(ctx.Int("axis", 0))}}));
+}
+
 // Size: the element count, known at import time (possibly symbolic).
 absl::StatusOr<Outputs> Size(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
@@ -89,17 +96,19 @@ absl::StatusOr<Outputs> Trilu(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
   if (xs.size() < 2) return ctx.Error("needs a tensor of rank 2 or more");
-  int64_t k = 0;
+  // k: a constant, or a scalar tensor known only at run time.
+  Expr k = ctx.Scalar(DataType::Int(64), 0);
   if (ctx.Has(1)) {
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ks, ctx.ConstInts(1));
-    if (ks.size() != 1) return ctx.Error("k must be a scalar");
-    k = ks[0];
+    KILN_ASSIGN_OR_RETURN(k, ctx.Tensor(1));
+    if (ctx.DType(k) != DataType::Int(64)) {
+      KILN_ASSIGN_OR_RETURN(k, ctx.Call("relax.astype", {k}, {{"dtype", StrAttr("int64")}}));
+    }
   }
   KILN_ASSIGN_OR_RETURN(auto rc, MatrixIndices(ctx, xs[xs.size() - 2], xs.back()));
   KILN_ASSIGN_OR_RETURN(Expr diag, ctx.Call("relax.subtract", {rc.second, rc.first}));
   bool upper = ctx.Int("upper", 1) != 0;
-  KILN_ASSIGN_OR_RETURN(Expr keep, ctx.Call(upper ? "relax.greater_equal" : "relax.less_equal",
-                                            {diag, ctx.Scalar(DataType::Int(64), k)}));
+  KILN_ASSIGN_OR_RETURN(Expr keep,
+                        ctx.Call(upper ? "relax.greater_equal" : "relax.less_equal", {diag, k}));
   KILN_ASSIGN_OR_RETURN(Expr zero, ctx.Call("relax.zeros_like", {x}));
   return OneOf(ctx.Call("relax.where", {keep, x, zero}));
 }
@@ -600,6 +609,7 @@ void RegisterTensorConverters(ConverterTable* t) {
   (*t)["Constant"] = Constant;
   (*t)["Shape"] = Shape;
   (*t)["Size"] = Size;
+  (*t)["GatherElements"] = GatherElements;
   (*t)["Trilu"] = Trilu;
   (*t)["EyeLike"] = EyeLike;
   (*t)["Identity"] = Identity;

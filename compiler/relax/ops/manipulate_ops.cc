@@ -372,6 +372,46 @@ absl::Status LegalizeTake(const CallNode& call, const std::vector<Buffer>& in,
   return absl::OkStatus();
 }
 
+// ---- gather_elements(x, indices, axis): out[i] = x[i with i[axis] = indices[i]] ----
+
+absl::StatusOr<StructInfo> InferGatherElements(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
+  if (!dims.ok()) return dims.status();
+  absl::StatusOr<std::vector<PrimExpr>> idx = KnownDims(call, 1);
+  if (!idx.ok()) return idx.status();
+  if (idx->size() != dims->size()) {
+    return OpError(call, absl::StrCat("indices have rank ", idx->size(), ", the data rank ",
+                                      dims->size(), "; they must be equal"));
+  }
+  DataType idx_type = call.args[1]->struct_info().as<TensorStructInfoNode>()->dtype;
+  if (!idx_type.is_void() && !idx_type.is_integral())
+    return OpError(call, absl::StrCat("indices must be integers, got ", idx_type.ToString()));
+  absl::StatusOr<int64_t> axis_attr = IntAttr(call, "axis", 0);
+  if (!axis_attr.ok()) return axis_attr.status();
+  absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(dims->size()));
+  if (!axis.ok()) return axis.status();
+  return TensorSInfo(*idx, call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype);
+}
+
+// Negative indices count from the end; one still out of range reads 0.
+absl::Status LegalizeGatherElements(const CallNode& call, const std::vector<Buffer>& in,
+                                    const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer &x = in[0], &idx = in[1];
+  absl::StatusOr<int64_t> axis_attr = IntAttr(call, "axis", 0);
+  if (!axis_attr.ok()) return axis_attr.status();
+  absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(x->shape.size()));
+  if (!axis.ok()) return axis.status();
+  b.Compute("T_gather_elements", out[0], [&](const Indices& i) {
+    PrimExpr at = Cast(DataType::Int(64), Load(idx, i));
+    PrimExpr dim = Cast(DataType::Int(64), x->shape[*axis]);
+    at = Select(at < IntImm(DataType::Int(64), 0), at + dim, at);
+    Indices src = i;
+    src[*axis] = at;
+    return GuardedLoad(x, src, Bool(true), MakeConst(x->dtype, 0));
+  });
+  return absl::OkStatus();
+}
+
 // ---- broadcast_to(x, shape) ----
 
 absl::StatusOr<StructInfo> InferBroadcastTo(const CallNode& call, const OpInferContext& ctx) {
@@ -593,6 +633,9 @@ void RegisterManipulateOps(std::vector<OpInfo>* ops) {
                   LegalizeStridedSlice});
   ops->push_back({"relax.take", 2, InferTake, true, OpPattern::kInjective,
                   "gathers along axis by integer indices", LegalizeTake});
+  ops->push_back({"relax.gather_elements", 2, InferGatherElements, true, OpPattern::kInjective,
+                  "gathers x along axis at an index per output element (ONNX GatherElements)",
+                  LegalizeGatherElements});
   ops->push_back({"relax.broadcast_to", 2, InferBroadcastTo, true, OpPattern::kBroadcast,
                   "broadcasts a tensor to a shape", LegalizeBroadcastTo});
   ops->push_back({"relax.nn.pad", 1, InferPad, true, OpPattern::kInjective,
