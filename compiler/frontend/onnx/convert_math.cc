@@ -343,11 +343,19 @@ absl::StatusOr<Outputs> Xor(Context& ctx) {
 absl::StatusOr<Outputs> Mod(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
-  KILN_ASSIGN_OR_RETURN(Expr r, ctx.Call("relax.floor_mod", {a, b}));
-  if (ctx.Int("fmod", 0) == 0) {
-    if (ctx.DType(a).is_float()) return ctx.Error("fmod must be 1 for floating-point inputs");
-    return One(r);
+  bool is_float = ctx.DType(a).is_float();
+  if (ctx.Int("fmod", 0) == 0 && is_float)
+    return ctx.Error("fmod must be 1 for floating-point inputs");
+  Expr r;
+  if (is_float) {  // floor_mod is integer-only: a - floor(a / b) * b
+    KILN_ASSIGN_OR_RETURN(Expr q, ctx.Call("relax.divide", {a, b}));
+    KILN_ASSIGN_OR_RETURN(Expr qf, ctx.Call("relax.floor", {q}));
+    KILN_ASSIGN_OR_RETURN(Expr qb, ctx.Call("relax.multiply", {qf, b}));
+    KILN_ASSIGN_OR_RETURN(r, ctx.Call("relax.subtract", {a, qb}));
+  } else {
+    KILN_ASSIGN_OR_RETURN(r, ctx.Call("relax.floor_mod", {a, b}));
   }
+  if (ctx.Int("fmod", 0) == 0) return One(r);
   DataType t = ctx.DType(a);
   KILN_ASSIGN_OR_RETURN(Expr a_neg, ctx.Call("relax.less", {a, ctx.Scalar(t, 0)}));
   KILN_ASSIGN_OR_RETURN(Expr b_neg, ctx.Call("relax.less", {b, ctx.Scalar(t, 0)}));
@@ -356,6 +364,68 @@ absl::StatusOr<Outputs> Mod(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr adjust, ctx.Call("relax.where", {nonzero, signs_differ, nonzero}));
   KILN_ASSIGN_OR_RETURN(Expr shifted, ctx.Call("relax.subtract", {r, b}));
   return OneOf(ctx.Call("relax.where", {adjust, shifted, r}));
+}
+
+// Round: to the nearest integer, ties to even (f = floor(x); above half f + 1, below f, at
+// exactly half whichever of f and f + 1 is even).
+absl::StatusOr<Outputs> Round(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  DataType t = ctx.DType(x);
+  if (!t.is_float()) return One(x);
+  KILN_ASSIGN_OR_RETURN(Expr f, ctx.Call("relax.floor", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr frac, ctx.Call("relax.subtract", {x, f}));
+  KILN_ASSIGN_OR_RETURN(Expr up, ctx.Call("relax.add", {f, ctx.Scalar(t, 1)}));
+  // parity = f - 2 * floor(f / 2): 0 or 1 (floor_mod is integer-only).
+  KILN_ASSIGN_OR_RETURN(Expr halved, ctx.Call("relax.multiply", {f, ctx.Scalar(t, 0.5)}));
+  KILN_ASSIGN_OR_RETURN(Expr half_floor, ctx.Call("relax.floor", {halved}));
+  KILN_ASSIGN_OR_RETURN(Expr twice, ctx.Call("relax.multiply", {half_floor, ctx.Scalar(t, 2)}));
+  KILN_ASSIGN_OR_RETURN(Expr parity, ctx.Call("relax.subtract", {f, twice}));
+  KILN_ASSIGN_OR_RETURN(Expr even, ctx.Call("relax.add", {f, parity}));
+  KILN_ASSIGN_OR_RETURN(Expr above, ctx.Call("relax.greater", {frac, ctx.Scalar(t, 0.5)}));
+  KILN_ASSIGN_OR_RETURN(Expr below, ctx.Call("relax.less", {frac, ctx.Scalar(t, 0.5)}));
+  KILN_ASSIGN_OR_RETURN(Expr not_above, ctx.Call("relax.where", {below, f, even}));
+  return OneOf(ctx.Call("relax.where", {above, up, not_above}));
+}
+
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere. Before opset 13 the input is
+// seen as 2-D, flattened at `axis` (default 1), as Softmax does.
+absl::StatusOr<Outputs> Hardmax(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(x));
+  int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t axis = ctx.Int("axis", ctx.opset() >= 13 ? -1 : 1);
+  if (axis < -rank || axis >= rank)
+    return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  if (axis < 0) axis += rank;
+  Expr in = x;
+  if (ctx.opset() < 13) {
+    PrimExpr outer = I64(1), inner = I64(1);
+    for (int64_t k = 0; k < rank; ++k)
+      (k < axis ? outer : inner) = (k < axis ? outer : inner) * shape[k];
+    KILN_ASSIGN_OR_RETURN(
+        in,
+        ctx.Call("relax.reshape", {x, ir::relax::MakeShape({ctx.analyzer()->Simplify(outer),
+                                                            ctx.analyzer()->Simplify(inner)})}));
+    axis = 1;
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in_shape, ctx.Shape(in));
+  const int64_t* n = ir::AsConstInt(in_shape[axis]);
+  if (n == nullptr) return ctx.Unsupported("Hardmax along an axis not known at import time");
+  KILN_ASSIGN_OR_RETURN(Expr arg, ctx.Call("relax.argmax", {in},
+                                           {{"axis", IntAttr(axis)}, {"keepdims", IntAttr(1)}}));
+  std::vector<int64_t> ids_shape(in_shape.size(), 1);
+  ids_shape[axis] = *n;
+  std::vector<double> ids;
+  for (int64_t k = 0; k < *n; ++k) ids.push_back(static_cast<double>(k));
+  KILN_ASSIGN_OR_RETURN(
+      Expr hit,
+      ctx.Call("relax.equal", {arg, MakeNumericConstant(DataType::Int(64), ids_shape, ids)}));
+  KILN_ASSIGN_OR_RETURN(
+      Expr y, ctx.Call("relax.astype", {hit}, {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
+  if (ctx.opset() < 13) {
+    KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.reshape", {y, ir::relax::MakeShape(shape)}));
+  }
+  return One(y);
 }
 
 // ---- Binary ----
@@ -636,6 +706,8 @@ void RegisterMathConverters(ConverterTable* t) {
   (*t)["Or"] = Or;
   (*t)["Xor"] = Xor;
   (*t)["Mod"] = Mod;
+  (*t)["Round"] = Round;
+  (*t)["Hardmax"] = Hardmax;
   (*t)["Neg"] = Neg;
   (*t)["Reciprocal"] = Reciprocal;
   (*t)["Clip"] = Clip;

@@ -67,6 +67,81 @@ absl::StatusOr<Outputs> GatherElements(Context& ctx) {
       ctx.Call("relax.gather_elements", {x, indices}, {{"axis", IntAttr(ctx.Int("axis", 0))}}));
 }
 
+// DepthToSpace and SpaceToDepth on NCHW: a reshape to 6-D, a permutation and a reshape back.
+// DepthToSpace's "DCR" mode takes the block offsets from the high channel bits, "CRD" from the
+// low ones.
+template <bool kToSpace>
+absl::StatusOr<Outputs> DepthSpace(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() != 4) return ctx.Error("needs an NCHW tensor");
+  int64_t b = ctx.Int("blocksize", 0);
+  if (b <= 0) return ctx.Error("blocksize must be positive");
+  PrimExpr n = xs[0], c = xs[1], h = xs[2], w = xs[3], bb = I64(b);
+  auto simplify = [&](PrimExpr e) { return ctx.analyzer()->Simplify(std::move(e)); };
+  std::vector<PrimExpr> split, joined;
+  std::vector<int64_t> perm;
+  if (kToSpace) {
+    PrimExpr c_out = simplify(ir::FloorDiv(c, I64(b * b)));
+    bool crd = ctx.Str("mode", "DCR") == "CRD";
+    split = crd ? std::vector<PrimExpr>{n, c_out, bb, bb, h, w}
+                : std::vector<PrimExpr>{n, bb, bb, c_out, h, w};
+    perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
+    joined = {n, c_out, simplify(h * bb), simplify(w * bb)};
+  } else {
+    PrimExpr h_out = simplify(ir::FloorDiv(h, bb)), w_out = simplify(ir::FloorDiv(w, bb));
+    split = {n, c, h_out, bb, w_out, bb};
+    perm = {0, 3, 5, 1, 2, 4};
+    joined = {n, simplify(c * I64(b * b)), h_out, w_out};
+  }
+  KILN_ASSIGN_OR_RETURN(Expr six, ctx.Call("relax.reshape", {x, MakeShape(split)}));
+  KILN_ASSIGN_OR_RETURN(Expr moved,
+                        ctx.Call("relax.permute_dims", {six}, {{"axes", IntsAttr(perm)}}));
+  return OneOf(ctx.Call("relax.reshape", {moved, MakeShape(joined)}));
+}
+
+// OneHot(indices, depth, values = [off, on]): a new axis of `depth` classes at `axis`; negative
+// indices count from the end.
+absl::StatusOr<Outputs> OneHot(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<double> depth, ctx.ConstFloats(1));
+  if (depth.size() != 1 || depth[0] < 1) return ctx.Error("depth must be a positive scalar");
+  int64_t d = static_cast<int64_t>(depth[0]);
+  KILN_ASSIGN_OR_RETURN(Expr values, ctx.Tensor(2));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> is, ctx.Shape(indices));
+  int64_t rank = static_cast<int64_t>(is.size()) + 1;
+  int64_t axis = ctx.Int("axis", -1);
+  if (axis < -rank || axis >= rank)
+    return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  if (axis < 0) axis += rank;
+  if (ctx.DType(indices) != DataType::Int(64)) {
+    KILN_ASSIGN_OR_RETURN(indices,
+                          ctx.Call("relax.astype", {indices}, {{"dtype", StrAttr("int64")}}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr negative,
+                        ctx.Call("relax.less", {indices, ctx.Scalar(DataType::Int(64), 0)}));
+  KILN_ASSIGN_OR_RETURN(
+      Expr wrapped,
+      ctx.Call("relax.add", {indices, ctx.Scalar(DataType::Int(64), static_cast<double>(d))}));
+  KILN_ASSIGN_OR_RETURN(indices, ctx.Call("relax.where", {negative, wrapped, indices}));
+  KILN_ASSIGN_OR_RETURN(Expr expanded,
+                        ctx.Call("relax.expand_dims", {indices}, {{"axis", IntsAttr({axis})}}));
+  std::vector<int64_t> class_shape(static_cast<size_t>(rank), 1);
+  class_shape[axis] = d;
+  std::vector<double> ids;
+  for (int64_t k = 0; k < d; ++k) ids.push_back(static_cast<double>(k));
+  KILN_ASSIGN_OR_RETURN(
+      Expr hit, ctx.Call("relax.equal",
+                         {expanded, MakeNumericConstant(DataType::Int(64), class_shape, ids)}));
+  auto value = [&](int64_t k) {
+    return ctx.Call("relax.take", {values, ctx.Scalar(DataType::Int(64), static_cast<double>(k))},
+                    {{"axis", IntAttr(0)}});
+  };
+  KILN_ASSIGN_OR_RETURN(Expr off, value(0));
+  KILN_ASSIGN_OR_RETURN(Expr on, value(1));
+  return OneOf(ctx.Call("relax.where", {hit, on, off}));
+}
+
 // Size: the element count, known at import time (possibly symbolic).
 absl::StatusOr<Outputs> Size(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
@@ -609,6 +684,9 @@ void RegisterTensorConverters(ConverterTable* t) {
   (*t)["Constant"] = Constant;
   (*t)["Shape"] = Shape;
   (*t)["Size"] = Size;
+  (*t)["DepthToSpace"] = DepthSpace<true>;
+  (*t)["SpaceToDepth"] = DepthSpace<false>;
+  (*t)["OneHot"] = OneHot;
   (*t)["GatherElements"] = GatherElements;
   (*t)["Trilu"] = Trilu;
   (*t)["EyeLike"] = EyeLike;
