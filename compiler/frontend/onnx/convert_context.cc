@@ -442,6 +442,17 @@ DataType Context::DType(const Expr& e) const {
   return t != nullptr ? t->dtype : DataType::Void();
 }
 
+absl::StatusOr<Expr> Context::Iota(int64_t n, std::vector<int64_t> shape) const {
+  if (n < 0 || n > max_constant_bytes_ / 8) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "an index constant of ", n, " elements is larger than the ", max_constant_bytes_ >> 20,
+        " MiB a constant computed while importing may be (--max-constant-mb)"));
+  }
+  std::vector<double> ids(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) ids[static_cast<size_t>(k)] = static_cast<double>(k);
+  return MakeNumericConstant(DataType::Int(64), std::move(shape), ids);
+}
+
 Expr Context::Scalar(DataType dtype, double value) const {
   return MakeNumericConstant(dtype, {}, {value});
 }

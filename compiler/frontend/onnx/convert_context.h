@@ -102,6 +102,9 @@ class Context {
   DataType DType(const Expr& e) const;
   // A scalar constant of `dtype`.
   Expr Scalar(DataType dtype, double value) const;
+  // The int64 constant 0, 1, ..., n - 1 in `shape` (whose one non-1 dimension is n): the index
+  // a one-hot mask compares against. ResourceExhausted past max_constant_bytes().
+  absl::StatusOr<Expr> Iota(int64_t n, std::vector<int64_t> shape) const;
   arith::Analyzer* analyzer() { return builder_->analyzer(); }
 
   // An InvalidArgument error (the importer adds the node's name, type and opset).

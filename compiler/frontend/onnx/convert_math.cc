@@ -415,11 +415,8 @@ absl::StatusOr<Outputs> Hardmax(Context& ctx) {
                                            {{"axis", IntAttr(axis)}, {"keepdims", IntAttr(1)}}));
   std::vector<int64_t> ids_shape(in_shape.size(), 1);
   ids_shape[axis] = *n;
-  std::vector<double> ids;
-  for (int64_t k = 0; k < *n; ++k) ids.push_back(static_cast<double>(k));
-  KILN_ASSIGN_OR_RETURN(
-      Expr hit,
-      ctx.Call("relax.equal", {arg, MakeNumericConstant(DataType::Int(64), ids_shape, ids)}));
+  KILN_ASSIGN_OR_RETURN(Expr ids, ctx.Iota(*n, ids_shape));
+  KILN_ASSIGN_OR_RETURN(Expr hit, ctx.Call("relax.equal", {arg, ids}));
   KILN_ASSIGN_OR_RETURN(
       Expr y, ctx.Call("relax.astype", {hit}, {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
   if (ctx.opset() < 13) {

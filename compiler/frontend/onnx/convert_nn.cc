@@ -388,11 +388,9 @@ absl::StatusOr<Expr> NllLoss(Context& ctx, const Expr& input, const Expr& target
   const int64_t* classes = ir::AsConstInt(xs[1]);
   if (classes == nullptr) return ctx.Unsupported("a class count not known at import time");
   DataType t = ctx.DType(input);
-  std::vector<double> ids;
-  for (int64_t c = 0; c < *classes; ++c) ids.push_back(static_cast<double>(c));
   std::vector<int64_t> along_classes(xs.size(), 1);
   along_classes[1] = *classes;
-  Expr class_ids = MakeNumericConstant(DataType::Int(64), along_classes, ids);
+  KILN_ASSIGN_OR_RETURN(Expr class_ids, ctx.Iota(*classes, along_classes));
   Expr label = target;
   if (ctx.DType(label) != DataType::Int(64)) {
     KILN_ASSIGN_OR_RETURN(label, ctx.Call("relax.astype", {label}, {{"dtype", StrAttr("int64")}}));

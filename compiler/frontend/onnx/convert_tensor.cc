@@ -105,7 +105,8 @@ absl::StatusOr<Outputs> DepthSpace(Context& ctx) {
 absl::StatusOr<Outputs> OneHot(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<double> depth, ctx.ConstFloats(1));
-  if (depth.size() != 1 || depth[0] < 1) return ctx.Error("depth must be a positive scalar");
+  if (depth.size() != 1 || !(depth[0] >= 1 && depth[0] < 9e18))
+    return ctx.Error("depth must be a positive scalar");
   int64_t d = static_cast<int64_t>(depth[0]);
   KILN_ASSIGN_OR_RETURN(Expr values, ctx.Tensor(2));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> is, ctx.Shape(indices));
@@ -128,11 +129,8 @@ absl::StatusOr<Outputs> OneHot(Context& ctx) {
                         ctx.Call("relax.expand_dims", {indices}, {{"axis", IntsAttr({axis})}}));
   std::vector<int64_t> class_shape(static_cast<size_t>(rank), 1);
   class_shape[axis] = d;
-  std::vector<double> ids;
-  for (int64_t k = 0; k < d; ++k) ids.push_back(static_cast<double>(k));
-  KILN_ASSIGN_OR_RETURN(
-      Expr hit, ctx.Call("relax.equal",
-                         {expanded, MakeNumericConstant(DataType::Int(64), class_shape, ids)}));
+  KILN_ASSIGN_OR_RETURN(Expr ids, ctx.Iota(d, class_shape));
+  KILN_ASSIGN_OR_RETURN(Expr hit, ctx.Call("relax.equal", {expanded, ids}));
   auto value = [&](int64_t k) {
     return ctx.Call("relax.take", {values, ctx.Scalar(DataType::Int(64), static_cast<double>(k))},
                     {{"axis", IntAttr(0)}});
@@ -158,12 +156,9 @@ absl::StatusOr<std::pair<Expr, Expr>> MatrixIndices(Context& ctx, const PrimExpr
   const int64_t* c = ir::AsConstInt(cols);
   if (r == nullptr || c == nullptr)
     return ctx.Unsupported("matrix dimensions not known at import time");
-  if (*r * *c > (int64_t{1} << 24)) return ctx.Unsupported("a matrix of more than 2^24 elements");
-  std::vector<double> ri, ci;
-  for (int64_t k = 0; k < *r; ++k) ri.push_back(static_cast<double>(k));
-  for (int64_t k = 0; k < *c; ++k) ci.push_back(static_cast<double>(k));
-  return std::make_pair(MakeNumericConstant(DataType::Int(64), {*r, 1}, ri),
-                        MakeNumericConstant(DataType::Int(64), {1, *c}, ci));
+  KILN_ASSIGN_OR_RETURN(Expr row, ctx.Iota(*r, {*r, 1}));
+  KILN_ASSIGN_OR_RETURN(Expr col, ctx.Iota(*c, {1, *c}));
+  return std::make_pair(row, col);
 }
 
 // Trilu: keeps the elements with col - row >= k (upper) or <= k (lower) of the last two axes.

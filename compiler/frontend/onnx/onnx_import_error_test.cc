@@ -14,6 +14,7 @@ namespace {
 
 using testing::AttrFloat;
 using testing::AttrInt;
+using testing::FloatTensor;
 using testing::GraphBuilder;
 using testing::IntTensor;
 
@@ -175,6 +176,28 @@ TEST(OnnxImportError, ConstantsAModelAsksForAreBounded) {
   g.Node("Add", {"a", "b"}, {"ab"}).Node("Add", {"ab", "c"}, {"y"});
   absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "m.onnx");
   EXPECT_TRUE(mod.ok()) << mod.status();
+
+  // The index constants of one-hot masks (OneHot's depth, a loss's classes, Trilu's rows) are
+  // bounded the same way: a declared dimension costs the model nothing.
+  GraphBuilder one_hot(13);
+  one_hot.Input("i", onnx::TensorProto::INT64, {3})
+      .Output("y", kF)
+      .Init(IntTensor("depth", {}, {int64_t{1} << 40}))
+      .Init(FloatTensor("values", {2}, {0, 1}));
+  one_hot.Node("OneHot", {"i", "depth", "values"}, {"y"});
+  ExpectError(Import(one_hot), absl::StatusCode::kResourceExhausted,
+              "(OneHot, opset 13): an index constant of 1099511627776 elements is larger than "
+              "the 64 MiB");
+  GraphBuilder trilu(14);
+  trilu.Input("x", kF, {int64_t{1} << 40, 2}).Output("y", kF).Node("Trilu", {"x"}, {"y"});
+  ExpectError(Import(trilu), absl::StatusCode::kResourceExhausted, "(Trilu, opset 14): an index");
+  GraphBuilder nll(13);
+  nll.Input("x", kF, {2, int64_t{1} << 33})
+      .Input("t", onnx::TensorProto::INT64, {2})
+      .Output("y", kF)
+      .Node("NegativeLogLikelihoodLoss", {"x", "t"}, {"y"});
+  ExpectError(Import(nll), absl::StatusCode::kResourceExhausted,
+              "(NegativeLogLikelihoodLoss, opset 13): an index");
 }
 
 // Truncations and random byte flips of a real model import or fail; they never crash.
