@@ -629,7 +629,72 @@ TEST(OpsTest, TakePadAndFill) {
           {ToTensor(x)}, Map(x, [](double v) { return (v + 1) * 2.5; }));
 }
 
+// ONNX's and PyTorch's transposed convolution (NCHW data, IOHW weight) by scattering each
+// input element's contribution, then cropping the padding.
+Array Conv2dTransposeRef(const Array& x, const Array& w, const int64_t stride[2],
+                         const int64_t pad[4], const int64_t out_pad[2], int64_t dil,
+                         int64_t groups) {
+  int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], wd = x.shape[3];
+  int64_t o_per_g = w.shape[1], kh = w.shape[2], kw = w.shape[3], c_per_g = c / groups;
+  int64_t full_h = (h - 1) * stride[0] + (kh - 1) * dil + 1 + out_pad[0];
+  int64_t full_w = (wd - 1) * stride[1] + (kw - 1) * dil + 1 + out_pad[1];
+  Array full = Zeros({n, o_per_g * groups, full_h, full_w});
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < wd; ++j)
+          for (int64_t oc = 0; oc < o_per_g; ++oc)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx)
+                full.at({b, ci / c_per_g * o_per_g + oc, i * stride[0] + ky * dil,
+                         j * stride[1] + kx * dil}) += x.at({b, ci, i, j}) * w.at({ci, oc, ky, kx});
+  Array out = Zeros({n, o_per_g * groups, full_h - pad[0] - pad[2], full_w - pad[1] - pad[3]});
+  for (int64_t i = 0; i < out.size(); ++i) {
+    std::vector<int64_t> idx = out.Unravel(i);
+    out.data[i] = full.at({idx[0], idx[1], idx[2] + pad[0], idx[3] + pad[1]});
+  }
+  return out;
+}
+
+TEST(OpsTest, Conv2dTransposeStridesPaddingOutputPaddingDilationGroups) {
+  struct Case {
+    int64_t c, o_per_g, k;
+    int64_t stride[2], pad[4], out_pad[2];
+    int64_t dil, groups;
+  };
+  for (const Case& c : std::vector<Case>{{3, 4, 3, {3, 2}, {1, 1, 1, 1}, {1, 1}, 1, 1},
+                                         {2, 3, 3, {1, 1}, {0, 0, 0, 0}, {0, 0}, 1, 1},
+                                         {4, 2, 3, {2, 2}, {1, 2, 0, 1}, {0, 1}, 2, 2},
+                                         {1, 2, 2, {2, 3}, {0, 0, 0, 0}, {1, 0}, 1, 1}}) {
+    SCOPED_TRACE(absl::StrCat("C=", c.c, " k=", c.k, " stride=", c.stride[0], "x", c.stride[1],
+                              " dil=", c.dil, " groups=", c.groups));
+    Array x = Random({2, c.c, 5, 4}, 24), w = Random({c.c, c.o_per_g, c.k, c.k}, 25);
+    Array want = Conv2dTransposeRef(x, w, c.stride, c.pad, c.out_pad, c.dil, c.groups);
+    std::string attrs =
+        absl::StrCat("strides=[", c.stride[0], ", ", c.stride[1], "], padding=[",
+                     absl::StrJoin(c.pad, ", "), "], output_padding=[", c.out_pad[0], ", ",
+                     c.out_pad[1], "], dilation=[", c.dil, ", ", c.dil, "], groups=", c.groups);
+    CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(w.shape)),
+            absl::StrCat("            y = R.nn.conv2d_transpose(x, w, ", attrs, ")\n"),
+            {ToTensor(x), ToTensor(w)}, want);
+  }
+}
+
 TEST(OpsTest, SymbolicShapesCompileOnceRunForEverySize) {
+  // A reduction over a symbolic extent stays inside the tiles that own the accumulator (a
+  // reduction loop the tiling rule cannot split used to go outermost, restarting the sum at each
+  // of its iterations: conv2d_transpose's first legalization, `C // groups`, hit it).
+  std::string matmul = Module(
+      "x: R.Tensor((4, \"k\"), dtype=\"float32\"), w: R.Tensor((\"k\", 6), dtype=\"float32\")",
+      "            y = R.matmul(x, w)\n", "y");
+  for (int64_t k : {1, 5, 9}) {
+    SCOPED_TRACE(k);
+    Array x = Random({4, k}, 50), w = Random({k, 6}, 51);
+    absl::StatusOr<Value> out = CompileAndRun(matmul, {ToTensor(x), ToTensor(w)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectClose(FromTensor(*out->as_tensor()), MatmulRef(x, w));
+  }
+
   // One module, a symbolic batch: softmax(x @ w + b) over rows.
   std::string text = Module(
       "x: R.Tensor((\"n\", 12), dtype=\"float32\"), w: R.Tensor((12, 5), dtype=\"float32\"), "

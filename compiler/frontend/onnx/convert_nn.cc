@@ -375,6 +375,82 @@ absl::StatusOr<Outputs> Resize(Context& ctx) {
 
 }  // namespace
 
+// ConvTranspose: relax.nn.conv2d_transpose (1-D with a unit height). Pads come from `pads`, or,
+// given output_shape or auto_pad SAME_*, from the output size asked for, split as ONNX says.
+absl::StatusOr<Outputs> ConvTranspose(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr weight, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ws, ctx.Shape(weight));
+  if (xs.size() != 3 && xs.size() != 4)
+    return ctx.Unsupported(
+        absl::StrCat("ConvTranspose over ", xs.size() - 2, " spatial dimensions (1 or 2)"));
+  if (ws.size() != xs.size()) return ctx.Error("the weight's rank differs from the input's");
+  size_t spatial = xs.size() - 2;
+  std::vector<int64_t> kernel = ConstDims(std::vector<PrimExpr>(ws.begin() + 2, ws.end()));
+  kernel = ctx.Ints("kernel_shape").value_or(kernel);
+  std::vector<int64_t> strides = ctx.Ints("strides").value_or(std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> dilations = ctx.Ints("dilations").value_or(std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads = ctx.Ints("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  std::vector<int64_t> out_pad =
+      ctx.Ints("output_padding").value_or(std::vector<int64_t>(spatial, 0));
+  if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial ||
+      pads.size() != 2 * spatial || out_pad.size() != spatial)
+    return ctx.Error(
+        "kernel_shape, strides, dilations, pads or output_padding do not match the "
+        "spatial rank");
+  for (size_t d = 0; d < spatial; ++d) {
+    if (kernel[d] < 1) return ctx.Unsupported("a kernel size not known at import time");
+  }
+  std::string auto_pad = ctx.Str("auto_pad", "NOTSET");
+  std::optional<std::vector<int64_t>> output_shape = ctx.Ints("output_shape");
+  if (output_shape && output_shape->size() == spatial + 2)
+    output_shape = std::vector<int64_t>(output_shape->begin() + 2, output_shape->end());
+  if (auto_pad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+  } else if (output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (output_shape && output_shape->size() != spatial)
+      return ctx.Error("output_shape does not match the spatial rank");
+    for (size_t d = 0; d < spatial; ++d) {
+      const int64_t* in = ir::AsConstInt(xs[2 + d]);
+      if (in == nullptr) return ctx.Unsupported("output_shape or auto_pad with dynamic sizes");
+      int64_t target = output_shape ? (*output_shape)[d] : *in * strides[d];
+      int64_t total =
+          strides[d] * (*in - 1) + out_pad[d] + (kernel[d] - 1) * dilations[d] + 1 - target;
+      if (total < 0) return ctx.Unsupported("an output_shape larger than the full transposed size");
+      int64_t half = total / 2;
+      pads[d] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[d + spatial] = total - pads[d];
+    }
+  } else if (auto_pad != "NOTSET") {
+    return ctx.Error(absl::StrCat("unknown auto_pad \"", auto_pad, "\""));
+  }
+  bool one_d = spatial == 1;
+  if (one_d) {
+    KILN_ASSIGN_OR_RETURN(x, AddUnitHeight(ctx, x));
+    KILN_ASSIGN_OR_RETURN(weight, AddUnitHeight(ctx, weight));
+    strides.insert(strides.begin(), 1);
+    dilations.insert(dilations.begin(), 1);
+    out_pad.insert(out_pad.begin(), 0);
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  ir::Attrs attrs = {{"strides", IntsAttr(strides)},
+                     {"padding", IntsAttr(pads)},
+                     {"output_padding", IntsAttr(out_pad)},
+                     {"dilation", IntsAttr(dilations)},
+                     {"groups", IntAttr(ctx.Int("group", 1))}};
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.nn.conv2d_transpose", {x, weight}, attrs));
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(Expr bias, ctx.Tensor(2));
+    KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, 4));
+    KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, bias}));
+  }
+  if (one_d) {
+    KILN_ASSIGN_OR_RETURN(y, DropUnitHeight(ctx, y));
+  }
+  return One(y);
+}
+
 // ---- Losses ----
 
 // NegativeLogLikelihoodLoss of log-probabilities `input` (N, C, d...) at `target` (N, d...):
@@ -468,6 +544,7 @@ absl::StatusOr<Outputs> SoftmaxCrossEntropyLoss(Context& ctx) {
 
 void RegisterNNConverters(ConverterTable* t) {
   (*t)["Conv"] = Conv;
+  (*t)["ConvTranspose"] = ConvTranspose;
   (*t)["MaxPool"] = Pool<true>;
   (*t)["AveragePool"] = Pool<false>;
   (*t)["GlobalAveragePool"] = GlobalPool<false>;

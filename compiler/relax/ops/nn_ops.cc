@@ -278,6 +278,120 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
   return absl::OkStatus();
 }
 
+// ---- conv2d_transpose(data, weight, strides, padding, output_padding, dilation, groups) ----
+// NCHW data and an IOHW weight (in_channels, out_channels / groups, kh, kw), as ONNX's
+// ConvTranspose and PyTorch's ConvTranspose2d store it. The gradient of conv2d with respect to
+// its input: out[y] gathers in[(y + pad - ky * dilation) / stride] where that division is exact.
+
+struct TransposedConv {
+  int64_t stride[2] = {1, 1};
+  int64_t dilation[2] = {1, 1};
+  int64_t pad[4] = {0, 0, 0, 0};  // top, left, bottom, right
+  int64_t output_padding[2] = {0, 0};
+  int64_t groups = 1;
+};
+
+absl::StatusOr<TransposedConv> ParseTransposedConv(const CallNode& call) {
+  TransposedConv c;
+  for (const char* key : {"data_layout", "kernel_layout"}) {
+    const char* want = std::string(key) == "data_layout" ? "NCHW" : "IOHW";
+    absl::StatusOr<std::string> layout = StringAttr(call, key, want);
+    if (!layout.ok()) return layout.status();
+    if (*layout != want)
+      return OpError(call, absl::StrCat(key, " \"", *layout, "\" is not supported (", want, ")"));
+  }
+  auto list = [&](const char* key, int64_t* dst, size_t n, int64_t min) -> absl::Status {
+    absl::StatusOr<std::optional<std::vector<int64_t>>> v = IntListAttr(call, key);
+    if (!v.ok()) return v.status();
+    if (!v->has_value()) return absl::OkStatus();
+    const std::vector<int64_t>& l = **v;
+    if (l.size() != n) return OpError(call, absl::StrCat("'", key, "' takes ", n, " values"));
+    for (size_t k = 0; k < n; ++k) {
+      if (l[k] < min) return OpError(call, absl::StrCat("'", key, "' must be >= ", min));
+      dst[k] = l[k];
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = list("strides", c.stride, 2, 1); !s.ok()) return s;
+  if (absl::Status s = list("dilation", c.dilation, 2, 1); !s.ok()) return s;
+  if (absl::Status s = list("padding", c.pad, 4, 0); !s.ok()) return s;
+  if (absl::Status s = list("output_padding", c.output_padding, 2, 0); !s.ok()) return s;
+  absl::StatusOr<int64_t> groups = IntAttr(call, "groups", 1);
+  if (!groups.ok()) return groups.status();
+  if (*groups < 1) return OpError(call, "groups must be >= 1");
+  c.groups = *groups;
+  return c;
+}
+
+absl::StatusOr<StructInfo> InferConv2dTranspose(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<TransposedConv> conv = ParseTransposedConv(call);
+  if (!conv.ok()) return conv.status();
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<const TensorStructInfoNode*> wt = TensorArg(call, 1);
+  if (!wt.ok()) return wt.status();
+  DataType dtype = (*x)->dtype;
+  if ((*x)->ndim >= 0 && (*x)->ndim != 4) return OpError(call, "data must have rank 4");
+  if ((*wt)->ndim >= 0 && (*wt)->ndim != 4) return OpError(call, "weight must have rank 4");
+  const std::vector<PrimExpr>* xd = DimsOf(**x);
+  const std::vector<PrimExpr>* wd = DimsOf(**wt);
+  if (xd == nullptr || wd == nullptr) return TensorSInfoUnknown(dtype, 4);
+  if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[0], (*xd)[1]))) {
+    return OpError(call, absl::StrCat("the weight expects ", DebugPrint((*wd)[0]),
+                                      " input channels, data has ", DebugPrint((*xd)[1])));
+  }
+  const int64_t* channels = AsConstInt((*xd)[1]);
+  if (channels != nullptr && *channels % conv->groups != 0)
+    return OpError(call, "input channels must divide by groups");
+  std::vector<PrimExpr> out = {(*xd)[0], ctx.analyzer->Simplify((*wd)[1] * conv->groups)};
+  for (int d = 0; d < 2; ++d) {
+    PrimExpr size = ((*xd)[2 + d] - 1) * conv->stride[d] - (conv->pad[d] + conv->pad[d + 2]) +
+                    ((*wd)[2 + d] - 1) * conv->dilation[d] + conv->output_padding[d] + 1;
+    size = ctx.analyzer->Simplify(size);
+    const int64_t* c = AsConstInt(size);
+    if (c != nullptr && *c < 1) return OpError(call, "the padding leaves no output");
+    out.push_back(size);
+  }
+  return TensorSInfo(std::move(out), dtype);
+}
+
+absl::Status LegalizeConv2dTranspose(const CallNode& call, const std::vector<Buffer>& in,
+                                     const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  absl::StatusOr<TransposedConv> conv = ParseTransposedConv(call);
+  if (!conv.ok()) return conv.status();
+  const Buffer &data = in[0], &weight = in[1];
+  const int64_t* channels = AsConstInt(data->shape[1]);
+  PrimExpr in_per_group = channels != nullptr ? Int64(*channels / conv->groups)
+                                              : FloorDiv(data->shape[1], Int64(conv->groups));
+  PrimExpr out_per_group = weight->shape[1];
+  DataType t = out[0]->dtype;
+  b.Reduce(
+      "conv2d_transpose", out[0], {in_per_group, weight->shape[2], weight->shape[3]},
+      Combiner::kSum, [&](const Indices& s, const Indices& r) {
+        PrimExpr group = conv->groups == 1 ? IntImm(s[1]->dtype, 0) : FloorDiv(s[1], out_per_group);
+        PrimExpr ic = conv->groups == 1 ? r[0] : group * in_per_group + r[0];
+        PrimExpr oc = conv->groups == 1 ? s[1] : FloorMod(s[1], out_per_group);
+        Indices xi = {s[0], ic, PrimExpr(), PrimExpr()};
+        PrimExpr inside = Bool(true);
+        for (int d = 0; d < 2; ++d) {
+          // The input row this tap reads: exact division by the stride, inside the input.
+          PrimExpr at = s[2 + d] + conv->pad[d] - r[1 + d] * conv->dilation[d];
+          PrimExpr q = FloorDiv(at, Int64(conv->stride[d]));
+          PrimExpr ok = Binary(NodeKind::kAnd, IntImm(at->dtype, 0) <= at, q < data->shape[2 + d]);
+          if (conv->stride[d] > 1) {
+            ok = Binary(
+                NodeKind::kAnd, ok,
+                Binary(NodeKind::kEQ, FloorMod(at, Int64(conv->stride[d])), IntImm(at->dtype, 0)));
+          }
+          inside = Binary(NodeKind::kAnd, inside, ok);
+          xi[2 + d] = q;
+        }
+        PrimExpr x = GuardedLoad(data, xi, inside, MakeConst(data->dtype, 0));
+        return Cast(t, x) * Cast(t, Load(weight, {ic, oc, r[1], r[2]}));
+      });
+  return absl::OkStatus();
+}
+
 // ---- Pooling ----
 
 absl::StatusOr<std::vector<int64_t>> PoolSize(const CallNode& call) {
@@ -708,6 +822,11 @@ void RegisterNNOps(std::vector<OpInfo>* ops) {
   ops->push_back({"relax.nn.conv2d", 2, InferConv2d, true, OpPattern::kOutEWiseFusable,
                   "2-D convolution (NCHW/OIHW or NHWC/HWIO; strides, padding, dilation, groups)",
                   LegalizeConv2d});
+  ops->push_back({"relax.nn.conv2d_transpose", 2, InferConv2dTranspose, true,
+                  OpPattern::kOutEWiseFusable,
+                  "2-D transposed convolution (NCHW/IOHW; strides, padding, output_padding, "
+                  "dilation, groups)",
+                  LegalizeConv2dTranspose});
   for (const char* name : {"relax.nn.max_pool2d", "relax.nn.avg_pool2d"}) {
     ops->push_back({name, 1, InferPool2d, true, OpPattern::kOutEWiseFusable,
                     "2-D pooling (pool_size, strides, padding, dilation, ceil_mode, layout)",

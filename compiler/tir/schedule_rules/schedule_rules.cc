@@ -368,12 +368,15 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
       if (!loops.ok()) return loops.status();
     }
   }
-  std::vector<LoopRV> symbolic;
+  // Loops of symbolic extent stay whole: a spatial one goes outermost, a reduction one at the
+  // head of the R0 level, inside the tiles that own the accumulator (outside them, each of its
+  // iterations would start the accumulator over).
+  std::vector<LoopRV> symbolic, symbolic_reduce;
   std::vector<std::vector<LoopRV>> s_tiles(4), r_tiles(2);
   for (size_t k = 0; k < info.loops.size(); ++k) {
     const bool spatial = info.loop_kinds[k] == IterKind::kSpatial;
     if (tiles[k].empty()) {
-      symbolic.push_back((*loops)[k]);
+      (spatial ? symbolic : symbolic_reduce).push_back((*loops)[k]);
       continue;
     }
     std::vector<Factor> factors(tiles[k].begin(), tiles[k].end());
@@ -383,8 +386,8 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
       (spatial ? s_tiles : r_tiles)[t].push_back((*split)[t]);
   }
   std::vector<LoopRV> order = symbolic;
-  for (const std::vector<LoopRV>* level :
-       {&s_tiles[0], &s_tiles[1], &r_tiles[0], &s_tiles[2], &r_tiles[1], &s_tiles[3]}) {
+  for (const std::vector<LoopRV>* level : {&s_tiles[0], &s_tiles[1], &symbolic_reduce, &r_tiles[0],
+                                           &s_tiles[2], &r_tiles[1], &s_tiles[3]}) {
     order.insert(order.end(), level->begin(), level->end());
   }
   if (absl::Status s = sch.Reorder(order); !s.ok()) return s;
@@ -417,8 +420,9 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
     absl::StatusOr<std::vector<LoopRV>> inner = sch.GetLoops(*b);
     if (inner.ok() && !inner->empty()) (void)sch.Vectorize(inner->back());
   }
-  if (!r_tiles[0].empty()) {
-    absl::StatusOr<BlockRV> init = sch.DecomposeReduction(*block, r_tiles[0].front());
+  if (!symbolic_reduce.empty() || !r_tiles[0].empty()) {
+    LoopRV first_reduce = !symbolic_reduce.empty() ? symbolic_reduce.front() : r_tiles[0].front();
+    absl::StatusOr<BlockRV> init = sch.DecomposeReduction(*block, first_reduce);
     if (init.ok()) {
       placed.insert(*sch.BlockName(*init));
       absl::StatusOr<std::vector<LoopRV>> inner = sch.GetLoops(*init);
