@@ -203,7 +203,7 @@ Outcome RunCase(const fs::path& dir) {
       fs::path file = set / absl::StrCat("input_", param++, ".pb");
       absl::StatusOr<runtime::Tensor> t = ReadTensorFile(file);
       if (!t.ok()) return {"refused", OneLine(t.status().message())};
-      inputs.push_back(*t);
+      inputs.emplace_back(*t);
     }
     absl::StatusOr<runtime::Value> out = backend::testing::CompileModuleAndRun(*mod, inputs);
     if (!out.ok()) return {"refused", OneLine(out.status().message())};
