@@ -425,6 +425,60 @@ absl::StatusOr<Outputs> Hardmax(Context& ctx) {
   return One(y);
 }
 
+// CumSum(x, axis): relax.cumsum; reverse=1 sums from the end (the axis flipped around it). An
+// axis known only at run time (a graph input) sums along every axis and selects the one it
+// names: the output's shape is the input's whichever it is.
+absl::StatusOr<Expr> CumSumAlong(Context& ctx, Expr x, int64_t axis) {
+  auto flip = [&](const Expr& e) {
+    return ctx.Call("relax.strided_slice", {e},
+                    {{"axes", IntsAttr({axis})},
+                     {"begin", IntsAttr({-1})},
+                     {"end", IntsAttr({std::numeric_limits<int64_t>::min()})},
+                     {"strides", IntsAttr({-1})}});
+  };
+  bool reverse = ctx.Int("reverse", 0) != 0;
+  if (reverse) {
+    KILN_ASSIGN_OR_RETURN(x, flip(x));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.cumsum", {x},
+                                         {{"axis", IntAttr(axis)},
+                                          {"exclusive", IntAttr(ctx.Int("exclusive", 0) != 0)}}));
+  if (reverse) {
+    KILN_ASSIGN_OR_RETURN(y, flip(y));
+  }
+  return y;
+}
+
+absl::StatusOr<Outputs> CumSum(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  if (absl::StatusOr<std::vector<int64_t>> axis = ctx.ConstInts(1); axis.ok()) {
+    if (axis->size() != 1) return ctx.Error("axis must be a scalar");
+    return OneOf(CumSumAlong(ctx, x, (*axis)[0]));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(x));
+  int64_t rank = static_cast<int64_t>(shape.size());
+  KILN_ASSIGN_OR_RETURN(Expr axis, ctx.Tensor(1));
+  if (ctx.DType(axis) != DataType::Int(64)) {
+    KILN_ASSIGN_OR_RETURN(axis, ctx.Call("relax.astype", {axis}, {{"dtype", StrAttr("int64")}}));
+  }
+  // A negative axis counts from the end.
+  KILN_ASSIGN_OR_RETURN(Expr negative,
+                        ctx.Call("relax.less", {axis, ctx.Scalar(DataType::Int(64), 0)}));
+  KILN_ASSIGN_OR_RETURN(
+      Expr wrapped,
+      ctx.Call("relax.add", {axis, ctx.Scalar(DataType::Int(64), static_cast<double>(rank))}));
+  KILN_ASSIGN_OR_RETURN(axis, ctx.Call("relax.where", {negative, wrapped, axis}));
+  KILN_ASSIGN_OR_RETURN(Expr y, CumSumAlong(ctx, x, rank - 1));
+  for (int64_t k = rank - 2; k >= 0; --k) {
+    KILN_ASSIGN_OR_RETURN(Expr along, CumSumAlong(ctx, x, k));
+    KILN_ASSIGN_OR_RETURN(
+        Expr chosen,
+        ctx.Call("relax.equal", {axis, ctx.Scalar(DataType::Int(64), static_cast<double>(k))}));
+    KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.where", {chosen, along, y}));
+  }
+  return One(y);
+}
+
 // ---- Binary ----
 
 struct BinarySpec {
@@ -703,6 +757,7 @@ void RegisterMathConverters(ConverterTable* t) {
   (*t)["Or"] = Or;
   (*t)["Xor"] = Xor;
   (*t)["Mod"] = Mod;
+  (*t)["CumSum"] = CumSum;
   (*t)["Round"] = Round;
   (*t)["Hardmax"] = Hardmax;
   (*t)["Neg"] = Neg;

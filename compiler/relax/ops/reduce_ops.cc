@@ -172,9 +172,48 @@ absl::Status LegalizeSoftmax(const CallNode& call, const std::vector<Buffer>& in
   return absl::OkStatus();
 }
 
+// cumsum(x, axis, exclusive=False): running sums along axis, as TVM's relax.cumsum (the axis is
+// required here: TVM's "no axis" flattens first).
+absl::StatusOr<StructInfo> InferCumsum(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  if (!GetAttr(call.attrs, "axis")) return OpError(call, "needs axis=");
+  absl::StatusOr<int64_t> axis = IntAttr(call, "axis", 0);
+  if (!axis.ok()) return axis.status();
+  if ((*x)->ndim >= 0) {
+    absl::StatusOr<int> a = NormalizeAxis(call, *axis, (*x)->ndim);
+    if (!a.ok()) return a.status();
+  }
+  return call.args[0]->struct_info();
+}
+
+// out[i] = sum of x[j] over j <= i[axis] (j < i[axis] when exclusive): a reduction over the
+// whole axis masked to the prefix. Quadratic in the axis length, which sequence models keep short.
+absl::Status LegalizeCumsum(const CallNode& call, const std::vector<Buffer>& in,
+                            const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer& x = in[0];
+  absl::StatusOr<int64_t> axis_attr = IntAttr(call, "axis", 0);
+  if (!axis_attr.ok()) return axis_attr.status();
+  absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(x->shape.size()));
+  if (!axis.ok()) return axis.status();
+  absl::StatusOr<bool> exclusive = BoolAttr(call, "exclusive", false);
+  if (!exclusive.ok()) return exclusive.status();
+  b.Reduce("cumsum", out[0], {x->shape[*axis]}, Combiner::kSum,
+           [&](const Indices& s, const Indices& r) {
+             Indices src = s;
+             src[*axis] = r[0];
+             PrimExpr in_prefix = *exclusive ? r[0] < s[*axis] : r[0] <= s[*axis];
+             return Select(in_prefix, Load(x, src), MakeConst(x->dtype, 0));
+           });
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterReduceOps(std::vector<OpInfo>* ops) {
+  ops->push_back({"relax.cumsum", 1, InferCumsum, true, OpPattern::kOpaque,
+                  "running sums along axis (exclusive=True leaves each element out)",
+                  LegalizeCumsum});
   for (const char* name :
        {"relax.sum", "relax.mean", "relax.max", "relax.min", "relax.prod", "relax.variance"}) {
     ops->push_back({name, 1, InferReduce, true, OpPattern::kCommReduce,
