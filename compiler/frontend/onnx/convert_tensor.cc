@@ -140,6 +140,13 @@ absl::StatusOr<Outputs> OneHot(Context& ctx) {
   return OneOf(ctx.Call("relax.where", {hit, on, off}));
 }
 
+absl::StatusOr<Outputs> GatherND(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(1));
+  return OneOf(ctx.Call("relax.gather_nd", {x, indices},
+                        {{"batch_dims", IntAttr(ctx.Int("batch_dims", 0))}}));
+}
+
 // Size: the element count, known at import time (possibly symbolic).
 absl::StatusOr<Outputs> Size(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
@@ -683,6 +690,7 @@ void RegisterTensorConverters(ConverterTable* t) {
   (*t)["SpaceToDepth"] = DepthSpace<false>;
   (*t)["OneHot"] = OneHot;
   (*t)["GatherElements"] = GatherElements;
+  (*t)["GatherND"] = GatherND;
   (*t)["Trilu"] = Trilu;
   (*t)["EyeLike"] = EyeLike;
   (*t)["Identity"] = Identity;

@@ -412,6 +412,58 @@ absl::Status LegalizeGatherElements(const CallNode& call, const std::vector<Buff
   return absl::OkStatus();
 }
 
+// ---- gather_nd(x, indices, batch_dims): indices' last axis holds m coordinates into x ----
+// out[b..., i..., j...] = x[b..., indices[b..., i..., 0..m-1], j...] (ONNX GatherND, TVM's op).
+
+absl::StatusOr<StructInfo> InferGatherND(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
+  if (!dims.ok()) return dims.status();
+  absl::StatusOr<std::vector<PrimExpr>> idx = KnownDims(call, 1);
+  if (!idx.ok()) return idx.status();
+  DataType idx_type = call.args[1]->struct_info().as<TensorStructInfoNode>()->dtype;
+  if (!idx_type.is_void() && !idx_type.is_integral())
+    return OpError(call, absl::StrCat("indices must be integers, got ", idx_type.ToString()));
+  absl::StatusOr<int64_t> batch = IntAttr(call, "batch_dims", 0);
+  if (!batch.ok()) return batch.status();
+  if (idx->empty()) return OpError(call, "indices need at least one axis");
+  const int64_t* m = AsConstInt(idx->back());
+  if (m == nullptr) return OpError(call, "the last axis of indices must have a known length");
+  int64_t r = static_cast<int64_t>(dims->size()), q = static_cast<int64_t>(idx->size());
+  if (*batch < 0 || *batch >= std::min(r, q) || *m < 1 || *batch + *m > r) {
+    return OpError(
+        call, absl::StrCat("batch_dims ", *batch, " and ", *m,
+                           " coordinates do not fit data of rank ", r, " and indices of rank ", q));
+  }
+  std::vector<PrimExpr> out(idx->begin(), idx->end() - 1);
+  out.insert(out.end(), dims->begin() + *batch + *m, dims->end());
+  return TensorSInfo(std::move(out), call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype);
+}
+
+absl::Status LegalizeGatherND(const CallNode& call, const std::vector<Buffer>& in,
+                              const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer &x = in[0], &idx = in[1];
+  absl::StatusOr<int64_t> batch_attr = IntAttr(call, "batch_dims", 0);
+  if (!batch_attr.ok()) return batch_attr.status();
+  const size_t batch = static_cast<size_t>(*batch_attr);
+  const size_t q = idx->shape.size();
+  const int64_t m = *AsConstInt(idx->shape.back());
+  b.Compute("T_gather_nd", out[0], [&](const Indices& i) {
+    // i = [batch..., rest of indices' leading axes..., trailing axes of x...]
+    Indices src(i.begin(), i.begin() + static_cast<long>(batch));
+    Indices at(i.begin(), i.begin() + static_cast<long>(q - 1));
+    for (int64_t k = 0; k < m; ++k) {
+      at.push_back(Int64(k));
+      PrimExpr c = Cast(DataType::Int(64), Load(idx, at));
+      at.pop_back();
+      PrimExpr dim = Cast(DataType::Int(64), x->shape[batch + static_cast<size_t>(k)]);
+      src.push_back(Select(c < IntImm(DataType::Int(64), 0), c + dim, c));
+    }
+    src.insert(src.end(), i.begin() + static_cast<long>(q - 1), i.end());
+    return GuardedLoad(x, src, Bool(true), MakeConst(x->dtype, 0));
+  });
+  return absl::OkStatus();
+}
+
 // ---- broadcast_to(x, shape) ----
 
 absl::StatusOr<StructInfo> InferBroadcastTo(const CallNode& call, const OpInferContext& ctx) {
@@ -636,6 +688,9 @@ void RegisterManipulateOps(std::vector<OpInfo>* ops) {
   ops->push_back({"relax.gather_elements", 2, InferGatherElements, true, OpPattern::kInjective,
                   "gathers x along axis at an index per output element (ONNX GatherElements)",
                   LegalizeGatherElements});
+  ops->push_back({"relax.gather_nd", 2, InferGatherND, true, OpPattern::kInjective,
+                  "gathers slices of x at coordinate tuples in indices' last axis (batch_dims)",
+                  LegalizeGatherND});
   ops->push_back({"relax.broadcast_to", 2, InferBroadcastTo, true, OpPattern::kBroadcast,
                   "broadcasts a tensor to a shape", LegalizeBroadcastTo});
   ops->push_back({"relax.nn.pad", 1, InferPad, true, OpPattern::kInjective,
