@@ -1,6 +1,7 @@
 // Elementwise math, activations, comparisons, reductions and softmax. Integer arithmetic on
 // values known at import time (shape computations) is folded here instead of emitted.
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/frontend/onnx/convert_context.h"
@@ -387,44 +388,6 @@ absl::StatusOr<Outputs> Round(Context& ctx) {
   return OneOf(ctx.Call("relax.where", {above, up, not_above}));
 }
 
-// Hardmax: 1 at the first maximum along the axis, 0 elsewhere. Before opset 13 the input is
-// seen as 2-D, flattened at `axis` (default 1), as Softmax does.
-absl::StatusOr<Outputs> Hardmax(Context& ctx) {
-  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(x));
-  int64_t rank = static_cast<int64_t>(shape.size());
-  int64_t axis = ctx.Int("axis", ctx.opset() >= 13 ? -1 : 1);
-  if (axis < -rank || axis >= rank)
-    return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
-  if (axis < 0) axis += rank;
-  Expr in = x;
-  if (ctx.opset() < 13) {
-    PrimExpr outer = I64(1), inner = I64(1);
-    for (int64_t k = 0; k < rank; ++k)
-      (k < axis ? outer : inner) = (k < axis ? outer : inner) * shape[k];
-    KILN_ASSIGN_OR_RETURN(
-        in,
-        ctx.Call("relax.reshape", {x, ir::relax::MakeShape({ctx.analyzer()->Simplify(outer),
-                                                            ctx.analyzer()->Simplify(inner)})}));
-    axis = 1;
-  }
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in_shape, ctx.Shape(in));
-  const int64_t* n = ir::AsConstInt(in_shape[axis]);
-  if (n == nullptr) return ctx.Unsupported("Hardmax along an axis not known at import time");
-  KILN_ASSIGN_OR_RETURN(Expr arg, ctx.Call("relax.argmax", {in},
-                                           {{"axis", IntAttr(axis)}, {"keepdims", IntAttr(1)}}));
-  std::vector<int64_t> ids_shape(in_shape.size(), 1);
-  ids_shape[axis] = *n;
-  KILN_ASSIGN_OR_RETURN(Expr ids, ctx.Iota(*n, ids_shape));
-  KILN_ASSIGN_OR_RETURN(Expr hit, ctx.Call("relax.equal", {arg, ids}));
-  KILN_ASSIGN_OR_RETURN(
-      Expr y, ctx.Call("relax.astype", {hit}, {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
-  if (ctx.opset() < 13) {
-    KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.reshape", {y, ir::relax::MakeShape(shape)}));
-  }
-  return One(y);
-}
-
 // CumSum(x, axis): relax.cumsum; reverse=1 sums from the end (the axis flipped around it). An
 // axis known only at run time (a graph input) sums along every axis and selects the one it
 // names: the output's shape is the input's whichever it is.
@@ -690,29 +653,53 @@ absl::StatusOr<Outputs> Arg(Context& ctx) {
 constexpr char kArgMax[] = "relax.argmax";
 constexpr char kArgMin[] = "relax.argmin";
 
-// Softmax/LogSoftmax. From opset 13 the axis defaults to -1 and is a plain axis; before, it
-// defaults to 1 and the input is treated as 2-D, flattened at `axis`.
-template <const char* kOp>
-absl::StatusOr<Outputs> Softmax(Context& ctx) {
-  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+// The Softmax family's axis: from opset 13 a plain axis (default -1); before, (default 1) the
+// input is seen as 2-D, flattened at `axis`. `along(in, axis)` computes on the tensor it is given
+// (the matrix, along axis 1, when flattening matters) and the result takes x's shape back.
+using AlongAxis = std::function<absl::StatusOr<Expr>(const Expr& in, int64_t axis)>;
+absl::StatusOr<Expr> SoftmaxFamily(Context& ctx, const Expr& x, const AlongAxis& along) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(x));
   int64_t rank = static_cast<int64_t>(shape.size());
   int64_t axis = ctx.Int("axis", ctx.opset() >= 13 ? -1 : 1);
   if (axis < -rank || axis >= rank)
     return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
   if (axis < 0) axis += rank;
-  if (ctx.opset() >= 13 || axis == rank - 1)
-    return OneOf(ctx.Call(kOp, {x}, {{"axis", IntAttr(axis)}}));
-  PrimExpr outer = IntImm(DataType::Int(64), 1), inner = IntImm(DataType::Int(64), 1);
+  if (ctx.opset() >= 13 || axis == rank - 1) return along(x, axis);
+  PrimExpr outer = I64(1), inner = I64(1);
   for (int64_t k = 0; k < rank; ++k)
     (k < axis ? outer : inner) = (k < axis ? outer : inner) * shape[k];
   KILN_ASSIGN_OR_RETURN(
       Expr flat,
       ctx.Call("relax.reshape", {x, ir::relax::MakeShape({ctx.analyzer()->Simplify(outer),
                                                           ctx.analyzer()->Simplify(inner)})}));
-  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call(kOp, {flat}, {{"axis", IntAttr(1)}}));
-  KILN_ASSIGN_OR_RETURN(Expr back, ctx.Call("relax.reshape", {y, ir::relax::MakeShape(shape)}));
-  return One(back);
+  KILN_ASSIGN_OR_RETURN(Expr y, along(flat, 1));
+  return ctx.Call("relax.reshape", {y, ir::relax::MakeShape(shape)});
+}
+
+// Softmax/LogSoftmax.
+template <const char* kOp>
+absl::StatusOr<Outputs> Softmax(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  return OneOf(SoftmaxFamily(ctx, x, [&](const Expr& in, int64_t axis) {
+    return ctx.Call(kOp, {in}, {{"axis", IntAttr(axis)}});
+  }));
+}
+
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere (the Softmax family's axis).
+absl::StatusOr<Outputs> Hardmax(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  return OneOf(SoftmaxFamily(ctx, x, [&](const Expr& in, int64_t axis) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in_shape, ctx.Shape(in));
+    const int64_t* n = ir::AsConstInt(in_shape[axis]);
+    if (n == nullptr) return ctx.Unsupported("Hardmax along an axis not known at import time");
+    KILN_ASSIGN_OR_RETURN(Expr arg, ctx.Call("relax.argmax", {in},
+                                             {{"axis", IntAttr(axis)}, {"keepdims", IntAttr(1)}}));
+    std::vector<int64_t> ids_shape(in_shape.size(), 1);
+    ids_shape[axis] = *n;
+    KILN_ASSIGN_OR_RETURN(Expr ids, ctx.Iota(*n, ids_shape));
+    KILN_ASSIGN_OR_RETURN(Expr hit, ctx.Call("relax.equal", {arg, ids}));
+    return ctx.Call("relax.astype", {hit}, {{"dtype", StrAttr(ctx.DType(x).ToString())}});
+  }));
 }
 
 constexpr char kSoftmax[] = "relax.nn.softmax";

@@ -333,6 +333,13 @@ absl::Status LegalizeStridedSlice(const CallNode& call, const std::vector<Buffer
 
 // ---- take(x, indices, axis): gathers along axis; out-of-range indices are clamped ----
 
+// An index read from a tensor, as int64, a negative one counting back from `dim` (NumPy's and
+// ONNX's convention for every gather).
+PrimExpr GatherIndex(const PrimExpr& loaded, const PrimExpr& dim) {
+  PrimExpr at = Cast(DataType::Int(64), loaded);
+  return Select(at < IntImm(DataType::Int(64), 0), at + Cast(DataType::Int(64), dim), at);
+}
+
 absl::StatusOr<StructInfo> InferTake(const CallNode& call, const OpInferContext&) {
   absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
   if (!dims.ok()) return dims.status();
@@ -361,9 +368,7 @@ absl::Status LegalizeTake(const CallNode& call, const std::vector<Buffer>& in,
   size_t ni = idx->shape.size();
   b.Compute("T_take", out[0], [&](const Indices& i) {
     Indices where(i.begin() + *axis, i.begin() + *axis + ni);
-    PrimExpr at = Cast(DataType::Int(64), Load(idx, where));
-    PrimExpr dim = Cast(DataType::Int(64), x->shape[*axis]);
-    at = Select(at < IntImm(DataType::Int(64), 0), at + dim, at);  // NumPy negative indices
+    PrimExpr at = GatherIndex(Load(idx, where), x->shape[*axis]);
     Indices src(i.begin(), i.begin() + *axis);
     src.push_back(at);
     src.insert(src.end(), i.begin() + *axis + ni, i.end());
@@ -402,9 +407,7 @@ absl::Status LegalizeGatherElements(const CallNode& call, const std::vector<Buff
   absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(x->shape.size()));
   if (!axis.ok()) return axis.status();
   b.Compute("T_gather_elements", out[0], [&](const Indices& i) {
-    PrimExpr at = Cast(DataType::Int(64), Load(idx, i));
-    PrimExpr dim = Cast(DataType::Int(64), x->shape[*axis]);
-    at = Select(at < IntImm(DataType::Int(64), 0), at + dim, at);
+    PrimExpr at = GatherIndex(Load(idx, i), x->shape[*axis]);
     Indices src = i;
     src[*axis] = at;
     return GuardedLoad(x, src, Bool(true), MakeConst(x->dtype, 0));
@@ -453,10 +456,8 @@ absl::Status LegalizeGatherND(const CallNode& call, const std::vector<Buffer>& i
     Indices at(i.begin(), i.begin() + static_cast<long>(q - 1));
     for (int64_t k = 0; k < m; ++k) {
       at.push_back(Int64(k));
-      PrimExpr c = Cast(DataType::Int(64), Load(idx, at));
+      src.push_back(GatherIndex(Load(idx, at), x->shape[batch + static_cast<size_t>(k)]));
       at.pop_back();
-      PrimExpr dim = Cast(DataType::Int(64), x->shape[batch + static_cast<size_t>(k)]);
-      src.push_back(Select(c < IntImm(DataType::Int(64), 0), c + dim, c));
     }
     src.insert(src.end(), i.begin() + static_cast<long>(q - 1), i.end());
     return GuardedLoad(x, src, Bool(true), MakeConst(x->dtype, 0));
