@@ -340,7 +340,13 @@ PrimExpr GatherIndex(const PrimExpr& loaded, const PrimExpr& dim) {
   return Select(at < IntImm(DataType::Int(64), 0), at + Cast(DataType::Int(64), dim), at);
 }
 
-absl::StatusOr<StructInfo> InferTake(const CallNode& call, const OpInferContext&) {
+// The data and index operands every gather reads: both shapes known, integer indices.
+struct GatherOperands {
+  std::vector<PrimExpr> data, indices;
+  DataType dtype;  // the data's, which the result keeps
+};
+
+absl::StatusOr<GatherOperands> ReadGatherOperands(const CallNode& call) {
   absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
   if (!dims.ok()) return dims.status();
   absl::StatusOr<std::vector<PrimExpr>> idx = KnownDims(call, 1);
@@ -348,14 +354,20 @@ absl::StatusOr<StructInfo> InferTake(const CallNode& call, const OpInferContext&
   DataType idx_type = call.args[1]->struct_info().as<TensorStructInfoNode>()->dtype;
   if (!idx_type.is_void() && !idx_type.is_integral())
     return OpError(call, absl::StrCat("indices must be integers, got ", idx_type.ToString()));
+  return GatherOperands{*dims, *idx, call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype};
+}
+
+absl::StatusOr<StructInfo> InferTake(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<GatherOperands> g = ReadGatherOperands(call);
+  if (!g.ok()) return g.status();
   absl::StatusOr<int64_t> axis_attr = IntAttr(call, "axis", 0);
   if (!axis_attr.ok()) return axis_attr.status();
-  absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(dims->size()));
+  absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(g->data.size()));
   if (!axis.ok()) return axis.status();
-  std::vector<PrimExpr> out(dims->begin(), dims->begin() + *axis);
-  out.insert(out.end(), idx->begin(), idx->end());
-  out.insert(out.end(), dims->begin() + *axis + 1, dims->end());
-  return TensorSInfo(std::move(out), call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype);
+  std::vector<PrimExpr> out(g->data.begin(), g->data.begin() + *axis);
+  out.insert(out.end(), g->indices.begin(), g->indices.end());
+  out.insert(out.end(), g->data.begin() + *axis + 1, g->data.end());
+  return TensorSInfo(std::move(out), g->dtype);
 }
 
 absl::Status LegalizeTake(const CallNode& call, const std::vector<Buffer>& in,
@@ -380,22 +392,17 @@ absl::Status LegalizeTake(const CallNode& call, const std::vector<Buffer>& in,
 // ---- gather_elements(x, indices, axis): out[i] = x[i with i[axis] = indices[i]] ----
 
 absl::StatusOr<StructInfo> InferGatherElements(const CallNode& call, const OpInferContext&) {
-  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
-  if (!dims.ok()) return dims.status();
-  absl::StatusOr<std::vector<PrimExpr>> idx = KnownDims(call, 1);
-  if (!idx.ok()) return idx.status();
-  if (idx->size() != dims->size()) {
-    return OpError(call, absl::StrCat("indices have rank ", idx->size(), ", the data rank ",
-                                      dims->size(), "; they must be equal"));
+  absl::StatusOr<GatherOperands> g = ReadGatherOperands(call);
+  if (!g.ok()) return g.status();
+  if (g->indices.size() != g->data.size()) {
+    return OpError(call, absl::StrCat("indices have rank ", g->indices.size(), ", the data rank ",
+                                      g->data.size(), "; they must be equal"));
   }
-  DataType idx_type = call.args[1]->struct_info().as<TensorStructInfoNode>()->dtype;
-  if (!idx_type.is_void() && !idx_type.is_integral())
-    return OpError(call, absl::StrCat("indices must be integers, got ", idx_type.ToString()));
   absl::StatusOr<int64_t> axis_attr = IntAttr(call, "axis", 0);
   if (!axis_attr.ok()) return axis_attr.status();
-  absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(dims->size()));
+  absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(g->data.size()));
   if (!axis.ok()) return axis.status();
-  return TensorSInfo(*idx, call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype);
+  return TensorSInfo(g->indices, g->dtype);
 }
 
 // Negative indices count from the end; one still out of range reads 0.
@@ -419,13 +426,10 @@ absl::Status LegalizeGatherElements(const CallNode& call, const std::vector<Buff
 // out[b..., i..., j...] = x[b..., indices[b..., i..., 0..m-1], j...] (ONNX GatherND, TVM's op).
 
 absl::StatusOr<StructInfo> InferGatherND(const CallNode& call, const OpInferContext&) {
-  absl::StatusOr<std::vector<PrimExpr>> dims = KnownDims(call, 0);
-  if (!dims.ok()) return dims.status();
-  absl::StatusOr<std::vector<PrimExpr>> idx = KnownDims(call, 1);
-  if (!idx.ok()) return idx.status();
-  DataType idx_type = call.args[1]->struct_info().as<TensorStructInfoNode>()->dtype;
-  if (!idx_type.is_void() && !idx_type.is_integral())
-    return OpError(call, absl::StrCat("indices must be integers, got ", idx_type.ToString()));
+  absl::StatusOr<GatherOperands> g = ReadGatherOperands(call);
+  if (!g.ok()) return g.status();
+  const std::vector<PrimExpr>* dims = &g->data;
+  const std::vector<PrimExpr>* idx = &g->indices;
   absl::StatusOr<int64_t> batch = IntAttr(call, "batch_dims", 0);
   if (!batch.ok()) return batch.status();
   if (idx->empty()) return OpError(call, "indices need at least one axis");
@@ -439,7 +443,7 @@ absl::StatusOr<StructInfo> InferGatherND(const CallNode& call, const OpInferCont
   }
   std::vector<PrimExpr> out(idx->begin(), idx->end() - 1);
   out.insert(out.end(), dims->begin() + *batch + *m, dims->end());
-  return TensorSInfo(std::move(out), call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype);
+  return TensorSInfo(std::move(out), g->dtype);
 }
 
 absl::Status LegalizeGatherND(const CallNode& call, const std::vector<Buffer>& in,
