@@ -497,6 +497,12 @@ class KernelCodeGen {
   }
 
   llvm::Value* MathCall(const ir::CallNode& c) {
+    // A module decoded from the wire may hold any argument count: check it before args[0].
+    if (int arity = ir::MathIntrinsicArity(c.op);
+        arity > 0 && c.args.size() != static_cast<size_t>(arity)) {
+      Fail(absl::StrCat(name_, ": ", c.op, " takes ", arity, " arguments, got ", c.args.size()));
+      return nullptr;
+    }
     std::vector<llvm::Value*> args;
     for (const PrimExpr& a : c.args) {
       llvm::Value* v = Expr(a);

@@ -11,8 +11,10 @@
 #include "compiler/backend/toolchain.h"
 #include "compiler/script/script_parser.h"
 #include "compiler/tir/transform/transform.h"
+#include "compiler/wire/ir_proto.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/kiln/v1/ir.pb.h"
 #include "runtime/library.h"
 #include "runtime/testing/serial_context.h"
 
@@ -255,6 +257,38 @@ TEST_F(CodegenTest, EveryWrongArgumentIsAClearError) {
   ta.byte_offset = 16;  // naturally aligned, but not to the buffer's declared 64 bytes
   EXPECT_EQ(state.Call(*raw, values, kinds, 3), 1);
   EXPECT_THAT(state.error, HasSubstr("argument 0 (A) must be aligned to 64 bytes"));
+}
+
+// A module from the wire may call a math intrinsic with any number of arguments: code generation
+// refuses a wrong count with a message (it read args[0] of an empty call before).
+TEST(CodegenErrorTest, AMathIntrinsicWithTheWrongArgumentCountIsAnError) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            B[i] = T.pow(A[i], A[i])
+)",
+                                                         "pow.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  kiln::v1::IRModuleProto proto;
+  ASSERT_TRUE(proto.ParseFromString(wire::SerializeModule(*mod)));
+  int renamed = 0;
+  for (kiln::v1::IRNodeProto& node : *proto.mutable_nodes()) {
+    for (kiln::v1::IRFieldProto& field : *node.mutable_fields()) {
+      if (node.kind() == "Call" && field.has_bytes_value() && field.bytes_value() == "pow") {
+        field.set_bytes_value("exp");
+        ++renamed;
+      }
+    }
+  }
+  ASSERT_EQ(renamed, 1);
+  absl::StatusOr<ir::IRModule> wrong = wire::DeserializeModule(proto.SerializeAsString());
+  ASSERT_TRUE(wrong.ok()) << wrong.status();
+  absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*wrong, "llvm");
+  ASSERT_FALSE(so.ok());
+  EXPECT_THAT(so.status().message(), HasSubstr("exp takes 1 arguments, got 2"));
 }
 
 TEST(CodegenCrossTest, BuildsAnAarch64SharedLibrary) {

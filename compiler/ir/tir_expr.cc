@@ -93,16 +93,20 @@ PrimExpr Call(DataType dtype, std::string op, std::vector<PrimExpr> args) {
   return Make<CallNode>(dtype, std::move(op), std::move(args));
 }
 
-bool IsMathIntrinsic(absl::string_view op) {
-  static constexpr const char* kNames[] = {
-      "exp", "exp2", "log",   "log2", "log1p", "sqrt",  "rsqrt", "tanh",  "erf",   "sigmoid",
-      "pow", "fabs", "floor", "ceil", "round", "trunc", "sin",   "cos",   "isnan", "fma",
-      "tan", "asin", "acos",  "atan", "sinh",  "cosh",  "asinh", "acosh", "atanh"};
-  for (const char* name : kNames) {
-    if (op == name) return true;
+int MathIntrinsicArity(absl::string_view op) {
+  static constexpr const char* kUnary[] = {
+      "exp",     "exp2", "log",   "log2", "log1p", "sqrt",  "rsqrt", "tanh",  "erf",
+      "sigmoid", "fabs", "floor", "ceil", "round", "trunc", "sin",   "cos",   "isnan",
+      "tan",     "asin", "acos",  "atan", "sinh",  "cosh",  "asinh", "acosh", "atanh"};
+  for (const char* name : kUnary) {
+    if (op == name) return 1;
   }
-  return false;
+  if (op == "pow") return 2;
+  if (op == "fma") return 3;
+  return 0;
 }
+
+bool IsMathIntrinsic(absl::string_view op) { return MathIntrinsicArity(op) > 0; }
 
 const char* BinaryInfixSymbol(NodeKind k) {
   switch (k) {

@@ -209,6 +209,8 @@ PrimExpr Call(DataType dtype, std::string op, std::vector<PrimExpr> args);
 // Names of the math intrinsics CallNode::op may hold (unary float unless noted: "pow" binary,
 // "fma" ternary a * b + c, rounded once).
 bool IsMathIntrinsic(absl::string_view op);
+// How many arguments the math intrinsic `op` takes; 0 when `op` is none.
+int MathIntrinsicArity(absl::string_view op);
 
 // How a binary node is written in TVMScript: its Python infix operator ("+", "//", "<=", "and"),
 // or null when it is written as a call; then BinaryCallName gives the callee ("T.min", "T.Div",

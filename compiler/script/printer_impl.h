@@ -126,6 +126,9 @@ class Printer {
   static bool IsGridLoop(const Stmt& s);
   void PrintFor(const Stmt& s, int indent);
   void PrintBlock(const BlockRealizeNode& r, int indent);
+  // Whether iter var `i` prints in a T.axis.remap, as TVM prints it: a spatial or reduce iter var
+  // bound to an enclosing loop's variable over that loop's exact range.
+  bool IsRemapped(const BlockRealizeNode& r, size_t i) const;
   // Removes global_symbol when it equals the function's name; true if the function is private.
   static bool PopGlobalSymbol(Attrs* attrs, const std::string& name);
 
@@ -156,6 +159,8 @@ class Printer {
   std::unordered_map<const relax::ConstantNode*, size_t> metadata_index_;
   Namer namer_;
   std::unordered_set<const Object*> declared_;
+  // The loops around the statement being printed, by loop variable.
+  std::unordered_map<const ir::VarNode*, const ForNode*> enclosing_loops_;
 };
 
 }  // namespace kiln::script::printer

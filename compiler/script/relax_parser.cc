@@ -258,8 +258,28 @@ relax::Expr Builder::RCall(const PyExpr& e) {
   }
   if (name == "R.prim_value") {
     if (!Arity(e, 1, name)) return nullptr;
+    if (e.args[1]->kind == K::kString)
+      return Fail<relax::Expr>(e.args[1]->pos, "R.prim_value holds a number, not a string");
     PrimExpr v = Expr(*e.args[1], DataType::Int(64));
-    return v ? relax::Expr(Make<PrimValueNode>(v)) : nullptr;
+    if (!v) return nullptr;
+    if (v->dtype.lanes() != 1 ||
+        !(v->dtype.is_int() || v->dtype.is_uint() || v->dtype.is_float() || v->dtype.is_bool())) {
+      return Fail<relax::Expr>(e.args[1]->pos,
+                               absl::StrCat("R.prim_value holds a scalar number or TIR "
+                                            "expression, not ",
+                                            v->dtype.ToString()));
+    }
+    return relax::Expr(Make<PrimValueNode>(v));
+  }
+  if (name == "R.TupleGetItem") {  // TVM's long form of t[i]
+    if (!Arity(e, 2, name)) return nullptr;
+    if (e.args[2]->kind != K::kInt || e.args[2]->int_value < 0 || e.args[2]->int_value > INT32_MAX)
+      return Fail<relax::Expr>(e.args[2]->pos,
+                               "R.TupleGetItem: the index must be a non-negative "
+                               "integer literal");
+    relax::Expr tuple = RExpr(*e.args[1]);
+    if (!tuple) return nullptr;
+    return Make<TupleGetItemNode>(tuple, static_cast<int>(e.args[2]->int_value));
   }
   if (name == "R.str") {
     std::string s = string_arg(1);

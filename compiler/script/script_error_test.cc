@@ -170,6 +170,71 @@ INSTANTIATE_TEST_SUITE_P(
                   Module("    @R.function\n    def main(x: R.Tensor((\"n +\",), "
                          "dtype=\"float32\")):\n        return x\n"),
                   "4:31", "expected an expression"},
+        // TVM's printed forms, each with a deliberate error.
+        ErrorCase{"remap_unknown_kind",
+                  Prim("        for i in range(8):\n            with T.block(\"b\"):\n             "
+                       "   vi = T.axis.remap(\"X\", [i])\n"
+                       "                A[vi] = T.float32(0)\n"),
+                  "7:35", "kind 'X' is neither S (spatial) nor R (reduce)"},
+        ErrorCase{"spatial_without_value",
+                  Prim("        for i in range(8):\n            with T.block(\"b\"):\n             "
+                       "   vi = T.axis.spatial(8)\n"
+                       "                A[vi] = T.float32(0)\n"),
+                  "7:17", "use: v = T.axis.spatial(dom, value)"},
+        ErrorCase{"init_with_arguments",
+                  Prim("        for i in range(8):\n            with T.block(\"b\"):\n             "
+                       "   vi = T.axis.reduce(8, i)\n                with T.init(1):\n"
+                       "                    A[0] = T.float32(0)\n"
+                       "                A[0] = A[0] + T.float32(1)\n"),
+                  "8:22", "T.init takes 0 arguments"},
+        ErrorCase{"reads_of_a_variable",
+                  Prim("        for i in range(8):\n            with T.block(\"b\"):\n             "
+                       "   vi = T.axis.spatial(8, i)\n                T.reads(vi)\n"
+                       "                A[vi] = T.float32(0)\n"),
+                  "8:25", "expected a buffer region"},
+        ErrorCase{"block_attr_not_a_dict",
+                  Prim("        for i in range(8):\n            with T.block(\"b\"):\n             "
+                       "   vi = T.axis.spatial(8, i)\n                T.block_attr(\"rule\")\n"
+                       "                A[vi] = T.float32(0)\n"),
+                  "8:30", "expected a dict of attributes"},
+        ErrorCase{"math_intrinsic_arity", Prim("        A[0] = T.exp(A[0], A[1])\n"), "5:16",
+                  "T.exp takes 1 argument"},
+        ErrorCase{"if_then_else_arity", Prim("        A[0] = T.if_then_else(A[0] < A[1], A[0])\n"),
+                  "5:16", "T.if_then_else takes 3 arguments"},
+        ErrorCase{"cast_to_unknown_dtype", Prim("        A[0] = T.Cast(\"int99\", A[1])\n"), "5:23",
+                  "unknown dtype \"int99\""},
+        ErrorCase{
+            "global_symbol_not_a_string",
+            Prim("        T.func_attr({\"global_symbol\": 3})\n        A[0] = T.float32(0)\n"),
+            "5:39", "global_symbol must be a string"},
+        ErrorCase{"prim_value_of_a_string",
+                  Rfunc("        p = R.prim_value(\"one\")\n        return x\n"), "5:26",
+                  "R.prim_value holds a number, not a string"},
+        ErrorCase{"tuple_get_item_index",
+                  Rfunc("        t = (x, x)\n        y = R.TupleGetItem(t, x)\n        return y\n"),
+                  "6:31", "R.TupleGetItem: the index must be a non-negative integer literal"},
+        ErrorCase{"shape_not_a_list", Rfunc("        s = R.shape(8)\n        return x\n"), "5:13",
+                  "use: R.shape([d0, d1, ...])"},
+        ErrorCase{"call_tir_without_out_sinfo",
+                  Rfunc("        y = R.call_tir(cls.f, (x,))\n        return y\n"), "5:13",
+                  "use: R.call_tir(func, (args...), out_sinfo=...)"},
+        ErrorCase{"call_dps_packed_name",
+                  Rfunc("        y = R.call_dps_packed(f, (x,), out_sinfo=R.Tensor((8,), "
+                        "dtype=\"float32\"))\n        return y\n"),
+                  "5:13", "R.call_dps_packed: argument 1 must be a string"},
+        ErrorCase{"func_attr_not_a_dict", Rfunc("        R.func_attr(3)\n        return x\n"),
+                  "5:21", "expected a dict of attributes"},
+        ErrorCase{"module_attrs_not_a_dict",
+                  "@I.ir_module\nclass Module:\n    I.module_attrs(\"llvm\")\n", "3:20",
+                  "expected a dict of attributes"},
+        ErrorCase{
+            "metadata_index_out_of_range",
+            "metadata = tvm.ir.load_json(\"\"\"{\"root\": 1, \"nodes\": [{\"type_key\": \"\"}, "
+            "{\"type_key\": \"Map\", \"keys\": [], \"data\": []}], \"b64ndarrays\": [], "
+            "\"attrs\": {\"tvm_version\": \"0.20.0\"}}\"\"\")\n" +
+                Rfunc("        y = R.add(x, metadata[\"relax.expr.Constant\"][0])\n"
+                      "        return y\n"),
+            "6:54", "out of range"},
         ErrorCase{"match_cast_nested",
                   Rfunc("        y = R.exp(R.match_cast(x, R.Tensor((8,), dtype=\"float32\")))\n   "
                         "     return y\n"),

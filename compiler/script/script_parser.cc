@@ -185,6 +185,9 @@ Attrs Builder::AttrDict(const PyExpr& e) {
   for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
     if (e.args[i]->kind != K::kString)
       return Fail<Attrs>(e.args[i]->pos, "attribute keys are strings");
+    // A function's exported name: checked here, where the text can say where it went wrong.
+    if (e.args[i]->text == "global_symbol" && e.args[i + 1]->kind != K::kString)
+      return Fail<Attrs>(e.args[i + 1]->pos, "global_symbol must be a string");
     attrs = WithAttr(std::move(attrs), e.args[i]->text, AttrValue(*e.args[i + 1]));
   }
   return attrs;

@@ -213,5 +213,47 @@ TEST(ScriptTest, MetadataErrors) {
   EXPECT_THAT(bad_ndarray.status().message(), HasSubstr("an NDArray without TVM's magic number"));
 }
 
+// As TVM prints blocks: consecutive iter vars bound to their enclosing loops over the loops' exact
+// ranges print as one T.axis.remap; one bound to an expression, or over another range, prints on
+// its own (and a run of one remapped var prints on its own too).
+TEST(ScriptTest, BlocksPrintTheirTrivialBindingsAsRemap) {
+  const std::string text =
+      "@I.ir_module\nclass Module:\n    @T.prim_func\n"
+      "    def f(A: T.Buffer((8, 4), \"float32\"), B: T.Buffer((8,), \"float32\")):\n"
+      "        for i, k in T.grid(8, 4):\n"
+      "            with T.block(\"sum\"):\n"
+      "                vi = T.axis.spatial(8, i)\n"
+      "                vk = T.axis.reduce(4, k)\n"
+      "                with T.init():\n"
+      "                    B[vi] = T.float32(0)\n"
+      "                B[vi] = B[vi] + A[vi, vk]\n"
+      "        for i, j in T.grid(8, 2):\n"
+      "            with T.block(\"copy\"):\n"
+      "                vi = T.axis.spatial(8, i)\n"
+      "                vj = T.axis.spatial(4, j * 2)\n"
+      "                A[vi, vj] = B[vi]\n";
+  absl::StatusOr<IRModule> mod = ParseScript(text, "remap.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  std::string printed = PrintScript(*mod);
+  EXPECT_THAT(printed, HasSubstr("vi, vk = T.axis.remap(\"SR\", [i, k])"));
+  EXPECT_THAT(printed, HasSubstr("vi_1 = T.axis.spatial(8, i_1)"));
+  EXPECT_THAT(printed, HasSubstr("vj = T.axis.spatial(4, j * 2)"));
+  absl::StatusOr<IRModule> again = ParseScript(printed, "printed.py");
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << printed;
+  EXPECT_TRUE(StructuralEqual(*mod, *again));
+  EXPECT_EQ(PrintScript(*again), printed);
+}
+
+// R.TupleGetItem(t, i), TVM's long form, is t[i].
+TEST(ScriptTest, TupleGetItemLongForm) {
+  const std::string text =
+      "@I.ir_module\nclass Module:\n    @R.function\n"
+      "    def main(x: R.Tensor((8,), dtype=\"float32\")):\n"
+      "        t = (x, R.exp(x))\n        y = R.TupleGetItem(t, 1)\n        return y\n";
+  absl::StatusOr<IRModule> mod = ParseScript(text, "tgi.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  EXPECT_THAT(PrintScript(*mod), HasSubstr(" = t[1]"));
+}
+
 }  // namespace
 }  // namespace kiln::script

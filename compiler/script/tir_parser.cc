@@ -225,10 +225,10 @@ PrimExpr Builder::CallExpr(const PyExpr& e, DataType hint) {
     std::vector<PrimExpr> args = Args(e, 3);
     return ok() ? Call(dtype, e.args[2]->text, std::move(args)) : nullptr;
   }
-  if (IsMathIntrinsic(fn)) {
+  if (int arity = MathIntrinsicArity(fn); arity > 0) {
+    if (!Arity(e, arity, name)) return nullptr;
     std::vector<PrimExpr> args = Args(e);
     if (!ok()) return nullptr;
-    if (args.empty()) return Fail<PrimExpr>(e.pos, absl::StrCat(name, " needs an argument"));
     DataType dtype = args[0]->dtype;
     return Call(dtype, fn, std::move(args));
   }
@@ -641,6 +641,11 @@ Stmt Builder::Block(const PyStmt& s) {
           break;
         }
         const std::string& kinds = call.args[1]->text;
+        if (size_t bad = kinds.find_first_not_of("SR"); bad != std::string::npos) {
+          Fail(call.args[1]->pos, absl::StrCat("T.axis.remap: kind '", kinds.substr(bad, 1),
+                                               "' is neither S (spatial) nor R (reduce)"));
+          break;
+        }
         const PyExpr& loops = *call.args[2];
         size_t n = h.target->kind == K::kTuple ? h.target->args.size() : 1;
         if (kinds.size() != loops.args.size() || kinds.size() != n) {
@@ -662,10 +667,8 @@ Stmt Builder::Block(const PyStmt& s) {
             break;
           }
           ir::Var var = MakeVar(target.text, ext->second->extent->dtype);
-          b->iter_vars.push_back(Make<IterVarNode>(var, ext->second,
-                                                   kinds[k] == 'S'   ? IterKind::kSpatial
-                                                   : kinds[k] == 'R' ? IterKind::kReduce
-                                                                     : IterKind::kOpaque));
+          b->iter_vars.push_back(Make<IterVarNode>(
+              var, ext->second, kinds[k] == 'S' ? IterKind::kSpatial : IterKind::kReduce));
           values.push_back(lv);
           Define(target.text, var);
         }
@@ -722,6 +725,7 @@ Stmt Builder::Block(const PyStmt& s) {
       continue;
     }
     if (h.kind == PyStmt::Kind::kWith && CalleeName(*h.value) == "T.init") {
+      if (!Arity(*h.value, 0, "T.init")) break;
       b->init = Stmts(h.body);
       continue;
     }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/ir/relax_functor.h"
+#include "compiler/ir/structural.h"
 #include "compiler/ir/tir_functor.h"
 #include "compiler/script/metadata.h"
 #include "compiler/script/printer_impl.h"
@@ -371,10 +372,13 @@ void Printer::PrintFor(const Stmt& s, int indent) {
   if (IsGridLoop(s)) {
     std::vector<std::string> vars, extents;
     Stmt cur = s;
+    std::vector<const ir::VarNode*> loop_vars;
     while (IsGridLoop(cur)) {
       const auto* loop = cur.as<ForNode>();
       vars.push_back(VarName(loop->loop_var.get()));
       extents.push_back(Expr(loop->extent));
+      loop_vars.push_back(loop->loop_var.get());
+      enclosing_loops_[loop->loop_var.get()] = loop;
       cur = loop->body;
     }
     if (vars.size() == 1) {
@@ -384,6 +388,7 @@ void Printer::PrintFor(const Stmt& s, int indent) {
                                 absl::StrJoin(extents, ", "), "):"));
     }
     StmtList(cur, indent + 1);
+    for (const ir::VarNode* v : loop_vars) enclosing_loops_.erase(v);
     return;
   }
   static const char* kKinds[] = {"T.serial", "T.parallel", "T.vectorized", "T.unroll",
@@ -397,7 +402,21 @@ void Printer::PrintFor(const Stmt& s, int indent) {
   if (!f->annotations.empty()) absl::StrAppend(&args, ", annotations=", AttrDict(f->annotations));
   Line(indent, absl::StrCat("for ", VarName(f->loop_var.get()), " in ",
                             kKinds[static_cast<int>(f->for_kind)], "(", args, "):"));
+  enclosing_loops_[f->loop_var.get()] = f;
   StmtList(f->body, indent + 1);
+  enclosing_loops_.erase(f->loop_var.get());
+}
+
+bool Printer::IsRemapped(const BlockRealizeNode& r, size_t i) const {
+  const IterVar& iv = r.block->iter_vars[i];
+  if (i >= r.iter_values.size() ||
+      (iv->iter_kind != IterKind::kSpatial && iv->iter_kind != IterKind::kReduce)) {
+    return false;
+  }
+  const auto* v = r.iter_values[i].as<ir::VarNode>();
+  auto loop = v ? enclosing_loops_.find(v) : enclosing_loops_.end();
+  return loop != enclosing_loops_.end() && ExprDeepEqual(loop->second->min, iv->dom->min) &&
+         ExprDeepEqual(loop->second->extent, iv->dom->extent);
 }
 
 void Printer::PrintBlock(const BlockRealizeNode& r, int indent) {
@@ -409,7 +428,7 @@ void Printer::PrintBlock(const BlockRealizeNode& r, int indent) {
   Line(indent, absl::StrCat("with T.block(", Quote(b->name), "):"));
   int in = indent + 1;
   static const char* kAxis[] = {"spatial", "reduce", "opaque", "opaque"};
-  for (size_t i = 0; i < b->iter_vars.size(); ++i) {
+  auto single = [&](size_t i) {
     const IterVar& iv = b->iter_vars[i];
     std::string dom =
         IsZero(iv->dom->min) && iv->dom->extent && iv->dom->min->dtype == iv->dom->extent->dtype
@@ -418,6 +437,24 @@ void Printer::PrintBlock(const BlockRealizeNode& r, int indent) {
     std::string value = i < r.iter_values.size() ? Expr(r.iter_values[i]) : "None";
     Line(in, absl::StrCat(VarName(iv->var.get()), " = T.axis.",
                           kAxis[static_cast<int>(iv->iter_kind)], "(", dom, ", ", value, ")"));
+  };
+  // Runs of remapped iter vars print as one T.axis.remap; a run of one prints on its own.
+  for (size_t i = 0; i < b->iter_vars.size();) {
+    size_t end = i;
+    while (end < b->iter_vars.size() && IsRemapped(r, end)) ++end;
+    if (end - i < 2) {
+      single(i++);
+      continue;
+    }
+    std::vector<std::string> names, loops;
+    std::string kinds;
+    for (; i < end; ++i) {
+      names.push_back(VarName(b->iter_vars[i]->var.get()));
+      loops.push_back(Expr(r.iter_values[i]));
+      kinds += b->iter_vars[i]->iter_kind == IterKind::kSpatial ? 'S' : 'R';
+    }
+    Line(in, absl::StrCat(absl::StrJoin(names, ", "), " = T.axis.remap(\"", kinds, "\", [",
+                          absl::StrJoin(loops, ", "), "])"));
   }
   const auto* pred = r.predicate.as<IntImmNode>();
   if (!(pred != nullptr && pred->dtype.is_bool() && pred->value == 1)) {
