@@ -878,15 +878,15 @@ TEST_F(ServiceTest, BadInputIsRefusedWithTheRightCodeAndNothingIsStored) {
         r.mutable_module()->set_name("broken.py");
       },
       absl::StatusCode::kInvalidArgument, "broken.py:");
-  frontend::testing::GraphBuilder celu(13);
-  celu.Input("x", 1, {2}).Output("y", 1).Node("Celu", {"x"}, {"y"});
-  std::string celu_bytes = celu.Serialize();
+  frontend::testing::GraphBuilder det(13);
+  det.Input("x", 1, {2, 2}).Output("y", 1).Node("Det", {"x"}, {"y"});
+  std::string det_bytes = det.Serialize();
   add(
-      failed, "unsupported ONNX op", [&](auto& r) { r.mutable_module()->set_onnx(celu_bytes); },
-      absl::StatusCode::kUnimplemented, "operator Celu is not supported");
+      failed, "unsupported ONNX op", [&](auto& r) { r.mutable_module()->set_onnx(det_bytes); },
+      absl::StatusCode::kUnimplemented, "operator Det is not supported");
   add(
       failed, "truncated ONNX protobuf",
-      [&](auto& r) { r.mutable_module()->set_onnx(celu_bytes.substr(0, celu_bytes.size() / 2)); },
+      [&](auto& r) { r.mutable_module()->set_onnx(det_bytes.substr(0, det_bytes.size() / 2)); },
       absl::StatusCode::kInvalidArgument, "model.onnx");
   add(
       refused, "unknown target",

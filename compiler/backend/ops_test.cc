@@ -209,6 +209,55 @@ TEST(OpsTest, ComparisonsAndWhere) {
   }
 }
 
+// Scatters against a loop over the index positions in row-major order, as ONNX's reference
+// runs it: indices smaller than the data on every axis, negative and repeated ones, each
+// reduction.
+TEST(OpsTest, ScatterElementsAndScatterNDMatchAScatterLoop) {
+  Array data = Random({4, 5}, 11), updates = Random({2, 3}, 12);
+  Array indices = {{2, 3}, {1, -1, 0, 1, 3, 0}};  // axis 0: rows 1, 3, 0 then 1, 3, 0
+  struct Reduction {
+    const char* name;
+    std::function<double(double, double)> f;
+  };
+  std::vector<Reduction> reductions = {
+      {"update", [](double, double u) { return u; }},
+      {"add", [](double x, double u) { return x + u; }},
+      {"mul", [](double x, double u) { return x * u; }},
+      {"max", [](double x, double u) { return std::max(x, u); }},
+      {"min", [](double x, double u) { return std::min(x, u); }},
+  };
+  for (const Reduction& r : reductions) {
+    SCOPED_TRACE(r.name);
+    Array want = data;
+    for (int64_t i = 0; i < 2; ++i) {
+      for (int64_t j = 0; j < 3; ++j) {
+        int64_t row = static_cast<int64_t>(indices.at({i, j}));
+        if (row < 0) row += 4;
+        want.at({row, j}) = r.f(want.at({row, j}), updates.at({i, j}));
+      }
+    }
+    CheckOp(absl::StrCat("x: ", F32({4, 5}),
+                         ", i: R.Tensor((2, 3), dtype=\"int64\"), u: ", F32({2, 3})),
+            absl::StrCat("            y = R.scatter_elements(x, i, u, axis=0, reduction=\"", r.name,
+                         "\")\n"),
+            {ToTensor(data), ToTensor(indices, "int64"), ToTensor(updates)}, want);
+  }
+  // scatter_nd: one coordinate per index row picks a whole row of the data; row 1 twice.
+  Array nd_indices = {{3, 1}, {1, 3, 1}}, rows = Random({3, 5}, 13);
+  for (const Reduction& r : {reductions[0], reductions[1]}) {
+    SCOPED_TRACE(r.name);
+    Array want = data;
+    for (int64_t q = 0; q < 3; ++q) {
+      int64_t row = static_cast<int64_t>(nd_indices.data[q]);
+      for (int64_t j = 0; j < 5; ++j) want.at({row, j}) = r.f(want.at({row, j}), rows.at({q, j}));
+    }
+    CheckOp(absl::StrCat("x: ", F32({4, 5}),
+                         ", i: R.Tensor((3, 1), dtype=\"int64\"), u: ", F32({3, 5})),
+            absl::StrCat("            y = R.scatter_nd(x, i, u, reduction=\"", r.name, "\")\n"),
+            {ToTensor(data), ToTensor(nd_indices, "int64"), ToTensor(rows)}, want);
+  }
+}
+
 TEST(OpsTest, AstypeRoundTrips) {
   Array x = Random({6, 5}, 9, -50, 50);
   CheckOp(absl::StrCat("x: ", F32({6, 5})),

@@ -246,6 +246,19 @@ absl::StatusOr<Outputs> Selu(Context& ctx) {
   return OneOf(ctx.Call("relax.multiply", {y, ctx.Scalar(t, gamma)}));
 }
 
+// Celu: x > 0 ? x : alpha * (exp(x / alpha) - 1), which is max(0, x) + min(0, that).
+absl::StatusOr<Outputs> Celu(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  DataType t = ctx.DType(x);
+  double alpha = ctx.Float("alpha", 1.0);
+  if (alpha == 0) return ctx.Error("alpha must not be 0");
+  KILN_ASSIGN_OR_RETURN(Expr scaled, ctx.Call("relax.divide", {x, ctx.Scalar(t, alpha)}));
+  KILN_ASSIGN_OR_RETURN(Expr e, ctx.Call("relax.exp", {scaled}));
+  KILN_ASSIGN_OR_RETURN(Expr em1, ctx.Call("relax.subtract", {e, ctx.Scalar(t, 1)}));
+  KILN_ASSIGN_OR_RETURN(Expr neg, ctx.Call("relax.multiply", {em1, ctx.Scalar(t, alpha)}));
+  return OneOf(PiecewiseAtZero(ctx, x, neg));
+}
+
 // ThresholdedRelu: x > alpha ? x : 0
 absl::StatusOr<Outputs> ThresholdedRelu(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
@@ -496,12 +509,18 @@ absl::StatusOr<Outputs> Pow(Context& ctx) {
     if (p == 0.5) return OneOf(ctx.Call("relax.sqrt", {x}));
   }
   KILN_ASSIGN_OR_RETURN(Expr y, ctx.Tensor(1));
-  if (ctx.DType(y) != ctx.DType(x)) {
-    KILN_ASSIGN_OR_RETURN(
-        y, ctx.Call("relax.astype", {y}, {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
-  }
-  KILN_ASSIGN_OR_RETURN(Expr out, ctx.Call("relax.power", {x, y}));
-  return One(out);
+  // The result has the base's type. An integer power is computed in float64, exact for every
+  // result float64 holds exactly (all int32 ones), as NumPy's reference does.
+  DataType t = ctx.DType(x);
+  DataType compute = t.is_float() ? t : DataType::Float(64);
+  auto as = [&](const Expr& e, DataType d) -> absl::StatusOr<Expr> {
+    if (ctx.DType(e) == d) return e;
+    return ctx.Call("relax.astype", {e}, {{"dtype", StrAttr(d.ToString())}});
+  };
+  KILN_ASSIGN_OR_RETURN(Expr base, as(x, compute));
+  KILN_ASSIGN_OR_RETURN(Expr exponent, as(y, compute));
+  KILN_ASSIGN_OR_RETURN(Expr out, ctx.Call("relax.power", {base, exponent}));
+  return OneOf(as(out, t));
 }
 
 // Min, Max, Sum, Mean: variadic with broadcasting.
@@ -560,6 +579,34 @@ absl::StatusOr<Outputs> Cast(Context& ctx) {
   if (ctx.DType(x) == to) return One(x);
   KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.astype", {x}, {{"dtype", StrAttr(to.ToString())}}));
   return One(y);
+}
+
+// MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (default
+// 0, 2, 3), as ONNX's function body defines it.
+absl::StatusOr<Outputs> MeanVarianceNormalization(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  DataType t = ctx.DType(x);
+  std::vector<int64_t> axes = ctx.Ints("axes").value_or(std::vector<int64_t>{0, 2, 3});
+  ir::Attrs mean_attrs = {{"axis", IntsAttr(axes)}, {"keepdims", IntAttr(1)}};
+  KILN_ASSIGN_OR_RETURN(Expr mean, ctx.Call("relax.mean", {x}, mean_attrs));
+  KILN_ASSIGN_OR_RETURN(Expr square, ctx.Call("relax.multiply", {x, x}));
+  KILN_ASSIGN_OR_RETURN(Expr mean_of_square, ctx.Call("relax.mean", {square}, mean_attrs));
+  KILN_ASSIGN_OR_RETURN(Expr square_of_mean, ctx.Call("relax.multiply", {mean, mean}));
+  KILN_ASSIGN_OR_RETURN(Expr variance,
+                        ctx.Call("relax.subtract", {mean_of_square, square_of_mean}));
+  KILN_ASSIGN_OR_RETURN(Expr stddev, ctx.Call("relax.sqrt", {variance}));
+  KILN_ASSIGN_OR_RETURN(Expr denominator, ctx.Call("relax.add", {stddev, ctx.Scalar(t, 1e-9)}));
+  KILN_ASSIGN_OR_RETURN(Expr centered, ctx.Call("relax.subtract", {x, mean}));
+  return OneOf(ctx.Call("relax.divide", {centered, denominator}));
+}
+
+// CastLike: Cast to the element type of the second input.
+absl::StatusOr<Outputs> CastLike(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr like, ctx.Tensor(1));
+  DataType to = ctx.DType(like);
+  if (ctx.DType(x) == to) return One(x);
+  return OneOf(ctx.Call("relax.astype", {x}, {{"dtype", StrAttr(to.ToString())}}));
 }
 
 // ---- Reductions ----
@@ -733,6 +780,7 @@ void RegisterMathConverters(ConverterTable* t) {
   (*t)["Atanh"] = Unary<kAtanh>;
   (*t)["Elu"] = Elu;
   (*t)["Selu"] = Selu;
+  (*t)["Celu"] = Celu;
   (*t)["ThresholdedRelu"] = ThresholdedRelu;
   (*t)["PRelu"] = PRelu;
   (*t)["Softplus"] = Softplus;
@@ -769,6 +817,8 @@ void RegisterMathConverters(ConverterTable* t) {
   (*t)["Mean"] = Variadic<kAdd, true>;
   (*t)["Where"] = Where;
   (*t)["Cast"] = Cast;
+  (*t)["CastLike"] = CastLike;
+  (*t)["MeanVarianceNormalization"] = MeanVarianceNormalization;
   (*t)["ReduceMean"] = Reduce<kReduceMean>;
   (*t)["ReduceSum"] = Reduce<kReduceSum>;
   (*t)["ReduceMax"] = Reduce<kReduceMax>;

@@ -67,6 +67,30 @@ absl::StatusOr<Outputs> GatherElements(Context& ctx) {
       ctx.Call("relax.gather_elements", {x, indices}, {{"axis", IntAttr(ctx.Int("axis", 0))}}));
 }
 
+// ScatterElements (and Scatter, its name before opset 11) and ScatterND: ONNX's reduction
+// "none" is Relax's "update".
+std::string ScatterReduction(Context& ctx) {
+  std::string r = ctx.Str("reduction", "none");
+  return r == "none" ? "update" : r;
+}
+
+absl::StatusOr<Outputs> ScatterElements(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr data, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr updates, ctx.Tensor(2));
+  return OneOf(ctx.Call(
+      "relax.scatter_elements", {data, indices, updates},
+      {{"axis", IntAttr(ctx.Int("axis", 0))}, {"reduction", StrAttr(ScatterReduction(ctx))}}));
+}
+
+absl::StatusOr<Outputs> ScatterND(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr data, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr updates, ctx.Tensor(2));
+  return OneOf(ctx.Call("relax.scatter_nd", {data, indices, updates},
+                        {{"reduction", StrAttr(ScatterReduction(ctx))}}));
+}
+
 // DepthToSpace and SpaceToDepth on NCHW: a reshape to 6-D, a permutation and a reshape back.
 // DepthToSpace's "DCR" mode takes the block offsets from the high channel bits, "CRD" from the
 // low ones.
@@ -691,6 +715,9 @@ void RegisterTensorConverters(ConverterTable* t) {
   (*t)["OneHot"] = OneHot;
   (*t)["GatherElements"] = GatherElements;
   (*t)["GatherND"] = GatherND;
+  (*t)["ScatterElements"] = ScatterElements;
+  (*t)["Scatter"] = ScatterElements;
+  (*t)["ScatterND"] = ScatterND;
   (*t)["Trilu"] = Trilu;
   (*t)["EyeLike"] = EyeLike;
   (*t)["Identity"] = Identity;

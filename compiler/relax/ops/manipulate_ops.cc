@@ -1,5 +1,7 @@
 // Layout and creation operators: expand_dims, squeeze, concat, split, strided_slice, take,
 // broadcast_to, nn.pad, zeros, ones and full.
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/printer.h"
 #include "compiler/relax/ops/op_common.h"
@@ -8,6 +10,7 @@
 namespace kiln::ir::relax::ops {
 namespace {
 
+using tir::Combiner;
 using tir::Indices;
 using tir::Load;
 
@@ -469,6 +472,179 @@ absl::Status LegalizeGatherND(const CallNode& call, const std::vector<Buffer>& i
   return absl::OkStatus();
 }
 
+// ---- scatter_elements(data, indices, updates, axis, reduction) and
+//      scatter_nd(data, indices, updates, reduction): TVM's ops, ONNX's semantics ----
+// Written as gathers, so that every output element is computed once by one reduction: the
+// updates aimed at an element are combined over the positions r of indices that name it.
+// reduction "update" keeps the last one (the highest r), as ONNX's reference does; "add", "mul",
+// "max" and "min" fold them into the data's element.
+
+absl::StatusOr<Combiner> ScatterCombiner(const CallNode& call, bool* last_wins) {
+  absl::StatusOr<std::string> r = StringAttr(call, "reduction", "update");
+  if (!r.ok()) return r.status();
+  *last_wins = *r == "update";
+  if (*r == "update" || *r == "max") return Combiner::kMax;
+  if (*r == "add") return Combiner::kSum;
+  if (*r == "mul") return Combiner::kProd;
+  if (*r == "min") return Combiner::kMin;
+  return OpError(
+      call, absl::StrCat("reduction \"", *r, "\" is not one of update, add, mul, max and min"));
+}
+
+absl::StatusOr<StructInfo> InferScatter(const CallNode& call, const OpInferContext&) {
+  absl::StatusOr<GatherOperands> g = ReadGatherOperands(call);
+  if (!g.ok()) return g.status();
+  absl::StatusOr<std::vector<PrimExpr>> updates = KnownDims(call, 2);
+  if (!updates.ok()) return updates.status();
+  DataType update_type = call.args[2]->struct_info().as<TensorStructInfoNode>()->dtype;
+  if (update_type != g->dtype) {
+    return OpError(call, absl::StrCat("updates have dtype ", update_type.ToString(), ", the data ",
+                                      g->dtype.ToString()));
+  }
+  bool last_wins;
+  if (absl::StatusOr<Combiner> c = ScatterCombiner(call, &last_wins); !c.ok()) return c.status();
+  size_t r = g->data.size(), q = g->indices.size();
+  if (OpName(call) == "relax.scatter_elements") {
+    absl::StatusOr<int64_t> axis = IntAttr(call, "axis", 0);
+    if (!axis.ok()) return axis.status();
+    if (absl::StatusOr<int> a = NormalizeAxis(call, *axis, static_cast<int>(r)); !a.ok())
+      return a.status();
+    if (q != r || updates->size() != r) {
+      return OpError(call, absl::StrCat("data, indices and updates have ranks ", r, ", ", q,
+                                        " and ", updates->size(), "; they must be equal"));
+    }
+  } else {
+    const int64_t* k = q == 0 ? nullptr : AsConstInt(g->indices.back());
+    if (k == nullptr || *k < 1 || static_cast<size_t>(*k) > r)
+      return OpError(call,
+                     "the last axis of indices must have a known length from 1 to the "
+                     "data's rank");
+    if (updates->size() != q - 1 + r - static_cast<size_t>(*k)) {
+      return OpError(call, absl::StrCat("updates have rank ", updates->size(), ", expected ",
+                                        q - 1 + r - static_cast<size_t>(*k)));
+    }
+  }
+  return call.args[0]->struct_info();
+}
+
+// `matches(p, r)` says whether position r of indices (and updates, read at `update_at(p, r)`)
+// aims at output element p; `reduce_extents` spans r.
+absl::Status LegalizeScatterAsGather(
+    const CallNode& call, const Buffer& data, const Buffer& updates, const Buffer& out,
+    const std::vector<PrimExpr>& reduce_extents,
+    const std::function<PrimExpr(const Indices&, const Indices&)>& matches,
+    const std::function<Indices(const Indices&, const Indices&)>& update_at,
+    tir::ComputeBuilder& b) {
+  bool last_wins;
+  absl::StatusOr<Combiner> combiner = ScatterCombiner(call, &last_wins);
+  if (!combiner.ok()) return combiner.status();
+  const DataType i64 = DataType::Int(64);
+  if (last_wins) {
+    // The highest position aimed at each element, or -1: then that update, else the data.
+    Buffer last = b.Temp("scatter_last", i64, out->shape);
+    b.Reduce("scatter_last", last, reduce_extents, Combiner::kMax,
+             [&](const Indices& p, const Indices& r) {
+               PrimExpr flat = Int64(0);
+               for (size_t k = 0; k < r.size(); ++k)
+                 flat = flat * Cast(i64, reduce_extents[k]) + Cast(i64, r[k]);
+               return Select(matches(p, r), flat, Int64(-1));
+             });
+    b.Compute("T_scatter", out, [&](const Indices& p) {
+      PrimExpr flat = Load(last, p);
+      Indices r(reduce_extents.size());
+      PrimExpr rest = Select(flat < Int64(0), Int64(0), flat);
+      for (size_t k = reduce_extents.size(); k-- > 0;) {
+        r[k] = FloorMod(rest, Cast(i64, reduce_extents[k]));
+        rest = FloorDiv(rest, Cast(i64, reduce_extents[k]));
+      }
+      return Select(flat < Int64(0), Load(data, p), Load(updates, update_at(p, r)));
+    });
+    return absl::OkStatus();
+  }
+  Buffer folded = b.Temp("scatter_folded", out->dtype, out->shape);
+  PrimExpr identity = tir::ReduceIdentity(*combiner, out->dtype);
+  b.Reduce("scatter_folded", folded, reduce_extents, *combiner,
+           [&](const Indices& p, const Indices& r) {
+             return Select(matches(p, r), Load(updates, update_at(p, r)), identity);
+           });
+  b.Compute("T_scatter", out, [&](const Indices& p) {
+    PrimExpr x = Load(data, p), u = Load(folded, p);
+    switch (*combiner) {
+      case Combiner::kSum:
+        return x + u;
+      case Combiner::kProd:
+        return x * u;
+      case Combiner::kMax:
+        return Max(x, u);
+      case Combiner::kMin:
+        return Min(x, u);
+    }
+    return x;
+  });
+  return absl::OkStatus();
+}
+
+absl::Status LegalizeScatterElements(const CallNode& call, const std::vector<Buffer>& in,
+                                     const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer &data = in[0], &idx = in[1], &updates = in[2];
+  absl::StatusOr<int64_t> axis_attr = IntAttr(call, "axis", 0);
+  if (!axis_attr.ok()) return axis_attr.status();
+  absl::StatusOr<int> axis = NormalizeAxis(call, *axis_attr, static_cast<int>(data->shape.size()));
+  if (!axis.ok()) return axis.status();
+  const size_t a = static_cast<size_t>(*axis);
+  // Indices may be smaller than the data on every axis: only elements inside their extent on the
+  // other axes can be aimed at.
+  auto update_at = [&](const Indices& p, const Indices& r) {
+    Indices at = p;
+    at[a] = r[0];
+    return at;
+  };
+  auto matches = [&](const Indices& p, const Indices& r) {
+    PrimExpr inside = Bool(true);
+    for (size_t k = 0; k < p.size(); ++k) {
+      if (k != a) inside = Binary(NodeKind::kAnd, inside, p[k] < idx->shape[k]);
+    }
+    PrimExpr target = GuardedLoad(idx, update_at(p, r), inside, MakeConst(idx->dtype, 0));
+    return Binary(
+        NodeKind::kAnd, inside,
+        Binary(NodeKind::kEQ, GatherIndex(target, data->shape[a]), Cast(DataType::Int(64), p[a])));
+  };
+  auto guarded_update_at = [&](const Indices& p, const Indices& r) {
+    Indices at = update_at(p, r);
+    for (size_t k = 0; k < at.size(); ++k) {
+      if (k != a) at[k] = Min(at[k], idx->shape[k] - MakeConst(idx->shape[k]->dtype, 1));
+    }
+    return at;
+  };
+  return LegalizeScatterAsGather(call, data, updates, out[0], {idx->shape[a]}, matches,
+                                 guarded_update_at, b);
+}
+
+absl::Status LegalizeScatterND(const CallNode& call, const std::vector<Buffer>& in,
+                               const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer &data = in[0], &idx = in[1], &updates = in[2];
+  const size_t k = static_cast<size_t>(*AsConstInt(idx->shape.back()));
+  std::vector<PrimExpr> positions(idx->shape.begin(), idx->shape.end() - 1);
+  auto matches = [&](const Indices& p, const Indices& r) {
+    PrimExpr all = Bool(true);
+    Indices at = r;
+    for (size_t j = 0; j < k; ++j) {
+      at.push_back(Int64(static_cast<int64_t>(j)));
+      all = Binary(NodeKind::kAnd, all,
+                   Binary(NodeKind::kEQ, GatherIndex(Load(idx, at), data->shape[j]),
+                          Cast(DataType::Int(64), p[j])));
+      at.pop_back();
+    }
+    return all;
+  };
+  auto update_at = [&](const Indices& p, const Indices& r) {
+    Indices at = r;
+    at.insert(at.end(), p.begin() + static_cast<long>(k), p.end());
+    return at;
+  };
+  return LegalizeScatterAsGather(call, data, updates, out[0], positions, matches, update_at, b);
+}
+
 // ---- broadcast_to(x, shape) ----
 
 absl::StatusOr<StructInfo> InferBroadcastTo(const CallNode& call, const OpInferContext& ctx) {
@@ -696,6 +872,14 @@ void RegisterManipulateOps(std::vector<OpInfo>* ops) {
   ops->push_back({"relax.gather_nd", 2, InferGatherND, true, OpPattern::kInjective,
                   "gathers slices of x at coordinate tuples in indices' last axis (batch_dims)",
                   LegalizeGatherND});
+  ops->push_back({"relax.scatter_elements", 3, InferScatter, true, OpPattern::kOpaque,
+                  "writes updates into a copy of data along axis at per-element indices "
+                  "(reduction update, add, mul, max or min; ONNX ScatterElements)",
+                  LegalizeScatterElements});
+  ops->push_back({"relax.scatter_nd", 3, InferScatter, true, OpPattern::kOpaque,
+                  "writes update slices into a copy of data at coordinate tuples in indices' "
+                  "last axis (reduction as scatter_elements; ONNX ScatterND)",
+                  LegalizeScatterND});
   ops->push_back({"relax.broadcast_to", 2, InferBroadcastTo, true, OpPattern::kBroadcast,
                   "broadcasts a tensor to a shape", LegalizeBroadcastTo});
   ops->push_back({"relax.nn.pad", 1, InferPad, true, OpPattern::kInjective,
