@@ -121,6 +121,15 @@ absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitInference(v1::SubmitInferen
   });
 }
 
+absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitTune(v1::SubmitTuneRequest request) {
+  if (request.idempotency_key().empty()) request.set_idempotency_key(NewIdempotencyKey());
+  return WithRetries<v1::SubmitResponse>([&](v1::SubmitResponse* response) {
+    grpc::ClientContext context;
+    PrepareSubmit(&context);
+    return stub_->SubmitTune(&context, request, response);
+  });
+}
+
 absl::StatusOr<v1::Job> KilnClient::Wait(const std::string& job_id, const EventFn& on_event) {
   grpc::ClientContext context;
   Prepare(&context);

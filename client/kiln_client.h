@@ -43,6 +43,7 @@ class KilnClient {
   absl::StatusOr<v1::SubmitResponse> SubmitCompile(v1::SubmitCompileRequest request);
   absl::StatusOr<v1::SubmitResponse> SubmitProfile(v1::SubmitProfileRequest request);
   absl::StatusOr<v1::SubmitResponse> SubmitInference(v1::SubmitInferenceRequest request);
+  absl::StatusOr<v1::SubmitResponse> SubmitTune(v1::SubmitTuneRequest request);
 
   // Follows the job until it is done and returns it as it ended; `on_event` sees every event.
   absl::StatusOr<v1::Job> Wait(const std::string& job_id, const EventFn& on_event = nullptr);

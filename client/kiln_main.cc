@@ -442,13 +442,15 @@ int KilnMain(int argc, char** argv) {
   compile->add_option("-o,--output", output, "the .kiln file to write")->required();
   kiln::backend::BuildOptions build_options;
   std::string dump_dir;
-  bool no_fuse = false, no_fold = false;
+  bool no_fuse = false, no_fold = false, no_tuning = false;
   compile->add_option("--dump-after", build_options.dump_after,
                       "print the module after this pass (repeatable; 'all' for every pass)");
   compile->add_option("--dump-dir", dump_dir, "write dumps to DIR/NN_PASS.py instead of stderr")
       ->check(CLI::ExistingDirectory);
   compile->add_flag("--no-fuse", no_fuse, "one kernel per operator (skip FuseOps)");
   compile->add_flag("--no-fold", no_fold, "skip FoldConstant");
+  compile->add_flag("--no-tuning", no_tuning,
+                    "with --server: default schedules only, not the service's tuning records");
   int64_t max_constant_mb = 64, max_folded_mb = 256;
   compile
       ->add_option("--max-constant-mb", max_constant_mb,
@@ -474,8 +476,8 @@ int KilnMain(int argc, char** argv) {
   tune->add_option("MODEL", tune_flags.model, "TVMScript (.py), protobuf IR (.pb) or ONNX (.onnx)")
       ->required();
   tune->add_option("--target", tune_flags.target, "TVM-style target (default llvm)");
-  tune->add_option("--tuning-db", tune_flags.database, "the SQLite tuning database (created)")
-      ->required();
+  tune->add_option("--tuning-db", tune_flags.database,
+                   "the SQLite tuning database (created); not with --server, which keeps its own");
   tune->add_option("--trials", tune_flags.trials, "candidates to measure in all (default 64)")
       ->check(CLI::PositiveNumber);
   tune->add_option("--max-trials-per-task", tune_flags.max_trials_per_task,
@@ -492,6 +494,9 @@ int KilnMain(int argc, char** argv) {
   tune->add_flag("--json", tune_flags.json, "print the report as JSON");
   tune->add_option("--curve-svg", tune_flags.curve_svg, "write the tuning curve as an SVG plot");
   std::string device;
+  tune->add_option("--device", device,
+                   "with --server: the device key whose agents measure the candidates");
+  add_remote(tune, false);
   CLI::App* run = app.add_subcommand("run", "run a function of a .kiln artifact on .npy inputs");
   run->add_option("ARTIFACT", file, "a .kiln file")->required();
   run->add_option("--input", inputs, "NAME=X.npy, one per parameter");
@@ -600,12 +605,36 @@ int KilnMain(int argc, char** argv) {
       kiln::v1::CompileOptions options;
       options.set_no_fuse(no_fuse);
       options.set_no_fold(no_fold);
+      options.set_no_tuning(no_tuning);
       return kiln::client::RemoteCompile(remote, file, target, output, options);
     }
     return Compile(file, target, output, build_options, dump_dir, time_passes, tuning_db,
                    load_options);
   }
-  if (*tune) return kiln::client::TuneModel(tune_flags);
+  if (*tune) {
+    if (remote_mode != !device.empty()) {
+      std::fprintf(stderr, "kiln: --server and --device go together\n");
+      return kExitUsage;
+    }
+    if (remote_mode) {
+      if (!tune_flags.database.empty() || tune_flags.random_search ||
+          !tune_flags.curve_svg.empty()) {
+        std::fprintf(stderr,
+                     "kiln: --tuning-db, --random-search and --curve-svg work in-process only "
+                     "(kilnd keeps one tuning database)\n");
+        return kExitUsage;
+      }
+      remote.json = tune_flags.json;
+      return kiln::client::RemoteTune(remote, tune_flags.model, tune_flags.target, device,
+                                      tune_flags.trials, tune_flags.max_trials_per_task,
+                                      tune_flags.seed);
+    }
+    if (tune_flags.database.empty()) {
+      std::fprintf(stderr, "kiln: tune: --tuning-db is required (or --server and --device)\n");
+      return kExitUsage;
+    }
+    return kiln::client::TuneModel(tune_flags);
+  }
   if (*run) {
     int rc = remote_mode
                  ? kiln::client::RemoteRun(remote, file, device, function, inputs, output_dir)

@@ -9,9 +9,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/kiln_client.h"
 #include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/npy.h"
 
@@ -310,6 +312,109 @@ int RemoteArtifactGet(const RemoteFlags& flags, const std::string& digest,
   if (absl::Status s = WriteFile(output, *bytes); !s.ok()) return Fail(s);
   std::printf("%s: %zu bytes, digest %s\n", output.c_str(), bytes->size(),
               digest.substr(0, 16).c_str());
+  return 0;
+}
+
+namespace {
+
+std::string Ms(double seconds) {
+  return seconds > 0 ? absl::StrFormat("%.4f", seconds * 1e3) : std::string("-");
+}
+
+nlohmann::json TuneJson(const v1::TuneResult& result) {
+  nlohmann::json out;
+  out["trials"] = result.trials();
+  out["elapsed_s"] = result.elapsed_s();
+  out["stopped"] = result.stopped();
+  out["tasks"] = nlohmann::json::array();
+  for (const v1::TuneTaskResult& t : result.tasks()) {
+    nlohmann::json task = {{"name", t.name()},
+                           {"workload_key", t.workload_key()},
+                           {"weight", t.weight()},
+                           {"trials", t.trials()},
+                           {"failures", t.failures()}};
+    if (t.default_seconds() > 0) task["default_seconds"] = t.default_seconds();
+    if (t.best_seconds() > 0) task["best_seconds"] = t.best_seconds();
+    if (!t.error().empty()) task["error"] = t.error();
+    out["tasks"].push_back(task);
+  }
+  out["curve"] = nlohmann::json::array();
+  for (const v1::TuneCurvePoint& p : result.curve()) {
+    out["curve"].push_back({{"trials", p.trials()},
+                            {"estimated_seconds", p.estimated_seconds()},
+                            {"elapsed_s", p.elapsed_s()}});
+  }
+  return out;
+}
+
+}  // namespace
+
+void PrintTuneResult(const v1::TuneResult& result, bool json) {
+  if (json) {
+    std::printf("%s\n", TuneJson(result).dump(1).c_str());
+    return;
+  }
+  std::printf("%-40s %6s %6s %12s %12s %8s\n", "task", "weight", "trials", "default ms", "best ms",
+              "speedup");
+  for (const v1::TuneTaskResult& t : result.tasks()) {
+    std::string speedup = "-";
+    if (t.default_seconds() > 0 && t.best_seconds() > 0) {
+      speedup = absl::StrFormat("%.2fx", t.default_seconds() / t.best_seconds());
+    }
+    std::printf("%-40s %6d %6d %12s %12s %8s%s\n", t.name().c_str(), t.weight(), t.trials(),
+                Ms(t.default_seconds()).c_str(), Ms(t.best_seconds()).c_str(), speedup.c_str(),
+                t.error().empty() ? "" : ("  " + t.error()).c_str());
+  }
+  if (result.curve_size() == 0) return;
+  const v1::TuneCurvePoint& first = result.curve(0);
+  const v1::TuneCurvePoint& last = result.curve(result.curve_size() - 1);
+  std::printf("estimated model latency: %.4f ms -> %.4f ms after %d trials in %.1f s%s\n",
+              first.estimated_seconds() * 1e3, last.estimated_seconds() * 1e3, result.trials(),
+              result.elapsed_s(), result.stopped() ? " (stopped)" : "");
+  std::printf("curve: %s\n", TuneJson(result)["curve"].dump().c_str());
+}
+
+int RemoteTune(const RemoteFlags& flags, const std::string& model, const std::string& target,
+               const std::string& device, int trials, int max_trials_per_task, uint64_t seed) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  v1::SubmitTuneRequest request;
+  absl::StatusOr<v1::ModuleSource> source = ModuleSourceFromFile(model);
+  if (!source.ok()) return Fail(source.status());
+  *request.mutable_module() = std::move(*source);
+  request.set_target(target);
+  request.set_device_key(device);
+  request.set_trials(trials);
+  request.set_max_trials_per_task(max_trials_per_task);
+  request.set_seed(seed);
+  request.set_deadline_ms(flags.deadline_s * 1000);
+  absl::StatusOr<v1::SubmitResponse> submitted = (*client)->SubmitTune(request);
+  if (!submitted.ok()) return Fail(submitted.status());
+  std::fprintf(stderr, "kiln tune: job %s, %d trials measured on device '%s' through %s\n",
+               submitted->job().id().c_str(), trials, device.c_str(),
+               flags.channel.address.c_str());
+  // A progress line per event that carries the tune's state; other events as `kiln watch`.
+  const bool tty = isatty(STDERR_FILENO);
+  absl::StatusOr<v1::Job> job = (*client)->Wait(submitted->job().id(), [&](const v1::JobEvent& e) {
+    const v1::TuneResult& r = e.job().tune();
+    if (flags.json) return;
+    if (r.curve_size() == 0) {
+      std::fprintf(stderr, "%s[tune] %s%s", tty ? "\r" : "", e.message().c_str(), tty ? "" : "\n");
+      return;
+    }
+    std::fprintf(stderr,
+                 "%s[tune] %d/%d trials, %d tasks, est. model %.4f ms (from %.4f ms), "
+                 "%.1f s%s",
+                 tty ? "\r" : "", r.trials(), r.budget(), r.tasks_size(),
+                 r.curve(r.curve_size() - 1).estimated_seconds() * 1e3,
+                 r.curve(0).estimated_seconds() * 1e3, r.elapsed_s(), tty ? "" : "\n");
+  });
+  if (tty && !flags.json) std::fprintf(stderr, "\n");
+  if (!job.ok()) return Fail(job.status());
+  if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+    return Fail(absl::StrCat("job ", job->id(), " ", StateName(job->state()), ": ", job->reason()));
+  }
+  PrintTuneResult(job->tune(), flags.json);
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // The `kiln` commands that talk to a kilnd (`--server ADDR`): remote compile, bench (a profile
 // job on an agent) and run (an inference job), and jobs / watch / cancel / devices / artifact
-// get / info. Each returns the process exit status: 0, or 1 with a one-line reason on stderr.
+// get / info, tune. Each returns the process exit status: 0, or 1 with a one-line reason on stderr.
 #ifndef KILN_CLIENT_REMOTE_COMMANDS_H_
 #define KILN_CLIENT_REMOTE_COMMANDS_H_
 
@@ -31,6 +31,14 @@ int RemoteJobs(const RemoteFlags& flags, const std::string& state, int limit);
 int RemoteWatch(const RemoteFlags& flags, const std::string& job_id);
 int RemoteCancel(const RemoteFlags& flags, const std::string& job_id, const std::string& reason);
 int RemoteDevices(const RemoteFlags& flags);
+// A tune job: the search and the builds in a kilnd worker, the measurements on the agents of
+// `device`, the records in the service's tuning database. A progress line while it runs, then
+// PrintTuneResult's table.
+int RemoteTune(const RemoteFlags& flags, const std::string& model, const std::string& target,
+               const std::string& device, int trials, int max_trials_per_task, uint64_t seed);
+// A tune's table per task and its curve (or, with `json`, the same as JSON): what `kiln tune`
+// prints, in process or through kilnd.
+void PrintTuneResult(const v1::TuneResult& result, bool json);
 int RemoteArtifactGet(const RemoteFlags& flags, const std::string& digest,
                       const std::string& output);
 

@@ -6,11 +6,10 @@
 #include <cstdio>
 #include <fstream>
 
-#include "absl/strings/str_format.h"
+#include "client/remote_commands.h"
 #include "compiler/frontend/load_module.h"
 #include "compiler/tune/tuner.h"
 #include "compiler/version.h"
-#include "nlohmann/json.hpp"
 
 namespace kiln::client {
 namespace {
@@ -20,34 +19,6 @@ std::atomic<bool> g_stop{false};
 void OnInterrupt(int) {
   g_stop.store(true);
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
-}
-
-std::string Ms(std::optional<double> s) {
-  return s ? absl::StrFormat("%.4f", *s * 1e3) : std::string("-");
-}
-
-nlohmann::json ToJson(const tune::TuneReport& report) {
-  nlohmann::json out;
-  out["trials"] = report.trials;
-  out["elapsed_s"] = report.elapsed_s;
-  out["stopped"] = report.stopped;
-  for (const tune::TaskReport& t : report.tasks) {
-    nlohmann::json task = {{"name", t.name},
-                           {"workload_key", t.workload_key},
-                           {"weight", t.weight},
-                           {"trials", t.trials},
-                           {"failures", t.failures}};
-    if (t.default_seconds) task["default_seconds"] = *t.default_seconds;
-    if (t.best_seconds) task["best_seconds"] = *t.best_seconds;
-    if (!t.error.empty()) task["error"] = t.error;
-    out["tasks"].push_back(task);
-  }
-  for (const tune::CurvePoint& p : report.curve) {
-    out["curve"].push_back({{"trials", p.trials},
-                            {"estimated_seconds", p.estimated_seconds},
-                            {"elapsed_s", p.elapsed_s}});
-  }
-  return out;
 }
 
 }  // namespace
@@ -110,27 +81,7 @@ int TuneModel(const TuneFlags& flags) {
   if (!flags.curve_svg.empty()) {
     std::ofstream(flags.curve_svg) << tune::CurveSvg(*report);
   }
-  if (flags.json) {
-    std::printf("%s\n", ToJson(*report).dump(1).c_str());
-    return 0;
-  }
-  std::printf("%-40s %6s %6s %12s %12s %8s\n", "task", "weight", "trials", "default ms", "best ms",
-              "speedup");
-  for (const tune::TaskReport& t : report->tasks) {
-    std::string speedup = "-";
-    if (t.default_seconds && t.best_seconds) {
-      speedup = absl::StrFormat("%.2fx", *t.default_seconds / *t.best_seconds);
-    }
-    std::printf("%-40s %6d %6d %12s %12s %8s%s\n", t.name.c_str(), t.weight, t.trials,
-                Ms(t.default_seconds).c_str(), Ms(t.best_seconds).c_str(), speedup.c_str(),
-                t.error.empty() ? "" : ("  " + t.error).c_str());
-  }
-  const tune::CurvePoint& first = report->curve.front();
-  const tune::CurvePoint& last = report->curve.back();
-  std::printf("estimated model latency: %.4f ms -> %.4f ms after %d trials in %.1f s%s\n",
-              first.estimated_seconds * 1e3, last.estimated_seconds * 1e3, report->trials,
-              report->elapsed_s, report->stopped ? " (stopped)" : "");
-  std::printf("curve: %s\n", ToJson(*report)["curve"].dump().c_str());
+  PrintTuneResult(tune::ToProto(*report, flags.trials), flags.json);
   return 0;
 }
 

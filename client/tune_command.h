@@ -1,6 +1,7 @@
 // `kiln tune MODEL --tuning-db DB ...`: auto-tunes a model's kernels on this machine
 // (compiler/tune), printing a live progress line, then a table per task and the tuning curve;
-// Ctrl-C stops after the current round and keeps every record. Returns the exit status.
+// Ctrl-C stops after the current round and keeps every record. Returns the exit status; the
+// table is remote_commands' PrintTuneResult, which `kiln tune --server` prints too.
 #ifndef KILN_CLIENT_TUNE_COMMAND_H_
 #define KILN_CLIENT_TUNE_COMMAND_H_
 

@@ -77,6 +77,11 @@ void ArtifactCache::RememberFingerprint(const std::string& fingerprint, const st
   fingerprints_[fingerprint] = digest;
 }
 
+void ArtifactCache::ForgetFingerprints() {
+  std::lock_guard<std::mutex> lock(mu_);
+  fingerprints_.clear();
+}
+
 absl::Status ArtifactCache::Insert(const std::string& key, const std::string& digest,
                                    const std::string& artifact, const std::string& module_bytes) {
   if (absl::Status s = store_->PutArtifact(digest, key, artifact, module_bytes); !s.ok()) return s;

@@ -86,6 +86,9 @@ TEST(ArtifactCache, KeysDifferByTargetAndOptions) {
   unfused.set_no_fuse(true);
   EXPECT_NE(CacheKey(mlp, "llvm", {}), CacheKey(mlp, "llvm -mtriple=aarch64-linux-gnu", {}));
   EXPECT_NE(CacheKey(mlp, "llvm", {}), CacheKey(mlp, "llvm", unfused));
+  // Tuning records applied are part of the key; other records are another key.
+  EXPECT_NE(CacheKey(mlp, "llvm", {}), CacheKey(mlp, "llvm", {}, "records-a"));
+  EXPECT_NE(CacheKey(mlp, "llvm", {}, "records-a"), CacheKey(mlp, "llvm", {}, "records-b"));
 }
 
 TEST(ArtifactCache, AnotherCompilerIdentityTurnsAHitIntoAMiss) {
@@ -100,7 +103,7 @@ TEST(ArtifactCache, AnotherCompilerIdentityTurnsAHitIntoAMiss) {
   CompileInto(cache, mlp, key);
   ASSERT_EQ(cache.Candidates(key)->candidates_size(), 1);  // this build: a hit
   // The same module, target and options under the next compiler: another key, no candidate.
-  std::string upgraded = CacheKey(mlp, "llvm", {}, "0.1.0+000000000000");
+  std::string upgraded = CacheKey(mlp, "llvm", {}, "", "0.1.0+000000000000");
   EXPECT_NE(upgraded, key);
   EXPECT_EQ(cache.Candidates(upgraded)->candidates_size(), 0);
 }

@@ -9,11 +9,13 @@
 namespace kiln::server {
 
 std::string CacheKey(const ir::IRModule& mod, const std::string& target,
-                     const v1::CompileOptions& options, const std::string& compiler_identity) {
+                     const v1::CompileOptions& options, const std::string& records,
+                     const std::string& compiler_identity) {
   std::string options_bytes;
   options.SerializeToString(&options_bytes);  // deterministic for a message of scalars
   return runtime::Sha256Hex(absl::StrCat("kiln-cache-key-v1\n", ir::StructuralHash(mod), "\n",
-                                         target, "\n", options_bytes, "\n", compiler_identity));
+                                         target, "\n", options_bytes, "\n", compiler_identity,
+                                         records.empty() ? "" : "\ntuned ", records));
 }
 
 const CachedModule* FindStructuralMatch(const ir::IRModule& mod,

@@ -24,6 +24,7 @@ struct JobManager::Entry {
   std::string fingerprint;
   v1::CompileOptions options;
   v1::Task task;
+  v1::SubmitTuneRequest tune;  // the trial budget, per-task limit and seed of a tune
   int64_t deadline_unix_ms = 0;
   std::atomic<bool> cancel{false};  // kills a running compile's worker
   bool counted_active = false;      // in active_by_client_
@@ -291,6 +292,25 @@ Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task) {
   return Saved(lock, std::move(s));
 }
 
+Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
+                                  const v1::SubmitTuneRequest& request) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto entry = std::make_unique<Entry>();
+  entry->source = std::move(source);
+  entry->tune.set_trials(request.trials());
+  entry->tune.set_max_trials_per_task(request.max_trials_per_task());
+  entry->tune.set_seed(request.seed());
+  Submitted s = InsertLocked(std::move(job), std::move(entry));
+  if (s.deduplicated) return Saved(lock, std::move(s));
+  Entry& e = *jobs_.at(s.job.id());
+  TransitionLocked(e, v1::JOB_STATE_QUEUED, "queued for a tune worker");
+  compile_queue_.push_back(e.job.id());
+  compile_ready_.notify_one();
+  s.job = e.job;
+  s.saved_ticket = e.saved_ticket;
+  return Saved(lock, std::move(s));
+}
+
 bool JobManager::KnownDevice(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   return devices_.count(key) > 0;
@@ -383,7 +403,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id, const std::str
   }
   std::string why = reason.empty() ? "cancelled by the client" : "cancelled: " + reason;
   e.cancel = true;  // a running worker is killed by its supervisor
-  if (e.job.kind() == v1::JOB_KIND_COMPILE) {
+  if (e.job.kind() == v1::JOB_KIND_COMPILE || e.job.kind() == v1::JOB_KIND_TUNE) {
     compile_queue_.erase(std::remove(compile_queue_.begin(), compile_queue_.end(), id),
                          compile_queue_.end());
   } else {
@@ -446,6 +466,7 @@ void JobManager::CompileLoop() {
       spare = started.ok() ? std::move(*started) : nullptr;
     }
     std::string id;
+    bool tune = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       compile_ready_.wait(lock, [this] { return stopping_ || !compile_queue_.empty(); });
@@ -455,9 +476,15 @@ void JobManager::CompileLoop() {
       Entry& e = *jobs_.at(id);
       e.job.set_attempts(e.job.attempts() + 1);
       ++workers_busy_;
-      TransitionLocked(e, v1::JOB_STATE_RUNNING, "starting a compile worker");
+      tune = e.job.kind() == v1::JOB_KIND_TUNE;
+      TransitionLocked(e, v1::JOB_STATE_RUNNING,
+                       tune ? "starting a tune worker" : "starting a compile worker");
     }
-    RunCompile(id, std::move(spare));
+    if (tune) {
+      RunTune(id, std::move(spare));
+    } else {
+      RunCompile(id, std::move(spare));
+    }
     std::lock_guard<std::mutex> lock(mu_);
     --workers_busy_;
     changed_.notify_all();
@@ -510,6 +537,7 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
     work.set_cpu_limit_seconds(options_.worker_cpu_seconds);
     work.set_max_constant_bytes(options_.max_constant_bytes);
     work.set_max_folded_bytes(options_.max_folded_bytes);
+    work.set_tuning_db_path(options_.tuning_db_path);
     timeout_ms = std::max<int64_t>(1, e->deadline_unix_ms - NowUnixMs());
   }
   WorkerConversation conversation;
@@ -534,37 +562,20 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
       ran = started.status();
     }
   }
-  if (worker != nullptr) ran = worker->Run(Frame(work), child);
+  if (worker != nullptr) {
+    WorkerInput input;
+    *input.mutable_compile() = std::move(work);
+    ran = worker->Run(Frame(input), child);
+  }
+  if (ran.ok() && ran->outcome == runtime::ChildResult::Outcome::kCancelled) {
+    return;  // Cancel() already recorded it
+  }
 
   const CompileOutcome& outcome = conversation.outcome;
-  std::string failure;
   absl::StatusCode code = absl::StatusCode::kInternal;
-  if (!ran.ok()) {
-    failure = absl::StrCat("cannot start the compile worker ", options_.worker_path, ": ",
-                           ran.status().message());
-  } else if (ran->outcome == runtime::ChildResult::Outcome::kCancelled) {
-    return;  // Cancel() already recorded it
-  } else if (ran->outcome == runtime::ChildResult::Outcome::kTimedOut) {
-    failure = absl::StrCat("the compile exceeded its deadline of ", e->job.deadline_ms(),
-                           " ms; its worker was killed");
-    code = absl::StatusCode::kDeadlineExceeded;
-  } else if (!ran->exited_ok() || !conversation.have_outcome || !conversation.broken.empty()) {
-    failure =
-        absl::StrCat("the compile worker (pid ", e->job.worker_pid(), ") ",
-                     conversation.broken.empty() ? ran->Describe(timeout_ms) : conversation.broken);
-    if (ran->outcome == runtime::ChildResult::Outcome::kSignaled) {
-      if (ran->signal == SIGXCPU && options_.worker_cpu_seconds > 0) {
-        absl::StrAppend(&failure, ": over its CPU-time limit of ", options_.worker_cpu_seconds,
-                        " s");
-        code = absl::StatusCode::kResourceExhausted;
-      } else if (options_.worker_memory_bytes > 0) {
-        absl::StrAppend(&failure, " (its memory limit is ", options_.worker_memory_bytes >> 20,
-                        " MiB)");
-      }
-    }
-    std::string tail(absl::StripAsciiWhitespace(ran->error_tail));
-    if (!tail.empty()) absl::StrAppend(&failure, ": ", tail.substr(tail.rfind('\n') + 1));
-  } else if (!outcome.ok()) {
+  std::string failure = WorkerFailure(*e, ran, conversation.have_outcome, conversation.broken,
+                                      timeout_ms, "compile", &code);
+  if (failure.empty() && !outcome.ok()) {
     failure = outcome.error();
     code = static_cast<absl::StatusCode>(outcome.code());
   }
@@ -610,6 +621,213 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
   }
   TransitionLocked(*e, v1::JOB_STATE_SUCCEEDED,
                    absl::StrCat("compiled in ", absl::SixDigits(ran->seconds), " s"));
+}
+
+std::string JobManager::WorkerFailure(const Entry& e,
+                                      const absl::StatusOr<runtime::ChildResult>& ran,
+                                      bool have_outcome, const std::string& broken,
+                                      int64_t timeout_ms, const char* what,
+                                      absl::StatusCode* code) {
+  if (!ran.ok()) {
+    return absl::StrCat("cannot start the ", what, " worker ", options_.worker_path, ": ",
+                        ran.status().message());
+  }
+  if (ran->outcome == runtime::ChildResult::Outcome::kTimedOut) {
+    *code = absl::StatusCode::kDeadlineExceeded;
+    return absl::StrCat("the ", what, " exceeded its deadline of ", e.job.deadline_ms(),
+                        " ms; its worker was killed");
+  }
+  if (ran->exited_ok() && have_outcome && broken.empty()) return "";
+  std::string failure = absl::StrCat("the ", what, " worker (pid ", e.job.worker_pid(), ") ",
+                                     broken.empty() ? ran->Describe(timeout_ms) : broken);
+  if (ran->outcome == runtime::ChildResult::Outcome::kSignaled) {
+    if (ran->signal == SIGXCPU && options_.worker_cpu_seconds > 0) {
+      absl::StrAppend(&failure, ": over its CPU-time limit of ", options_.worker_cpu_seconds, " s");
+      *code = absl::StatusCode::kResourceExhausted;
+    } else if (options_.worker_memory_bytes > 0) {
+      absl::StrAppend(&failure, " (its memory limit is ", options_.worker_memory_bytes >> 20,
+                      " MiB)");
+    }
+  }
+  std::string tail(absl::StripAsciiWhitespace(ran->error_tail));
+  if (!tail.empty()) absl::StrAppend(&failure, ": ", tail.substr(tail.rfind('\n') + 1));
+  return failure;
+}
+
+// --- tunes --------------------------------------------------------------------------------
+
+// The tune's side of the worker conversation: each MeasureBatch is measured on the job's agents
+// (the worker waits for the answer), progress is kept on the job, the outcome kept here.
+struct JobManager::TuneConversation {
+  JobManager* manager = nullptr;
+  Entry* entry = nullptr;
+  TuneOutcome outcome;
+  bool have_outcome = false;
+  std::string broken;
+
+  std::string OnOutput(std::string* output) {
+    std::string reply, payload;
+    bool oversized = false;
+    while (broken.empty() && TakeFrame(output, &payload, &oversized)) {
+      WorkerMessage message;
+      if (!message.ParseFromString(payload)) {
+        broken = "sent a message that does not parse";
+      } else if (message.has_measure()) {
+        reply += Frame(manager->MeasureOnAgents(*entry, message.measure()));
+      } else if (message.has_tune_progress()) {
+        manager->TuneProgress(*entry, message.tune_progress());
+      } else if (message.has_tune_outcome()) {
+        outcome = message.tune_outcome();
+        have_outcome = true;
+      }
+    }
+    if (oversized) broken = "sent a frame over the size limit";
+    return reply;
+  }
+};
+
+void JobManager::RunTune(const std::string& id, std::unique_ptr<runtime::Child> worker) {
+  WorkerInput input;
+  TuneWork& work = *input.mutable_tune();
+  Entry* e;
+  int64_t timeout_ms;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    e = jobs_.at(id).get();
+    *work.mutable_source() = e->source;
+    work.set_target(e->job.target());
+    work.set_module_name(e->job.module_name());
+    work.set_trials(e->tune.trials());
+    work.set_max_trials_per_task(e->tune.max_trials_per_task());
+    work.set_seed(e->tune.seed());
+    work.set_tuning_db_path(options_.tuning_db_path);
+    work.set_device_key(e->job.device_key());
+    work.set_cpu_limit_seconds(options_.worker_cpu_seconds);
+    work.set_max_constant_bytes(options_.max_constant_bytes);
+    timeout_ms = std::max<int64_t>(1, e->deadline_unix_ms - NowUnixMs());
+  }
+  TuneConversation conversation;
+  conversation.manager = this;
+  conversation.entry = e;
+  runtime::ChildOptions child;
+  child.memory_limit_bytes = options_.worker_memory_bytes;
+  child.timeout_ms = timeout_ms;
+  child.cancel = &e->cancel;
+  child.on_start = [&](pid_t pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    e->job.set_worker_pid(pid);
+    PublishLocked(*e, absl::StrCat("tuning in kiln-worker pid ", pid, ", measuring on device '",
+                                   e->job.device_key(), "'"));
+  };
+  child.on_output = [&](std::string* output) { return conversation.OnOutput(output); };
+  absl::StatusOr<runtime::ChildResult> ran = absl::UnknownError("not run");
+  if (worker == nullptr || !worker->Alive()) {
+    absl::StatusOr<std::unique_ptr<runtime::Child>> started =
+        runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
+    if (started.ok()) {
+      worker = std::move(*started);
+    } else {
+      ran = started.status();
+    }
+  }
+  if (worker != nullptr) ran = worker->Run(Frame(input), child);
+  if (ran.ok() && ran->outcome == runtime::ChildResult::Outcome::kCancelled) {
+    return;  // Cancel() already recorded it; every record measured so far is in the database
+  }
+  cache_->ForgetFingerprints();  // the records measured so far, whatever the outcome
+  absl::StatusCode code = absl::StatusCode::kInternal;
+  std::string failure = WorkerFailure(*e, ran, conversation.have_outcome, conversation.broken,
+                                      timeout_ms, "tune", &code);
+  const TuneOutcome& outcome = conversation.outcome;
+  if (failure.empty() && !outcome.ok()) {
+    failure = outcome.error();
+    code = static_cast<absl::StatusCode>(outcome.code());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Terminal(e->job.state())) return;
+  if (ran.ok()) e->job.set_compile_seconds(ran->seconds);
+  if (!failure.empty()) {
+    e->job.set_error_code(static_cast<int>(code));
+    TransitionLocked(*e, v1::JOB_STATE_FAILED, failure);
+    return;
+  }
+  *e->job.mutable_tune() = outcome.result();
+  const v1::TuneResult& r = outcome.result();
+  std::string summary =
+      absl::StrCat("tuned: ", r.trials(), " trials in ", absl::SixDigits(r.elapsed_s()), " s");
+  if (r.curve_size() > 0) {
+    absl::StrAppend(&summary, ", estimated model latency ",
+                    absl::SixDigits(r.curve(0).estimated_seconds() * 1e3), " ms -> ",
+                    absl::SixDigits(r.curve(r.curve_size() - 1).estimated_seconds() * 1e3), " ms");
+  }
+  TransitionLocked(*e, v1::JOB_STATE_SUCCEEDED, summary);
+}
+
+MeasureResults JobManager::MeasureOnAgents(Entry& e, const MeasureBatch& batch) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const std::string& key = e.job.device_key();
+  std::vector<std::string> ids;
+  for (const v1::KernelMeasure& m : batch.candidates()) {
+    std::string id = absl::StrCat(e.job.id(), ".m", next_measurement_++);
+    Measurement& measurement = measurements_[id];
+    measurement.job_id = e.job.id();
+    measurement.device_key = key;
+    measurement.measure = m;
+    measure_queues_[key].push_back(id);
+    ids.push_back(id);
+  }
+  auto device = devices_.find(key);
+  if (device == devices_.end() || device->second.agents_connected() == 0) {
+    PublishLocked(e, absl::StrCat("waiting for an agent of device '", key, "' to measure ",
+                                  ids.size(), " candidates"));
+  }
+  DispatchLocked();
+  auto all_done = [&] {
+    for (const std::string& id : ids) {
+      if (!measurements_.at(id).done) return false;
+    }
+    return true;
+  };
+  while (!all_done() && !e.cancel && !stopping_ && NowUnixMs() < e.deadline_unix_ms) {
+    changed_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  MeasureResults out;
+  std::deque<std::string>& queue = measure_queues_[key];
+  for (const std::string& id : ids) {
+    const Measurement& m = measurements_.at(id);
+    MeasureResult* r = out.add_results();
+    r->set_ok(m.done && m.ok);
+    r->set_seconds(m.seconds);
+    r->set_error(m.done ? m.error : "the tune stopped before an agent measured it");
+    // Not measured yet: out of the queue, and off the agent measuring it.
+    queue.erase(std::remove(queue.begin(), queue.end(), id), queue.end());
+    for (auto& [agent_id, agent] : agents_) {
+      if (agent->busy_measurement != id) continue;
+      v1::ServerMessage cancel;
+      cancel.mutable_cancel()->set_task_id(id);
+      agent->outbox.push_back(std::move(cancel));
+    }
+    measurements_.erase(id);
+  }
+  changed_.notify_all();
+  return out;
+}
+
+void JobManager::TuneProgress(Entry& e, const v1::TuneResult& progress) {
+  // New records may change what a compile applies: a repeated request is no longer answered by
+  // its fingerprint alone (the worker's cache key names the records it applies).
+  cache_->ForgetFingerprints();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Terminal(e.job.state())) return;
+  *e.job.mutable_tune() = progress;
+  std::string message = absl::StrCat(progress.trials(), "/", progress.budget(), " trials");
+  if (progress.curve_size() > 0) {
+    absl::StrAppend(
+        &message, ", estimated model latency ",
+        absl::SixDigits(progress.curve(progress.curve_size() - 1).estimated_seconds() * 1e3),
+        " ms");
+  }
+  PublishLocked(e, message);
 }
 
 // --- agents -------------------------------------------------------------------------------
@@ -665,6 +883,18 @@ void JobManager::AgentResult(const std::shared_ptr<AgentLink>& agent,
                              const v1::TaskResult& result) {
   std::lock_guard<std::mutex> lock(mu_);
   agent->last_seen_ms = NowUnixMs();
+  if (!agent->busy_measurement.empty() && agent->busy_measurement == result.task_id()) {
+    agent->busy_measurement.clear();
+    auto m = measurements_.find(result.task_id());
+    if (m != measurements_.end()) {  // else the tune stopped waiting for it
+      m->second.done = true;
+      m->second.ok = result.ok();
+      m->second.seconds = result.measured_seconds();
+      m->second.error = result.ok() ? "" : absl::StrCat("on ", agent->id, ": ", result.error());
+    }
+    DispatchLocked();
+    return;
+  }
   if (agent->busy_task != result.task_id()) return;  // not the task it was given
   agent->busy_task.clear();
   auto it = jobs_.find(result.task_id());
@@ -698,6 +928,20 @@ void JobManager::AgentGone(const std::shared_ptr<AgentLink>& agent) {
     }
     agent->busy_task.clear();
   }
+  if (!agent->busy_measurement.empty()) {
+    // Measured elsewhere, up to three agents; then a failed candidate and the tune goes on.
+    auto m = measurements_.find(agent->busy_measurement);
+    if (m != measurements_.end() && !m->second.done) {
+      if (m->second.attempts >= 3) {
+        m->second.done = true;
+        m->second.error =
+            absl::StrCat("3 agents disappeared while measuring it, the last ", agent->id);
+      } else {
+        measure_queues_[m->second.device_key].push_front(m->first);
+      }
+    }
+    agent->busy_measurement.clear();
+  }
   changed_.notify_all();
   DispatchLocked();
 }
@@ -726,7 +970,7 @@ void JobManager::RequeueOrFailLocked(Entry& e, const std::string& why) {
 
 void JobManager::DispatchLocked() {
   for (auto& [id, agent] : agents_) {
-    if (agent->gone || !agent->busy_task.empty()) continue;
+    if (agent->gone || !agent->busy_task.empty() || !agent->busy_measurement.empty()) continue;
     std::deque<std::string>& queue = task_queues_[agent->device_key];
     while (!queue.empty()) {
       std::string job_id = queue.front();
@@ -741,6 +985,25 @@ void JobManager::DispatchLocked() {
       m.mutable_task()->set_timeout_ms(std::max<int64_t>(1, e.deadline_unix_ms - NowUnixMs()));
       agent->outbox.push_back(std::move(m));
       TransitionLocked(e, v1::JOB_STATE_RUNNING, absl::StrCat("running on ", agent->id));
+      break;
+    }
+    if (!agent->busy_task.empty()) continue;
+    // Tuning candidates: one per agent at a time (concurrent measurements on one board would
+    // corrupt each other's timings); the timeout runs from when the agent starts it.
+    std::deque<std::string>& measures = measure_queues_[agent->device_key];
+    while (!measures.empty()) {
+      auto m = measurements_.find(measures.front());
+      measures.pop_front();
+      if (m == measurements_.end() || m->second.done) continue;
+      ++m->second.attempts;
+      agent->busy_measurement = m->first;
+      v1::ServerMessage message;
+      v1::Task* task = message.mutable_task();
+      task->set_task_id(m->first);
+      task->set_kind(v1::JOB_KIND_TUNE);
+      *task->mutable_measure() = m->second.measure;
+      task->set_timeout_ms(options_.measure_timeout_ms);
+      agent->outbox.push_back(std::move(message));
       break;
     }
   }
@@ -858,6 +1121,7 @@ void JobManager::Drain(int64_t timeout_ms) {
   }
   compile_queue_.clear();
   task_queues_.clear();
+  measure_queues_.clear();
   stopping_ = true;
   compile_ready_.notify_all();
   changed_.notify_all();

@@ -29,13 +29,15 @@
 #include "proto/kiln/v1/jobs.pb.h"
 #include "server/artifact_cache.h"
 #include "server/store.h"
+#include "server/worker.pb.h"
 
 namespace grpc {
 class ServerContext;
 }
 namespace kiln::runtime {
 class Child;
-}
+struct ChildResult;
+}  // namespace kiln::runtime
 
 namespace kiln::server {
 
@@ -62,6 +64,12 @@ struct JobManagerOptions {
   // evicted, and when that is not enough new jobs are refused. 0: unbounded.
   int64_t store_max_bytes = 0;
   int heartbeat_interval_ms = 1000;  // agents are dropped after 5 missed heartbeats
+  // Tuning: the service's database (shared by every tune job), the largest trial budget a job
+  // may ask for, and how long an agent may take over one candidate, from the moment it starts
+  // it (time in the queue never counts).
+  std::string tuning_db_path;
+  int max_tune_trials = 2000;
+  int64_t measure_timeout_ms = 20000;
 };
 
 struct Submitted {
@@ -91,7 +99,8 @@ struct AgentLink {
   grpc::ServerContext* context = nullptr;
   // Written by the dispatcher, drained by the Connect handler (under JobManager's lock).
   std::deque<v1::ServerMessage> outbox;
-  std::string busy_task;  // the job it runs; empty when idle
+  std::string busy_task;         // the job it runs
+  std::string busy_measurement;  // or the tuning candidate it measures; both empty when idle
   int64_t last_seen_ms = 0;
   bool gone = false;
 };
@@ -118,6 +127,8 @@ class JobManager {
   Submitted EnqueueCompile(v1::Job job, v1::ModuleSource source, v1::CompileOptions options,
                            std::string fingerprint);
   Submitted EnqueueTask(v1::Job job, v1::Task task);
+  // A tune: a kiln-worker searches and builds, the agents of the job's device key measure.
+  Submitted EnqueueTune(v1::Job job, v1::ModuleSource source, const v1::SubmitTuneRequest& request);
   bool KnownDevice(const std::string& key);
 
   absl::StatusOr<v1::Job> Get(const std::string& id);
@@ -158,6 +169,18 @@ class JobManager {
  private:
   struct Entry;
   struct WorkerConversation;
+  struct TuneConversation;
+  // A tuning candidate waiting for, or on, an agent of its job's device key.
+  struct Measurement {
+    std::string job_id;
+    std::string device_key;
+    v1::KernelMeasure measure;
+    int attempts = 0;  // agents it was given to
+    bool done = false;
+    bool ok = false;
+    double seconds = 0;
+    std::string error;
+  };
   std::string NewIdLocked();
   Submitted InsertLocked(v1::Job job, std::unique_ptr<Entry> entry);
   // Unlocks and waits until the submitted job's row is committed: a client is answered only
@@ -173,6 +196,17 @@ class JobManager {
   void CompileLoop();
   // Compiles in `worker` (a started kiln-worker waiting for input), or in a fresh one.
   void RunCompile(const std::string& id, std::unique_ptr<runtime::Child> worker);
+  // Tunes in `worker` (or a fresh one): the worker's MeasureBatch frames are measured on agents.
+  void RunTune(const std::string& id, std::unique_ptr<runtime::Child> worker);
+  // Queues `batch` for the agents of `e`'s device key, one candidate per idle agent, and waits for
+  // every result, or until the job is cancelled or past its deadline.
+  MeasureResults MeasureOnAgents(Entry& e, const MeasureBatch& batch);
+  void TuneProgress(Entry& e, const v1::TuneResult& progress);
+  // Why a worker that ran (or could not start) gave no usable outcome, or "" when it did;
+  // `*code` is the status code to report.
+  std::string WorkerFailure(const Entry& e, const absl::StatusOr<runtime::ChildResult>& ran,
+                            bool have_outcome, const std::string& broken, int64_t timeout_ms,
+                            const char* what, absl::StatusCode* code);
   void MonitorLoop();
   int ActiveJobsLocked(const std::string& client) const;
   absl::Status RefuseLocked(const std::string& limit, std::string message);
@@ -206,6 +240,9 @@ class JobManager {
   std::deque<std::string> compile_queue_;
   std::map<std::string, std::deque<std::string>> task_queues_;  // by device key
   std::map<std::string, std::shared_ptr<AgentLink>> agents_;
+  std::map<std::string, Measurement> measurements_;                // by id
+  std::map<std::string, std::deque<std::string>> measure_queues_;  // by device key
+  uint64_t next_measurement_ = 1;
   std::map<std::string, v1::Device> devices_;
   uint64_t next_agent_ = 1;
   int workers_busy_ = 0;

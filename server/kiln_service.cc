@@ -410,6 +410,51 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
                      request->deadline_ms(), std::move(task), response);
 }
 
+grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
+                                     const v1::SubmitTuneRequest* request,
+                                     v1::SubmitResponse* response) {
+  Principal caller;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
+  const std::string& client = caller.name;
+  if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
+  size_t size = SourceBytes(request->module());
+  if (static_cast<int64_t>(size) > ctx_->max_module_bytes) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("module: ", size, " bytes is over this server's limit of ",
+                                     ctx_->max_module_bytes, " bytes"));
+  }
+  if (request->module().form_case() == v1::ModuleSource::FORM_NOT_SET) {
+    return Invalid("module: give it as ir_proto, tvmscript or onnx (none was set)");
+  }
+  if (request->device_key().empty()) return Invalid("device_key: required (the agents measure)");
+  const int max_trials = ctx_->jobs->options().max_tune_trials;
+  if (request->trials() <= 0 || request->trials() > max_trials) {
+    return Invalid(absl::StrCat("trials: ", request->trials(), " is not in [1, ", max_trials,
+                                "] (this server's --max-tune-trials)"));
+  }
+  if (request->max_trials_per_task() < 0) return Invalid("max_trials_per_task: must be >= 0");
+  std::string target = request->target().empty() ? "llvm" : request->target();
+  if (absl::StatusOr<codegen::LlvmTargetInfo> t = codegen::ParseTarget(target); !t.ok()) {
+    return Invalid(absl::StrCat("target '", target, "': ", t.status().message()));
+  }
+  if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
+  v1::Job job;
+  job.set_kind(v1::JOB_KIND_TUNE);
+  job.set_client(client);
+  job.set_idempotency_key(request->idempotency_key());
+  job.set_target(target);
+  job.set_device_key(request->device_key());
+  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
+  job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
+                                                       : request->module().name());
+  Submitted submitted = ctx_->jobs->EnqueueTune(std::move(job), request->module(), *request);
+  *response->mutable_job() = submitted.job;
+  response->set_deduplicated(submitted.deduplicated);
+  return grpc::Status::OK;
+}
+
 grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
                                  v1::Job* response) {
   Principal caller;

@@ -45,6 +45,8 @@ class KilnService final : public kiln::v1::Kiln::Service {
   grpc::Status SubmitInference(grpc::ServerContext* context,
                                const kiln::v1::SubmitInferenceRequest* request,
                                kiln::v1::SubmitResponse* response) override;
+  grpc::Status SubmitTune(grpc::ServerContext* context, const kiln::v1::SubmitTuneRequest* request,
+                          kiln::v1::SubmitResponse* response) override;
   grpc::Status GetJob(grpc::ServerContext* context, const kiln::v1::GetJobRequest* request,
                       kiln::v1::Job* response) override;
   grpc::Status WatchJob(grpc::ServerContext* context, const kiln::v1::WatchJobRequest* request,

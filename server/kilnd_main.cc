@@ -113,6 +113,10 @@ int main(int argc, char** argv) {
                  "unfinished jobs one client may have")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-tune-trials", options.jobs.max_tune_trials,
+                 "the largest trial budget a tune job may ask for")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-jobs-per-minute", options.jobs.max_jobs_per_minute_per_client,
                  "jobs one client may submit per minute, cache hits included (0: no limit)")
       ->capture_default_str()

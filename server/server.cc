@@ -185,6 +185,10 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
     return absl::InvalidArgumentError(
         absl::StrCat("no kiln-worker executable at ", jobs.worker_path));
   }
+  // One tuning database for the service, beside the store's own: every tune job adds to it.
+  if (jobs.tuning_db_path.empty()) {
+    jobs.tuning_db_path = (std::filesystem::path(options.store_dir) / "tuning.db").string();
+  }
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.store_dir);
   if (!store.ok()) return store.status();
   parts->store = std::move(*store);

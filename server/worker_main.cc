@@ -1,5 +1,5 @@
-// kiln-worker: loads and compiles one module, then exits. kilnd runs each compile in a fresh
-// worker process under the job's deadline and the configured memory and CPU-time limits
+// kiln-worker: loads and compiles (or tunes) one module, then exits. kilnd runs each compile in a
+// fresh worker process under the job's deadline and the configured memory and CPU-time limits
 // (runtime/support/subprocess.h), so a front end or compiler crash, hang or runaway allocation
 // costs that one job and never the daemon. The conversation with kilnd is in worker.proto.
 #include <poll.h>
@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <new>
 #include <string>
 
@@ -16,12 +17,15 @@
 #include "compiler/codegen/codegen_llvm.h"
 #include "compiler/frontend/load_module.h"
 #include "compiler/tir/transform/transform.h"
+#include "compiler/tune/apply.h"
+#include "compiler/tune/database.h"
 #include "compiler/wire/ir_proto.h"
 #include "runtime/format/artifact.pb.h"
 #include "runtime/support/large_stack.h"
 #include "server/cache_key.h"
 #include "server/worker.pb.h"
 #include "server/worker_frames.h"
+#include "server/worker_tune.h"
 
 namespace kiln::server {
 namespace {
@@ -75,20 +79,39 @@ absl::string_view SourceBytes(const v1::ModuleSource& source) {
   }
 }
 
+// Parses, imports and normalizes the module as submitted.
+absl::StatusOr<ir::IRModule> Load(const v1::ModuleSource& source, const std::string& name,
+                                  int64_t max_constant_bytes) {
+  TestHooks(name);
+  absl::StatusOr<frontend::SourceForm> form = FormOf(source);
+  if (!form.ok()) return form.status();
+  frontend::LoadOptions load_options;
+  if (max_constant_bytes > 0) load_options.max_constant_bytes = max_constant_bytes;
+  return frontend::LoadModule(*form, SourceBytes(source), name, load_options);
+}
+
 // Load, ask kilnd's cache, and build on a miss.
 void Compile(const CompileWork& work, CompileOutcome* outcome) {
   auto start = std::chrono::steady_clock::now();
-  TestHooks(work.module_name());
-  absl::StatusOr<frontend::SourceForm> form = FormOf(work.source());
-  if (!form.ok()) return Fail(form.status(), outcome);
-  frontend::LoadOptions load_options;
-  if (work.max_constant_bytes() > 0) load_options.max_constant_bytes = work.max_constant_bytes();
   absl::StatusOr<ir::IRModule> mod =
-      frontend::LoadModule(*form, SourceBytes(work.source()), work.module_name(), load_options);
+      Load(work.source(), work.module_name(), work.max_constant_bytes());
   outcome->set_load_seconds(SecondsSince(start));
   if (!mod.ok()) return Fail(mod.status(), outcome);
 
-  std::string key = CacheKey(*mod, work.target(), work.options());
+  // The service's tuning records, where there are any: applied, and named in the cache key.
+  std::shared_ptr<const tune::TuningDatabase> db;
+  std::string records;
+  if (!work.tuning_db_path().empty() && !work.options().no_tuning() &&
+      std::filesystem::exists(work.tuning_db_path())) {
+    absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> opened =
+        tune::TuningDatabase::Open(work.tuning_db_path());
+    if (!opened.ok()) return Fail(opened.status(), outcome);
+    absl::StatusOr<std::string> digest = tune::AppliedRecordsDigest(**opened, work.target());
+    if (!digest.ok()) return Fail(digest.status(), outcome);
+    records = *digest;
+    if (!records.empty()) db = std::move(*opened);
+  }
+  std::string key = CacheKey(*mod, work.target(), work.options(), records);
   outcome->set_cache_key(key);
   WorkerMessage query;
   query.mutable_cache_query()->set_cache_key(key);
@@ -112,6 +135,11 @@ void Compile(const CompileWork& work, CompileOutcome* outcome) {
   if (work.max_constant_bytes() > 0)
     options.fold_limits.max_constant_bytes = work.max_constant_bytes();
   if (work.max_folded_bytes() > 0) options.fold_limits.max_total_bytes = work.max_folded_bytes();
+  if (db != nullptr) {
+    // A record that no longer replays leaves its kernel to the default schedule: not an error.
+    options.schedule_passes.push_back(
+        tune::ApplyTuningRecordsPass(db, work.target(), [](const std::string&) {}));
+  }
   absl::StatusOr<std::string> artifact = backend::BuildArtifact(*mod, work.target(), options);
   outcome->set_seconds(SecondsSince(start));
   if (!artifact.ok()) return Fail(artifact.status(), outcome);
@@ -190,24 +218,48 @@ std::string MemoryLimit() {
 namespace kiln::server {
 namespace {
 
+// A tune: load the module, then search, build here and measure through kilnd.
+void Tune(const TuneWork& work, TuneOutcome* outcome) {
+  absl::StatusOr<ir::IRModule> mod =
+      Load(work.source(), work.module_name(), work.max_constant_bytes());
+  if (!mod.ok()) {
+    outcome->set_code(static_cast<int>(mod.status().code()));
+    outcome->set_error(std::string(mod.status().message()));
+    return;
+  }
+  *outcome = TuneInWorker(work, *mod);
+}
+
 int WorkerMain() {
   if (!InputWithin(kIdleBeforeWarmUpMs)) WarmUp();
   std::optional<std::string> input = ReadFrame(stdin);
-  CompileWork work;
-  if (!input.has_value() || !work.ParseFromString(*input)) {
-    std::fprintf(stderr, "kiln-worker: no compile work on stdin\n");
+  WorkerInput work;
+  if (!input.has_value() || !work.ParseFromString(*input) ||
+      work.work_case() == WorkerInput::WORK_NOT_SET) {
+    std::fprintf(stderr, "kiln-worker: no compile or tune work on stdin\n");
     return 1;
   }
-  LimitCpu(work.cpu_limit_seconds());
+  const bool tune = work.has_tune();
+  LimitCpu(tune ? work.tune().cpu_limit_seconds() : work.compile().cpu_limit_seconds());
   WorkerMessage reply;
   try {
-    Compile(work, reply.mutable_outcome());
+    if (tune) {
+      Tune(work.tune(), reply.mutable_tune_outcome());
+    } else {
+      Compile(work.compile(), reply.mutable_outcome());
+    }
   } catch (const std::bad_alloc&) {
     reply.Clear();
-    Fail(absl::ResourceExhaustedError(absl::StrCat("out of memory: compiling ", work.module_name(),
-                                                   " needs more than the worker's memory limit",
-                                                   MemoryLimit())),
-         reply.mutable_outcome());
+    absl::Status status = absl::ResourceExhaustedError(
+        absl::StrCat("out of memory: ", tune ? "tuning " : "compiling ",
+                     tune ? work.tune().module_name() : work.compile().module_name(),
+                     " needs more than the worker's memory limit", MemoryLimit()));
+    if (tune) {
+      reply.mutable_tune_outcome()->set_code(static_cast<int>(status.code()));
+      reply.mutable_tune_outcome()->set_error(std::string(status.message()));
+    } else {
+      Fail(status, reply.mutable_outcome());
+    }
   }
   // kilnd waits for the process to end; the destructors of what the compile built (LLVM's
   // statics, the runtime's thread pool, the heap) would make that about 100 ms after the outcome

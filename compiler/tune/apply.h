@@ -18,6 +18,12 @@ namespace kiln::tune {
 pass::PassPtr ApplyTuningRecordsPass(std::shared_ptr<const TuningDatabase> db, std::string target,
                                      std::function<void(const std::string&)> warn);
 
+// A digest of the records the pass would apply for `target` (each workload's best record, where
+// it beat the untuned kernel), "" when there is none: part of an artifact cache key, so that a
+// better record yields a new artifact and an unchanged database still hits.
+absl::StatusOr<std::string> AppliedRecordsDigest(const TuningDatabase& db,
+                                                 const std::string& target);
+
 }  // namespace kiln::tune
 
 #endif  // KILN_COMPILER_TUNE_APPLY_H_

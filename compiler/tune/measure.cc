@@ -14,9 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/backend/toolchain.h"
-#include "runtime/library.h"
-#include "runtime/tensor.h"
-#include "runtime/time_evaluator.h"
+#include "runtime/kernel_measure.h"
 
 namespace kiln::tune {
 namespace {
@@ -169,76 +167,6 @@ class LocalBuilder : public Builder {
   LocalBuilderOptions options_;
 };
 
-// The kernel's arguments: a tensor per buffer parameter (symbolic dimensions at the
-// representative extent), filled from a fixed seed; the representative extent for a scalar one.
-absl::StatusOr<std::vector<runtime::Value>> RandomArguments(const ir::PrimFunc& f,
-                                                            std::vector<runtime::Tensor>* tensors) {
-  std::mt19937 rng(17);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<runtime::Value> args;
-  for (const ir::Var& param : f->params) {
-    ir::Buffer buffer = f->BufferOf(param);
-    if (!buffer) {
-      args.emplace_back(int64_t{kRepresentativeExtent});
-      continue;
-    }
-    std::vector<int64_t> shape;
-    for (const ir::PrimExpr& d : buffer->shape) {
-      const int64_t* c = ir::AsConstInt(d);
-      shape.push_back(c ? *c : kRepresentativeExtent);
-    }
-    absl::StatusOr<DLDataType> dtype = runtime::ParseDataType(buffer->dtype.ToString());
-    if (!dtype.ok()) return dtype.status();
-    absl::StatusOr<runtime::Tensor> t = runtime::Tensor::Empty(shape, *dtype);
-    if (!t.ok()) return t.status();
-    const int64_t n = t->NumElements();
-    if (dtype->code == kDLFloat && dtype->bits == 32) {
-      float* p = static_cast<float*>(t->data());
-      for (int64_t i = 0; i < n; ++i) p[i] = dist(rng);
-    } else {
-      std::memset(t->data(), 0, static_cast<size_t>(n) * runtime::DataTypeBytes(*dtype));
-    }
-    tensors->push_back(*t);
-    args.emplace_back(*t);
-  }
-  return args;
-}
-
-// `from`'s contents in new tensors, as arguments in the same order.
-absl::StatusOr<std::vector<runtime::Value>> Copy(const std::vector<runtime::Value>& from,
-                                                 std::vector<runtime::Tensor>* tensors) {
-  std::vector<runtime::Value> out;
-  for (const runtime::Value& v : from) {
-    const runtime::Tensor* t = v.as_tensor();
-    if (t == nullptr) {
-      out.push_back(v);
-      continue;
-    }
-    absl::StatusOr<runtime::Tensor> copy = runtime::Tensor::Empty(t->shape(), t->dtype());
-    if (!copy.ok()) return copy.status();
-    std::memcpy(copy->data(), t->data(), t->NumBytes());
-    tensors->push_back(*copy);
-    out.emplace_back(*copy);
-  }
-  return out;
-}
-
-absl::Status Compare(const std::vector<runtime::Tensor>& got,
-                     const std::vector<runtime::Tensor>& want, double tolerance) {
-  for (size_t b = 0; b < want.size(); ++b) {
-    if (want[b].dtype().code != kDLFloat || want[b].dtype().bits != 32) continue;
-    const float* g = static_cast<const float*>(got[b].data());
-    const float* w = static_cast<const float*>(want[b].data());
-    for (int64_t i = 0; i < want[b].NumElements(); ++i) {
-      if (!(std::abs(g[i] - w[i]) <= tolerance * (1 + std::abs(w[i])))) {
-        return absl::DataLossError(absl::StrCat("wrong result: buffer ", b, " element ", i, " is ",
-                                                g[i], ", the untuned kernel gives ", w[i]));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 class LocalRunner : public Runner {
  public:
   explicit LocalRunner(LocalRunnerOptions options) : options_(options) {}
@@ -265,41 +193,49 @@ class LocalRunner : public Runner {
  private:
   absl::StatusOr<std::string> Measure(const TuneTask& task, const std::string& reference,
                                       const std::string& library) const {
-    ir::PrimFunc f = task.mod->Lookup(task.name).as_ref<ir::PrimFuncNode>();
-    auto pool = std::make_shared<runtime::ThreadPool>(options_.threads);
-    absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> ref_lib =
-        runtime::KernelLibrary::LoadFromMemory(reference, "reference");
-    if (!ref_lib.ok()) return ref_lib.status();
-    absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
-        runtime::KernelLibrary::LoadFromMemory(library, "candidate");
-    if (!lib.ok()) return lib.status();
-    absl::StatusOr<runtime::Function> ref_fn = (*ref_lib)->GetFunction(task.name, pool);
-    if (!ref_fn.ok()) return ref_fn.status();
-    absl::StatusOr<runtime::Function> fn = (*lib)->GetFunction(task.name, pool);
-    if (!fn.ok()) return fn.status();
-    std::vector<runtime::Tensor> want, got;
-    absl::StatusOr<std::vector<runtime::Value>> want_args = RandomArguments(f, &want);
-    if (!want_args.ok()) return want_args.status();
-    absl::StatusOr<std::vector<runtime::Value>> args = Copy(*want_args, &got);
-    if (!args.ok()) return args.status();
-    if (absl::StatusOr<runtime::Value> r = (*ref_fn)(*want_args); !r.ok()) return r.status();
-    if (absl::StatusOr<runtime::Value> r = (*fn)(*args); !r.ok()) return r.status();
-    if (absl::Status s = Compare(got, want, options_.tolerance); !s.ok()) return s;
-    runtime::TimeEvaluatorOptions timing;
-    timing.repeat = options_.repeat;
-    timing.min_repeat_ms = options_.min_repeat_ms;
-    absl::StatusOr<std::vector<double>> times =
-        runtime::TimeFunction([&]() -> absl::Status { return (*fn)(*args).status(); }, timing);
-    if (!times.ok()) return times.status();
-    std::sort(times->begin(), times->end());
-    double median = (*times)[times->size() / 2];
-    return std::string(reinterpret_cast<const char*>(&median), sizeof median);
+    absl::StatusOr<v1::KernelMeasure> measure = MeasureRequest(task, reference, library, options_);
+    if (!measure.ok()) return measure.status();
+    absl::StatusOr<double> median = runtime::MeasureKernel(*measure);
+    if (!median.ok()) return median.status();
+    return std::string(reinterpret_cast<const char*>(&*median), sizeof(double));
   }
 
   LocalRunnerOptions options_;
 };
 
 }  // namespace
+
+absl::StatusOr<v1::KernelMeasure> MeasureRequest(const TuneTask& task, const std::string& reference,
+                                                 const std::string& library,
+                                                 const LocalRunnerOptions& options) {
+  ir::PrimFunc f = task.mod->Lookup(task.name).as_ref<ir::PrimFuncNode>();
+  if (!f) return absl::InvalidArgumentError(absl::StrCat("task ", task.name, " is no PrimFunc"));
+  v1::KernelMeasure m;
+  m.set_reference(reference);
+  m.set_candidate(library);
+  m.set_function(task.name);
+  m.set_repeat(options.repeat);
+  m.set_min_repeat_ms(options.min_repeat_ms);
+  m.set_tolerance(options.tolerance);
+  m.set_threads(options.threads);
+  // A tensor per buffer parameter, symbolic dimensions at the representative extent; that extent
+  // for a scalar parameter.
+  for (const ir::Var& param : f->params) {
+    v1::KernelArgument* a = m.add_arguments();
+    ir::Buffer buffer = f->BufferOf(param);
+    if (!buffer) {
+      a->set_is_scalar(true);
+      a->set_scalar(kRepresentativeExtent);
+      continue;
+    }
+    a->set_dtype(buffer->dtype.ToString());
+    for (const ir::PrimExpr& d : buffer->shape) {
+      const int64_t* c = ir::AsConstInt(d);
+      a->add_shape(c ? *c : kRepresentativeExtent);
+    }
+  }
+  return m;
+}
 
 std::unique_ptr<Builder> MakeLocalBuilder(LocalBuilderOptions options) {
   return std::make_unique<LocalBuilder>(std::move(options));

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "compiler/ir/module.h"
 #include "compiler/tune/task.h"
+#include "proto/kiln/v1/agent.pb.h"
 
 namespace kiln::tune {
 
@@ -62,6 +63,13 @@ struct LocalRunnerOptions {
   int min_repeat_ms = 20;
   double tolerance = 1e-3;  // |got - want| <= tolerance * (1 + |want|)
 };
+
+// What measuring a candidate of `task` takes, wherever it runs (runtime/kernel_measure.h): both
+// libraries, the kernel's name and its arguments (symbolic dimensions at the representative
+// extent), with `options`' timing and tolerance.
+absl::StatusOr<v1::KernelMeasure> MeasureRequest(const TuneTask& task, const std::string& reference,
+                                                 const std::string& library,
+                                                 const LocalRunnerOptions& options);
 
 std::unique_ptr<Builder> MakeLocalBuilder(LocalBuilderOptions options);
 std::unique_ptr<Runner> MakeLocalRunner(LocalRunnerOptions options);

@@ -301,6 +301,32 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
   return report;
 }
 
+v1::TuneResult ToProto(const TuneReport& report, int budget) {
+  v1::TuneResult out;
+  out.set_trials(report.trials);
+  out.set_budget(budget);
+  out.set_elapsed_s(report.elapsed_s);
+  out.set_stopped(report.stopped);
+  for (const TaskReport& t : report.tasks) {
+    v1::TuneTaskResult* task = out.add_tasks();
+    task->set_name(t.name);
+    task->set_workload_key(t.workload_key);
+    task->set_weight(t.weight);
+    task->set_trials(t.trials);
+    task->set_failures(t.failures);
+    task->set_default_seconds(t.default_seconds.value_or(0));
+    task->set_best_seconds(t.best_seconds.value_or(0));
+    task->set_error(t.error);
+  }
+  for (const CurvePoint& p : report.curve) {
+    v1::TuneCurvePoint* point = out.add_curve();
+    point->set_trials(p.trials);
+    point->set_estimated_seconds(p.estimated_seconds);
+    point->set_elapsed_s(p.elapsed_s);
+  }
+  return out;
+}
+
 std::string CurveSvg(const TuneReport& report) {
   const double w = 480, h = 240, pad = 40;
   double max_trials = 1, max_s = 0;

@@ -29,6 +29,7 @@
 #include "compiler/tune/database.h"
 #include "compiler/tune/measure.h"
 #include "compiler/tune/space.h"
+#include "proto/kiln/v1/jobs.pb.h"
 
 namespace kiln::tune {
 
@@ -117,6 +118,9 @@ class TaskSearch {
 
 // The tuning curve as a small SVG plot (trials -> estimated model latency).
 std::string CurveSvg(const TuneReport& report);
+
+// The report as the service carries it (Job.tune), with the trial budget it ran under.
+v1::TuneResult ToProto(const TuneReport& report, int budget);
 
 }  // namespace kiln::tune
 

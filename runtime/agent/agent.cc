@@ -99,14 +99,16 @@ v1::TaskResult RunTask(const AgentOptions& options, v1::AgentService::Stub* stub
                        const std::atomic<bool>& cancel) {
   v1::TaskResult result;
   result.set_task_id(task.task_id());
-  absl::StatusOr<std::string> path = EnsureArtifact(options, stub, agent_id, task);
-  if (!path.ok()) {
-    result.set_error(absl::StrCat("artifact ", task.artifact_digest().substr(0, 12), ": ",
-                                  path.status().message()));
-    return result;
-  }
   v1::LocalTask local;
-  local.set_artifact_path(*path);
+  if (task.kind() != v1::JOB_KIND_TUNE) {  // a measurement carries its libraries
+    absl::StatusOr<std::string> path = EnsureArtifact(options, stub, agent_id, task);
+    if (!path.ok()) {
+      result.set_error(absl::StrCat("artifact ", task.artifact_digest().substr(0, 12), ": ",
+                                    path.status().message()));
+      return result;
+    }
+    local.set_artifact_path(*path);
+  }
   *local.mutable_task() = task;
   local.set_threads(options.threads);
   ChildOptions child;

@@ -12,6 +12,7 @@
 #include "runtime/agent/channel.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
+#include "runtime/kernel_measure.h"
 #include "runtime/support/status_macros.h"
 #include "runtime/time_evaluator.h"
 
@@ -84,6 +85,11 @@ absl::StatusOr<std::vector<Value>> Arguments(const v1::EntryFunction& entry, con
 
 absl::Status Run(const v1::LocalTask& local, v1::TaskResult* result) {
   const v1::Task& task = local.task();
+  if (task.kind() == v1::JOB_KIND_TUNE) {  // a tuning candidate: no artifact, two libraries
+    KILN_ASSIGN_OR_RETURN(double seconds, MeasureKernel(task.measure()));
+    result->set_measured_seconds(seconds);
+    return absl::OkStatus();
+  }
   KILN_ASSIGN_OR_RETURN(std::string bytes, ReadTextFile(local.artifact_path()));
   int threads = local.threads() > 0 ? local.threads() : ThreadPool::DefaultThreads();
   KILN_ASSIGN_OR_RETURN(LoadedArtifact loaded,

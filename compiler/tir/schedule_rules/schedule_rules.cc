@@ -192,6 +192,8 @@ int64_t VectorTile(int64_t extent) {
 constexpr int64_t kTileAccumulators = 128;
 // Packing an operand copies it once per call; it pays when this many rows reuse each panel.
 constexpr int64_t kMinRowsToPack = 16;
+// At most this many copies of a loop body are unrolled.
+constexpr int64_t kMaxUnrollSteps = 256;
 
 // The heuristic decisions of MultiLevelTiling: per loop of the block, its tiles (empty for a
 // loop of symbolic extent).
@@ -373,6 +375,7 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
   // iterations would start the accumulator over).
   std::vector<LoopRV> symbolic, symbolic_reduce;
   std::vector<std::vector<LoopRV>> s_tiles(4), r_tiles(2);
+  std::map<int, int64_t> extents;  // of each tile loop, by LoopRV id
   for (size_t k = 0; k < info.loops.size(); ++k) {
     const bool spatial = info.loop_kinds[k] == IterKind::kSpatial;
     if (tiles[k].empty()) {
@@ -382,8 +385,12 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
     std::vector<Factor> factors(tiles[k].begin(), tiles[k].end());
     absl::StatusOr<std::vector<LoopRV>> split = sch.Split((*loops)[k], factors);
     if (!split.ok()) return split.status();
-    for (size_t t = 0; t < split->size(); ++t)
+    for (size_t t = 0; t < split->size(); ++t) {
       (spatial ? s_tiles : r_tiles)[t].push_back((*split)[t]);
+      absl::StatusOr<int64_t> extent = sampler.Value(tiles[k][t]);
+      if (!extent.ok()) return extent.status();
+      extents[(*split)[t].id] = *extent;
+    }
   }
   std::vector<LoopRV> order = symbolic;
   for (const std::vector<LoopRV>* level : {&s_tiles[0], &s_tiles[1], &symbolic_reduce, &r_tiles[0],
@@ -449,8 +456,17 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
   absl::StatusOr<int64_t> unroll = sampler.Choose({0, 1}, 1);
   if (!unroll.ok()) return unroll.status();
   if (*unroll == 1) {
-    for (size_t t = 0; t + 1 < s_tiles[3].size(); ++t) (void)sch.Unroll(s_tiles[3][t]);
-    for (LoopRV r : r_tiles[1]) (void)sch.Unroll(r);
+    // From the innermost loop outward, while the unrolled body stays within kMaxUnrollSteps
+    // copies (as TVM's auto_unroll_max_step bounds it): a 16 x 3 x 3 x 8 x 8 nest unrolled whole
+    // kept LLVM busy past the builder's minute, and such code thrashes the instruction cache.
+    std::vector<LoopRV> inner_first(s_tiles[3].rbegin() + 1, s_tiles[3].rend());
+    inner_first.insert(inner_first.end(), r_tiles[1].rbegin(), r_tiles[1].rend());
+    int64_t steps = 1;
+    for (LoopRV loop : inner_first) {
+      steps *= extents.at(loop.id);
+      if (steps > kMaxUnrollSteps) break;
+      (void)sch.Unroll(loop);
+    }
   }
   return placed;
 }

@@ -1,0 +1,96 @@
+#include "server/worker_tune.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/tune/measure.h"
+#include "compiler/tune/task.h"
+#include "compiler/tune/tuner.h"
+#include "compiler/version.h"
+#include "server/worker_frames.h"
+
+namespace kiln::server {
+namespace {
+
+// The tuner's runner in the service: each batch of candidates goes up to kilnd as a
+// MeasureBatch, which kilnd spreads over the idle agents of the job's device key; the answer
+// comes back in the batch's order.
+class KilndRunner : public tune::Runner {
+ public:
+  std::vector<tune::RunResult> Run(const tune::TuneTask& task, const std::string& reference,
+                                   const std::vector<std::string>& libraries) override {
+    std::vector<tune::RunResult> out(libraries.size());
+    WorkerMessage message;
+    for (size_t i = 0; i < libraries.size(); ++i) {
+      absl::StatusOr<v1::KernelMeasure> m =
+          tune::MeasureRequest(task, reference, libraries[i], options_);
+      if (!m.ok()) return Failed(libraries.size(), m.status().message());
+      *message.mutable_measure()->add_candidates() = *std::move(m);
+    }
+    if (!WriteFrame(stdout, message)) return Failed(libraries.size(), "kilnd went away");
+    std::optional<std::string> answer = ReadFrame(stdin);
+    MeasureResults results;
+    if (!answer.has_value() || !results.ParseFromString(*answer) ||
+        results.results_size() != static_cast<int>(libraries.size())) {
+      return Failed(libraries.size(), "kilnd sent no measurements");
+    }
+    for (size_t i = 0; i < libraries.size(); ++i) {
+      const MeasureResult& r = results.results(static_cast<int>(i));
+      if (r.ok()) {
+        out[i].seconds = r.seconds();
+      } else {
+        out[i].error = absl::StrCat("run: ", r.error());
+      }
+    }
+    return out;
+  }
+
+ private:
+  static std::vector<tune::RunResult> Failed(size_t n, absl::string_view why) {
+    return std::vector<tune::RunResult>(n, {std::nullopt, absl::StrCat("run: ", why)});
+  }
+
+  tune::LocalRunnerOptions options_;  // the timing and the tolerance the agents apply
+};
+
+void Fail(const absl::Status& status, TuneOutcome* outcome) {
+  outcome->set_ok(false);
+  outcome->set_code(static_cast<int>(status.code()));
+  outcome->set_error(std::string(status.message()));
+}
+
+}  // namespace
+
+TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
+  TuneOutcome outcome;
+  absl::StatusOr<std::vector<tune::TuneTask>> tasks = tune::ExtractTasks(mod);
+  if (!tasks.ok()) return Fail(tasks.status(), &outcome), outcome;
+  absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> db =
+      tune::TuningDatabase::Open(work.tuning_db_path());
+  if (!db.ok()) return Fail(db.status(), &outcome), outcome;
+  tune::LocalBuilderOptions builder_options;
+  builder_options.target = work.target();
+  std::unique_ptr<tune::Builder> builder = tune::MakeLocalBuilder(builder_options);
+  KilndRunner runner;
+  tune::TuneOptions options;
+  options.target = work.target();
+  options.trials = work.trials();
+  options.max_trials_per_task = work.max_trials_per_task();
+  options.seed = work.seed();
+  options.compiler = CompilerIdentity();
+  options.measured_on = work.device_key();
+  absl::StatusOr<tune::TuneReport> report =
+      tune::Tune(*tasks, **db, *builder, runner, options, [&](const tune::TuneReport& progress) {
+        WorkerMessage message;
+        *message.mutable_tune_progress() = tune::ToProto(progress, work.trials());
+        WriteFrame(stdout, message);
+      });
+  if (!report.ok()) return Fail(report.status(), &outcome), outcome;
+  outcome.set_ok(true);
+  *outcome.mutable_result() = tune::ToProto(*report, work.trials());
+  return outcome;
+}
+
+}  // namespace kiln::server
