@@ -556,6 +556,22 @@ int KilnMain(int argc, char** argv) {
   devices->add_flag("--json", remote.json, "as JSON");
   CLI::App* artifact = app.add_subcommand("artifact", "artifacts in a kilnd's store");
   artifact->require_subcommand(1);
+  CLI::App* records =
+      app.add_subcommand("tuning-records", "list, export or import a tuning database's records");
+  records->require_subcommand(1);
+  std::string records_db;
+  CLI::App* records_list = records->add_subcommand("list", "each workload: records and best");
+  CLI::App* records_export = records->add_subcommand("export", "every record as JSON lines");
+  CLI::App* records_import = records->add_subcommand("import", "add records from JSON lines");
+  for (CLI::App* sub : {records_list, records_export, records_import}) {
+    sub->add_option("--tuning-db", records_db,
+                    "the SQLite tuning database (a kilnd store's is STORE/tuning.db)")
+        ->required();
+  }
+  records_export->add_option("-o,--output", output, "the file to write (default: stdout)");
+  records_import->add_option("FILE", file, "JSON lines, as export writes them")
+      ->required()
+      ->check(CLI::ExistingFile);
   CLI::App* artifact_get = artifact->add_subcommand("get", "download an artifact by digest");
   add_remote(artifact_get, true);
   std::string digest;
@@ -585,6 +601,9 @@ int KilnMain(int argc, char** argv) {
   }
   if (*print) return PrintModule(file);
   if (*schedule_apply) return ApplySchedule(file, trace_file, output);
+  if (*records_list) return kiln::client::ListTuningRecords(records_db);
+  if (*records_export) return kiln::client::ExportTuningRecords(records_db, output);
+  if (*records_import) return kiln::client::ImportTuningRecords(records_db, file);
   if (*check) return CheckModule(file);
   if (*compile) {
     build_options.fuse = !no_fuse;

@@ -5,9 +5,12 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 
+#include "absl/strings/str_format.h"
 #include "client/remote_commands.h"
 #include "compiler/frontend/load_module.h"
+#include "compiler/tune/records_io.h"
 #include "compiler/tune/tuner.h"
 #include "compiler/version.h"
 
@@ -82,6 +85,81 @@ int TuneModel(const TuneFlags& flags) {
     std::ofstream(flags.curve_svg) << tune::CurveSvg(*report);
   }
   PrintTuneResult(tune::ToProto(*report, flags.trials), flags.json);
+  return 0;
+}
+
+namespace {
+
+std::unique_ptr<tune::TuningDatabase> OpenOrSay(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> db = tune::TuningDatabase::Open(path);
+  if (!db.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(db.status().message()).c_str());
+    return nullptr;
+  }
+  return std::move(*db);
+}
+
+int Say(const absl::Status& status) {
+  std::fprintf(stderr, "kiln: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+}  // namespace
+
+int ListTuningRecords(const std::string& database) {
+  std::unique_ptr<tune::TuningDatabase> db = OpenOrSay(database);
+  if (db == nullptr) return 1;
+  absl::StatusOr<std::vector<tune::WorkloadId>> workloads = db->Workloads();
+  if (!workloads.ok()) return Say(workloads.status());
+  std::printf("%-18s %-10s %8s %8s %12s %12s  %s\n", "workload", "device", "records", "failed",
+              "default ms", "best ms", "target");
+  for (const tune::WorkloadId& w : *workloads) {
+    absl::StatusOr<std::vector<tune::TuningRecord>> records = db->Records(w);
+    if (!records.ok()) return Say(records.status());
+    absl::StatusOr<std::optional<double>> untuned = db->DefaultSeconds(w);
+    if (!untuned.ok()) return Say(untuned.status());
+    int failed = 0;
+    std::optional<double> best;
+    for (const tune::TuningRecord& r : *records) {
+      if (!r.seconds) ++failed;
+      if (r.seconds && (!best || *r.seconds < *best)) best = r.seconds;
+    }
+    auto ms = [](std::optional<double> s) {
+      return s ? absl::StrFormat("%.4f", *s * 1e3) : std::string("-");
+    };
+    std::printf("%-18s %-10s %8zu %8d %12s %12s  %s\n", w.workload_key.c_str(),
+                w.device_key.empty() ? "-" : w.device_key.c_str(), records->size(), failed,
+                ms(*untuned).c_str(), ms(best).c_str(), w.target.c_str());
+  }
+  return 0;
+}
+
+int ExportTuningRecords(const std::string& database, const std::string& output) {
+  std::unique_ptr<tune::TuningDatabase> db = OpenOrSay(database);
+  if (db == nullptr) return 1;
+  std::ofstream file;
+  if (!output.empty()) {
+    file.open(output, std::ios::trunc);
+    if (!file) return Say(absl::PermissionDeniedError(output + ": cannot write the file"));
+  }
+  absl::StatusOr<int64_t> n = tune::ExportRecords(*db, output.empty() ? std::cout : file);
+  if (!n.ok()) return Say(n.status());
+  std::fprintf(stderr, "kiln: %lld records exported from %s\n", static_cast<long long>(*n),
+               database.c_str());
+  return 0;
+}
+
+int ImportTuningRecords(const std::string& database, const std::string& input) {
+  std::unique_ptr<tune::TuningDatabase> db = OpenOrSay(database);
+  if (db == nullptr) return 1;
+  std::ifstream in(input);
+  absl::StatusOr<tune::ImportCounts> counts = tune::ImportRecords(*db, in);
+  if (!counts.ok())
+    return Say(absl::Status(counts.status().code(),
+                            input + ": " + std::string(counts.status().message())));
+  std::printf("%lld records imported into %s (%lld already there)\n",
+              static_cast<long long>(counts->imported), database.c_str(),
+              static_cast<long long>(counts->already_there));
   return 0;
 }
 

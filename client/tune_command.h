@@ -26,6 +26,12 @@ struct TuneFlags {
 
 int TuneModel(const TuneFlags& flags);
 
+// `kiln tuning-records list|export|import --tuning-db DB`: what a database holds, and its records
+// as JSON lines (compiler/tune/records_io.h) to move between databases.
+int ListTuningRecords(const std::string& database);
+int ExportTuningRecords(const std::string& database, const std::string& output);
+int ImportTuningRecords(const std::string& database, const std::string& input);
+
 }  // namespace kiln::client
 
 #endif  // KILN_CLIENT_TUNE_COMMAND_H_

@@ -673,7 +673,8 @@ struct JobManager::TuneConversation {
       if (!message.ParseFromString(payload)) {
         broken = "sent a message that does not parse";
       } else if (message.has_measure()) {
-        reply += Frame(manager->MeasureOnAgents(*entry, message.measure()));
+        std::optional<MeasureResults> results = manager->MeasureOnAgents(*entry, message.measure());
+        if (results) reply += Frame(*results);
       } else if (message.has_tune_progress()) {
         manager->TuneProgress(*entry, message.tune_progress());
       } else if (message.has_tune_outcome()) {
@@ -763,7 +764,7 @@ void JobManager::RunTune(const std::string& id, std::unique_ptr<runtime::Child> 
   TransitionLocked(*e, v1::JOB_STATE_SUCCEEDED, summary);
 }
 
-MeasureResults JobManager::MeasureOnAgents(Entry& e, const MeasureBatch& batch) {
+std::optional<MeasureResults> JobManager::MeasureOnAgents(Entry& e, const MeasureBatch& batch) {
   std::unique_lock<std::mutex> lock(mu_);
   const std::string& key = e.job.device_key();
   std::vector<std::string> ids;
@@ -791,14 +792,15 @@ MeasureResults JobManager::MeasureOnAgents(Entry& e, const MeasureBatch& batch) 
   while (!all_done() && !e.cancel && !stopping_ && NowUnixMs() < e.deadline_unix_ms) {
     changed_.wait_for(lock, std::chrono::milliseconds(100));
   }
+  const bool complete = all_done();
   MeasureResults out;
   std::deque<std::string>& queue = measure_queues_[key];
   for (const std::string& id : ids) {
     const Measurement& m = measurements_.at(id);
     MeasureResult* r = out.add_results();
-    r->set_ok(m.done && m.ok);
+    r->set_ok(m.ok);
     r->set_seconds(m.seconds);
-    r->set_error(m.done ? m.error : "the tune stopped before an agent measured it");
+    r->set_error(m.error);
     // Not measured yet: out of the queue, and off the agent measuring it.
     queue.erase(std::remove(queue.begin(), queue.end(), id), queue.end());
     for (auto& [agent_id, agent] : agents_) {
@@ -810,7 +812,9 @@ MeasureResults JobManager::MeasureOnAgents(Entry& e, const MeasureBatch& batch) 
     measurements_.erase(id);
   }
   changed_.notify_all();
-  return out;
+  // A tune stopped (cancelled, past its deadline, kilnd draining) gets no answer: its worker is
+  // killed while it waits, and no candidate that was never measured is recorded as failed.
+  return complete ? out : std::optional<MeasureResults>();
 }
 
 void JobManager::TuneProgress(Entry& e, const v1::TuneResult& progress) {

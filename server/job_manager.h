@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -199,8 +200,8 @@ class JobManager {
   // Tunes in `worker` (or a fresh one): the worker's MeasureBatch frames are measured on agents.
   void RunTune(const std::string& id, std::unique_ptr<runtime::Child> worker);
   // Queues `batch` for the agents of `e`'s device key, one candidate per idle agent, and waits for
-  // every result, or until the job is cancelled or past its deadline.
-  MeasureResults MeasureOnAgents(Entry& e, const MeasureBatch& batch);
+  // every result; nullopt when the job was cancelled, passed its deadline or kilnd stops first.
+  std::optional<MeasureResults> MeasureOnAgents(Entry& e, const MeasureBatch& batch);
   void TuneProgress(Entry& e, const v1::TuneResult& progress);
   // Why a worker that ran (or could not start) gave no usable outcome, or "" when it did;
   // `*code` is the status code to report.

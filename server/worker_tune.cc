@@ -1,6 +1,7 @@
 #include "server/worker_tune.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -29,12 +30,15 @@ class KilndRunner : public tune::Runner {
       if (!m.ok()) return Failed(libraries.size(), m.status().message());
       *message.mutable_measure()->add_candidates() = *std::move(m);
     }
-    if (!WriteFrame(stdout, message)) return Failed(libraries.size(), "kilnd went away");
-    std::optional<std::string> answer = ReadFrame(stdin);
+    std::optional<std::string> answer;
+    if (WriteFrame(stdout, message)) answer = ReadFrame(stdin);
     MeasureResults results;
     if (!answer.has_value() || !results.ParseFromString(*answer) ||
         results.results_size() != static_cast<int>(libraries.size())) {
-      return Failed(libraries.size(), "kilnd sent no measurements");
+      // kilnd went away (or broke the conversation): nothing was measured, so nothing is
+      // recorded; the records so far stay in the database.
+      std::fprintf(stderr, "kiln-worker: kilnd sent no measurements; the tune ends\n");
+      std::_Exit(1);
     }
     for (size_t i = 0; i < libraries.size(); ++i) {
       const MeasureResult& r = results.results(static_cast<int>(i));

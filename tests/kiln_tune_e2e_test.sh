@@ -49,6 +49,30 @@ kill -INT "$PID"
 wait "$PID"
 grep -q "(stopped)" "$TMP/stopped.txt" || { cat "$TMP/stopped.txt"; exit 1; }
 
+# The records as JSON lines into another database: the same records, applied the same way; a
+# second import adds none.
+"$KILN" tuning-records export --tuning-db "$DB" -o "$TMP/records.jsonl" 2> /dev/null
+LINES=$(wc -l < "$TMP/records.jsonl")
+[ "$LINES" -ge 12 ] || { echo "exported $LINES records"; exit 1; }
+"$KILN" tuning-records import --tuning-db "$TMP/copy.db" "$TMP/records.jsonl" > "$TMP/import.txt"
+grep -q "^$LINES records imported" "$TMP/import.txt" || { cat "$TMP/import.txt"; exit 1; }
+"$KILN" tuning-records import --tuning-db "$TMP/copy.db" "$TMP/records.jsonl" > "$TMP/import.txt"
+grep -q "^0 records imported .* ($LINES already there)" "$TMP/import.txt" \
+  || { cat "$TMP/import.txt"; exit 1; }
+"$KILN" tuning-records list --tuning-db "$TMP/copy.db" > "$TMP/list.txt"
+[ "$(grep -c "llvm -mtriple" "$TMP/list.txt")" = 2 ] || { cat "$TMP/list.txt"; exit 1; }
+"$KILN" compile "$MODEL" --target llvm --tuning-db "$TMP/copy.db" -o "$TMP/copied.kiln" \
+  > "$TMP/copied.txt"
+grep -q "tuned kernels: $(grep -o "tuned kernels: [0-9]*" "$TMP/compile.txt" | grep -o "[0-9]*$")" \
+  "$TMP/copied.txt" || { cat "$TMP/copied.txt"; exit 1; }
+echo '{"workload_key": 1}' > "$TMP/bad.jsonl"
+set +e
+MESSAGE=$("$KILN" tuning-records import --tuning-db "$TMP/copy.db" "$TMP/bad.jsonl" 2>&1)
+STATUS=$?
+set -e
+[ "$STATUS" = 1 ] && echo "$MESSAGE" | grep -qF "bad.jsonl: line 1:" \
+  || { echo "$STATUS: $MESSAGE"; exit 1; }
+
 # A database that is not one: exit 1 naming it.
 echo "not a database" > "$TMP/garbage.db"
 set +e

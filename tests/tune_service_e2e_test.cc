@@ -243,6 +243,45 @@ TEST_F(TuneServiceTest, CancelStopsATuneWithinSecondsAndKeepsEveryRecord) {
   CompileOk(false);
 }
 
+// kilnd dies mid-tune: after the restart the job has failed with the reason, every record measured
+// before is kept, and nothing that was never measured was recorded.
+TEST_F(TuneServiceTest, AKilndRestartMidTuneKeepsTheRecords) {
+  Start("tune_restart", 1);
+  std::string id = Submit(TuneRequest(400));
+  v1::Job job;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (job.tune().trials() < 8 && std::chrono::steady_clock::now() < deadline) {
+    absl::StatusOr<v1::Job> got = client_->GetJob(id);
+    ASSERT_TRUE(got.ok()) << got.status();
+    job = *got;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(job.tune().trials(), 8);
+  cluster_->daemon().Signal(SIGKILL);
+  cluster_->daemon().Wait();
+  // The orphaned worker ends by itself once kilnd stops answering.
+  for (int i = 0; i < 500 && kill(job.worker_pid(), 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(kill(job.worker_pid(), 0), 0);
+  auto [measured, failed] = RecordCount(*cluster_);
+  EXPECT_GE(measured + failed, job.tune().trials());
+  EXPECT_LE(measured + failed, job.tune().trials() + 8);  // at most the batch in flight
+  EXPECT_LE(failed, 1);
+  ASSERT_TRUE(cluster_->StartDaemon({}, /*same_port=*/true).ok());
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> again = cluster_->Client();
+  ASSERT_TRUE(again.ok()) << again.status();
+  // The first call may meet the connection the killed kilnd left behind (Unavailable).
+  absl::StatusOr<v1::Job> after = (*again)->GetJob(id);
+  for (int i = 0; i < 50 && after.status().code() == absl::StatusCode::kUnavailable; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    after = (*again)->GetJob(id);
+  }
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(after->reason(), HasSubstr("kilnd restarted before the job finished"));
+}
+
 TEST_F(TuneServiceTest, WithoutAnAgentATuneWaitsVisiblyUntilItsDeadline) {
   Start("tune_no_agent", 0);
   v1::SubmitTuneRequest request = TuneRequest(8, "board");

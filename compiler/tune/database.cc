@@ -181,6 +181,18 @@ absl::StatusOr<std::optional<double>> TuningDatabase::DefaultSeconds(const Workl
   return std::optional<double>();
 }
 
+absl::StatusOr<std::string> TuningDatabase::Module(const WorkloadId& w) const {
+  Statement get(db_,
+                "SELECT module FROM workloads WHERE workload_key = ? AND target = ? AND "
+                "device_key = ?");
+  BindWorkload(get, w);
+  int rc = get.Step();
+  if (rc == SQLITE_ROW) return get.Text(0);
+  if (rc != SQLITE_DONE) return Error("reading a workload's module");
+  return absl::NotFoundError(
+      absl::StrCat("tuning database ", path_, ": no workload ", w.workload_key, " for ", w.target));
+}
+
 absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Records(const WorkloadId& w) const {
   return Query(w, -1);
 }

@@ -63,6 +63,8 @@ class TuningDatabase {
   // The untuned (default-scheduled) kernel's seconds per call, measured with the records.
   absl::Status SetDefaultSeconds(const WorkloadId& workload, double seconds);
   absl::StatusOr<std::optional<double>> DefaultSeconds(const WorkloadId& workload) const;
+  // The kernel's TVMScript, as first added; NotFound for an unknown workload.
+  absl::StatusOr<std::string> Module(const WorkloadId& workload) const;
   // Every record of the workload: the measured fastest first, then the failed ones.
   absl::StatusOr<std::vector<TuningRecord>> Records(const WorkloadId& workload) const;
   // The fastest measured record, if any.
