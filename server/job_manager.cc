@@ -491,37 +491,41 @@ void JobManager::CompileLoop() {
   }
 }
 
-// The compile's side of the worker conversation (worker.proto): answers the worker's cache query
-// with the candidates stored under its key and keeps its outcome.
-struct JobManager::WorkerConversation {
-  ArtifactCache* cache = nullptr;
-  std::map<std::string, int64_t> offered;  // candidate digest -> artifact size
-  CompileOutcome outcome;
-  bool have_outcome = false;
-  std::string broken;  // why the worker's output made no sense
-
-  std::string OnOutput(std::string* output) {
+absl::StatusOr<runtime::ChildResult> JobManager::RunWorker(
+    Entry& e, std::unique_ptr<runtime::Child> worker, const WorkerInput& input, int64_t timeout_ms,
+    const std::string& started, const std::function<std::string(const WorkerMessage&)>& answer,
+    std::string* broken) {
+  runtime::ChildOptions child;
+  child.memory_limit_bytes = options_.worker_memory_bytes;
+  child.timeout_ms = timeout_ms;
+  child.cancel = &e.cancel;
+  child.on_start = [&](pid_t pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    e.job.set_worker_pid(pid);
+    PublishLocked(e, absl::StrCat(started, " in kiln-worker pid ", pid));
+  };
+  child.on_output = [&](std::string* output) {
     std::string reply, payload;
     bool oversized = false;
-    while (broken.empty() && TakeFrame(output, &payload, &oversized)) {
+    while (broken->empty() && TakeFrame(output, &payload, &oversized)) {
       WorkerMessage message;
       if (!message.ParseFromString(payload)) {
-        broken = "sent a message that does not parse";
-      } else if (message.has_cache_query()) {
-        absl::StatusOr<CacheCandidates> candidates =
-            cache->Candidates(message.cache_query().cache_key());
-        CacheCandidates answer = candidates.ok() ? *std::move(candidates) : CacheCandidates();
-        for (const CachedModule& c : answer.candidates()) offered[c.digest()] = c.size();
-        reply += Frame(answer);
-      } else if (message.has_outcome()) {
-        outcome = message.outcome();
-        have_outcome = true;
+        *broken = "sent a message that does not parse";
+      } else {
+        reply += answer(message);
       }
     }
-    if (oversized) broken = "sent a frame over the size limit";
+    if (oversized) *broken = "sent a frame over the size limit";
     return reply;
+  };
+  if (worker == nullptr || !worker->Alive()) {  // no spare, or it died while waiting
+    absl::StatusOr<std::unique_ptr<runtime::Child>> fresh =
+        runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
+    if (!fresh.ok()) return fresh.status();
+    worker = std::move(*fresh);
   }
-};
+  return worker->Run(Frame(input), child);
+}
 
 void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Child> worker) {
   CompileWork work;
@@ -540,52 +544,48 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
     work.set_tuning_db_path(options_.tuning_db_path);
     timeout_ms = std::max<int64_t>(1, e->deadline_unix_ms - NowUnixMs());
   }
-  WorkerConversation conversation;
-  conversation.cache = cache_;
-  runtime::ChildOptions child;
-  child.memory_limit_bytes = options_.worker_memory_bytes;
-  child.timeout_ms = timeout_ms;
-  child.cancel = &e->cancel;
-  child.on_start = [&](pid_t pid) {
-    std::lock_guard<std::mutex> lock(mu_);
-    e->job.set_worker_pid(pid);
-    PublishLocked(*e, absl::StrCat("compiling in kiln-worker pid ", pid));
-  };
-  child.on_output = [&](std::string* output) { return conversation.OnOutput(output); };
-  absl::StatusOr<runtime::ChildResult> ran = absl::UnknownError("not run");
-  if (worker == nullptr || !worker->Alive()) {  // no spare, or it died while waiting
-    absl::StatusOr<std::unique_ptr<runtime::Child>> started =
-        runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
-    if (started.ok()) {
-      worker = std::move(*started);
-    } else {
-      ran = started.status();
-    }
-  }
-  if (worker != nullptr) {
-    WorkerInput input;
-    *input.mutable_compile() = std::move(work);
-    ran = worker->Run(Frame(input), child);
-  }
+  // The compile's side of the conversation (worker.proto): the worker's cache query is answered
+  // with the candidates stored under its key; its outcome is kept.
+  std::map<std::string, int64_t> offered;  // candidate digest -> artifact size
+  CompileOutcome outcome;
+  bool have_outcome = false;
+  std::string broken;  // why the worker's output made no sense
+  WorkerInput input;
+  *input.mutable_compile() = std::move(work);
+  absl::StatusOr<runtime::ChildResult> ran = RunWorker(
+      *e, std::move(worker), input, timeout_ms, "compiling",
+      [&](const WorkerMessage& message) {
+        if (message.has_cache_query()) {
+          absl::StatusOr<CacheCandidates> candidates =
+              cache_->Candidates(message.cache_query().cache_key());
+          CacheCandidates answer = candidates.ok() ? *std::move(candidates) : CacheCandidates();
+          for (const CachedModule& c : answer.candidates()) offered[c.digest()] = c.size();
+          return Frame(answer);
+        }
+        if (message.has_outcome()) {
+          outcome = message.outcome();
+          have_outcome = true;
+        }
+        return std::string();
+      },
+      &broken);
   if (ran.ok() && ran->outcome == runtime::ChildResult::Outcome::kCancelled) {
     return;  // Cancel() already recorded it
   }
 
-  const CompileOutcome& outcome = conversation.outcome;
   absl::StatusCode code = absl::StatusCode::kInternal;
-  std::string failure = WorkerFailure(*e, ran, conversation.have_outcome, conversation.broken,
-                                      timeout_ms, "compile", &code);
+  std::string failure = WorkerFailure(*e, ran, have_outcome, broken, timeout_ms, "compile", &code);
   if (failure.empty() && !outcome.ok()) {
     failure = outcome.error();
     code = static_cast<absl::StatusCode>(outcome.code());
   }
   int64_t artifact_size = static_cast<int64_t>(outcome.artifact().size());
   if (failure.empty() && outcome.cache_hit()) {
-    auto offered = conversation.offered.find(outcome.digest());
-    if (offered == conversation.offered.end()) {
+    auto known = offered.find(outcome.digest());
+    if (known == offered.end()) {
       failure = "the compile worker named a cached artifact it was not offered";
     } else {
-      artifact_size = offered->second;
+      artifact_size = known->second;
       cache_->RecordHit(outcome.digest());
     }
   } else if (failure.empty()) {
@@ -656,37 +656,6 @@ std::string JobManager::WorkerFailure(const Entry& e,
 
 // --- tunes --------------------------------------------------------------------------------
 
-// The tune's side of the worker conversation: each MeasureBatch is measured on the job's agents
-// (the worker waits for the answer), progress is kept on the job, the outcome kept here.
-struct JobManager::TuneConversation {
-  JobManager* manager = nullptr;
-  Entry* entry = nullptr;
-  TuneOutcome outcome;
-  bool have_outcome = false;
-  std::string broken;
-
-  std::string OnOutput(std::string* output) {
-    std::string reply, payload;
-    bool oversized = false;
-    while (broken.empty() && TakeFrame(output, &payload, &oversized)) {
-      WorkerMessage message;
-      if (!message.ParseFromString(payload)) {
-        broken = "sent a message that does not parse";
-      } else if (message.has_measure()) {
-        std::optional<MeasureResults> results = manager->MeasureOnAgents(*entry, message.measure());
-        if (results) reply += Frame(*results);
-      } else if (message.has_tune_progress()) {
-        manager->TuneProgress(*entry, message.tune_progress());
-      } else if (message.has_tune_outcome()) {
-        outcome = message.tune_outcome();
-        have_outcome = true;
-      }
-    }
-    if (oversized) broken = "sent a frame over the size limit";
-    return reply;
-  }
-};
-
 void JobManager::RunTune(const std::string& id, std::unique_ptr<runtime::Child> worker) {
   WorkerInput input;
   TuneWork& work = *input.mutable_tune();
@@ -707,39 +676,33 @@ void JobManager::RunTune(const std::string& id, std::unique_ptr<runtime::Child> 
     work.set_max_constant_bytes(options_.max_constant_bytes);
     timeout_ms = std::max<int64_t>(1, e->deadline_unix_ms - NowUnixMs());
   }
-  TuneConversation conversation;
-  conversation.manager = this;
-  conversation.entry = e;
-  runtime::ChildOptions child;
-  child.memory_limit_bytes = options_.worker_memory_bytes;
-  child.timeout_ms = timeout_ms;
-  child.cancel = &e->cancel;
-  child.on_start = [&](pid_t pid) {
-    std::lock_guard<std::mutex> lock(mu_);
-    e->job.set_worker_pid(pid);
-    PublishLocked(*e, absl::StrCat("tuning in kiln-worker pid ", pid, ", measuring on device '",
-                                   e->job.device_key(), "'"));
-  };
-  child.on_output = [&](std::string* output) { return conversation.OnOutput(output); };
-  absl::StatusOr<runtime::ChildResult> ran = absl::UnknownError("not run");
-  if (worker == nullptr || !worker->Alive()) {
-    absl::StatusOr<std::unique_ptr<runtime::Child>> started =
-        runtime::Child::Start({options_.worker_path}, options_.worker_memory_bytes);
-    if (started.ok()) {
-      worker = std::move(*started);
-    } else {
-      ran = started.status();
-    }
-  }
-  if (worker != nullptr) ran = worker->Run(Frame(input), child);
+  // The tune's side of the conversation: each MeasureBatch is measured on the job's agents (the
+  // worker waits for the answer), progress is kept on the job, the outcome here.
+  TuneOutcome outcome;
+  bool have_outcome = false;
+  std::string broken;
+  absl::StatusOr<runtime::ChildResult> ran = RunWorker(
+      *e, std::move(worker), input, timeout_ms,
+      absl::StrCat("tuning for device '", e->job.device_key(), "'"),
+      [&](const WorkerMessage& message) {
+        if (message.has_measure()) {
+          std::optional<MeasureResults> results = MeasureOnAgents(*e, message.measure());
+          return results ? Frame(*results) : std::string();
+        }
+        if (message.has_tune_progress()) TuneProgress(*e, message.tune_progress());
+        if (message.has_tune_outcome()) {
+          outcome = message.tune_outcome();
+          have_outcome = true;
+        }
+        return std::string();
+      },
+      &broken);
   if (ran.ok() && ran->outcome == runtime::ChildResult::Outcome::kCancelled) {
     return;  // Cancel() already recorded it; every record measured so far is in the database
   }
   cache_->ForgetFingerprints();  // the records measured so far, whatever the outcome
   absl::StatusCode code = absl::StatusCode::kInternal;
-  std::string failure = WorkerFailure(*e, ran, conversation.have_outcome, conversation.broken,
-                                      timeout_ms, "tune", &code);
-  const TuneOutcome& outcome = conversation.outcome;
+  std::string failure = WorkerFailure(*e, ran, have_outcome, broken, timeout_ms, "tune", &code);
   if (failure.empty() && !outcome.ok()) {
     failure = outcome.error();
     code = static_cast<absl::StatusCode>(outcome.code());

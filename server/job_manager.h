@@ -169,8 +169,6 @@ class JobManager {
 
  private:
   struct Entry;
-  struct WorkerConversation;
-  struct TuneConversation;
   // A tuning candidate waiting for, or on, an agent of its job's device key.
   struct Measurement {
     std::string job_id;
@@ -197,6 +195,13 @@ class JobManager {
   void CompileLoop();
   // Compiles in `worker` (a started kiln-worker waiting for input), or in a fresh one.
   void RunCompile(const std::string& id, std::unique_ptr<runtime::Child> worker);
+  // Runs `input` in `worker` (or a fresh one when it is gone) under the job's deadline, limits and
+  // cancel flag: each message the worker sends goes to `answer`, whose bytes go back to it; a
+  // message that does not parse or a frame over the limit ends the conversation (`*broken`).
+  absl::StatusOr<runtime::ChildResult> RunWorker(
+      Entry& e, std::unique_ptr<runtime::Child> worker, const WorkerInput& input,
+      int64_t timeout_ms, const std::string& started,
+      const std::function<std::string(const WorkerMessage&)>& answer, std::string* broken);
   // Tunes in `worker` (or a fresh one): the worker's MeasureBatch frames are measured on agents.
   void RunTune(const std::string& id, std::unique_ptr<runtime::Child> worker);
   // Queues `batch` for the agents of `e`'s device key, one candidate per idle agent, and waits for

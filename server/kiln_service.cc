@@ -222,6 +222,19 @@ grpc::Status KilnService::GetServerInfo(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status KilnService::CheckModule(const v1::ModuleSource& module) const {
+  size_t size = SourceBytes(module);
+  if (static_cast<int64_t>(size) > ctx_->max_module_bytes) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("module: ", size, " bytes is over this server's limit of ",
+                                     ctx_->max_module_bytes, " bytes"));
+  }
+  if (module.form_case() == v1::ModuleSource::FORM_NOT_SET) {
+    return Invalid("module: give it as ir_proto, tvmscript or onnx (none was set)");
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
                                         const v1::SubmitCompileRequest* request,
                                         v1::SubmitResponse* response) {
@@ -231,15 +244,7 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
-  size_t size = SourceBytes(request->module());
-  if (static_cast<int64_t>(size) > ctx_->max_module_bytes) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("module: ", size, " bytes is over this server's limit of ",
-                                     ctx_->max_module_bytes, " bytes"));
-  }
-  if (request->module().form_case() == v1::ModuleSource::FORM_NOT_SET) {
-    return Invalid("module: give it as ir_proto, tvmscript or onnx (none was set)");
-  }
+  if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;
   if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
   std::string target = request->target().empty() ? "llvm" : request->target();
   if (absl::StatusOr<codegen::LlvmTargetInfo> t = codegen::ParseTarget(target); !t.ok()) {
@@ -419,15 +424,7 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
-  size_t size = SourceBytes(request->module());
-  if (static_cast<int64_t>(size) > ctx_->max_module_bytes) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("module: ", size, " bytes is over this server's limit of ",
-                                     ctx_->max_module_bytes, " bytes"));
-  }
-  if (request->module().form_case() == v1::ModuleSource::FORM_NOT_SET) {
-    return Invalid("module: give it as ir_proto, tvmscript or onnx (none was set)");
-  }
+  if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;
   if (request->device_key().empty()) return Invalid("device_key: required (the agents measure)");
   const int max_trials = ctx_->jobs->options().max_tune_trials;
   if (request->trials() <= 0 || request->trials() > max_trials) {
