@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -312,6 +313,43 @@ TEST_F(TuneServiceTest, AnAgentKilledMidTuneLosesNoCandidate) {
   auto [measured, failed] = RecordCount(*cluster_);
   EXPECT_EQ(measured + failed, 24);
   EXPECT_GE(measured, 20);  // a candidate the dead agent held was measured by the other one
+}
+
+// The worker builds each candidate in a child of its own: one killed mid-build fails that
+// candidate (recorded with the reason) and the tune goes on to its whole budget.
+TEST_F(TuneServiceTest, ABuilderKilledMidBuildFailsOnlyItsCandidate) {
+  Start("tune_builder_killed", 1);
+  std::string id = Submit(TuneRequest(16));
+  v1::Job job;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Past the first round (loading, whose constant folding links kernels too, is over).
+  while (job.tune().curve_size() == 0 && std::chrono::steady_clock::now() < deadline) {
+    absl::StatusOr<v1::Job> got = client_->GetJob(id);
+    ASSERT_TRUE(got.ok()) << got.status();
+    job = *got;
+  }
+  ASSERT_GT(job.worker_pid(), 0);
+  // Then the builders are the worker's only children (forked by whichever of its threads runs
+  // the search): kill the first one seen.
+  int killed = 0;
+  const std::string tasks = absl::StrCat("/proc/", job.worker_pid(), "/task");
+  while (killed == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    for (const auto& thread : std::filesystem::directory_iterator(tasks, ec)) {
+      std::ifstream children(thread.path() / "children");
+      pid_t child = 0;
+      if (children >> child && child > 0 && kill(child, SIGKILL) == 0) {
+        ++killed;
+        break;
+      }
+    }
+  }
+  ASSERT_EQ(killed, 1);
+  Watched w = Watch(*client_, id);
+  ASSERT_EQ(w.job.state(), v1::JOB_STATE_SUCCEEDED) << w.job.reason();
+  EXPECT_EQ(w.job.tune().trials(), 16);
+  auto [measured, failed] = RecordCount(*cluster_);
+  EXPECT_EQ(measured + failed, 16);
 }
 
 TEST_F(TuneServiceTest, BadTuneRequestsAreRefusedWithTheReason) {
