@@ -35,6 +35,9 @@ PACKAGES=(
   libonnx-dev
   # ONNX's backend test suites (tests:onnx_conformance_test).
   libonnx-testdata
+  # The Python client (client/python): gRPC, protobuf and NumPy for Debian's python3; pytest for
+  # its tests (its stubs come from protoc and protobuf-compiler-grpc's grpc_python_plugin).
+  python3-grpcio python3-protobuf python3-numpy python3-pytest
 )
 
 missing=()

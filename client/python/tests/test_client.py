@@ -1,0 +1,152 @@
+"""The Python client against a real kilnd and kiln-agent on loopback (no mocks): compile from a
+path, ONNX bytes and TVMScript text; run and profile on the agent; tune; list; errors."""
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+import kiln
+
+MODELS = "tests/models"
+CNN = os.path.join(MODELS, "tiny_resnet.onnx")
+MLP = os.path.join(MODELS, "mlp_784_128_10.onnx")
+
+
+def _wait_for(path, pattern, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path):
+            with open(path) as f:
+                m = re.search(pattern, f.read())
+            if m:
+                return m
+        time.sleep(0.05)
+    raise AssertionError(f"{pattern!r} never appeared in {path}")
+
+
+@pytest.fixture(scope="module")
+def server():
+    work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    log = os.path.join(work, "kilnd.log")
+    with open(log, "w") as out:
+        kilnd = subprocess.Popen([os.environ["KILND"], "--listen", "127.0.0.1:0", "--store",
+                                  os.path.join(work, "store"), "--metrics-port", "0"],
+                                 stdout=out, stderr=subprocess.STDOUT)
+    port = _wait_for(log, r"listening on port (\d+)").group(1)
+    address = f"127.0.0.1:{port}"
+    agent_log = os.path.join(work, "agent.log")
+    with open(agent_log, "w") as out:
+        agent = subprocess.Popen([os.environ["KILN_AGENT"], "--server", address, "--device-key",
+                                  "cpu", "--cache-dir", os.path.join(work, "agent")],
+                                 stdout=out, stderr=subprocess.STDOUT)
+    _wait_for(agent_log, r"registered as")
+    yield address
+    for p in (agent, kilnd):
+        p.terminate()
+        p.wait(timeout=30)
+
+
+@pytest.fixture
+def client(server):
+    with kiln.Client(server) as c:
+        yield c
+
+
+def test_compile_run_and_profile_a_cnn_on_the_agent(client, tmp_path):
+    job = client.submit_compile_job(CNN)
+    states = [e["state"] for e in job.events()]
+    assert states[-1] == "succeeded", states
+    compiled = job.wait()
+    assert compiled.kind == "compile" and compiled.status == "succeeded"
+    assert len(compiled.artifact_digest) == 64
+    path = compiled.download_artifact(tmp_path / "cnn.kiln")
+    assert os.path.getsize(path) > 0
+
+    x = np.load(os.path.join(MODELS, "tiny_resnet.input.npy"))
+    want = np.load(os.path.join(MODELS, "tiny_resnet.output.npy"))
+    # The model as a finished compile job, as a digest, and as a .kiln file: the same outputs.
+    for model in (compiled, compiled.artifact_digest, path):
+        outputs = client.submit_inference_job(model, {"input": x}, device="cpu").wait()
+        assert list(outputs) == ["output"]
+        got = outputs["output"]
+        assert isinstance(got, np.ndarray) and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+    # An input from any DLPack producer (here one that only speaks DLPack).
+    class Producer:
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, stream=None):
+            return self.array.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    outputs = client.submit_inference_job(path, {"input": Producer(x)}, device="cpu").wait()
+    np.testing.assert_allclose(outputs["output"], want, rtol=1e-4, atol=1e-4)
+
+    timings = client.submit_profile_job(compiled, device="cpu", repeat=5).wait()
+    assert timings["function"] == "main" and timings["device"] == "cpu"
+    assert len(timings["seconds_per_call"]) == 5
+    assert 0 < timings["min_seconds"] <= timings["median_seconds"] <= timings["max_seconds"]
+
+
+def test_models_as_onnx_bytes_and_as_tvmscript_text(client):
+    with open(MLP, "rb") as f:
+        onnx_job = client.submit_compile_job(f.read()).wait()
+    assert onnx_job.status == "succeeded"
+    with open("compiler/script/testdata/tvm_mlp.py") as f:
+        script = f.read()
+    script_job = client.submit_compile_job(script).wait()
+    assert script_job.status == "succeeded"
+    assert script_job.artifact_digest != onnx_job.artifact_digest
+    # Submitting the same text again is a cache hit: the same artifact.
+    again = client.submit_compile_job(script).wait()
+    assert again.artifact_digest == script_job.artifact_digest
+    assert again.proto.cache_hit
+
+
+def test_a_tune_job_reports_its_table(client):
+    table = client.submit_tune_job(MLP, device="cpu", trials=8).wait()
+    assert table["trials"] == 8 and table["budget"] == 8
+    assert len(table["tasks"]) == 2
+    assert all(t["default_seconds"] > 0 for t in table["tasks"])
+    assert table["curve"][0]["trials"] == 0 and table["curve"][-1]["trials"] == 8
+
+
+def test_listing_jobs_and_devices(client):
+    client.submit_compile_job(MLP).wait()
+    compiles = client.jobs(kind="compile", state="succeeded")
+    assert compiles and all(j.kind == "compile" for j in compiles)
+    devices = {d["key"]: d for d in client.devices()}
+    assert devices["cpu"]["agents_connected"] == 1
+    assert devices["cpu"]["target_triple"].startswith(os.uname().machine)
+    assert client.server_info()["compiler_version"]
+
+
+def test_errors_carry_the_grpc_code_and_the_reason(client):
+    compiled = client.submit_compile_job(MLP).wait()
+    with pytest.raises(kiln.KilnError) as refused:
+        client.submit_profile_job(compiled, device="no-such-board")
+    assert refused.value.code == "NOT_FOUND"
+    assert "unknown device key 'no-such-board'" in refused.value.details
+    with pytest.raises(kiln.KilnError) as bad_input:
+        client.submit_inference_job(compiled, {"input": np.zeros((3, 3), np.float32)}, "cpu")
+    assert bad_input.value.code == "INVALID_ARGUMENT"
+    # A module that does not load: the job fails with the loader's reason.
+    with pytest.raises(kiln.JobFailed) as failed:
+        client.submit_compile_job(b"not an onnx model").wait()
+    assert failed.value.state == "failed" and "not an ONNX model" in failed.value.reason
+    with pytest.raises(ValueError):
+        client.submit_compile_job("neither a file nor TVMScript")
+    # A cancelled job raises on wait().
+    job = client.submit_tune_job(CNN, device="cpu", trials=400)
+    job.cancel("enough")
+    with pytest.raises(kiln.JobFailed) as cancelled:
+        job.wait(timeout=30)
+    assert cancelled.value.state == "cancelled" and "enough" in cancelled.value.reason
