@@ -258,6 +258,34 @@ TEST(OpsTest, ScatterElementsAndScatterNDMatchAScatterLoop) {
   }
 }
 
+// Shifts of signed and unsigned integers, by amounts up to past the width (all bits out: 0, or
+// the sign for an arithmetic right shift of a negative number).
+TEST(OpsTest, ShiftsOfIntegers) {
+  Array x = {{6}, {1, -8, 255, -1, 12345, 7}};
+  Array by = {{6}, {0, 1, 4, 31, 32, 40}};
+  auto expect = [&](const char* op, const char* dtype,
+                    const std::function<double(int64_t, int64_t)>& f) {
+    SCOPED_TRACE(absl::StrCat(op, " ", dtype));
+    Array want = x;
+    for (int64_t i = 0; i < 6; ++i) {
+      want.data[i] = f(static_cast<int64_t>(x.data[i]), static_cast<int64_t>(by.data[i]));
+    }
+    std::string t = absl::StrCat("R.Tensor((6,), dtype=\"", dtype, "\")");
+    CheckOp(absl::StrCat("a: ", t, ", b: ", t), absl::StrCat("            y = ", op, "(a, b)\n"),
+            {ToTensor(x, dtype), ToTensor(by, dtype)}, want);
+  };
+  expect("R.left_shift", "int32", [](int64_t a, int64_t b) {
+    return b >= 32 ? 0.0 : static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(a) << b));
+  });
+  expect("R.right_shift", "int32", [](int64_t a, int64_t b) {
+    return static_cast<double>(static_cast<int32_t>(a) >> std::min<int64_t>(b, 31));
+  });
+  x.data = {1, 8, 255, 4294967295.0, 12345, 7};
+  expect("R.right_shift", "uint32", [](int64_t a, int64_t b) {
+    return b >= 32 ? 0.0 : static_cast<double>(static_cast<uint32_t>(a) >> b);
+  });
+}
+
 TEST(OpsTest, AstypeRoundTrips) {
   Array x = Random({6, 5}, 9, -50, 50);
   CheckOp(absl::StrCat("x: ", F32({6, 5})),

@@ -510,6 +510,27 @@ class KernelCodeGen {
       args.push_back(v);
     }
     llvm::Type* t = Type(c.dtype);
+    if (c.op == "shift_left" || c.op == "shift_right") {
+      if (!c.dtype.is_int() && !c.dtype.is_uint()) {
+        Fail(absl::StrCat(name_, ": ", c.op, " needs an integer type, not ", c.dtype.ToString()));
+        return nullptr;
+      }
+      // Shifting by the width or more is poison in LLVM: such a shift gives 0 here (the sign, for
+      // an arithmetic right shift), as every bit is shifted out.
+      llvm::Value* width = llvm::ConstantInt::get(t, c.dtype.bits());
+      llvm::Value* over = b_.CreateICmpUGE(args[1], width);
+      llvm::Value* amount =
+          b_.CreateSelect(over, llvm::ConstantInt::get(t, c.dtype.bits() - 1), args[1]);
+      if (c.op == "shift_left") {
+        return b_.CreateSelect(over, llvm::Constant::getNullValue(t),
+                               b_.CreateShl(args[0], amount));
+      }
+      if (c.dtype.is_uint()) {
+        return b_.CreateSelect(over, llvm::Constant::getNullValue(t),
+                               b_.CreateLShr(args[0], amount));
+      }
+      return b_.CreateAShr(args[0], amount);
+    }
     static const std::unordered_map<std::string, llvm::Intrinsic::ID> kIntrinsics = {
         {"exp", llvm::Intrinsic::exp},     {"exp2", llvm::Intrinsic::exp2},
         {"log", llvm::Intrinsic::log},     {"log2", llvm::Intrinsic::log2},

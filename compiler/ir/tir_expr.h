@@ -207,7 +207,8 @@ PrimExpr Not(PrimExpr a);
 PrimExpr Call(DataType dtype, std::string op, std::vector<PrimExpr> args);
 
 // Names of the math intrinsics CallNode::op may hold (unary float unless noted: "pow" binary,
-// "fma" ternary a * b + c, rounded once).
+// "fma" ternary a * b + c, rounded once; "shift_left" and "shift_right" binary on integers, the
+// right shift logical on unsigned and arithmetic on signed ones).
 bool IsMathIntrinsic(absl::string_view op);
 // How many arguments the math intrinsic `op` takes; 0 when `op` is none.
 int MathIntrinsicArity(absl::string_view op);

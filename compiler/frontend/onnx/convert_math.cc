@@ -600,6 +600,16 @@ absl::StatusOr<Outputs> MeanVarianceNormalization(Context& ctx) {
   return OneOf(ctx.Call("relax.divide", {centered, denominator}));
 }
 
+// BitShift: x << y or x >> y (direction LEFT or RIGHT), on unsigned integers.
+absl::StatusOr<Outputs> BitShift(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Tensor(1));
+  std::string direction = ctx.Str("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return ctx.Error(absl::StrCat("direction must be LEFT or RIGHT, got \"", direction, "\""));
+  return OneOf(ctx.Call(direction == "LEFT" ? "relax.left_shift" : "relax.right_shift", {x, y}));
+}
+
 // CastLike: Cast to the element type of the second input.
 absl::StatusOr<Outputs> CastLike(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
@@ -818,6 +828,7 @@ void RegisterMathConverters(ConverterTable* t) {
   (*t)["Where"] = Where;
   (*t)["Cast"] = Cast;
   (*t)["CastLike"] = CastLike;
+  (*t)["BitShift"] = BitShift;
   (*t)["MeanVarianceNormalization"] = MeanVarianceNormalization;
   (*t)["ReduceMean"] = Reduce<kReduceMean>;
   (*t)["ReduceSum"] = Reduce<kReduceSum>;

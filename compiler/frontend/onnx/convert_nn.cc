@@ -242,6 +242,48 @@ absl::StatusOr<Outputs> BatchNorm(Context& ctx) {
 }
 
 // InstanceNormalization: per sample and channel over the spatial axes.
+// LRN: x / (bias + alpha / size * s)^beta, s the sum of squares over a window of `size`
+// channels around each one (floor((size - 1) / 2) before, ceil after): the squares padded along
+// the channels, then `size` shifted slices added.
+absl::StatusOr<Outputs> Lrn(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(x));
+  const int64_t size = ctx.Int("size", 0);
+  if (size < 1) return ctx.Error("size must be positive");
+  if (shape.size() < 2) return ctx.Error("needs an input of rank 2 or more (N, C, ...)");
+  const int64_t* channels = ir::AsConstInt(shape[1]);
+  if (channels == nullptr) return ctx.Unsupported("LRN over a channel count not known");
+  DataType t = ctx.DType(x);
+  KILN_ASSIGN_OR_RETURN(Expr square, ctx.Call("relax.multiply", {x, x}));
+  std::vector<int64_t> width(2 * shape.size(), 0);
+  width[2] = (size - 1) / 2;
+  width[3] = size - 1 - width[2];
+  KILN_ASSIGN_OR_RETURN(Expr padded, ctx.Call("relax.nn.pad", {square},
+                                              {{"pad_width", IntsAttr(width)},
+                                               {"pad_value", FloatAttr(0)},
+                                               {"pad_mode", StrAttr("constant")}}));
+  Expr sum;
+  for (int64_t j = 0; j < size; ++j) {
+    KILN_ASSIGN_OR_RETURN(Expr window, ctx.Call("relax.strided_slice", {padded},
+                                                {{"axes", IntsAttr({1})},
+                                                 {"begin", IntsAttr({j})},
+                                                 {"end", IntsAttr({j + *channels})},
+                                                 {"strides", IntsAttr({1})}}));
+    if (sum) {
+      KILN_ASSIGN_OR_RETURN(sum, ctx.Call("relax.add", {sum, window}));
+    } else {
+      sum = window;
+    }
+  }
+  const double alpha = ctx.Float("alpha", 1e-4), beta = ctx.Float("beta", 0.75);
+  KILN_ASSIGN_OR_RETURN(Expr scaled,
+                        ctx.Call("relax.multiply", {sum, ctx.Scalar(t, alpha / size)}));
+  KILN_ASSIGN_OR_RETURN(Expr base,
+                        ctx.Call("relax.add", {scaled, ctx.Scalar(t, ctx.Float("bias", 1.0))}));
+  KILN_ASSIGN_OR_RETURN(Expr denominator, ctx.Call("relax.power", {base, ctx.Scalar(t, beta)}));
+  return OneOf(ctx.Call("relax.divide", {x, denominator}));
+}
+
 absl::StatusOr<Outputs> InstanceNorm(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr scale, ctx.Tensor(1));
@@ -553,6 +595,7 @@ void RegisterNNConverters(ConverterTable* t) {
   (*t)["Gemm"] = Gemm;
   (*t)["BatchNormalization"] = BatchNorm;
   (*t)["InstanceNormalization"] = InstanceNorm;
+  (*t)["LRN"] = Lrn;
   (*t)["LayerNormalization"] = LayerNorm;
   (*t)["Resize"] = Resize;
   (*t)["NegativeLogLikelihoodLoss"] = NegativeLogLikelihoodLoss;

@@ -91,6 +91,41 @@ absl::StatusOr<Outputs> ScatterND(Context& ctx) {
                         {{"reduction", StrAttr(ScatterReduction(ctx))}}));
 }
 
+// ReverseSequence: along time_axis, the first sequence_lens[b] elements of each batch entry b are
+// reversed, the rest kept. A gather_elements whose index is L - 1 - t where t < L, else t.
+absl::StatusOr<Outputs> ReverseSequence(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr lens, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(x));
+  const int64_t time = ctx.Int("time_axis", 0), batch = ctx.Int("batch_axis", 1);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank < 2 || (time != 0 && time != 1) || (batch != 0 && batch != 1) || time == batch)
+    return ctx.Error("time_axis and batch_axis must be 0 and 1 (either way) of a rank >= 2 input");
+  const int64_t* steps = ir::AsConstInt(shape[static_cast<size_t>(time)]);
+  if (steps == nullptr)
+    return ctx.Unsupported("ReverseSequence over a time axis of unknown length");
+  // t along the time axis, L along the batch axis, both in the input's rank.
+  std::vector<int64_t> t_shape(static_cast<size_t>(rank), 1);
+  t_shape[static_cast<size_t>(time)] = *steps;
+  KILN_ASSIGN_OR_RETURN(Expr t, ctx.Iota(*steps, t_shape));
+  std::vector<int64_t> unit_axes;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k != batch) unit_axes.push_back(k);
+  }
+  if (ctx.DType(lens) != DataType::Int(64)) {
+    KILN_ASSIGN_OR_RETURN(lens, ctx.Call("relax.astype", {lens}, {{"dtype", StrAttr("int64")}}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr l,
+                        ctx.Call("relax.expand_dims", {lens}, {{"axis", IntsAttr(unit_axes)}}));
+  KILN_ASSIGN_OR_RETURN(Expr inside, ctx.Call("relax.less", {t, l}));
+  KILN_ASSIGN_OR_RETURN(Expr last,
+                        ctx.Call("relax.subtract", {l, ctx.Scalar(DataType::Int(64), 1)}));
+  KILN_ASSIGN_OR_RETURN(Expr reversed, ctx.Call("relax.subtract", {last, t}));
+  KILN_ASSIGN_OR_RETURN(Expr index, ctx.Call("relax.where", {inside, reversed, t}));
+  KILN_ASSIGN_OR_RETURN(index, ctx.Call("relax.broadcast_to", {index, MakeShape(shape)}));
+  return OneOf(ctx.Call("relax.gather_elements", {x, index}, {{"axis", IntAttr(time)}}));
+}
+
 // DepthToSpace and SpaceToDepth on NCHW: a reshape to 6-D, a permutation and a reshape back.
 // DepthToSpace's "DCR" mode takes the block offsets from the high channel bits, "CRD" from the
 // low ones.
@@ -718,6 +753,7 @@ void RegisterTensorConverters(ConverterTable* t) {
   (*t)["ScatterElements"] = ScatterElements;
   (*t)["Scatter"] = ScatterElements;
   (*t)["ScatterND"] = ScatterND;
+  (*t)["ReverseSequence"] = ReverseSequence;
   (*t)["Trilu"] = Trilu;
   (*t)["EyeLike"] = EyeLike;
   (*t)["Identity"] = Identity;

@@ -186,6 +186,8 @@ PrimExpr BinaryFormula(const std::string& name, const PrimExpr& a, const PrimExp
   }
   if (name == "relax.divide") return Binary(NodeKind::kDiv, a, b);
   if (name == "relax.power") return Call(a->dtype, "pow", {a, b});
+  if (name == "relax.left_shift") return Call(a->dtype, "shift_left", {a, b});
+  if (name == "relax.right_shift") return Call(a->dtype, "shift_right", {a, b});
   return nullptr;
 }
 
@@ -194,7 +196,9 @@ absl::Status LegalizeBinary(const CallNode& call, const std::vector<Buffer>& in,
   const std::string& name = OpName(call);
   if (name == "relax.power" && !in[0]->dtype.is_float())
     return OpError(call, "needs floating-point operands");
-  if ((name == "relax.floor_divide" || name == "relax.floor_mod") && in[0]->dtype.is_float())
+  if ((name == "relax.floor_divide" || name == "relax.floor_mod" || name == "relax.left_shift" ||
+       name == "relax.right_shift") &&
+      in[0]->dtype.is_float())
     return OpError(call, "needs integer operands");
   b.Compute("T_" + name.substr(name.rfind('.') + 1), out[0], [&](const Indices& i) {
     return BinaryFormula(name, Load(in[0], BroadcastIndex(in[0], out[0], i)),
@@ -240,9 +244,9 @@ void RegisterElementwiseOps(std::vector<OpInfo>* ops) {
                   "elementwise negation of a bool tensor", LegalizeUnary});
   ops->push_back({"relax.clip", 1, InferUnary, true, OpPattern::kElemWise,
                   "clamps to [min, max] (attributes)", LegalizeUnary});
-  for (const char* name :
-       {"relax.add", "relax.subtract", "relax.multiply", "relax.divide", "relax.power",
-        "relax.maximum", "relax.minimum", "relax.floor_divide", "relax.floor_mod"}) {
+  for (const char* name : {"relax.add", "relax.subtract", "relax.multiply", "relax.divide",
+                           "relax.power", "relax.maximum", "relax.minimum", "relax.floor_divide",
+                           "relax.floor_mod", "relax.left_shift", "relax.right_shift"}) {
     ops->push_back({name, 2, InferBinary, true, OpPattern::kBroadcast,
                     "elementwise arithmetic with NumPy broadcasting", LegalizeBinary});
   }
