@@ -138,25 +138,39 @@ grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& cont
     principal->admin = true;  // no tokens, no tenants
     return grpc::Status::OK;
   }
-  const char* role_name = role == Role::kClient ? "a client" : "an agent";
   auto header = context.client_metadata().find("authorization");
-  if (header == context.client_metadata().end()) {
-    return grpc::Status(
-        grpc::StatusCode::UNAUTHENTICATED,
+  absl::StatusOr<Principal> found =
+      AuthorizeBearer(config,
+                      header == context.client_metadata().end()
+                          ? absl::string_view()
+                          : absl::string_view(header->second.data(), header->second.size()),
+                      role);
+  if (!found.ok()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(found.status().message()));
+  }
+  *principal = *std::move(found);
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<Principal> AuthorizeBearer(const AuthConfig& config, absl::string_view header,
+                                          Role role) {
+  if (!config.enabled()) {
+    Principal anyone;
+    anyone.name = "http";
+    anyone.admin = true;
+    return anyone;
+  }
+  const char* role_name = role == Role::kClient ? "a client" : "an agent";
+  if (header.empty()) {
+    return absl::UnauthenticatedError(
         absl::StrCat("this server requires ", role_name, " token (authorization: Bearer TOKEN)"));
   }
-  std::string value(header->second.data(), header->second.size());
-  if (!absl::StartsWith(value, "Bearer ")) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the authorization header must be 'Bearer TOKEN'");
+  if (!absl::StartsWith(header, "Bearer ")) {
+    return absl::UnauthenticatedError("the authorization header must be 'Bearer TOKEN'");
   }
   const auto& mine = role == Role::kClient ? config.client_tokens : config.agent_tokens;
-  if (const Principal* p = Find(mine, TokenDigest(value.substr(7)))) {
-    *principal = *p;
-    return grpc::Status::OK;
-  }
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      absl::StrCat("not ", role_name, " token of this server"));
+  if (const Principal* p = Find(mine, TokenDigest(header.substr(7)))) return *p;
+  return absl::UnauthenticatedError(absl::StrCat("not ", role_name, " token of this server"));
 }
 
 }  // namespace kiln::server

@@ -58,6 +58,12 @@ absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& p
 // "cert:CN".
 absl::StatusOr<std::map<std::string, Principal>> ReadAgentCerts(const std::string& path);
 
+// The principal of an "Authorization: Bearer TOKEN" header value for `role`, or Unauthenticated
+// (no header, another form, or a token this role does not accept). For the HTTP side, which has
+// no peer identity to fall back on: with no tokens configured, the caller is an admin.
+absl::StatusOr<Principal> AuthorizeBearer(const AuthConfig& config, absl::string_view header,
+                                          Role role);
+
 // OK with the caller in `principal`, or Unauthenticated: no token, or one this role does not
 // accept (an unknown token and the other role's get the same answer, so a guess learns nothing).
 // Digests are compared in constant time.

@@ -365,6 +365,13 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
   return **stored;
 }
 
+absl::StatusOr<std::vector<v1::JobEvent>> JobManager::Events(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
+  return it->second->events;
+}
+
 std::vector<v1::Job> JobManager::List(v1::JobState state, int limit, const std::string& client) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<const v1::Job*> matching;

@@ -133,6 +133,8 @@ class JobManager {
   bool KnownDevice(const std::string& key);
 
   absl::StatusOr<v1::Job> Get(const std::string& id);
+  // The events of a job still in memory (a pruned one's are gone: NotFound).
+  absl::StatusOr<std::vector<v1::JobEvent>> Events(const std::string& id);
   // The newest `limit` jobs in `state` (any when unspecified) of `client` (everyone's when empty).
   std::vector<v1::Job> List(v1::JobState state, int limit, const std::string& client = "");
   // Whether one of `client`'s jobs produced or ran the artifact `digest` (a cache hit counts).

@@ -13,9 +13,10 @@
 #include "runtime/agent/channel.h"
 #include "runtime/support/subprocess.h"
 #include "server/artifact_cache.h"
+#include "server/dashboard.h"
+#include "server/http_server.h"
 #include "server/kiln_service.h"
 #include "server/log.h"
-#include "server/metrics.h"
 #include "server/store.h"
 
 namespace kiln::server {
@@ -27,7 +28,7 @@ struct KilnServer::Parts {
   ServiceContext context;
   std::unique_ptr<KilnService> kiln;
   std::unique_ptr<AgentServiceImpl> agents;
-  std::unique_ptr<MetricsServer> metrics;
+  std::unique_ptr<HttpServer> metrics;  // /metrics and the dashboard
   int64_t drain_timeout_ms = 0;
   std::once_flag shutdown_once;
   std::string client_tokens_file, agent_tokens_file;
@@ -215,9 +216,20 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   }
   if (options.metrics_port >= 0) {
     Parts* p = parts.get();
-    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
-        MetricsServer::Start(options.metrics_address, options.metrics_port,
-                             [p] { return RenderMetrics(*p->jobs, *p->cache, *p->store); });
+    DashboardContext dashboard;
+    dashboard.jobs = p->jobs.get();
+    dashboard.cache = p->cache.get();
+    dashboard.store = p->store.get();
+    dashboard.auth = [&ctx] { return ctx.Auth(); };
+    dashboard.metrics = [p] { return RenderMetrics(*p->jobs, *p->cache, *p->store); };
+    HttpOptions http;
+    http.address = options.metrics_address;
+    http.port = options.metrics_port;
+    http.tls_cert = options.tls_cert;  // HTTPS (and mutual TLS) whenever the gRPC side has it
+    http.tls_key = options.tls_key;
+    http.tls_client_ca = options.tls_client_ca;
+    absl::StatusOr<std::unique_ptr<HttpServer>> metrics = HttpServer::Start(
+        http, [dashboard](const HttpRequest& r) { return ServeHttp(dashboard, r); });
     if (!metrics.ok()) return metrics.status();
     parts->metrics = std::move(*metrics);
   }

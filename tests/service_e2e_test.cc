@@ -974,7 +974,7 @@ TEST_F(ServiceTest, MetricsCountJobsQueuesCacheAndAgents) {
   CompileOk(*client_, CompileRequest(kMlp));
   CompileOk(*client_, CompileRequest(kMlp));
   std::string m = cluster_->Metrics();
-  EXPECT_THAT(m, HasSubstr("HTTP/1.0 200 OK"));
+  EXPECT_THAT(m, HasSubstr(" 200 OK\r\n"));
   EXPECT_THAT(m, HasSubstr("kiln_jobs{state=\"succeeded\"} 2\n"));
   EXPECT_THAT(m, HasSubstr("kiln_queue_depth{queue=\"compile\"} 0\n"));
   EXPECT_EQ(MetricValue(m, "kiln_cache_hits_total"), 1);

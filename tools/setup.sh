@@ -25,6 +25,8 @@ PACKAGES=(
   libopenblas-dev
   # Command line.
   libcli11-dev
+  # kilnd's HTTP side: /metrics and the dashboard (IPv4 and IPv6, keep-alive, TLS).
+  libcpp-httplib-dev
   # The tuner's cost model (gradient-boosted trees).
   libxgboost-dev
   # Embedded state store.
@@ -38,6 +40,8 @@ PACKAGES=(
   # The Python client (client/python): gRPC, protobuf and NumPy for Debian's python3; pytest for
   # its tests (its stubs come from protoc and protobuf-compiler-grpc's grpc_python_plugin).
   python3-grpcio python3-protobuf python3-numpy python3-pytest
+  # The dashboard's tests: a real headless Chromium driven by Selenium.
+  chromium chromium-driver python3-selenium
 )
 
 missing=()

@@ -1,0 +1,175 @@
+"""kilnd's dashboard in a real headless Chromium (Debian's chromium and chromium-driver, driven by
+Selenium), against a real kilnd with client tokens and a real agent: the page asks for a token,
+lists jobs and follows a submitted one to its end, shows a tune job's curve and per-task table and
+a profile's timings, lists the devices; the API refuses requests without a valid token. Each
+page's screenshot is kept as a test output (TEST_UNDECLARED_OUTPUTS_DIR)."""
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+import kiln
+
+CLIENT_TOKEN = "dashboard-test-client-token"
+OUT = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", tempfile.gettempdir())
+
+
+def _wait_for(path, pattern, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path):
+            with open(path) as f:
+                m = re.search(pattern, f.read())
+            if m:
+                return m
+        time.sleep(0.05)
+    raise AssertionError(f"{pattern!r} never appeared in {path}")
+
+
+def _private(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    _private(os.path.join(work, "client.tokens"), f"{CLIENT_TOKEN} name=alice\n")
+    _private(os.path.join(work, "agent.tokens"), "dashboard-test-agent-token name=board keys=cpu\n")
+    _private(os.path.join(work, "agent.token"), "dashboard-test-agent-token\n")
+    log = os.path.join(work, "kilnd.log")
+    with open(log, "w") as out:
+        kilnd = subprocess.Popen(
+            [os.environ["KILND"], "--listen", "127.0.0.1:0", "--store", os.path.join(work, "store"),
+             "--metrics-port", "0", "--metrics-address", "::",
+             "--client-tokens", os.path.join(work, "client.tokens"),
+             "--agent-tokens", os.path.join(work, "agent.tokens")],
+            stdout=out, stderr=subprocess.STDOUT)
+    port = _wait_for(log, r"listening on port (\d+)").group(1)
+    http_port = _wait_for(log, r"metrics on port (\d+)").group(1)
+    agent_log = os.path.join(work, "agent.log")
+    with open(agent_log, "w") as out:
+        agent = subprocess.Popen(
+            [os.environ["KILN_AGENT"], "--server", f"127.0.0.1:{port}", "--device-key", "cpu",
+             "--token", os.path.join(work, "agent.token"), "--cache-dir",
+             os.path.join(work, "agent")], stdout=out, stderr=subprocess.STDOUT)
+    _wait_for(agent_log, r"registered as")
+    yield {"grpc": f"127.0.0.1:{port}", "http": f"http://127.0.0.1:{http_port}",
+           "http6": f"http://[::1]:{http_port}"}
+    for p in (agent, kilnd):
+        p.terminate()
+        p.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with kiln.Client(cluster["grpc"], token=CLIENT_TOKEN) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,900"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def _until(browser, condition, timeout=60):
+    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(lambda d: condition(d))
+
+
+def _shot(browser, name):
+    browser.save_screenshot(os.path.join(OUT, f"dashboard_{name}.png"))
+
+
+def _row_state(browser, job_id):
+    rows = browser.find_elements(By.CSS_SELECTOR, f"tr.job[data-id='{job_id}'] td:nth-child(3)")
+    return rows[0].text if rows else None
+
+
+def test_the_api_refuses_requests_without_a_valid_token(cluster):
+    for headers in ({}, {"Authorization": "Bearer not-a-token"}, {"Authorization": CLIENT_TOKEN}):
+        request = urllib.request.Request(cluster["http"] + "/api/jobs", headers=headers)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 401
+        assert "token" in json.load(refused.value)["error"].lower()
+    ok = urllib.request.Request(cluster["http6"] + "/api/status",
+                                headers={"Authorization": f"Bearer {CLIENT_TOKEN}"})
+    with urllib.request.urlopen(ok, timeout=10) as response:  # over IPv6 too
+        assert json.load(response)["agents_connected"] == 1
+    with urllib.request.urlopen(cluster["http"] + "/metrics", timeout=10) as response:
+        assert b"kiln_agents_connected 1" in response.read()
+
+
+def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):
+    compiled = client.submit_compile_job("tests/models/tiny_resnet.onnx").wait()
+    profile = client.submit_profile_job(compiled, device="cpu", repeat=5)
+    profile.wait()
+    tune = client.submit_tune_job("tests/models/mlp_784_128_10.onnx", device="cpu", trials=8)
+    tune.wait()
+
+    # The page itself loads for anyone, then asks for the token; a wrong one is refused.
+    browser.get(cluster["http"] + "/")
+    _until(browser, lambda d: d.find_element(By.ID, "login").is_displayed())
+    browser.find_element(By.ID, "token").send_keys("wrong")
+    browser.find_element(By.ID, "login-button").click()
+    _until(browser, lambda d: "not a client token" in d.find_element(By.ID, "login-error").text)
+    _shot(browser, "login")
+    token = browser.find_element(By.ID, "token")
+    token.clear()
+    token.send_keys(CLIENT_TOKEN)
+    browser.find_element(By.ID, "login-button").click()
+    _until(browser, lambda d: _row_state(d, compiled.id) == "succeeded")
+    assert "workers" in browser.find_element(By.ID, "status").text
+
+    # A job submitted now appears, and its state changes live to succeeded.
+    big = client.submit_compile_job("tests/models/mobilenet_v2.onnx")
+    seen = []
+    def done(d):
+        state = _row_state(d, big.id)
+        if state and (not seen or seen[-1] != state):
+            seen.append(state)
+        return state == "succeeded"
+    _until(browser, done, timeout=120)
+    assert seen[0] in ("queued", "running") and seen[-1] == "succeeded", seen
+    _shot(browser, "jobs")
+
+    # The tune job's page: the curve as an SVG polyline and the per-task table.
+    browser.get(cluster["http"] + f"/#/job/{tune.id}")
+    _until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#tune-curve polyline"))
+    points = browser.find_element(By.CSS_SELECTOR, "#tune-curve polyline").get_attribute("points")
+    assert len(points.split()) == len(tune.proto.tune.curve) >= 2
+    tasks = browser.find_elements(By.CSS_SELECTOR, "tr.tune-task")
+    assert len(tasks) == 2 and "fused_matmul" in tasks[0].text
+    assert browser.find_elements(By.CSS_SELECTOR, "tr.event")
+    _shot(browser, "tune")
+
+    # A profile's timings; the devices page with the agent's attributes.
+    browser.get(cluster["http"] + f"/#/job/{profile.id}")
+    _until(browser, lambda d: d.find_elements(By.ID, "timings"))
+    median = browser.find_element(By.CSS_SELECTOR, "#timings td").text
+    assert float(median) > 0
+    _shot(browser, "profile")
+    browser.get(cluster["http"] + "/#/devices")
+    _until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.device[data-key='cpu']"))
+    row = browser.find_element(By.CSS_SELECTOR, "tr.device[data-key='cpu']").text
+    assert "healthy" in row and os.uname().machine in row
+    _shot(browser, "devices")
