@@ -40,6 +40,8 @@ PACKAGES=(
   # The Python client (client/python): gRPC, protobuf and NumPy for Debian's python3; pytest for
   # its tests (its stubs come from protoc and protobuf-compiler-grpc's grpc_python_plugin).
   python3-grpcio python3-protobuf python3-numpy python3-pytest
+  # A torch.nn.Module given to the Python client is exported to ONNX on the client (its test).
+  python3-torch
   # The dashboard's tests: a real headless Chromium driven by Selenium.
   chromium chromium-driver python3-selenium
 )

@@ -111,6 +111,23 @@ def test_models_as_onnx_bytes_and_as_tvmscript_text(client):
     assert again.proto.cache_hit
 
 
+def test_a_pytorch_module_is_exported_on_the_client_and_matches_pytorch(client):
+    import torch  # Debian's python3-torch, installed by tools/setup.sh
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 10))
+    x = torch.randn(1, 3, 8, 8)
+    compiled = client.submit_compile_job(module, example_inputs=x).wait()
+    assert compiled.proto.module_name == "Sequential.onnx"
+    outputs = client.submit_inference_job(compiled, {"input": x.numpy()}, device="cpu").wait()
+    with torch.no_grad():
+        want = module(x).numpy()
+    np.testing.assert_allclose(outputs["output"], want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError):
+        client.submit_compile_job(module)  # no example inputs
+
+
 def test_a_tune_job_reports_its_table(client):
     table = client.submit_tune_job(MLP, device="cpu", trials=8).wait()
     assert table["trials"] == 8 and table["budget"] == 8

@@ -16,8 +16,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_generated"))
 from proto.kiln.v1 import jobs_pb2, service_pb2, service_pb2_grpc  # noqa: E402
 
-# A model: a path (.onnx, .py TVMScript, .pb IR), ONNX bytes, or TVMScript text.
-Model = Union[str, os.PathLike, bytes]
+# A model: a path (.onnx, .py TVMScript, .pb IR), ONNX bytes, TVMScript text, or a
+# torch.nn.Module (with example inputs: exported to ONNX here, on the client).
+Model = Union[str, os.PathLike, bytes, Any]
 # What an inference or profile job runs: a finished compile Job, an artifact digest (64 hex
 # digits) or a .kiln file.
 Artifact = Union["Job", str, os.PathLike]
@@ -53,9 +54,31 @@ def _state_name(state: int) -> str:
     return jobs_pb2.JobState.Name(state).rsplit("_", 1)[-1].lower()
 
 
-def _module_source(model: Model) -> jobs_pb2.ModuleSource:
+def _torch_to_onnx(module: Any, example_inputs: Any) -> bytes:
+    import io
+
+    import torch  # only for a torch.nn.Module, which brings it
+
+    if example_inputs is None:
+        raise ValueError("a torch.nn.Module needs example_inputs (a tensor or a tuple of them)")
+    if not isinstance(example_inputs, tuple):
+        example_inputs = (example_inputs,)
+    names = [f"input{i}" if len(example_inputs) > 1 else "input"
+             for i in range(len(example_inputs))]
+    buffer = io.BytesIO()
+    module.eval()
+    with torch.no_grad():
+        torch.onnx.export(module, example_inputs, buffer, input_names=names,
+                          output_names=["output"], opset_version=13)
+    return buffer.getvalue()
+
+
+def _module_source(model: Model, example_inputs: Any = None) -> jobs_pb2.ModuleSource:
     source = jobs_pb2.ModuleSource()
-    if isinstance(model, bytes):
+    if type(model).__module__.startswith("torch") or hasattr(model, "_modules"):
+        source.onnx = _torch_to_onnx(model, example_inputs)
+        source.name = f"{type(model).__name__}.onnx"
+    elif isinstance(model, bytes):
         source.onnx = model
         source.name = "model.onnx"
     elif isinstance(model, (os.PathLike, str)) and os.path.isfile(model):
@@ -236,11 +259,14 @@ class Client:
         response = _call(rpc, request, metadata=self._metadata)
         return Job(self, response.job)
 
-    def submit_compile_job(self, model: Model, target: str = "llvm", *, no_fuse: bool = False,
-                           no_tuning: bool = False, deadline_s: float = 0) -> Job:
+    def submit_compile_job(self, model: Model, target: str = "llvm", *, example_inputs: Any = None,
+                           no_fuse: bool = False, no_tuning: bool = False,
+                           deadline_s: float = 0) -> Job:
         """Compiles `model` for `target` (the service's tuning records applied unless
-        `no_tuning`)."""
-        request = jobs_pb2.SubmitCompileRequest(module=_module_source(model), target=target,
+        `no_tuning`). A torch.nn.Module is exported to ONNX here with `example_inputs`; its
+        inputs are then named "input" (or input0, input1, ...) and its output "output"."""
+        request = jobs_pb2.SubmitCompileRequest(module=_module_source(model, example_inputs),
+                                                target=target,
                                                 deadline_ms=int(deadline_s * 1000))
         request.options.no_fuse = no_fuse
         request.options.no_tuning = no_tuning
@@ -282,11 +308,12 @@ class Client:
         return self._submit(self._stub.SubmitInference, request)
 
     def submit_tune_job(self, model: Model, device: str, trials: int, *, target: str = "llvm",
-                        max_trials_per_task: int = 0, seed: int = 1,
+                        example_inputs: Any = None, max_trials_per_task: int = 0, seed: int = 1,
                         deadline_s: float = 0) -> Job:
         """Tunes `model`'s kernels, each candidate measured on an agent of `device`; the records
         go to the service's tuning database, which later compiles apply."""
-        request = jobs_pb2.SubmitTuneRequest(module=_module_source(model), target=target,
+        request = jobs_pb2.SubmitTuneRequest(module=_module_source(model, example_inputs),
+                                             target=target,
                                              device_key=device, trials=trials,
                                              max_trials_per_task=max_trials_per_task, seed=seed,
                                              deadline_ms=int(deadline_s * 1000))
