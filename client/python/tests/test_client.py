@@ -136,6 +136,18 @@ def test_a_tune_job_reports_its_table(client):
     assert table["curve"][0]["trials"] == 0 and table["curve"][-1]["trials"] == 8
 
 
+def test_compiling_for_a_device_takes_its_registered_target(client):
+    compiled = client.submit_compile_job(MLP, device="cpu").wait()
+    assert compiled.proto.target == "llvm"  # the agent runs on kilnd's own architecture
+    x = np.zeros((1, 784), np.float32)
+    assert client.submit_inference_job(compiled, {"input": x}, "cpu").wait()["output"].shape == (1, 10)
+    with pytest.raises(kiln.KilnError) as unknown:
+        client.submit_compile_job(MLP, device="no-such-board")
+    assert unknown.value.code == "NOT_FOUND" and "cpu" in unknown.value.details
+    with pytest.raises(ValueError):
+        client.submit_compile_job(MLP, target="llvm", device="cpu")
+
+
 def test_listing_jobs_and_devices(client):
     client.submit_compile_job(MLP).wait()
     compiles = client.jobs(kind="compile", state="succeeded")

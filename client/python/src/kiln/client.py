@@ -259,18 +259,37 @@ class Client:
         response = _call(rpc, request, metadata=self._metadata)
         return Job(self, response.job)
 
-    def submit_compile_job(self, model: Model, target: str = "llvm", *, example_inputs: Any = None,
+    def submit_compile_job(self, model: Model, target: Optional[str] = None, *,
+                           device: Optional[str] = None, example_inputs: Any = None,
                            no_fuse: bool = False, no_tuning: bool = False,
                            deadline_s: float = 0) -> Job:
-        """Compiles `model` for `target` (the service's tuning records applied unless
-        `no_tuning`). A torch.nn.Module is exported to ONNX here with `example_inputs`; its
+        """Compiles `model` for `target`, or for the triple the agents of `device` registered
+        ("llvm" when that is kilnd's own), the service's tuning records applied unless
+        `no_tuning`. A torch.nn.Module is exported to ONNX here with `example_inputs`; its
         inputs are then named "input" (or input0, input1, ...) and its output "output"."""
+        if target is not None and device is not None:
+            raise ValueError("give a target or a device, not both")
+        if device is not None:
+            target = self._target_of(device)
         request = jobs_pb2.SubmitCompileRequest(module=_module_source(model, example_inputs),
-                                                target=target,
+                                                target=target or "llvm",
                                                 deadline_ms=int(deadline_s * 1000))
         request.options.no_fuse = no_fuse
         request.options.no_tuning = no_tuning
         return self._submit(self._stub.SubmitCompile, request)
+
+    def _target_of(self, device: str) -> str:
+        known = {d["key"]: d for d in self.devices()}
+        if device not in known or not known[device]["target_triple"]:
+            raise KilnError("NOT_FOUND", f"no device '{device}' has registered (known: "
+                            f"{', '.join(sorted(known)) or 'none'})")
+        triple = known[device]["target_triple"]
+        host = self.server_info()["host_target_triple"]
+        # The same architecture as kilnd's host: its "llvm" (the host's CPU features, which the
+        # artifact records and an agent checks), else the device's triple.
+        if triple.split("-")[0] == host.split("-")[0]:
+            return "llvm"
+        return f"llvm -mtriple={triple}"
 
     def _artifact_ref(self, model: Artifact) -> jobs_pb2.ArtifactRef:
         if isinstance(model, Job):
