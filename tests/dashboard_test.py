@@ -119,6 +119,36 @@ def test_the_api_refuses_requests_without_a_valid_token(cluster):
         assert b"kiln_agents_connected 1" in response.read()
 
 
+def test_with_tls_the_http_port_speaks_https_with_the_daemons_certificate(tmp_path):
+    d = str(tmp_path)
+    subprocess.run(
+        "set -e; openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kiln-test-ca "
+        "-keyout ca.key -out ca.pem 2>/dev/null; "
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext; "
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key "
+        "-out server.csr 2>/dev/null; "
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile san.ext -out server.pem 2>/dev/null", shell=True, cwd=d, check=True)
+    log = os.path.join(d, "kilnd.log")
+    with open(log, "w") as out:
+        kilnd = subprocess.Popen(
+            [os.environ["KILND"], "--listen", "127.0.0.1:0", "--store", os.path.join(d, "store"),
+             "--metrics-port", "0", "--tls-cert", os.path.join(d, "server.pem"),
+             "--tls-key", os.path.join(d, "server.key")], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        port = _wait_for(log, r"metrics on port (\d+)").group(1)
+        import ssl
+        context = ssl.create_default_context(cafile=os.path.join(d, "ca.pem"))
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=context,
+                                    timeout=10) as response:
+            assert b"kiln_jobs" in response.read()
+        with pytest.raises((urllib.error.URLError, ConnectionError)):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+    finally:
+        kilnd.terminate()
+        kilnd.wait(timeout=30)
+
+
 def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):
     compiled = client.submit_compile_job("tests/models/tiny_resnet.onnx").wait()
     profile = client.submit_profile_job(compiled, device="cpu", repeat=5)
