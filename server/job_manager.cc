@@ -259,15 +259,20 @@ Submitted JobManager::AddCacheHit(v1::Job job) {
 
 Submitted JobManager::EnqueueCompile(v1::Job job, v1::ModuleSource source,
                                      v1::CompileOptions options, std::string fingerprint) {
-  std::unique_lock<std::mutex> lock(mu_);
   auto entry = std::make_unique<Entry>();
   entry->source = std::move(source);
   entry->fingerprint = std::move(fingerprint);
   entry->options = std::move(options);
+  return EnqueueForWorker(std::move(job), std::move(entry), "queued for a compile worker");
+}
+
+Submitted JobManager::EnqueueForWorker(v1::Job job, std::unique_ptr<Entry> entry,
+                                       const char* message) {
+  std::unique_lock<std::mutex> lock(mu_);
   Submitted s = InsertLocked(std::move(job), std::move(entry));
   if (s.deduplicated) return Saved(lock, std::move(s));
   Entry& e = *jobs_.at(s.job.id());
-  TransitionLocked(e, v1::JOB_STATE_QUEUED, "queued for a compile worker");
+  TransitionLocked(e, v1::JOB_STATE_QUEUED, message);
   compile_queue_.push_back(e.job.id());
   compile_ready_.notify_one();
   s.job = e.job;
@@ -294,21 +299,12 @@ Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task) {
 
 Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
                                   const v1::SubmitTuneRequest& request) {
-  std::unique_lock<std::mutex> lock(mu_);
   auto entry = std::make_unique<Entry>();
   entry->source = std::move(source);
   entry->tune.set_trials(request.trials());
   entry->tune.set_max_trials_per_task(request.max_trials_per_task());
   entry->tune.set_seed(request.seed());
-  Submitted s = InsertLocked(std::move(job), std::move(entry));
-  if (s.deduplicated) return Saved(lock, std::move(s));
-  Entry& e = *jobs_.at(s.job.id());
-  TransitionLocked(e, v1::JOB_STATE_QUEUED, "queued for a tune worker");
-  compile_queue_.push_back(e.job.id());
-  compile_ready_.notify_one();
-  s.job = e.job;
-  s.saved_ticket = e.saved_ticket;
-  return Saved(lock, std::move(s));
+  return EnqueueForWorker(std::move(job), std::move(entry), "queued for a tune worker");
 }
 
 bool JobManager::KnownDevice(const std::string& key) {

@@ -184,6 +184,8 @@ class JobManager {
   };
   std::string NewIdLocked();
   Submitted InsertLocked(v1::Job job, std::unique_ptr<Entry> entry);
+  // Inserts a compile or tune job and queues it for a worker.
+  Submitted EnqueueForWorker(v1::Job job, std::unique_ptr<Entry> entry, const char* message);
   // Unlocks and waits until the submitted job's row is committed: a client is answered only
   // once its job would survive a restart.
   Submitted Saved(std::unique_lock<std::mutex>& lock, Submitted s);
