@@ -15,6 +15,7 @@ import urllib.request
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -92,7 +93,23 @@ def browser():
 
 
 def _until(browser, condition, timeout=60):
-    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(lambda d: condition(d))
+    # The page redraws every second: an element found a moment ago may be gone.
+    return WebDriverWait(browser, timeout, poll_frequency=0.1,
+                         ignored_exceptions=(StaleElementReferenceException,)).until(
+                             lambda d: condition(d))
+
+
+def _texts(browser, selector):
+    """The text of every element `selector` matches, read at one instant (the page redraws)."""
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]), e => e.textContent);",
+        selector)
+
+
+def _attribute(browser, selector, name):
+    return browser.execute_script(
+        "const e = document.querySelector(arguments[0]); return e && e.getAttribute(arguments[1]);",
+        selector, name)
 
 
 def _shot(browser, name):
@@ -100,8 +117,8 @@ def _shot(browser, name):
 
 
 def _row_state(browser, job_id):
-    rows = browser.find_elements(By.CSS_SELECTOR, f"tr.job[data-id='{job_id}'] td:nth-child(3)")
-    return rows[0].text if rows else None
+    states = _texts(browser, f"tr.job[data-id='{job_id}'] td:nth-child(3)")
+    return states[0] if states else None
 
 
 def test_the_api_refuses_requests_without_a_valid_token(cluster):
@@ -161,14 +178,14 @@ def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):
     _until(browser, lambda d: d.find_element(By.ID, "login").is_displayed())
     browser.find_element(By.ID, "token").send_keys("wrong")
     browser.find_element(By.ID, "login-button").click()
-    _until(browser, lambda d: "not a client token" in d.find_element(By.ID, "login-error").text)
+    _until(browser, lambda d: "not a client token" in _texts(d, "#login-error")[0])
     _shot(browser, "login")
     token = browser.find_element(By.ID, "token")
     token.clear()
     token.send_keys(CLIENT_TOKEN)
     browser.find_element(By.ID, "login-button").click()
     _until(browser, lambda d: _row_state(d, compiled.id) == "succeeded")
-    assert "workers" in browser.find_element(By.ID, "status").text
+    assert "workers" in _texts(browser, "#status")[0]
 
     # A job submitted now appears, and its state changes live to succeeded.
     big = client.submit_compile_job("tests/models/mobilenet_v2.onnx")
@@ -184,22 +201,22 @@ def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):
 
     # The tune job's page: the curve as an SVG polyline and the per-task table.
     browser.get(cluster["http"] + f"/#/job/{tune.id}")
-    _until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#tune-curve polyline"))
-    points = browser.find_element(By.CSS_SELECTOR, "#tune-curve polyline").get_attribute("points")
+    _until(browser, lambda d: _attribute(d, "#tune-curve polyline", "points"))
+    points = _attribute(browser, "#tune-curve polyline", "points")
     assert len(points.split()) == len(tune.proto.tune.curve) >= 2
-    tasks = browser.find_elements(By.CSS_SELECTOR, "tr.tune-task")
-    assert len(tasks) == 2 and "fused_matmul" in tasks[0].text
-    assert browser.find_elements(By.CSS_SELECTOR, "tr.event")
+    tasks = _texts(browser, "tr.tune-task")
+    assert len(tasks) == 2 and "fused_matmul" in tasks[0]
+    assert _texts(browser, "tr.event")
     _shot(browser, "tune")
 
     # A profile's timings; the devices page with the agent's attributes.
     browser.get(cluster["http"] + f"/#/job/{profile.id}")
-    _until(browser, lambda d: d.find_elements(By.ID, "timings"))
-    median = browser.find_element(By.CSS_SELECTOR, "#timings td").text
+    _until(browser, lambda d: _texts(d, "#timings td"))
+    median = _texts(browser, "#timings td")[0]
     assert float(median) > 0
     _shot(browser, "profile")
     browser.get(cluster["http"] + "/#/devices")
-    _until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.device[data-key='cpu']"))
-    row = browser.find_element(By.CSS_SELECTOR, "tr.device[data-key='cpu']").text
+    _until(browser, lambda d: _texts(d, "tr.device[data-key='cpu']"))
+    row = _texts(browser, "tr.device[data-key='cpu']")[0]
     assert "healthy" in row and os.uname().machine in row
     _shot(browser, "devices")
