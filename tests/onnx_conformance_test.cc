@@ -41,6 +41,7 @@
 #include "compiler/ir/relax_expr.h"
 #include "runtime/support/large_stack.h"
 #include "runtime/tensor.h"
+#include "tests/onnx_test_data.h"
 
 namespace kiln {
 namespace {
@@ -48,8 +49,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* const kSuites[] = {"node", "simple", "pytorch-converted", "pytorch-operator"};
-constexpr double kRtol = 1e-3;
-constexpr double kAtol = 1e-7;
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -101,80 +100,6 @@ std::string OutOfScope(const onnx::ModelProto& model) {
   return "";
 }
 
-absl::StatusOr<runtime::Tensor> ReadTensorFile(const fs::path& path) {
-  absl::StatusOr<ir::relax::Expr> e = frontend::ReadOnnxTensor(ReadFile(path), path.string());
-  if (!e.ok()) return e.status();
-  const auto* c = e->as<ir::relax::ConstantNode>();
-  if (c == nullptr) return absl::InternalError(path.string() + " is not a constant");
-  absl::StatusOr<DLDataType> dtype = runtime::ParseDataType(c->dtype.ToString());
-  if (!dtype.ok()) return dtype.status();
-  absl::StatusOr<runtime::Tensor> t = runtime::Tensor::Empty(c->shape, *dtype);
-  if (!t.ok()) return t.status();
-  if (c->bytes->size() != t->NumBytes()) {
-    return absl::InternalError(
-        absl::StrCat(path.string(), " holds ", c->bytes->size(), " bytes for ", t->NumBytes()));
-  }
-  if (!c->bytes->empty()) std::memcpy(t->data(), c->bytes->data(), c->bytes->size());
-  return t;
-}
-
-// Element `i` of `t` as a double (float16 widened; integers exact up to 2^53).
-double Element(const runtime::Tensor& t, int64_t i) {
-  const DLDataType d = t.dtype();
-  const char* p = static_cast<const char*>(t.data());
-  switch (d.code) {
-    case kDLFloat:
-      if (d.bits == 32) return reinterpret_cast<const float*>(p)[i];
-      if (d.bits == 64) return reinterpret_cast<const double*>(p)[i];
-      if (d.bits == 16) {
-        uint16_t h = reinterpret_cast<const uint16_t*>(p)[i];
-        int sign = h >> 15, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
-        double v = exp == 0    ? std::ldexp(frac, -24)
-                   : exp == 31 ? (frac ? NAN : INFINITY)
-                               : std::ldexp(frac + 1024, exp - 25);
-        return sign ? -v : v;
-      }
-      break;
-    case kDLInt:
-      if (d.bits == 8) return reinterpret_cast<const int8_t*>(p)[i];
-      if (d.bits == 16) return reinterpret_cast<const int16_t*>(p)[i];
-      if (d.bits == 32) return reinterpret_cast<const int32_t*>(p)[i];
-      if (d.bits == 64) return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
-      break;
-    case kDLUInt:  // bool too (uint1, a byte each)
-      if (d.bits == 1 || d.bits == 8) return reinterpret_cast<const uint8_t*>(p)[i];
-      if (d.bits == 16) return reinterpret_cast<const uint16_t*>(p)[i];
-      if (d.bits == 32) return reinterpret_cast<const uint32_t*>(p)[i];
-      if (d.bits == 64) return static_cast<double>(reinterpret_cast<const uint64_t*>(p)[i]);
-      break;
-  }
-  return NAN;
-}
-
-// "" when `got` matches `want` as numpy.testing.assert_allclose(want, got, rtol, atol) would
-// have it (NaN matches NaN); else what differs.
-std::string Compare(const runtime::Tensor& got, const runtime::Tensor& want) {
-  std::vector<int64_t> gs(got.shape().begin(), got.shape().end());
-  std::vector<int64_t> ws(want.shape().begin(), want.shape().end());
-  if (gs != ws) {
-    return absl::StrCat("shape (", absl::StrJoin(gs, ", "), ") where ONNX gives (",
-                        absl::StrJoin(ws, ", "), ")");
-  }
-  bool exact = want.dtype().code != kDLFloat;
-  if (got.dtype().code != want.dtype().code || got.dtype().bits != want.dtype().bits) {
-    return absl::StrCat("dtype ", runtime::DataTypeToString(got.dtype()), " where ONNX gives ",
-                        runtime::DataTypeToString(want.dtype()));
-  }
-  for (int64_t i = 0; i < want.NumElements(); ++i) {
-    double g = Element(got, i), w = Element(want, i);
-    if (std::isnan(w) && std::isnan(g)) continue;
-    bool ok =
-        exact ? g == w : (std::isinf(w) ? g == w : std::abs(g - w) <= kAtol + kRtol * std::abs(w));
-    if (!ok) return absl::StrCat("element ", i, ": ", g, " where ONNX gives ", w);
-  }
-  return "";
-}
-
 // Imports, compiles and runs one case in this process.
 Outcome RunCase(const fs::path& dir) {
   std::string model_bytes = ReadFile(dir / "model.onnx");
@@ -201,7 +126,7 @@ Outcome RunCase(const fs::path& dir) {
     for (int i = 0; i < model.graph().input_size(); ++i) {
       if (initializers.count(model.graph().input(i).name())) continue;
       fs::path file = set / absl::StrCat("input_", param++, ".pb");
-      absl::StatusOr<runtime::Tensor> t = ReadTensorFile(file);
+      absl::StatusOr<runtime::Tensor> t = ReadTensorFile(file.string());
       if (!t.ok()) return {"refused", OneLine(t.status().message())};
       inputs.emplace_back(*t);
     }
@@ -224,7 +149,7 @@ Outcome RunCase(const fs::path& dir) {
     }
     for (size_t k = 0; k < outputs.size(); ++k) {
       absl::StatusOr<runtime::Tensor> want =
-          ReadTensorFile(set / absl::StrCat("output_", k, ".pb"));
+          ReadTensorFile((set / absl::StrCat("output_", k, ".pb")).string());
       if (!want.ok()) return {"refused", OneLine(want.status().message())};
       std::string diff = Compare(outputs[k], *want);
       if (!diff.empty()) {
@@ -320,7 +245,7 @@ std::vector<Outcome> RunAll(const std::vector<Case>& cases, int jobs, int timeou
 }
 
 int Main(int argc, char** argv) {
-  std::string data = "/usr/share/libonnx-testdata/data";
+  std::string data = kOnnxTestData;
   if (const char* env = std::getenv("KILN_ONNX_TESTDATA")) data = env;
   std::string expected_path = "tests/onnx_conformance.tsv";
   std::string update, filter;

@@ -366,7 +366,7 @@ absl::StatusOr<Outputs> LayerNorm(Context& ctx) {
 
 // ---- Resize ----
 
-// Resize of the two innermost axes of an NCHW tensor: nearest or (bi)linear.
+// Resize of the two innermost axes of an NCHW tensor: nearest, (bi)linear or (bi)cubic.
 absl::StatusOr<Outputs> Resize(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
@@ -374,8 +374,8 @@ absl::StatusOr<Outputs> Resize(Context& ctx) {
   std::vector<int64_t> in = ConstDims(xs);
   if (in[2] < 0 || in[3] < 0) return ctx.Unsupported("Resize needs static spatial dimensions");
   std::string mode = ctx.Str("mode", "nearest");
-  if (mode != "nearest" && mode != "linear")
-    return ctx.Unsupported(absl::StrCat("Resize mode \"", mode, "\" (nearest, linear)"));
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return ctx.Unsupported(absl::StrCat("Resize mode \"", mode, "\" (nearest, linear, cubic)"));
   if (ctx.Int("antialias", 0) != 0) return ctx.Unsupported("Resize with antialias");
   if (ctx.HasAttr("axes")) return ctx.Unsupported("Resize with axes");
   std::string transform = ctx.Str("coordinate_transformation_mode", "half_pixel");
@@ -408,7 +408,9 @@ absl::StatusOr<Outputs> Resize(Context& ctx) {
   ir::Attrs attrs = {{"size", IntsAttr({out[0], out[1]})},
                      {"scale_h", FloatAttr(scale[0])},
                      {"scale_w", FloatAttr(scale[1])},
-                     {"method", StrAttr(mode == "linear" ? "linear" : "nearest_neighbor")},
+                     {"method", StrAttr(mode == "nearest" ? "nearest_neighbor" : mode)},
+                     {"cubic_alpha", FloatAttr(ctx.Float("cubic_coeff_a", -0.75))},
+                     {"cubic_exclude", IntAttr(ctx.Int("exclude_outside", 0))},
                      {"coordinate_transformation_mode", StrAttr(transform)},
                      {"rounding_method", StrAttr(ctx.Str("nearest_mode", "round_prefer_floor"))}};
   KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.image.resize2d", {x}, attrs));

@@ -695,14 +695,17 @@ absl::Status LegalizeLayerNorm(const CallNode& call, const std::vector<Buffer>& 
 }
 
 // ---- image.resize2d(x, size=[oh, ow], scale_h, scale_w, method, coordinate_transformation_mode,
-// rounding_method): NCHW resize of the two spatial axes, nearest or bilinear, with ONNX's
-// coordinate conventions. Spatial extents must be static. ----
+// rounding_method, cubic_alpha, cubic_exclude): NCHW resize of the two spatial axes, nearest,
+// bilinear or bicubic, with ONNX's coordinate conventions (TVM's attribute names). Spatial
+// extents must be static. ----
 
 struct Resize {
   int64_t size[2];
   double scale[2];
-  bool linear = false;
+  std::string method;  // nearest_neighbor, linear or cubic
   std::string transform, rounding;
+  double cubic_alpha = -0.75;
+  bool cubic_exclude = false;  // taps outside the image weigh 0, the rest renormalized
 };
 
 absl::StatusOr<Resize> ParseResize(const CallNode& call) {
@@ -724,8 +727,16 @@ absl::StatusOr<Resize> ParseResize(const CallNode& call) {
   for (const auto* a : {&method, &transform, &rounding}) {
     if (!a->ok()) return a->status();
   }
-  if (*method != "nearest_neighbor" && *method != "linear")
-    return OpError(call, absl::StrCat("method \"", *method, "\" (nearest_neighbor, linear)"));
+  if (*method != "nearest_neighbor" && *method != "linear" && *method != "cubic") {
+    return OpError(call,
+                   absl::StrCat("method \"", *method, "\" (nearest_neighbor, linear, cubic)"));
+  }
+  absl::StatusOr<double> alpha = FloatAttr(call, "cubic_alpha", -0.75);
+  if (!alpha.ok()) return alpha.status();
+  absl::StatusOr<int64_t> exclude = IntAttr(call, "cubic_exclude", 0);
+  if (!exclude.ok()) return exclude.status();
+  r.cubic_alpha = *alpha;
+  r.cubic_exclude = *exclude != 0;
   static const char* kTransforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
                                       "asymmetric", "tf_half_pixel_for_nn"};
   if (std::find(std::begin(kTransforms), std::end(kTransforms), *transform) ==
@@ -734,7 +745,7 @@ absl::StatusOr<Resize> ParseResize(const CallNode& call) {
   static const char* kRoundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   if (std::find(std::begin(kRoundings), std::end(kRoundings), *rounding) == std::end(kRoundings))
     return OpError(call, absl::StrCat("rounding_method \"", *rounding, "\""));
-  r.linear = *method == "linear";
+  r.method = *method;
   r.transform = *transform;
   r.rounding = *rounding;
   return r;
@@ -770,8 +781,10 @@ absl::Status LegalizeResize2d(const CallNode& call, const std::vector<Buffer>& i
     if (r->transform == "asymmetric") return Div(v, c(scale));
     if (r->transform == "tf_half_pixel_for_nn") return Div(v + c(0.5), c(scale));
     if (r->transform == "align_corners") {
-      if (n_out == 1) return c(0);
-      return v * c(static_cast<double>(n_in - 1) / static_cast<double>(n_out - 1));
+      // ONNX's output width here is scale x input, not rounded: 0.8 x 4 = 3.2 for 3 outputs.
+      const double width = static_cast<double>(n_in) * scale;
+      if (n_out == 1 || width == 1) return c(0);
+      return v * c(static_cast<double>(n_in - 1) / (width - 1));
     }
     if (r->transform == "pytorch_half_pixel" && n_out == 1) return c(0);
     return Div(v + c(0.5), c(scale)) - c(0.5);  // half_pixel
@@ -781,7 +794,49 @@ absl::Status LegalizeResize2d(const CallNode& call, const std::vector<Buffer>& i
   };
   auto floor_int = [&](const PrimExpr& v) { return Cast(i64, Call(f, "floor", {v})); };
   b.Compute("resize2d", out[0], [&](const Indices& i) -> PrimExpr {
-    if (!r->linear) {
+    if (r->method == "cubic") {
+      // Four taps per axis, at floor(v) - 1 ... floor(v) + 2 (edge-clamped), weighted by the
+      // cubic convolution kernel of the fraction, as ONNX's reference computes it.
+      const double a = r->cubic_alpha;
+      PrimExpr weight[2][4], tap[2][4];
+      for (int d = 0; d < 2; ++d) {
+        PrimExpr v = source(i[2 + d], d);
+        PrimExpr k = floor_int(v);
+        PrimExpr t = v - Cast(f, k);
+        PrimExpr s = c(1) - t;
+        auto far = [&](const PrimExpr& u) {  // 1 <= |distance| < 2
+          return ((c(a) * u - c(5 * a)) * u + c(8 * a)) * u - c(4 * a);
+        };
+        auto near = [&](const PrimExpr& u) {  // |distance| < 1
+          return ((c(a + 2) * u - c(a + 3)) * u) * u + c(1);
+        };
+        PrimExpr w[4] = {far(t + c(1)), near(t), near(s), far(s + c(1))};
+        const int64_t n = *AsConstInt(x->shape[2 + d]);
+        PrimExpr total = c(0);
+        for (int j = 0; j < 4; ++j) {
+          PrimExpr idx = k + IntImm(i64, j - 1);
+          if (r->cubic_exclude) {
+            PrimExpr inside = Binary(NodeKind::kAnd, IntImm(i64, 0) <= idx, idx < IntImm(i64, n));
+            w[j] = Select(inside, w[j], c(0));
+          }
+          total = total + w[j];
+          tap[d][j] = clamp(idx, d);
+        }
+        for (int j = 0; j < 4; ++j) {
+          weight[d][j] = Cast(x->dtype, r->cubic_exclude ? Div(w[j], total) : w[j]);
+        }
+      }
+      PrimExpr sum = MakeConst(x->dtype, 0);
+      for (int p = 0; p < 4; ++p) {
+        PrimExpr row = MakeConst(x->dtype, 0);
+        for (int q = 0; q < 4; ++q) {
+          row = row + Load(x, {i[0], i[1], tap[0][p], tap[1][q]}) * weight[1][q];
+        }
+        sum = sum + row * weight[0][p];
+      }
+      return sum;
+    }
+    if (r->method == "nearest_neighbor") {
       Indices src = {i[0], i[1]};
       for (int d = 0; d < 2; ++d) {
         PrimExpr v = source(i[2 + d], d);
@@ -840,7 +895,8 @@ void RegisterNNOps(std::vector<OpInfo>* ops) {
   ops->push_back({"relax.nn.layer_norm", 3, InferLayerNorm, true, OpPattern::kOpaque,
                   "layer normalization over axes with gamma and beta", LegalizeLayerNorm});
   ops->push_back({"relax.image.resize2d", 1, InferResize2d, true, OpPattern::kInjective,
-                  "NCHW resize to size=[oh, ow], nearest_neighbor or linear (ONNX coordinates)",
+                  "NCHW resize to size=[oh, ow], nearest_neighbor, linear or cubic (ONNX "
+                  "coordinates)",
                   LegalizeResize2d});
 }
 
