@@ -1,6 +1,8 @@
 // Neural-network operators: Conv, Gemm, MatMul, pooling, normalizations and Resize. 1-D
-// convolution and pooling run as 2-D with a height of 1.
+// convolution and pooling run as 2-D with a height of 1, 3-D ones as 2-D ones over the depth taps.
 #include <cmath>
+#include <functional>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -103,17 +105,101 @@ absl::StatusOr<Expr> DropUnitHeight(Context& ctx, const Expr& x) {
   return ctx.Call("relax.squeeze", {x}, {{"axis", IntsAttr({2})}});
 }
 
+// 3-D windows as 2-D ones: the depth taps of the window are KD slices of the (padded) input along
+// D, each folded into the batch ([N, C, OD, H, W] -> [N * OD, C, H, W]) and run through the 2-D op;
+// `combine` adds or maxes the KD results, which are unfolded to [N, C', OD, OH, OW].
+using Window2d = std::function<absl::StatusOr<Expr>(const Expr& x, int64_t kd)>;
+
+absl::StatusOr<Expr> Over3d(Context& ctx, Expr x, const Window& w, double pad_value,
+                            const Window2d& window2d, const char* combine) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  const int64_t* depth = ir::AsConstInt(xs[2]);
+  if (depth == nullptr) return ctx.Unsupported("a 3-D window over a depth not known");
+  if (w.pads[0] > 0 || w.pads[3] > 0) {
+    KILN_ASSIGN_OR_RETURN(
+        x, ctx.Call("relax.nn.pad", {x},
+                    {{"pad_width", IntsAttr({0, 0, 0, 0, w.pads[0], w.pads[3], 0, 0, 0, 0})},
+                     {"pad_value", FloatAttr(pad_value)},
+                     {"pad_mode", StrAttr("constant")}}));
+  }
+  const int64_t padded = *depth + w.pads[0] + w.pads[3];
+  const int64_t od = (padded - (w.kernel[0] - 1) * w.dilations[0] - 1) / w.strides[0] + 1;
+  if (od < 1) return ctx.Error("the window is deeper than the padded input");
+  Expr acc;
+  for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
+    const int64_t begin = kd * w.dilations[0];
+    KILN_ASSIGN_OR_RETURN(Expr slice,
+                          ctx.Call("relax.strided_slice", {x},
+                                   {{"axes", IntsAttr({2})},
+                                    {"begin", IntsAttr({begin})},
+                                    {"end", IntsAttr({begin + (od - 1) * w.strides[0] + 1})},
+                                    {"strides", IntsAttr({w.strides[0]})}}));
+    KILN_ASSIGN_OR_RETURN(
+        Expr moved, ctx.Call("relax.permute_dims", {slice}, {{"axes", IntsAttr({0, 2, 1, 3, 4})}}));
+    KILN_ASSIGN_OR_RETURN(
+        Expr folded,
+        ctx.Call("relax.reshape", {moved, MakeShape({xs[0] * I64(od), xs[1], xs[3], xs[4]})}));
+    KILN_ASSIGN_OR_RETURN(Expr y, window2d(folded, kd));
+    if (acc) {
+      KILN_ASSIGN_OR_RETURN(acc, ctx.Call(combine, {acc, y}));
+    } else {
+      acc = y;
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ys, ctx.Shape(acc));
+  KILN_ASSIGN_OR_RETURN(
+      Expr unfolded,
+      ctx.Call("relax.reshape", {acc, MakeShape({xs[0], I64(od), ys[1], ys[2], ys[3]})}));
+  return ctx.Call("relax.permute_dims", {unfolded}, {{"axes", IntsAttr({0, 2, 1, 3, 4})}});
+}
+
+// The 2-D window of the H and W axes of a 3-D one.
+Window Inner2d(const Window& w) {
+  Window inner;
+  inner.kernel = {w.kernel[1], w.kernel[2]};
+  inner.strides = {w.strides[1], w.strides[2]};
+  inner.dilations = {w.dilations[1], w.dilations[2]};
+  inner.pads = {w.pads[1], w.pads[2], w.pads[4], w.pads[5]};
+  return inner;
+}
+
 absl::StatusOr<Outputs> Conv(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr weight, ctx.Tensor(1));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ws, ctx.Shape(weight));
-  if (xs.size() != 3 && xs.size() != 4)
+  if (xs.size() < 3 || xs.size() > 5)
     return ctx.Unsupported(
-        absl::StrCat("Conv over ", xs.size() - 2, " spatial dimensions (1 or 2)"));
+        absl::StrCat("Conv over ", xs.size() - 2, " spatial dimensions (1, 2 or 3)"));
   if (ws.size() != xs.size()) return ctx.Error("the weight's rank differs from the input's");
   std::vector<int64_t> kernel = ConstDims(std::vector<PrimExpr>(ws.begin() + 2, ws.end()));
   KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, xs, kernel));
+  if (xs.size() == 5) {
+    // A depth tap of the kernel is a 2-D kernel: the weight's slice at kd (folded at compile
+    // time for a constant weight).
+    ir::Attrs attrs = WindowAttrs(Inner2d(w));
+    attrs.push_back({"groups", IntAttr(ctx.Int("group", 1))});
+    KILN_ASSIGN_OR_RETURN(
+        Expr y, Over3d(
+                    ctx, x, w, 0,
+                    [&](const Expr& folded, int64_t kd) -> absl::StatusOr<Expr> {
+                      KILN_ASSIGN_OR_RETURN(Expr tap, ctx.Call("relax.strided_slice", {weight},
+                                                               {{"axes", IntsAttr({2})},
+                                                                {"begin", IntsAttr({kd})},
+                                                                {"end", IntsAttr({kd + 1})},
+                                                                {"strides", IntsAttr({1})}}));
+                      KILN_ASSIGN_OR_RETURN(
+                          tap, ctx.Call("relax.squeeze", {tap}, {{"axis", IntsAttr({2})}}));
+                      return ctx.Call("relax.nn.conv2d", {folded, tap}, attrs);
+                    },
+                    "relax.add"));
+    if (ctx.Has(2)) {
+      KILN_ASSIGN_OR_RETURN(Expr bias, ctx.Tensor(2));
+      KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, 5));
+      KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, bias}));
+    }
+    return One(y);
+  }
   w.one_d = xs.size() == 3;
   if (w.one_d) {
     KILN_ASSIGN_OR_RETURN(x, AddUnitHeight(ctx, x));
@@ -139,12 +225,38 @@ absl::StatusOr<Outputs> Pool(Context& ctx) {
     return ctx.Unsupported("the Indices output of MaxPool");
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
-  if (xs.size() != 3 && xs.size() != 4) {
+  if (xs.size() < 3 || xs.size() > 5) {
     return ctx.Unsupported(
-        absl::StrCat("pooling over ", xs.size() - 2, " spatial dimensions (1 or 2)"));
+        absl::StrCat("pooling over ", xs.size() - 2, " spatial dimensions (1, 2 or 3)"));
   }
   if (!ctx.HasAttr("kernel_shape")) return ctx.Error("kernel_shape is required");
   KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, xs, {}));
+  if (xs.size() == 5) {
+    // The maximum of the depth taps' 2-D maxima; the mean of their 2-D means, which is the 3-D
+    // mean where every tap is a whole one (no depth padding, or padding counted).
+    const bool count_pad = ctx.Int("count_include_pad", 0) != 0;
+    if (ctx.Int("ceil_mode", 0) != 0) return ctx.Unsupported("3-D pooling with ceil_mode");
+    if (!kMax && !count_pad && (w.pads[0] > 0 || w.pads[3] > 0))
+      return ctx.Unsupported("3-D average pooling over a padded depth without count_include_pad");
+    Window inner = Inner2d(w);
+    ir::Attrs attrs = WindowAttrs(inner);
+    attrs.push_back({"pool_size", IntsAttr(inner.kernel)});
+    if (!kMax) attrs.push_back({"count_include_pad", IntAttr(count_pad)});
+    DataType t = ctx.DType(x);
+    KILN_ASSIGN_OR_RETURN(
+        Expr y, Over3d(
+                    ctx, x, w, kMax ? -std::numeric_limits<double>::infinity() : 0,
+                    [&](const Expr& folded, int64_t) {
+                      return ctx.Call(kMax ? "relax.nn.max_pool2d" : "relax.nn.avg_pool2d",
+                                      {folded}, attrs);
+                    },
+                    kMax ? "relax.maximum" : "relax.add"));
+    if (!kMax) {
+      KILN_ASSIGN_OR_RETURN(
+          y, ctx.Call("relax.divide", {y, ctx.Scalar(t, static_cast<double>(w.kernel[0]))}));
+    }
+    return One(y);
+  }
   w.one_d = xs.size() == 3;
   if (w.one_d) {
     KILN_ASSIGN_OR_RETURN(x, AddUnitHeight(ctx, x));
