@@ -59,21 +59,22 @@ class KilndRunner : public tune::Runner {
   tune::LocalRunnerOptions options_;  // the timing and the tolerance the agents apply
 };
 
-void Fail(const absl::Status& status, TuneOutcome* outcome) {
-  outcome->set_ok(false);
-  outcome->set_code(static_cast<int>(status.code()));
-  outcome->set_error(std::string(status.message()));
+TuneOutcome Failure(const absl::Status& status) {
+  TuneOutcome outcome;
+  outcome.set_ok(false);
+  outcome.set_code(static_cast<int>(status.code()));
+  outcome.set_error(std::string(status.message()));
+  return outcome;
 }
 
 }  // namespace
 
 TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
-  TuneOutcome outcome;
   absl::StatusOr<std::vector<tune::TuneTask>> tasks = tune::ExtractTasks(mod);
-  if (!tasks.ok()) return Fail(tasks.status(), &outcome), outcome;
+  if (!tasks.ok()) return Failure(tasks.status());
   absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> db =
       tune::TuningDatabase::Open(work.tuning_db_path());
-  if (!db.ok()) return Fail(db.status(), &outcome), outcome;
+  if (!db.ok()) return Failure(db.status());
   tune::LocalBuilderOptions builder_options;
   builder_options.target = work.target();
   std::unique_ptr<tune::Builder> builder = tune::MakeLocalBuilder(builder_options);
@@ -91,7 +92,8 @@ TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
         *message.mutable_tune_progress() = tune::ToProto(progress, work.trials());
         WriteFrame(stdout, message);
       });
-  if (!report.ok()) return Fail(report.status(), &outcome), outcome;
+  if (!report.ok()) return Failure(report.status());
+  TuneOutcome outcome;
   outcome.set_ok(true);
   *outcome.mutable_result() = tune::ToProto(*report, work.trials());
   return outcome;
