@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
 #include "server/dashboard_assets.h"
 
 namespace kiln::server {
@@ -21,24 +22,8 @@ std::string Json(const google::protobuf::Message& m) {
   return out;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      absl::StrAppend(&out, "\\", std::string(1, c));
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char code[8];
-      std::snprintf(code, sizeof code, "\\u%04x", c);
-      out += code;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 HttpResponse Error(int status, const std::string& message) {
-  return {status, kJson, absl::StrCat("{\"error\": ", JsonString(message), "}")};
+  return {status, kJson, nlohmann::json({{"error", message}}).dump()};
 }
 
 HttpResponse Jobs(const DashboardContext& ctx, const Principal& caller, const HttpRequest& r) {
@@ -98,22 +83,25 @@ HttpResponse Devices(const DashboardContext& ctx) {
 
 HttpResponse Status(const DashboardContext& ctx) {
   JobStats s = ctx.jobs->Stats();
-  std::string by_state;
+  nlohmann::json jobs = nlohmann::json::object();
   for (const auto& [state, count] : s.jobs_by_state) {
-    std::string name = v1::JobState_Name(state);
-    absl::StrAppend(&by_state, by_state.empty() ? "" : ", ", "\"",
-                    absl::AsciiStrToLower(name.substr(10)), "\": ", count);
+    jobs[absl::AsciiStrToLower(v1::JobState_Name(state).substr(10))] = count;
   }
-  return {200, kJson,
-          absl::StrCat(
-              "{\"jobs\": {", by_state, "}, \"workers\": ", ctx.jobs->options().workers,
-              ", \"workers_busy\": ", s.workers_busy, ", \"compile_queue\": ", s.compile_queue,
-              ", \"device_queue\": ", s.task_queue, ", \"agents_connected\": ", s.agents_connected,
-              ", \"compiles\": ", s.compiles, ", \"compile_seconds\": ", s.compile_seconds,
-              ", \"cache\": {\"hits\": ", ctx.cache->hits(), ", \"misses\": ", ctx.cache->misses(),
-              ", \"evictions\": ", ctx.cache->evictions(),
-              ", \"bytes\": ", ctx.store->TotalArtifactBytes().value_or(-1),
-              ", \"max_bytes\": ", ctx.cache->max_bytes(), "}}")};
+  nlohmann::json status = {{"jobs", jobs},
+                           {"workers", ctx.jobs->options().workers},
+                           {"workers_busy", s.workers_busy},
+                           {"compile_queue", s.compile_queue},
+                           {"device_queue", s.task_queue},
+                           {"agents_connected", s.agents_connected},
+                           {"compiles", s.compiles},
+                           {"compile_seconds", s.compile_seconds},
+                           {"cache",
+                            {{"hits", ctx.cache->hits()},
+                             {"misses", ctx.cache->misses()},
+                             {"evictions", ctx.cache->evictions()},
+                             {"bytes", ctx.store->TotalArtifactBytes().value_or(-1)},
+                             {"max_bytes", ctx.cache->max_bytes()}}}};
+  return {200, kJson, status.dump()};
 }
 
 }  // namespace
