@@ -235,6 +235,12 @@ grpc::Status KilnService::CheckModule(const v1::ModuleSource& module) const {
   return grpc::Status::OK;
 }
 
+grpc::Status KilnService::CheckTarget(const std::string& target) const {
+  absl::StatusOr<codegen::LlvmTargetInfo> t = codegen::ParseTarget(target);
+  if (!t.ok()) return Invalid(absl::StrCat("target '", target, "': ", t.status().message()));
+  return grpc::Status::OK;
+}
+
 grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
                                         const v1::SubmitCompileRequest* request,
                                         v1::SubmitResponse* response) {
@@ -247,9 +253,7 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;
   if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
   std::string target = request->target().empty() ? "llvm" : request->target();
-  if (absl::StatusOr<codegen::LlvmTargetInfo> t = codegen::ParseTarget(target); !t.ok()) {
-    return Invalid(absl::StrCat("target '", target, "': ", t.status().message()));
-  }
+  if (grpc::Status s = CheckTarget(target); !s.ok()) return s;
   v1::Job job;
   job.set_kind(v1::JOB_KIND_COMPILE);
   job.set_client(client);
@@ -433,9 +437,7 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   }
   if (request->max_trials_per_task() < 0) return Invalid("max_trials_per_task: must be >= 0");
   std::string target = request->target().empty() ? "llvm" : request->target();
-  if (absl::StatusOr<codegen::LlvmTargetInfo> t = codegen::ParseTarget(target); !t.ok()) {
-    return Invalid(absl::StrCat("target '", target, "': ", t.status().message()));
-  }
+  if (grpc::Status s = CheckTarget(target); !s.ok()) return s;
   if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
   v1::Job job;
   job.set_kind(v1::JOB_KIND_TUNE);

@@ -69,6 +69,8 @@ class KilnService final : public kiln::v1::Kiln::Service {
   // checked (a digest must be one of the caller's artifacts), and the artifact stored.
   // A submitted module within the size limit and given in some form.
   grpc::Status CheckModule(const kiln::v1::ModuleSource& module) const;
+  // A target string LLVM's target parser accepts.
+  grpc::Status CheckTarget(const std::string& target) const;
   grpc::Status PrepareTask(const std::string& device_key, const kiln::v1::ArtifactRef& ref,
                            const Principal& caller, kiln::v1::ArtifactManifest* manifest,
                            kiln::v1::Task* task);

@@ -5,10 +5,8 @@ a profile's timings, lists the devices; the API refuses requests without a valid
 page's screenshot is kept as a test output (TEST_UNDECLARED_OUTPUTS_DIR)."""
 import json
 import os
-import re
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 
@@ -20,21 +18,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 import kiln
+from kiln_processes import start_agent, start_kilnd, stop
 
 CLIENT_TOKEN = "dashboard-test-client-token"
 OUT = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", tempfile.gettempdir())
-
-
-def _wait_for(path, pattern, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if os.path.exists(path):
-            with open(path) as f:
-                m = re.search(pattern, f.read())
-            if m:
-                return m
-        time.sleep(0.05)
-    raise AssertionError(f"{pattern!r} never appeared in {path}")
 
 
 def _private(path, text):
@@ -49,28 +36,13 @@ def cluster():
     _private(os.path.join(work, "client.tokens"), f"{CLIENT_TOKEN} name=alice\n")
     _private(os.path.join(work, "agent.tokens"), "dashboard-test-agent-token name=board keys=cpu\n")
     _private(os.path.join(work, "agent.token"), "dashboard-test-agent-token\n")
-    log = os.path.join(work, "kilnd.log")
-    with open(log, "w") as out:
-        kilnd = subprocess.Popen(
-            [os.environ["KILND"], "--listen", "127.0.0.1:0", "--store", os.path.join(work, "store"),
-             "--metrics-port", "0", "--metrics-address", "::",
-             "--client-tokens", os.path.join(work, "client.tokens"),
-             "--agent-tokens", os.path.join(work, "agent.tokens")],
-            stdout=out, stderr=subprocess.STDOUT)
-    port = _wait_for(log, r"listening on port (\d+)").group(1)
-    http_port = _wait_for(log, r"metrics on port (\d+)").group(1)
-    agent_log = os.path.join(work, "agent.log")
-    with open(agent_log, "w") as out:
-        agent = subprocess.Popen(
-            [os.environ["KILN_AGENT"], "--server", f"127.0.0.1:{port}", "--device-key", "cpu",
-             "--token", os.path.join(work, "agent.token"), "--cache-dir",
-             os.path.join(work, "agent")], stdout=out, stderr=subprocess.STDOUT)
-    _wait_for(agent_log, r"registered as")
-    yield {"grpc": f"127.0.0.1:{port}", "http": f"http://127.0.0.1:{http_port}",
+    kilnd, address, http_port = start_kilnd(
+        work, "--metrics-address", "::", "--client-tokens", os.path.join(work, "client.tokens"),
+        "--agent-tokens", os.path.join(work, "agent.tokens"))
+    agent = start_agent(work, address, "--token", os.path.join(work, "agent.token"))
+    yield {"grpc": address, "http": f"http://127.0.0.1:{http_port}",
            "http6": f"http://[::1]:{http_port}"}
-    for p in (agent, kilnd):
-        p.terminate()
-        p.wait(timeout=30)
+    stop(agent, kilnd)
 
 
 @pytest.fixture(scope="module")
@@ -146,14 +118,9 @@ def test_with_tls_the_http_port_speaks_https_with_the_daemons_certificate(tmp_pa
         "-out server.csr 2>/dev/null; "
         "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
         "-extfile san.ext -out server.pem 2>/dev/null", shell=True, cwd=d, check=True)
-    log = os.path.join(d, "kilnd.log")
-    with open(log, "w") as out:
-        kilnd = subprocess.Popen(
-            [os.environ["KILND"], "--listen", "127.0.0.1:0", "--store", os.path.join(d, "store"),
-             "--metrics-port", "0", "--tls-cert", os.path.join(d, "server.pem"),
-             "--tls-key", os.path.join(d, "server.key")], stdout=out, stderr=subprocess.STDOUT)
+    kilnd, _, port = start_kilnd(d, "--tls-cert", os.path.join(d, "server.pem"), "--tls-key",
+                                 os.path.join(d, "server.key"))
     try:
-        port = _wait_for(log, r"metrics on port (\d+)").group(1)
         import ssl
         context = ssl.create_default_context(cafile=os.path.join(d, "ca.pem"))
         with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=context,
@@ -162,8 +129,7 @@ def test_with_tls_the_http_port_speaks_https_with_the_daemons_certificate(tmp_pa
         with pytest.raises((urllib.error.URLError, ConnectionError)):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
     finally:
-        kilnd.terminate()
-        kilnd.wait(timeout=30)
+        stop(kilnd)
 
 
 def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):

@@ -3,6 +3,7 @@
 # chromium and chromium-driver, against the kilnd and kiln-agent given as arguments.
 set -euo pipefail
 export KILND="$1" KILN_AGENT="$2"
-export PYTHONPATH="$PWD/client/python"  # the Python client, as //client/python:kiln_python makes it
+# The Python client, as //client/python:kiln_python makes it, and the suites' process helpers.
+export PYTHONPATH="$PWD/client/python:$PWD/client/python/tests"
 export HOME="${TEST_TMPDIR:-/tmp}"       # chromium keeps its profile there
 exec /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/dashboard_test.py

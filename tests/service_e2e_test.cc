@@ -20,6 +20,7 @@
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
+#include "tests/cluster_test.h"
 #include "tests/hostile_inputs.h"
 #include "tests/service_cluster.h"
 
@@ -119,22 +120,8 @@ void PrivateFile(const std::string& path) {
       path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 }
 
-class ServiceTest : public ::testing::Test {
+class ServiceTest : public ClusterTest {
  protected:
-  void StartWithAgents(const std::string& name, int agents,
-                       const std::vector<std::string>& flags = {}) {
-    cluster_ = std::make_unique<Cluster>(name);
-    ASSERT_TRUE(cluster_->StartDaemon(flags).ok());
-    for (int i = 0; i < agents; ++i) {
-      absl::StatusOr<std::string> id = cluster_->StartAgent("cpu");
-      ASSERT_TRUE(id.ok()) << id.status();
-      agent_ids_.push_back(*id);
-    }
-    absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster_->Client();
-    ASSERT_TRUE(c.ok()) << c.status();
-    client_ = std::move(*c);
-  }
-
   // A daemon with token files of these lines (written readable by their owner only; no file
   // for empty text) and `flags`; returns the cluster's directory.
   std::string StartWithTokens(const std::string& name, const std::string& client_tokens,
@@ -153,10 +140,6 @@ class ServiceTest : public ::testing::Test {
     EXPECT_TRUE(cluster_->StartDaemon(flags).ok());
     return dir;
   }
-
-  std::unique_ptr<Cluster> cluster_;
-  std::vector<std::string> agent_ids_;
-  std::unique_ptr<client::KilnClient> client_;
 };
 
 TEST_F(ServiceTest, CompilesProfilesAndRunsTheMlpAndTheCnnOnAgents) {

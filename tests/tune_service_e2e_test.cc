@@ -22,6 +22,7 @@
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
 #include "runtime/npy.h"
+#include "tests/cluster_test.h"
 #include "tests/service_cluster.h"
 
 namespace kiln::testing {
@@ -90,21 +91,8 @@ Watched Watch(client::KilnClient& client, const std::string& id,
   return w;
 }
 
-class TuneServiceTest : public ::testing::Test {
+class TuneServiceTest : public ClusterTest {
  protected:
-  void Start(const std::string& name, int agents, const std::vector<std::string>& flags = {}) {
-    cluster_ = std::make_unique<Cluster>(name);
-    ASSERT_TRUE(cluster_->StartDaemon(flags).ok());
-    for (int i = 0; i < agents; ++i) {
-      absl::StatusOr<std::string> id = cluster_->StartAgent("cpu");
-      ASSERT_TRUE(id.ok()) << id.status();
-      agent_ids_.push_back(*id);
-    }
-    absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster_->Client();
-    ASSERT_TRUE(c.ok()) << c.status();
-    client_ = std::move(*c);
-  }
-
   std::string Submit(const v1::SubmitTuneRequest& request) {
     absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitTune(request);
     EXPECT_TRUE(submitted.ok()) << submitted.status();
@@ -121,14 +109,10 @@ class TuneServiceTest : public ::testing::Test {
     EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->reason();
     return *job;
   }
-
-  std::unique_ptr<Cluster> cluster_;
-  std::vector<std::string> agent_ids_;
-  std::unique_ptr<client::KilnClient> client_;
 };
 
 TEST_F(TuneServiceTest, TwoAgentsTuneTheCnnAndCompilesApplyTheServicesRecords) {
-  Start("tune_two_agents", 2);
+  StartWithAgents("tune_two_agents", 2);
   Watched first = Watch(*client_, Submit(TuneRequest(16)));
   ASSERT_EQ(first.job.state(), v1::JOB_STATE_SUCCEEDED) << first.job.reason();
   EXPECT_EQ(first.job.kind(), v1::JOB_KIND_TUNE);
@@ -216,7 +200,7 @@ TEST_F(TuneServiceTest, TwoAgentsTuneTheCnnAndCompilesApplyTheServicesRecords) {
 }
 
 TEST_F(TuneServiceTest, CancelStopsATuneWithinSecondsAndKeepsEveryRecord) {
-  Start("tune_cancel", 1);
+  StartWithAgents("tune_cancel", 1);
   std::string id = Submit(TuneRequest(400));
   int seen_trials = 0;
   absl::StatusOr<v1::Job> job;
@@ -247,7 +231,7 @@ TEST_F(TuneServiceTest, CancelStopsATuneWithinSecondsAndKeepsEveryRecord) {
 // kilnd dies mid-tune: after the restart the job has failed with the reason, every record measured
 // before is kept, and nothing that was never measured was recorded.
 TEST_F(TuneServiceTest, AKilndRestartMidTuneKeepsTheRecords) {
-  Start("tune_restart", 1);
+  StartWithAgents("tune_restart", 1);
   std::string id = Submit(TuneRequest(400));
   v1::Job job;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -284,7 +268,7 @@ TEST_F(TuneServiceTest, AKilndRestartMidTuneKeepsTheRecords) {
 }
 
 TEST_F(TuneServiceTest, WithoutAnAgentATuneWaitsVisiblyUntilItsDeadline) {
-  Start("tune_no_agent", 0);
+  StartWithAgents("tune_no_agent", 0);
   v1::SubmitTuneRequest request = TuneRequest(8, "board");
   request.set_deadline_ms(4000);
   Watched w = Watch(*client_, Submit(request));
@@ -298,7 +282,7 @@ TEST_F(TuneServiceTest, WithoutAnAgentATuneWaitsVisiblyUntilItsDeadline) {
 }
 
 TEST_F(TuneServiceTest, AnAgentKilledMidTuneLosesNoCandidate) {
-  Start("tune_agent_killed", 2);
+  StartWithAgents("tune_agent_killed", 2);
   std::string id = Submit(TuneRequest(24));
   bool killed = false;
   Watched w = Watch(*client_, id, [&](const v1::JobEvent& e) {
@@ -318,7 +302,7 @@ TEST_F(TuneServiceTest, AnAgentKilledMidTuneLosesNoCandidate) {
 // The worker builds each candidate in a child of its own: one killed mid-build fails that
 // candidate (recorded with the reason) and the tune goes on to its whole budget.
 TEST_F(TuneServiceTest, ABuilderKilledMidBuildFailsOnlyItsCandidate) {
-  Start("tune_builder_killed", 1);
+  StartWithAgents("tune_builder_killed", 1);
   std::string id = Submit(TuneRequest(16));
   v1::Job job;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -353,7 +337,7 @@ TEST_F(TuneServiceTest, ABuilderKilledMidBuildFailsOnlyItsCandidate) {
 }
 
 TEST_F(TuneServiceTest, BadTuneRequestsAreRefusedWithTheReason) {
-  Start("tune_bad", 0, {"--max-tune-trials", "100"});
+  StartWithAgents("tune_bad", 0, {"--max-tune-trials", "100"});
   auto refused = [&](v1::SubmitTuneRequest request, const std::string& fragment) {
     absl::StatusOr<v1::SubmitResponse> r = client_->SubmitTune(request);
     ASSERT_FALSE(r.ok());

@@ -4,6 +4,7 @@
 # kiln_python assembles.
 set -euo pipefail
 export KILND="$1" KILN_AGENT="$2"
-export PYTHONPATH="$PWD/client/python"  # bazel-bin's copy: the genrule's outputs
+# bazel-bin's copy (the genrule's outputs), and the suites' process helpers.
+export PYTHONPATH="$PWD/client/python:$PWD/client/python/tests"
 # Debian's interpreter, whose dist-packages hold python3-grpcio, -numpy and -pytest.
 exec /usr/bin/python3 -m pytest -q -p no:cacheprovider client/python/tests

@@ -1,53 +1,26 @@
 """The Python client against a real kilnd and kiln-agent on loopback (no mocks): compile from a
 path, ONNX bytes and TVMScript text; run and profile on the agent; tune; list; errors."""
 import os
-import re
-import subprocess
 import tempfile
-import time
 
 import numpy as np
 import pytest
 
 import kiln
+from kiln_processes import start_agent, start_kilnd, stop
 
 MODELS = "tests/models"
 CNN = os.path.join(MODELS, "tiny_resnet.onnx")
 MLP = os.path.join(MODELS, "mlp_784_128_10.onnx")
 
 
-def _wait_for(path, pattern, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if os.path.exists(path):
-            with open(path) as f:
-                m = re.search(pattern, f.read())
-            if m:
-                return m
-        time.sleep(0.05)
-    raise AssertionError(f"{pattern!r} never appeared in {path}")
-
-
 @pytest.fixture(scope="module")
 def server():
     work = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-    log = os.path.join(work, "kilnd.log")
-    with open(log, "w") as out:
-        kilnd = subprocess.Popen([os.environ["KILND"], "--listen", "127.0.0.1:0", "--store",
-                                  os.path.join(work, "store"), "--metrics-port", "0"],
-                                 stdout=out, stderr=subprocess.STDOUT)
-    port = _wait_for(log, r"listening on port (\d+)").group(1)
-    address = f"127.0.0.1:{port}"
-    agent_log = os.path.join(work, "agent.log")
-    with open(agent_log, "w") as out:
-        agent = subprocess.Popen([os.environ["KILN_AGENT"], "--server", address, "--device-key",
-                                  "cpu", "--cache-dir", os.path.join(work, "agent")],
-                                 stdout=out, stderr=subprocess.STDOUT)
-    _wait_for(agent_log, r"registered as")
+    kilnd, address, _ = start_kilnd(work)
+    agent = start_agent(work, address)
     yield address
-    for p in (agent, kilnd):
-        p.terminate()
-        p.wait(timeout=30)
+    stop(agent, kilnd)
 
 
 @pytest.fixture
