@@ -44,6 +44,10 @@ PACKAGES=(
   python3-torch
   # The dashboard's tests: a real headless Chromium driven by Selenium.
   chromium chromium-driver python3-selenium
+  # Edge boards: the aarch64 cross compiler, the arm64 builds of what kiln-agent links (Debian
+  # multiarch), and qemu-user, which runs the aarch64 agent and kernels in the tests and the demo.
+  g++-aarch64-linux-gnu qemu-user
+  libgrpc++-dev:arm64 libprotobuf-dev:arm64 libabsl-dev:arm64 libssl-dev:arm64
 )
 
 missing=()
@@ -58,5 +62,8 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "setup: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -32,9 +32,10 @@ void ExpectIr(const Schedule& sch, const std::string& expected) {
                           << script::PrintScript(want);
 }
 
-void ExpectSameNumbers(const ir::IRModule& original, const Schedule& sch) {
-  auto want = RunPrimFunc(original, sch.func_name());
-  auto got = RunPrimFunc(sch.mod(), sch.func_name());
+namespace {
+
+void ExpectClose(const absl::StatusOr<std::vector<std::vector<float>>>& want,
+                 const absl::StatusOr<std::vector<std::vector<float>>>& got, const Schedule& sch) {
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_TRUE(got.ok()) << got.status() << "\n" << script::PrintScript(sch.mod());
   ASSERT_EQ(want->size(), got->size());
@@ -45,6 +46,18 @@ void ExpectSameNumbers(const ir::IRModule& original, const Schedule& sch) {
           << script::PrintScript(sch.mod());
     }
   }
+}
+
+}  // namespace
+
+void ExpectSameNumbers(const ir::IRModule& original, const Schedule& sch) {
+  ExpectClose(RunPrimFunc(original, sch.func_name()), RunPrimFunc(sch.mod(), sch.func_name()),
+              sch);
+}
+
+void ExpectSameNumbersOnAarch64(const ir::IRModule& original, const Schedule& sch) {
+  ExpectClose(RunPrimFunc(original, sch.func_name()),
+              RunPrimFuncOnAarch64(sch.mod(), sch.func_name()), sch);
 }
 
 void ExpectRefused(const Schedule& sch, const ir::IRModule& before, int trace_size,

@@ -21,6 +21,9 @@ Schedule MakeSchedule(const ir::IRModule& mod, const std::string& name);
 void ExpectIr(const Schedule& sch, const std::string& expected);
 // The scheduled function computes what the original does (compiled and run on seeded inputs).
 void ExpectSameNumbers(const ir::IRModule& original, const Schedule& sch);
+// The scheduled function, compiled for aarch64 and run under qemu-aarch64, computes what the
+// original computes on this host (the test carries //runtime:run_kernel_aarch64 as data).
+void ExpectSameNumbersOnAarch64(const ir::IRModule& original, const Schedule& sch);
 // A failed primitive: the error names what went wrong, and nothing changed.
 void ExpectRefused(const Schedule& sch, const ir::IRModule& before, int trace_size,
                    const absl::Status& status, const std::string& message_part);

@@ -1,12 +1,18 @@
 #include "compiler/testing/schedule_workloads.h"
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "compiler/backend/toolchain.h"
 #include "compiler/script/script_parser.h"
 #include "runtime/library.h"
+#include "runtime/npy.h"
+#include "runtime/support/subprocess.h"
 #include "runtime/tensor.h"
 
 namespace kiln::tir::testing {
@@ -119,25 +125,24 @@ absl::StatusOr<ir::IRModule> Parse(const std::string& script) {
                              absl::StrReplaceAll(script, {{"\n", "\n    "}}));
 }
 
-absl::StatusOr<std::vector<std::vector<float>>> RunPrimFunc(const ir::IRModule& mod,
-                                                            const std::string& name,
-                                                            uint32_t seed) {
-  ir::PrimFunc f = mod->Lookup(name).as_ref<ir::PrimFuncNode>();
-  if (!f) return absl::NotFoundError(absl::StrCat("no PrimFunc ", name));
+namespace {
+
+// PrimFunc `name` alone in a module, marked scheduled so that no default schedule touches it.
+absl::StatusOr<ir::IRModule> AsScheduled(const ir::IRModule& mod, const std::string& name,
+                                         ir::PrimFunc* f) {
+  *f = mod->Lookup(name).as_ref<ir::PrimFuncNode>();
+  if (!*f) return absl::NotFoundError(absl::StrCat("no PrimFunc ", name));
   ir::IRModuleBuilder builder;
   if (absl::Status s = builder.Add(mod->GetGlobalVar(name),
-                                   ir::WithFuncAttr(f, "tir.is_scheduled", ir::Bool(true)));
+                                   ir::WithFuncAttr(*f, "tir.is_scheduled", ir::Bool(true)));
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::string> so = backend::BuildKernelLibrary(builder.Build(), "llvm");
-  if (!so.ok()) return so.status();
-  absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
-      runtime::KernelLibrary::LoadFromMemory(*so, name);
-  if (!lib.ok()) return lib.status();
-  auto pool = std::make_shared<runtime::ThreadPool>(2);
-  absl::StatusOr<runtime::Function> fn = (*lib)->GetFunction(name, pool);
-  if (!fn.ok()) return fn.status();
+  return builder.Build();
+}
+
+// One float32 tensor per parameter buffer, uniform in [-1, 1) from `seed`.
+absl::StatusOr<std::vector<runtime::Tensor>> SeededBuffers(const ir::PrimFunc& f, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<runtime::Tensor> tensors;
@@ -151,13 +156,97 @@ absl::StatusOr<std::vector<std::vector<float>>> RunPrimFunc(const ir::IRModule& 
     for (int64_t i = 0; i < t->NumElements(); ++i) p[i] = dist(rng);
     tensors.push_back(*t);
   }
-  std::vector<runtime::Value> args(tensors.begin(), tensors.end());
+  return tensors;
+}
+
+std::vector<float> Contents(const runtime::Tensor& t) {
+  const float* p = static_cast<const float*>(t.data());
+  return std::vector<float>(p, p + t.NumElements());
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  out.close();
+  return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("cannot write ", path));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::vector<float>>> RunPrimFunc(const ir::IRModule& mod,
+                                                            const std::string& name,
+                                                            uint32_t seed) {
+  ir::PrimFunc f;
+  absl::StatusOr<ir::IRModule> alone = AsScheduled(mod, name, &f);
+  if (!alone.ok()) return alone.status();
+  absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*alone, "llvm");
+  if (!so.ok()) return so.status();
+  absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
+      runtime::KernelLibrary::LoadFromMemory(*so, name);
+  if (!lib.ok()) return lib.status();
+  auto pool = std::make_shared<runtime::ThreadPool>(2);
+  absl::StatusOr<runtime::Function> fn = (*lib)->GetFunction(name, pool);
+  if (!fn.ok()) return fn.status();
+  absl::StatusOr<std::vector<runtime::Tensor>> tensors = SeededBuffers(f, seed);
+  if (!tensors.ok()) return tensors.status();
+  std::vector<runtime::Value> args(tensors->begin(), tensors->end());
   absl::StatusOr<runtime::Value> ran = (*fn)(args);
   if (!ran.ok()) return ran.status();
   std::vector<std::vector<float>> out;
-  for (const runtime::Tensor& t : tensors) {
-    const float* p = static_cast<const float*>(t.data());
-    out.emplace_back(p, p + t.NumElements());
+  for (const runtime::Tensor& t : *tensors) out.push_back(Contents(t));
+  return out;
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> RunPrimFuncOnAarch64(const ir::IRModule& mod,
+                                                                     const std::string& name,
+                                                                     uint32_t seed) {
+  ir::PrimFunc f;
+  absl::StatusOr<ir::IRModule> alone = AsScheduled(mod, name, &f);
+  if (!alone.ok()) return alone.status();
+  absl::StatusOr<std::string> so =
+      backend::BuildKernelLibrary(*alone, "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
+  if (!so.ok()) return so.status();
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  if (tmp == nullptr || srcdir == nullptr) {
+    return absl::FailedPreconditionError("RunPrimFuncOnAarch64 runs under bazel test only");
+  }
+  static int calls = 0;
+  std::string dir = absl::StrCat(tmp, "/aarch64_", name, "_", ++calls);
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> argv = {"/usr/bin/qemu-aarch64",  // Debian's qemu-user
+                                   absl::StrCat(srcdir, "/kiln/runtime/run_kernel_aarch64"),
+                                   dir + "/kernel.so", name};
+  if (absl::Status s = WriteFile(argv[2], *so); !s.ok()) return s;
+  absl::StatusOr<std::vector<runtime::Tensor>> tensors = SeededBuffers(f, seed);
+  if (!tensors.ok()) return tensors.status();
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    argv.push_back(absl::StrCat(dir, "/buffer", i, ".npy"));
+    absl::StatusOr<std::string> npy = runtime::WriteNpy((*tensors)[i]);
+    if (!npy.ok()) return npy.status();
+    if (absl::Status s = WriteFile(argv.back(), *npy); !s.ok()) return s;
+  }
+  absl::StatusOr<runtime::ChildResult> ran = runtime::RunChild(argv, "", runtime::ChildOptions());
+  if (!ran.ok()) return ran.status();
+  if (!ran->exited_ok()) {
+    return absl::InternalError(absl::StrCat("qemu-aarch64 run_kernel ", ran->Describe(0), ": ",
+                                            ran->error_tail));
+  }
+  std::vector<std::vector<float>> out;
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    absl::StatusOr<std::string> bytes = ReadFile(argv[4 + i]);
+    if (!bytes.ok()) return bytes.status();
+    absl::StatusOr<runtime::Tensor> t = runtime::ReadNpy(*bytes, argv[4 + i]);
+    if (!t.ok()) return t.status();
+    out.push_back(Contents(*t));
   }
   return out;
 }

@@ -29,6 +29,13 @@ absl::StatusOr<std::vector<std::vector<float>>> RunPrimFunc(const ir::IRModule& 
                                                             const std::string& name,
                                                             uint32_t seed = 7);
 
+// The same, compiled for aarch64 (cortex-a72: NEON) and run under qemu-aarch64 by the aarch64
+// build of runtime/testing/run_kernel_main.cc; the test carries //runtime:run_kernel_aarch64 as
+// data. The same seed gives the same inputs as RunPrimFunc.
+absl::StatusOr<std::vector<std::vector<float>>> RunPrimFuncOnAarch64(const ir::IRModule& mod,
+                                                                     const std::string& name,
+                                                                     uint32_t seed = 7);
+
 }  // namespace kiln::tir::testing
 
 #endif  // KILN_COMPILER_TESTING_SCHEDULE_WORKLOADS_H_

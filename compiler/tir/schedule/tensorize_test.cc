@@ -13,6 +13,7 @@ namespace {
 using testing::ExpectIr;
 using testing::ExpectRefused;
 using testing::ExpectSameNumbers;
+using testing::ExpectSameNumbersOnAarch64;
 using testing::Load;
 using testing::MakeSchedule;
 
@@ -140,7 +141,7 @@ def matmul(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C
 }
 
 TEST(Tensorize, NeonMicroKernelOnALocalAccumulator) {
-  // The NEON implementation is plain 4-lane TIR, so it runs here too.
+  // The NEON implementation is plain 4-lane TIR: it runs here, and on aarch64 under qemu.
   TiledMatmul t;
   absl::StatusOr<BlockRV> local = t.sch.CacheWrite(t.c, 0, "local");
   ASSERT_TRUE(local.ok()) << local.status();
@@ -150,6 +151,7 @@ TEST(Tensorize, NeonMicroKernelOnALocalAccumulator) {
   ASSERT_TRUE(outer.ok()) << outer.status();
   ASSERT_TRUE(t.sch.Parallel(t.i[0]).ok());
   ExpectSameNumbers(t.mod, t.sch);
+  ExpectSameNumbersOnAarch64(t.mod, t.sch);
 }
 
 TEST(Tensorize, RefusesWhatTheIntrinsicDoesNotCompute) {
