@@ -5,6 +5,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/device_info.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::runtime {
@@ -61,12 +62,10 @@ absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, b
                                             ": the file is corrupt"));
   }
   if (check_host) {
-    const std::string& triple = a.manifest().target_triple();
-    std::string arch = triple.substr(0, triple.find('-'));
-    if (arch != HostArchitecture()) {
-      return absl::FailedPreconditionError(absl::StrCat("the artifact was compiled for ", triple,
-                                                        "; this host is ", HostArchitecture()));
-    }
+    static const kiln::v1::DeviceAttributes* here = new kiln::v1::DeviceAttributes(LocalDeviceAttributes());
+    std::vector<std::string> features(a.manifest().cpu_features().begin(),
+                                      a.manifest().cpu_features().end());
+    KILN_RETURN_IF_ERROR(CheckCodeRunsOn(a.manifest().target_triple(), features, *here));
   }
   return a;
 }

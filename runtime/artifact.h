@@ -23,8 +23,9 @@ std::string Sha256Hex(absl::string_view bytes);
 // Fills in the digest and serializes.
 std::string SerializeArtifact(kiln::v1::ArtifactProto artifact);
 
-// Parses and verifies: version, digest, and (when `check_host`) that the target triple's
-// architecture is this machine's. Errors name what does not match.
+// Parses and verifies: version, digest, and (when `check_host`) that this machine runs the code:
+// the target triple's architecture and the CPU features the manifest lists (CheckCodeRunsOn).
+// Errors name what does not match.
 absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, bool check_host);
 
 // The manifest's entry `name`, or null.

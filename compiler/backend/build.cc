@@ -100,6 +100,7 @@ absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_
   manifest->set_compiler_version(CompilerIdentity());
   manifest->set_target(std::string(target));
   manifest->set_target_triple(info.triple);
+  for (const std::string& feature : info.device_features) manifest->add_cpu_features(feature);
   for (const auto& [name, entry] : normalized->functions) {
     const auto* kernel = entry.second.as<ir::PrimFuncNode>();
     if (kernel != nullptr && ir::GetAttr(kernel->attrs, "kiln.tuned")) {

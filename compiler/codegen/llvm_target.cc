@@ -16,6 +16,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Triple.h"
+#include "runtime/device_info.h"
 
 namespace kiln::codegen {
 namespace {
@@ -42,10 +43,21 @@ std::string HostFeatures() {
   return absl::StrJoin(enabled, ",");
 }
 
+// LLVM 16 keeps a target's feature table private, and ignores an unknown feature (with a
+// warning); a known one is the only kind whose "+" and "-" give different feature bits.
+bool IsFeatureOf(const llvm::Target& target, const std::string& triple, absl::string_view name) {
+  std::unique_ptr<llvm::MCSubtargetInfo> on(
+      target.createMCSubtargetInfo(triple, "generic", absl::StrCat("+", name)));
+  std::unique_ptr<llvm::MCSubtargetInfo> off(
+      target.createMCSubtargetInfo(triple, "generic", absl::StrCat("-", name)));
+  return on != nullptr && off != nullptr && on->getFeatureBits() != off->getFeatureBits();
+}
+
 }  // namespace
 
 absl::StatusOr<LlvmTargetInfo> LookupLlvmTarget(absl::string_view triple_name,
-                                                absl::string_view cpu) {
+                                                absl::string_view cpu,
+                                                absl::string_view features) {
   InitializeLlvmTargetsOnce();
   llvm::Triple triple(llvm::Triple::normalize(std::string(triple_name)));
   std::string error;
@@ -67,12 +79,32 @@ absl::StatusOr<LlvmTargetInfo> LookupLlvmTarget(absl::string_view triple_name,
     info.cpu = llvm::sys::getHostCPUName().str();
     info.features = HostFeatures();
   }
+  if (!features.empty()) {
+    info.features = info.features.empty() ? std::string(features)
+                                          : absl::StrCat(info.features, ",", features);
+  }
 
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
       target->createMCSubtargetInfo(info.triple, info.cpu, info.features));
   if (subtarget == nullptr || (info.cpu != "generic" && !subtarget->isCPUStringValid(info.cpu))) {
     return absl::InvalidArgumentError(
         absl::StrCat("target '", info.triple, "' has no CPU named '", info.cpu, "'"));
+  }
+  for (absl::string_view f : absl::StrSplit(features, ',', absl::SkipEmpty())) {
+    if (f[0] != '+' && f[0] != '-') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("-mattr feature '", f, "' must start with + or -"));
+    }
+    if (!IsFeatureOf(*target, info.triple, f.substr(1))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("target '", info.triple, "' has no feature named '", f.substr(1), "'"));
+    }
+  }
+  const std::string arch = info.triple.substr(0, info.triple.find('-'));
+  for (const runtime::CpuFeature& f : runtime::KnownCpuFeatures()) {
+    if (arch == f.arch && subtarget->checkFeatures(absl::StrCat("+", f.llvm))) {
+      info.device_features.push_back(f.name);
+    }
   }
 
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
@@ -97,12 +129,14 @@ absl::StatusOr<LlvmTargetInfo> ParseTarget(absl::string_view target) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown target '", target, "': expected \"llvm [-mtriple=...] [-mcpu=...]\""));
   }
-  std::string triple, cpu;
+  std::string triple, cpu, features;
   for (size_t i = 1; i < parts.size(); ++i) {
     if (absl::StartsWith(parts[i], "-mtriple=")) {
       triple = parts[i].substr(9);
     } else if (absl::StartsWith(parts[i], "-mcpu=")) {
       cpu = parts[i].substr(6);
+    } else if (absl::StartsWith(parts[i], "-mattr=")) {
+      features = parts[i].substr(7);
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("target '", target, "': unknown option '", parts[i], "'"));
@@ -112,7 +146,7 @@ absl::StatusOr<LlvmTargetInfo> ParseTarget(absl::string_view target) {
     triple = HostTriple();
     if (cpu.empty()) cpu = "native";
   }
-  return LookupLlvmTarget(triple, cpu);
+  return LookupLlvmTarget(triple, cpu, features);
 }
 
 }  // namespace kiln::codegen

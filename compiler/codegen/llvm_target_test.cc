@@ -56,6 +56,29 @@ TEST(LlvmTargetTest, NativeIsRejectedForAForeignTriple) {
   EXPECT_FALSE(LookupLlvmTarget(foreign, "native").ok());
 }
 
+TEST(LlvmTargetTest, ListsTheDeviceFeaturesTheCodeMayUse) {
+  // A generic aarch64 has NEON (Linux: asimd); -mattr adds the dot product (asimddp).
+  absl::StatusOr<LlvmTargetInfo> generic = ParseTarget("llvm -mtriple=aarch64-linux-gnu");
+  ASSERT_TRUE(generic.ok()) << generic.status();
+  EXPECT_THAT(generic->device_features, ::testing::ElementsAre("asimd"));
+  absl::StatusOr<LlvmTargetInfo> dot =
+      ParseTarget("llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod,+i8mm");
+  ASSERT_TRUE(dot.ok()) << dot.status();
+  EXPECT_THAT(dot->device_features, ::testing::ElementsAre("asimd", "asimddp", "i8mm"));
+  // A CPU brings its own: znver3 has AVX2 and FMA.
+  absl::StatusOr<LlvmTargetInfo> zen = ParseTarget("llvm -mtriple=x86_64-linux-gnu -mcpu=znver3");
+  ASSERT_TRUE(zen.ok()) << zen.status();
+  EXPECT_THAT(zen->device_features, ::testing::IsSupersetOf({"avx2", "fma"}));
+  EXPECT_THAT(zen->device_features, ::testing::Not(::testing::Contains("avx512f")));
+}
+
+TEST(LlvmTargetTest, RejectsUnknownFeatures) {
+  absl::Status bad = ParseTarget("llvm -mtriple=aarch64-linux-gnu -mattr=+avx2").status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(), HasSubstr("has no feature named 'avx2'"));
+  EXPECT_THAT(ParseTarget("llvm -mattr=avx2").status().message(), HasSubstr("must start with +"));
+}
+
 TEST(LlvmTargetTest, ReportsLinkedLlvmVersion) { EXPECT_THAT(LlvmVersion(), StartsWith("16.")); }
 
 }  // namespace

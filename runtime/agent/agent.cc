@@ -18,22 +18,12 @@
 #include "absl/strings/strip.h"
 #include "proto/kiln/v1/agent.grpc.pb.h"
 #include "runtime/artifact.h"
+#include "runtime/device_info.h"
 #include "runtime/support/status_macros.h"
 #include "runtime/support/subprocess.h"
 
 namespace kiln::runtime {
 namespace {
-
-constexpr char kAgentVersion[] = "0.1.0";
-
-// The CPU features a kernel's target may depend on; the rest of /proc/cpuinfo's flags are noise.
-const std::set<std::string>& InterestingFeatures() {
-  static const auto* features = new std::set<std::string>{
-      "sse4_1",  "sse4_2",   "avx",      "avx2",        "fma",         "f16c",
-      "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile",
-      "neon",    "asimd",    "asimddp",  "sve",         "sve2"};
-  return *features;
-}
 
 absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
@@ -132,31 +122,6 @@ v1::TaskResult RunTask(const AgentOptions& options, v1::AgentService::Stub* stub
 }
 
 }  // namespace
-
-v1::DeviceAttributes LocalDeviceAttributes() {
-  v1::DeviceAttributes a;
-  a.set_target_triple(absl::StrCat(HostArchitecture(), "-unknown-linux-gnu"));
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits(':', 1));
-    std::string key(absl::StripAsciiWhitespace(kv.first));
-    std::string value(absl::StripAsciiWhitespace(kv.second));
-    if ((key == "model name" || key == "Model") && a.cpu_model().empty()) a.set_cpu_model(value);
-    if ((key == "flags" || key == "Features") && a.cpu_features().empty()) {
-      for (absl::string_view f : absl::StrSplit(value, ' ', absl::SkipEmpty())) {
-        if (InterestingFeatures().count(std::string(f))) a.add_cpu_features(std::string(f));
-      }
-    }
-  }
-  a.set_cores(static_cast<int32_t>(std::thread::hardware_concurrency()));
-  a.set_memory_bytes(static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE));
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  a.set_hostname(host);
-  a.set_agent_version(kAgentVersion);
-  return a;
-}
 
 absl::Status Agent::Session(const std::atomic<bool>& stop) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(options_.server));

@@ -26,9 +26,6 @@ struct AgentOptions {
   int max_backoff_ms = 5000;
 };
 
-// What this machine is: target triple, CPU model and features, cores, memory, host name.
-v1::DeviceAttributes LocalDeviceAttributes();
-
 class Agent {
  public:
   explicit Agent(AgentOptions options) : options_(std::move(options)) {}
