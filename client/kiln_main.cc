@@ -451,6 +451,10 @@ int KilnMain(int argc, char** argv) {
   compile->add_flag("--no-fold", no_fold, "skip FoldConstant");
   compile->add_flag("--no-tuning", no_tuning,
                     "with --server: default schedules only, not the service's tuning records");
+  std::string compile_device;
+  compile->add_option("--device", compile_device,
+                      "with --server: compile for this device (a key, or attributes such as "
+                      "arch=aarch64,features~neon,min_cores=4): its target unless --target");
   int64_t max_constant_mb = 64, max_folded_mb = 256;
   compile
       ->add_option("--max-constant-mb", max_constant_mb,
@@ -495,7 +499,8 @@ int KilnMain(int argc, char** argv) {
   tune->add_option("--curve-svg", tune_flags.curve_svg, "write the tuning curve as an SVG plot");
   std::string device;
   tune->add_option("--device", device,
-                   "with --server: the device key whose agents measure the candidates");
+                   "with --server: the device whose agents measure the candidates (a key or "
+                   "attributes); its target unless --target");
   add_remote(tune, false);
   CLI::App* run = app.add_subcommand("run", "run a function of a .kiln artifact on .npy inputs");
   run->add_option("ARTIFACT", file, "a .kiln file")->required();
@@ -505,7 +510,9 @@ int KilnMain(int argc, char** argv) {
   run->add_option("--threads", threads_flag, "threads for kernels (default: one per core)")
       ->check(CLI::NonNegativeNumber);
   add_remote(run, false);
-  run->add_option("--device", device, "with --server: the device key of the agent to run on");
+  run->add_option(
+      "--device", device,
+      "with --server: the device to run on (a key, or attributes such as arch=aarch64)");
   std::vector<std::string> expects;
   double tolerance = 1e-4;
   run->add_option("--expect", expects,
@@ -529,7 +536,9 @@ int KilnMain(int argc, char** argv) {
   bench->add_option("--threads", threads_flag, "threads for kernels (default: one per core)")
       ->check(CLI::NonNegativeNumber);
   add_remote(bench, false);
-  bench->add_option("--device", device, "with --server: the device key of the agent to time on");
+  bench->add_option("--device", device,
+                    "with --server: the device to time on (a key, or attributes such as "
+                    "arch=aarch64)");
   bench->add_option("--warmup", timing.warmup, "untimed calls first")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--cooldown-ms", timing.cooldown_ms, "pause between repeats")
@@ -613,6 +622,10 @@ int KilnMain(int argc, char** argv) {
     build_options.verify = build_options.verify || verify_passes;
     kiln::frontend::LoadOptions load_options;
     load_options.max_constant_bytes = max_constant_mb << 20;
+    if (!remote_mode && !compile_device.empty()) {
+      std::fprintf(stderr, "kiln: compile --device needs --server (the devices are kilnd's)\n");
+      return kExitUsage;
+    }
     if (remote_mode) {
       if (!build_options.dump_after.empty() || time_passes || !tuning_db.empty() ||
           compile->count("--max-constant-mb") > 0 || compile->count("--max-folded-mb") > 0) {
@@ -625,7 +638,9 @@ int KilnMain(int argc, char** argv) {
       options.set_no_fuse(no_fuse);
       options.set_no_fold(no_fold);
       options.set_no_tuning(no_tuning);
-      return kiln::client::RemoteCompile(remote, file, target, output, options);
+      return kiln::client::RemoteCompile(
+          remote, file, compile->count("--target") > 0 || compile_device.empty() ? target : "",
+          compile_device, output, options);
     }
     return Compile(file, target, output, build_options, dump_dir, time_passes, tuning_db,
                    load_options);
@@ -644,9 +659,9 @@ int KilnMain(int argc, char** argv) {
         return kExitUsage;
       }
       remote.json = tune_flags.json;
-      return kiln::client::RemoteTune(remote, tune_flags.model, tune_flags.target, device,
-                                      tune_flags.trials, tune_flags.max_trials_per_task,
-                                      tune_flags.seed);
+      return kiln::client::RemoteTune(
+          remote, tune_flags.model, tune->count("--target") > 0 ? tune_flags.target : "", device,
+          tune_flags.trials, tune_flags.max_trials_per_task, tune_flags.seed);
     }
     if (tune_flags.database.empty()) {
       std::fprintf(stderr, "kiln: tune: --tuning-db is required (or --server and --device)\n");

@@ -20,6 +20,11 @@
 namespace kiln::client {
 namespace {
 
+// `--device` names a device by key ("board") or by attributes ("arch=aarch64,features~neon").
+void NameDevice(const std::string& device, std::string* key, std::string* selector) {
+  *(device.find_first_of("=~") == std::string::npos ? key : selector) = device;
+}
+
 int Fail(const std::string& message) {
   std::fprintf(stderr, "kiln: %s\n", message.substr(0, message.find('\n')).c_str());
   return 1;
@@ -119,7 +124,8 @@ int RemoteInfo(const RemoteFlags& flags, int timeout_seconds) {
 }
 
 int RemoteCompile(const RemoteFlags& flags, const std::string& path, const std::string& target,
-                  const std::string& output, const v1::CompileOptions& options) {
+                  const std::string& device, const std::string& output,
+                  const v1::CompileOptions& options) {
   absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
   if (!client.ok()) return Fail(client.status());
   v1::SubmitCompileRequest request;
@@ -127,6 +133,8 @@ int RemoteCompile(const RemoteFlags& flags, const std::string& path, const std::
   if (!source.ok()) return Fail(source.status());
   *request.mutable_module() = std::move(*source);
   request.set_target(target);
+  if (!device.empty())
+    NameDevice(device, request.mutable_device_key(), request.mutable_device_selector());
   *request.mutable_options() = options;
   request.set_deadline_ms(flags.deadline_s * 1000);
   absl::StatusOr<v1::SubmitResponse> submitted = (*client)->SubmitCompile(request);
@@ -140,8 +148,10 @@ int RemoteCompile(const RemoteFlags& flags, const std::string& path, const std::
     std::printf("%s\n", ToJson(*job).c_str());
     return 0;
   }
-  std::printf("%s: %zu bytes, target %s, digest %s (job %s%s)\n", output.c_str(), bytes->size(),
-              target.c_str(), job->artifact_digest().substr(0, 16).c_str(), job->id().c_str(),
+  std::printf("%s: %zu bytes, target %s%s, digest %s (job %s%s)\n", output.c_str(), bytes->size(),
+              job->target().c_str(),
+              job->device_key().empty() ? "" : (" for device " + job->device_key()).c_str(),
+              job->artifact_digest().substr(0, 16).c_str(), job->id().c_str(),
               job->cache_hit() ? ", cache hit" : "");
   return 0;
 }
@@ -154,7 +164,7 @@ int RemoteBench(const RemoteFlags& flags, const std::string& artifact, const std
   if (!bytes.ok()) return Fail(bytes.status());
   v1::SubmitProfileRequest request;
   request.mutable_artifact()->set_artifact(*bytes);
-  request.set_device_key(device);
+  NameDevice(device, request.mutable_device_key(), request.mutable_device_selector());
   *request.mutable_options() = options;
   request.set_deadline_ms(flags.deadline_s * 1000);
   absl::StatusOr<v1::SubmitResponse> submitted = (*client)->SubmitProfile(request);
@@ -169,9 +179,14 @@ int RemoteBench(const RemoteFlags& flags, const std::string& artifact, const std
   std::printf("%-12s %-10s %-9s %7s %7s %11s %11s %11s %11s %11s\n", "function", "device", "agent",
               "number", "repeat", "median us", "mean us", "min us", "max us", "stddev us");
   std::printf("%-12s %-10s %-9s %7d %7d %11.2f %11.2f %11.2f %11.2f %11.2f\n", p.function().c_str(),
-              device.c_str(), job->agent_id().c_str(), p.number(), p.seconds_per_call_size(),
-              p.median_seconds() * 1e6, p.mean_seconds() * 1e6, p.min_seconds() * 1e6,
-              p.max_seconds() * 1e6, p.stddev_seconds() * 1e6);
+              job->device_key().c_str(), job->agent_id().c_str(), p.number(),
+              p.seconds_per_call_size(), p.median_seconds() * 1e6, p.mean_seconds() * 1e6,
+              p.min_seconds() * 1e6, p.max_seconds() * 1e6, p.stddev_seconds() * 1e6);
+  if (p.emulated()) {
+    std::printf(
+        "(emulated: the device's CPU is emulated by qemu-user; these times are not a "
+        "board's)\n");
+  }
   return 0;
 }
 
@@ -184,7 +199,7 @@ int RemoteRun(const RemoteFlags& flags, const std::string& artifact, const std::
   if (!bytes.ok()) return Fail(bytes.status());
   v1::SubmitInferenceRequest request;
   request.mutable_artifact()->set_artifact(*bytes);
-  request.set_device_key(device);
+  NameDevice(device, request.mutable_device_key(), request.mutable_device_selector());
   request.set_function(function);
   request.set_deadline_ms(flags.deadline_s * 1000);
   for (const std::string& spec : inputs) {
@@ -383,7 +398,7 @@ int RemoteTune(const RemoteFlags& flags, const std::string& model, const std::st
   if (!source.ok()) return Fail(source.status());
   *request.mutable_module() = std::move(*source);
   request.set_target(target);
-  request.set_device_key(device);
+  NameDevice(device, request.mutable_device_key(), request.mutable_device_selector());
   request.set_trials(trials);
   request.set_max_trials_per_task(max_trials_per_task);
   request.set_seed(seed);

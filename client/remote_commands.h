@@ -20,8 +20,11 @@ struct RemoteFlags {
 };
 
 int RemoteInfo(const RemoteFlags& flags, int timeout_seconds);
+// `device` (optional), here and below: a device key, or attributes ("arch=aarch64,min_cores=4").
+// A compile for a device gets the device's target unless `target` is set.
 int RemoteCompile(const RemoteFlags& flags, const std::string& path, const std::string& target,
-                  const std::string& output, const v1::CompileOptions& options);
+                  const std::string& device, const std::string& output,
+                  const v1::CompileOptions& options);
 int RemoteBench(const RemoteFlags& flags, const std::string& artifact, const std::string& device,
                 const v1::ProfileOptions& options);
 int RemoteRun(const RemoteFlags& flags, const std::string& artifact, const std::string& device,

@@ -307,11 +307,6 @@ Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
   return EnqueueForWorker(std::move(job), std::move(entry), "queued for a tune worker");
 }
 
-bool JobManager::KnownDevice(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return devices_.count(key) > 0;
-}
-
 void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::string& message) {
   int64_t now = NowUnixMs();
   e.job.set_state(state);

@@ -130,7 +130,6 @@ class JobManager {
   Submitted EnqueueTask(v1::Job job, v1::Task task);
   // A tune: a kiln-worker searches and builds, the agents of the job's device key measure.
   Submitted EnqueueTune(v1::Job job, v1::ModuleSource source, const v1::SubmitTuneRequest& request);
-  bool KnownDevice(const std::string& key);
 
   absl::StatusOr<v1::Job> Get(const std::string& id);
   // The events of a job still in memory (a pruned one's are gone: NotFound).

@@ -18,10 +18,18 @@
 #include "google/protobuf/message.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
+#include "runtime/device_info.h"
+#include "server/devices.h"
 #include "server/log.h"
 
 namespace kiln::server {
 namespace {
+
+// This machine as a device: a device with the same CPU gets native code ("llvm").
+const v1::DeviceAttributes& ServerHost() {
+  static const auto* host = new v1::DeviceAttributes(runtime::LocalDeviceAttributes());
+  return *host;
+}
 
 constexpr size_t kChunkBytes = 1 << 20;
 
@@ -252,13 +260,21 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;
   if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
-  std::string target = request->target().empty() ? "llvm" : request->target();
+  std::string target = request->target();
+  v1::Device device;
+  if (!request->device_key().empty() || !request->device_selector().empty()) {
+    grpc::Status s = ResolveDevice(request->device_key(), request->device_selector(), &device);
+    if (!s.ok()) return s;
+    if (target.empty()) target = TargetForDevice(device.attributes(), ServerHost());
+  }
+  if (target.empty()) target = "llvm";
   if (grpc::Status s = CheckTarget(target); !s.ok()) return s;
   v1::Job job;
   job.set_kind(v1::JOB_KIND_COMPILE);
   job.set_client(client);
   job.set_idempotency_key(request->idempotency_key());
   job.set_target(target);
+  job.set_device_key(device.key());
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
   // A request seen before is answered by its fingerprint; anything else goes to a worker, which
   // loads the module (kilnd never parses one), matches it against the cache and builds on a miss.
@@ -289,17 +305,36 @@ absl::StatusOr<v1::Job> KilnService::OwnJob(const Principal& caller, const std::
   return job;
 }
 
-grpc::Status KilnService::PrepareTask(const std::string& device_key, const v1::ArtifactRef& ref,
-                                      const Principal& caller, v1::ArtifactManifest* manifest,
-                                      v1::Task* task) {
-  if (device_key.empty()) return Invalid("device_key: required");
-  if (!ctx_->jobs->KnownDevice(device_key)) {
-    std::vector<std::string> known;
-    for (const v1::Device& d : ctx_->jobs->Devices()) known.push_back(d.key());
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("unknown device key '", device_key, "' (known: ",
-                                     known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+grpc::Status KilnService::ResolveDevice(const std::string& key, const std::string& selector,
+                                        v1::Device* device) const {
+  if (!key.empty() && !selector.empty()) {
+    return Invalid("give device_key or device_selector, not both");
   }
+  if (key.empty() && selector.empty()) return Invalid("device_key: required");
+  std::vector<v1::Device> devices = ctx_->jobs->Devices();
+  if (!selector.empty()) {
+    absl::StatusOr<DeviceSelector> parsed = ParseDeviceSelector(selector);
+    if (!parsed.ok()) return ToGrpc(parsed.status());
+    absl::StatusOr<v1::Device> picked = SelectDevice(*parsed, devices);
+    if (!picked.ok()) return ToGrpc(picked.status());
+    *device = *picked;
+    return grpc::Status::OK;
+  }
+  for (const v1::Device& d : devices) {
+    if (d.key() == key) {
+      *device = d;
+      return grpc::Status::OK;
+    }
+  }
+  std::vector<std::string> known;
+  for (const v1::Device& d : devices) known.push_back(d.key());
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      absl::StrCat("unknown device key '", key, "' (known: ",
+                                   known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+}
+
+grpc::Status KilnService::PrepareTask(const v1::ArtifactRef& ref, const Principal& caller,
+                                      v1::ArtifactManifest* manifest, v1::Task* task) {
   if (absl::Status s = ctx_->jobs->Admit(caller.name); !s.ok()) return ToGrpc(s);
   std::string digest;
   if (ref.ref_case() == v1::ArtifactRef::kDigest) {
@@ -379,8 +414,9 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
         "options: warmup, number, min_repeat_ms and cooldown_ms must be >= 0, "
         "repeat in [0, 10000]");
   }
-  grpc::Status s =
-      PrepareTask(request->device_key(), request->artifact(), caller, &manifest, &task);
+  v1::Device device;
+  grpc::Status s = ResolveDevice(request->device_key(), request->device_selector(), &device);
+  if (s.ok()) s = PrepareTask(request->artifact(), caller, &manifest, &task);
   if (!s.ok()) return s;
   std::string function = o.function().empty() ? "main" : o.function();
   if (runtime::FindEntryFunction(manifest, function) == nullptr) {
@@ -389,8 +425,8 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
   task.set_kind(v1::JOB_KIND_PROFILE);
   *task.mutable_profile() = o;
   task.mutable_profile()->set_function(function);
-  return EnqueueTask(client, request->idempotency_key(), request->device_key(),
-                     request->deadline_ms(), std::move(task), response);
+  return EnqueueTask(client, request->idempotency_key(), device.key(), request->deadline_ms(),
+                     std::move(task), response);
 }
 
 grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
@@ -404,8 +440,9 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
   if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
-  grpc::Status s =
-      PrepareTask(request->device_key(), request->artifact(), caller, &manifest, &task);
+  v1::Device device;
+  grpc::Status s = ResolveDevice(request->device_key(), request->device_selector(), &device);
+  if (s.ok()) s = PrepareTask(request->artifact(), caller, &manifest, &task);
   if (!s.ok()) return s;
   std::string function = request->function().empty() ? "main" : request->function();
   const v1::EntryFunction* entry = runtime::FindEntryFunction(manifest, function);
@@ -415,8 +452,8 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
   task.set_kind(v1::JOB_KIND_INFERENCE);
   task.set_function(function);
   *task.mutable_inputs() = request->inputs();
-  return EnqueueTask(client, request->idempotency_key(), request->device_key(),
-                     request->deadline_ms(), std::move(task), response);
+  return EnqueueTask(client, request->idempotency_key(), device.key(), request->deadline_ms(),
+                     std::move(task), response);
 }
 
 grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
@@ -429,14 +466,28 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;
-  if (request->device_key().empty()) return Invalid("device_key: required (the agents measure)");
+  if (request->device_key().empty() && request->device_selector().empty()) {
+    return Invalid("device_key: required (the agents measure)");
+  }
   const int max_trials = ctx_->jobs->options().max_tune_trials;
   if (request->trials() <= 0 || request->trials() > max_trials) {
     return Invalid(absl::StrCat("trials: ", request->trials(), " is not in [1, ", max_trials,
                                 "] (this server's --max-tune-trials)"));
   }
   if (request->max_trials_per_task() < 0) return Invalid("max_trials_per_task: must be >= 0");
-  std::string target = request->target().empty() ? "llvm" : request->target();
+  // A tune may wait for an agent of a key none has registered yet (for its deadline), and
+  // then compiles for this server's CPU unless told otherwise.
+  v1::Device device;
+  device.set_key(request->device_key());
+  if (grpc::Status s = ResolveDevice(request->device_key(), request->device_selector(), &device);
+      !s.ok() &&
+      !(s.error_code() == grpc::StatusCode::NOT_FOUND && request->device_selector().empty())) {
+    return s;
+  }
+  std::string target = request->target();
+  if (target.empty()) {
+    target = device.has_attributes() ? TargetForDevice(device.attributes(), ServerHost()) : "llvm";
+  }
   if (grpc::Status s = CheckTarget(target); !s.ok()) return s;
   if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
   v1::Job job;
@@ -444,7 +495,7 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   job.set_client(client);
   job.set_idempotency_key(request->idempotency_key());
   job.set_target(target);
-  job.set_device_key(request->device_key());
+  job.set_device_key(device.key());
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
   job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
                                                        : request->module().name());

@@ -65,15 +65,18 @@ class KilnService final : public kiln::v1::Kiln::Service {
  private:
   // The job `id` if the caller may see it; NotFound for another principal's job.
   absl::StatusOr<kiln::v1::Job> OwnJob(const Principal& caller, const std::string& id);
-  // Shared by profile and inference (the caller is authorized): the device and the artifact,
-  // checked (a digest must be one of the caller's artifacts), and the artifact stored.
   // A submitted module within the size limit and given in some form.
   grpc::Status CheckModule(const kiln::v1::ModuleSource& module) const;
   // A target string LLVM's target parser accepts.
   grpc::Status CheckTarget(const std::string& target) const;
-  grpc::Status PrepareTask(const std::string& device_key, const kiln::v1::ArtifactRef& ref,
-                           const Principal& caller, kiln::v1::ArtifactManifest* manifest,
-                           kiln::v1::Task* task);
+  // The device a request names by key or by selector (not both): NotFound when no registered
+  // device is, or matches, it.
+  grpc::Status ResolveDevice(const std::string& key, const std::string& selector,
+                             kiln::v1::Device* device) const;
+  // Shared by profile and inference (the caller is authorized, the device resolved): the
+  // artifact, checked (a digest must be one of the caller's artifacts), and stored.
+  grpc::Status PrepareTask(const kiln::v1::ArtifactRef& ref, const Principal& caller,
+                           kiln::v1::ArtifactManifest* manifest, kiln::v1::Task* task);
   // True (and the earlier job in `response`) when `key` already names a job of `client`.
   bool Deduplicated(const std::string& client, const std::string& key,
                     kiln::v1::SubmitResponse* response);

@@ -12,6 +12,7 @@
 #include "runtime/agent/channel.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
+#include "runtime/device_info.h"
 #include "runtime/kernel_measure.h"
 #include "runtime/support/status_macros.h"
 #include "runtime/time_evaluator.h"
@@ -124,6 +125,7 @@ absl::Status Run(const v1::LocalTask& local, v1::TaskResult* result) {
   v1::ProfileResult* out = result->mutable_profile();
   out->set_function(function);
   out->set_number(static_cast<int32_t>(std::min<int64_t>(number_used, INT32_MAX)));
+  out->set_emulated(LocalDeviceAttributes().emulated());
   Summarize(times, out);
   return absl::OkStatus();
 }
