@@ -125,10 +125,16 @@ int Cluster::StopDaemon() {
 
 absl::StatusOr<std::string> Cluster::StartAgent(const std::string& device_key,
                                                 const std::vector<std::string>& extra_flags) {
+  return StartAgentCommand({TestBinaries().agent}, device_key, extra_flags);
+}
+
+absl::StatusOr<std::string> Cluster::StartAgentCommand(
+    const std::vector<std::string>& command, const std::string& device_key,
+    const std::vector<std::string>& extra_flags) {
   std::string n = std::to_string(agents_.size() + starts_ * 100);
-  std::vector<std::string> argv = {TestBinaries().agent, "--server",         address(),
-                                   "--device-key",       device_key,         "--cache-dir",
-                                   dir_ + "/agent" + n,  "--max-backoff-ms", "500"};
+  std::vector<std::string> argv = command;
+  argv.insert(argv.end(), {"--server", address(), "--device-key", device_key, "--cache-dir",
+                           dir_ + "/agent" + n, "--max-backoff-ms", "500"});
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   auto agent = std::make_unique<Process>(argv, absl::StrCat(dir_, "/agent", n, ".log"));
   absl::StatusOr<std::string> id = agent->WaitForLog("kiln-agent: registered as ");

@@ -55,6 +55,11 @@ class Cluster {
   // Starts an agent and waits until it has registered; returns its agent id.
   absl::StatusOr<std::string> StartAgent(const std::string& device_key,
                                          const std::vector<std::string>& extra_flags = {});
+  // The same with the agent started by `command`: {"/usr/bin/qemu-aarch64", "kiln-agent"} for an
+  // emulated board.
+  absl::StatusOr<std::string> StartAgentCommand(const std::vector<std::string>& command,
+                                                const std::string& device_key,
+                                                const std::vector<std::string>& extra_flags = {});
   Process& agent(const std::string& agent_id) { return *agents_.at(agent_id); }
   Process& daemon() { return *daemon_; }
 

@@ -105,8 +105,9 @@ v1::TaskResult RunTask(const AgentOptions& options, v1::AgentService::Stub* stub
   child.memory_limit_bytes = options.task_memory_limit_bytes;
   child.timeout_ms = task.timeout_ms();
   child.cancel = &cancel;
-  absl::StatusOr<ChildResult> ran =
-      RunChild({SelfExecutablePath(), "--run-task"}, local.SerializeAsString(), child);
+  std::vector<std::string> argv = {SelfExecutablePath(), "--run-task"};
+  if (!options.task_launcher.empty()) argv.insert(argv.begin(), options.task_launcher);
+  absl::StatusOr<ChildResult> ran = RunChild(argv, local.SerializeAsString(), child);
   if (!ran.ok()) {
     result.set_error(absl::StrCat("cannot start the task's process: ", ran.status().message()));
     return result;

@@ -22,6 +22,9 @@ struct AgentOptions {
   std::string cache_dir;                // verified artifacts, by digest
   int64_t task_memory_limit_bytes = 0;  // per task child; 0 for none
   int threads = 0;                      // kernel threads per task; 0 for one per core
+  // A program that starts each task child: "qemu-aarch64" for an agent emulated by qemu-user on a
+  // host without binfmt_misc, where the agent cannot exec its own (aarch64) binary directly.
+  std::string task_launcher;
   int min_backoff_ms = 100;
   int max_backoff_ms = 5000;
 };

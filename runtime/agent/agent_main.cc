@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", options.threads, "kernel threads per task (0: one per core)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--task-launcher", options.task_launcher,
+                 "path of a program that starts each task child (/usr/bin/qemu-aarch64 for an "
+                 "agent emulated by qemu-user where binfmt_misc is not set up)");
   app.add_option("--max-backoff-ms", options.max_backoff_ms, "longest wait between reconnects")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
