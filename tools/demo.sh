@@ -3,21 +3,25 @@
 # embedded store and a local kiln-agent, compile an example model through the daemon (a second
 # submit is served by the artifact cache), profile it on the agent, run it there on its reference
 # input, tune its kernels through kilnd (measured on the agent) and compile with the service's
-# records, list jobs and devices, and stop everything cleanly.
+# records; then an emulated Arm board (the packaged aarch64 agent under qemu-aarch64) joins, a
+# model is compiled for it (the target from what it registered), timed and run on it; list jobs
+# and devices, and stop everything cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/setup.sh
 # Optimized binaries: the profile measures the runtime, not debug code.
 bazel build --config=opt //server:kilnd //server:kiln-worker //runtime/agent:kiln-agent \
-  //client:kiln --disk_cache="${HOME}/.cache/kiln/bazel-disk" --color=no --curses=no
+  //runtime/agent:kiln-agent-aarch64.tar.gz //client:kiln --disk_cache="${HOME}/.cache/kiln/bazel-disk" --color=no --curses=no
 
 BIN=bazel-bin
 KILN="$BIN/client/kiln"
 WORK=$(mktemp -d)
 KILND_PID=""
 AGENT_PID=""
+BOARD_PID=""
 cleanup() {
+  [ -n "$BOARD_PID" ] && kill "$BOARD_PID" 2>/dev/null || true
   [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null || true
   [ -n "$KILND_PID" ] && kill "$KILND_PID" 2>/dev/null || true
   rm -rf "$WORK"
@@ -85,6 +89,30 @@ for which in untuned tuned; do
     --min-repeat-ms 50 | tail -1 | sed "s/^/$which: /"
 done
 
+# An edge board: the agent package for aarch64 (what one copies to a board) runs under qemu-user
+# as a Cortex-A72, connects out to kilnd and registers its real attributes, marked emulated.
+echo "== an emulated Arm board joins (kiln-agent-aarch64.tar.gz under qemu-aarch64 -cpu cortex-a72)"
+mkdir -p "$WORK/board"
+tar -xzf "$BIN/runtime/agent/kiln-agent-aarch64.tar.gz" -C "$WORK/board"
+QEMU_CPU=cortex-a72 qemu-aarch64 "$WORK/board/kiln-agent/bin/kiln-agent" --server "$SERVER" \
+  --device-key edge-board --cache-dir "$WORK/board-cache" --threads 1 \
+  --task-launcher /usr/bin/qemu-aarch64 2>"$WORK/board.log" &
+BOARD_PID=$!
+wait_for "$WORK/board.log" "kiln-agent: registered as " >/dev/null
+"$KILN" devices --server "$SERVER"
+echo "== kiln compile $MODEL --server $SERVER --device edge-board (the board's target)"
+"$KILN" compile "$MODEL" --server "$SERVER" --device edge-board -o "$WORK/board.kiln"
+echo "== kiln bench on the board, chosen by attributes (arch=aarch64,features~neon)"
+"$KILN" bench "$WORK/board.kiln" --server "$SERVER" --device "arch=aarch64,features~neon" \
+  --repeat 5 --min-repeat-ms 50
+echo "== kiln run on the board (the output checked against PyTorch's)"
+"$KILN" run "$WORK/board.kiln" --server "$SERVER" --device edge-board \
+  --input input=tests/models/tiny_resnet.input.npy --output-dir "$WORK/board-outputs" \
+  --expect output=tests/models/tiny_resnet.output.npy --tolerance 1e-4
+echo "== the x86-64 artifact sent to the board is refused by its agent"
+"$KILN" run "$WORK/tiny_resnet.kiln" --server "$SERVER" --device edge-board \
+  --input input=tests/models/tiny_resnet.input.npy --output-dir "$WORK/refused" || true
+
 echo "== kiln jobs"
 "$KILN" jobs --server "$SERVER"
 echo "== metrics (http://127.0.0.1:$metrics_port/metrics)"
@@ -93,7 +121,10 @@ printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
 grep -E '^kiln_(jobs|cache_hits_total|cache_misses_total|agents_connected)' <&3 || true
 exec 3>&-
 
-echo "== stopping the agent and kilnd"
+echo "== stopping the agents and kilnd"
+kill -TERM "$BOARD_PID"
+wait "$BOARD_PID" || true
+BOARD_PID=""
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || true
 AGENT_PID=""

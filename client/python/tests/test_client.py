@@ -114,11 +114,21 @@ def test_compiling_for_a_device_takes_its_registered_target(client):
     assert compiled.proto.target == "llvm"  # the agent runs on kilnd's own architecture
     x = np.zeros((1, 784), np.float32)
     assert client.submit_inference_job(compiled, {"input": x}, "cpu").wait()["output"].shape == (1, 10)
+    # By attributes: the same device, the same target.
+    chosen = client.submit_compile_job(MLP, device=f"arch={os.uname().machine},min_cores=1").wait()
+    assert chosen.proto.device_key == "cpu" and chosen.proto.target == "llvm"
     with pytest.raises(kiln.KilnError) as unknown:
         client.submit_compile_job(MLP, device="no-such-board")
     assert unknown.value.code == "NOT_FOUND" and "cpu" in unknown.value.details
-    with pytest.raises(ValueError):
-        client.submit_compile_job(MLP, target="llvm", device="cpu")
+    with pytest.raises(kiln.KilnError) as none_matches:
+        client.submit_compile_job(MLP, device="arch=riscv64")
+    assert none_matches.value.code == "NOT_FOUND"
+    assert "no device matches 'arch=riscv64'" in none_matches.value.details
+    # A target named with the device wins; the job still records the device.
+    explicit = client.submit_compile_job(MLP, target="llvm -mtriple=aarch64-linux-gnu",
+                                         device="cpu").wait()
+    assert explicit.proto.target == "llvm -mtriple=aarch64-linux-gnu"
+    assert explicit.proto.device_key == "cpu"
 
 
 def test_listing_jobs_and_devices(client):
@@ -128,6 +138,7 @@ def test_listing_jobs_and_devices(client):
     devices = {d["key"]: d for d in client.devices()}
     assert devices["cpu"]["agents_connected"] == 1
     assert devices["cpu"]["target_triple"].startswith(os.uname().machine)
+    assert devices["cpu"]["emulated"] is False
     assert client.server_info()["compiler_version"]
 
 

@@ -73,6 +73,15 @@ def _torch_to_onnx(module: Any, example_inputs: Any) -> bytes:
     return buffer.getvalue()
 
 
+def _device_fields(device: Optional[str]) -> Dict[str, str]:
+    """A device named by key ("board") or by attributes ("arch=aarch64,min_cores=4")."""
+    if not device:
+        return {}
+    if "=" in device or "~" in device:
+        return {"device_selector": device}
+    return {"device_key": device}
+
+
 def _module_source(model: Model, example_inputs: Any = None) -> jobs_pb2.ModuleSource:
     source = jobs_pb2.ModuleSource()
     if type(model).__module__.startswith("torch") or hasattr(model, "_modules"):
@@ -187,7 +196,7 @@ class Job:
                     "median_seconds": p.median_seconds, "mean_seconds": p.mean_seconds,
                     "min_seconds": p.min_seconds, "max_seconds": p.max_seconds,
                     "stddev_seconds": p.stddev_seconds, "device": j.device_key,
-                    "agent": j.agent_id}
+                    "agent": j.agent_id, "emulated": p.emulated}
         if j.kind == jobs_pb2.JOB_KIND_TUNE:
             t = j.tune
             return {"trials": t.trials, "budget": t.budget, "elapsed_s": t.elapsed_s,
@@ -263,33 +272,19 @@ class Client:
                            device: Optional[str] = None, example_inputs: Any = None,
                            no_fuse: bool = False, no_tuning: bool = False,
                            deadline_s: float = 0) -> Job:
-        """Compiles `model` for `target`, or for the triple the agents of `device` registered
-        ("llvm" when that is kilnd's own), the service's tuning records applied unless
-        `no_tuning`. A torch.nn.Module is exported to ONNX here with `example_inputs`; its
-        inputs are then named "input" (or input0, input1, ...) and its output "output"."""
-        if target is not None and device is not None:
-            raise ValueError("give a target or a device, not both")
-        if device is not None:
-            target = self._target_of(device)
+        """Compiles `model` for `target`, or (target None) for `device`: a key or attributes
+        ("arch=aarch64,features~neon"), whose registered triple and CPU features kilnd turns into
+        the target ("llvm" when the device is kilnd's own CPU). The service's tuning records are
+        applied unless `no_tuning`. A torch.nn.Module is exported to ONNX here with
+        `example_inputs`; its inputs are then named "input" (or input0, input1, ...) and its
+        output "output"."""
         request = jobs_pb2.SubmitCompileRequest(module=_module_source(model, example_inputs),
-                                                target=target or "llvm",
-                                                deadline_ms=int(deadline_s * 1000))
+                                                target=target or ("" if device else "llvm"),
+                                                deadline_ms=int(deadline_s * 1000),
+                                                **_device_fields(device))
         request.options.no_fuse = no_fuse
         request.options.no_tuning = no_tuning
         return self._submit(self._stub.SubmitCompile, request)
-
-    def _target_of(self, device: str) -> str:
-        known = {d["key"]: d for d in self.devices()}
-        if device not in known or not known[device]["target_triple"]:
-            raise KilnError("NOT_FOUND", f"no device '{device}' has registered (known: "
-                            f"{', '.join(sorted(known)) or 'none'})")
-        triple = known[device]["target_triple"]
-        host = self.server_info()["host_target_triple"]
-        # The same architecture as kilnd's host: its "llvm" (the host's CPU features, which the
-        # artifact records and an agent checks), else the device's triple.
-        if triple.split("-")[0] == host.split("-")[0]:
-            return "llvm"
-        return f"llvm -mtriple={triple}"
 
     def _artifact_ref(self, model: Artifact) -> jobs_pb2.ArtifactRef:
         if isinstance(model, Job):
@@ -310,7 +305,7 @@ class Client:
                            deadline_s: float = 0) -> Job:
         """Times `model`'s `function` on an agent of `device` (random inputs of its signature)."""
         request = jobs_pb2.SubmitProfileRequest(artifact=self._artifact_ref(model),
-                                                device_key=device,
+                                                **_device_fields(device),
                                                 deadline_ms=int(deadline_s * 1000))
         o = request.options
         o.function, o.repeat, o.min_repeat_ms, o.warmup = function, repeat, min_repeat_ms, warmup
@@ -320,20 +315,21 @@ class Client:
                              function: str = "main", deadline_s: float = 0) -> Job:
         """Runs `model` on `inputs` ({parameter name: array}) on an agent of `device`."""
         request = jobs_pb2.SubmitInferenceRequest(artifact=self._artifact_ref(model),
-                                                  device_key=device, function=function,
+                                                  **_device_fields(device), function=function,
                                                   deadline_ms=int(deadline_s * 1000))
         for name, array in inputs.items():
             request.inputs.append(_to_tensor_value(name, array))
         return self._submit(self._stub.SubmitInference, request)
 
-    def submit_tune_job(self, model: Model, device: str, trials: int, *, target: str = "llvm",
+    def submit_tune_job(self, model: Model, device: str, trials: int, *, target: str = "",
                         example_inputs: Any = None, max_trials_per_task: int = 0, seed: int = 1,
                         deadline_s: float = 0) -> Job:
         """Tunes `model`'s kernels, each candidate measured on an agent of `device`; the records
-        go to the service's tuning database, which later compiles apply."""
+        go to the service's tuning database, which later compiles apply. The target is the
+        device's unless given."""
         request = jobs_pb2.SubmitTuneRequest(module=_module_source(model, example_inputs),
-                                             target=target,
-                                             device_key=device, trials=trials,
+                                             target=target, **_device_fields(device),
+                                             trials=trials,
                                              max_trials_per_task=max_trials_per_task, seed=seed,
                                              deadline_ms=int(deadline_s * 1000))
         return self._submit(self._stub.SubmitTune, request)
@@ -362,7 +358,8 @@ class Client:
                  "target_triple": d.attributes.target_triple,
                  "cpu_model": d.attributes.cpu_model,
                  "cpu_features": list(d.attributes.cpu_features), "cores": d.attributes.cores,
-                 "memory_bytes": d.attributes.memory_bytes, "hostname": d.attributes.hostname}
+                 "memory_bytes": d.attributes.memory_bytes, "hostname": d.attributes.hostname,
+                 "emulated": d.attributes.emulated}
                 for d in response.devices]
 
     def download_artifact(self, digest: str) -> bytes:
