@@ -177,6 +177,27 @@ TEST_F(EdgeTest, SelectorsPickDevicesAndBoardTimingsSayEmulated) {
   EXPECT_THAT(bad.status().message(), HasSubstr("'gpus=8': unknown attribute"));
 }
 
+TEST_F(EdgeTest, ATuneForTheBoardIsMeasuredOnIt) {
+  v1::SubmitTuneRequest request;
+  absl::StatusOr<v1::ModuleSource> source =
+      client::ModuleSourceFromFile("tests/models/mlp_784_128_10.onnx");
+  ASSERT_TRUE(source.ok()) << source.status();
+  *request.mutable_module() = *source;
+  request.set_device_key("board");
+  request.set_trials(4);
+  v1::Job tuned = Finish(client_->SubmitTune(request));
+  ASSERT_EQ(tuned.state(), v1::JOB_STATE_SUCCEEDED) << tuned.reason();
+  EXPECT_EQ(tuned.target(), kBoardTarget);
+  EXPECT_EQ(tuned.tune().trials(), 4);
+  int measured = 0;
+  for (const v1::TuneTaskResult& t : tuned.tune().tasks()) {
+    measured += t.trials() - t.failures();
+    EXPECT_GT(t.default_seconds(), 0) << t.name();  // timed on the board
+  }
+  EXPECT_EQ(measured, 4);
+  EXPECT_THAT(cluster_->agent(board_agent_).Log(), HasSubstr("(JOB_KIND_TUNE)"));
+}
+
 TEST_F(EdgeTest, TheBoardRefusesCodeItCannotRun) {
   runtime::Tensor input = Npy("tests/models/tiny_resnet.input.npy");
   // x86-64 code.
