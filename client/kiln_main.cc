@@ -30,6 +30,7 @@
 #include "compiler/tune/database.h"
 #include "nlohmann/json.hpp"
 #include "runtime/artifact.h"
+#include "runtime/kernel_profile.h"
 #include "runtime/npy.h"
 #include "runtime/support/large_stack.h"
 #include "runtime/time_evaluator.h"
@@ -359,7 +360,7 @@ int Run(const std::string& path, const std::vector<std::string>& inputs,
 // [--json]: every repeat's mean seconds per call.
 int Bench(const std::string& path, const std::vector<std::string>& inputs,
           const std::string& function, const kiln::runtime::TimeEvaluatorOptions& options,
-          bool json) {
+          bool json, bool per_kernel) {
   absl::StatusOr<Prepared> call = Prepare(path, function, inputs, /*random_ok=*/true);
   if (!call.ok()) return Fail(call.status());
   const kiln::runtime::vm::VirtualMachine& vm = *call->loaded.vm;
@@ -370,6 +371,12 @@ int Bench(const std::string& path, const std::vector<std::string>& inputs,
   std::vector<double> sorted = *times;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted[sorted.size() / 2];
+  kiln::v1::ProfileResult kernels;
+  if (per_kernel) {
+    absl::Status profiled = kiln::runtime::ProfileKernels(vm, function, args, call->loaded.manifest,
+                                                          options.repeat, &kernels);
+    if (!profiled.ok()) return Fail(profiled);
+  }
   if (json) {
     nlohmann::json j;
     j["artifact"] = path;
@@ -379,12 +386,32 @@ int Bench(const std::string& path, const std::vector<std::string>& inputs,
     j["seconds_per_call"] = *times;
     j["median_seconds"] = median;
     j["min_seconds"] = sorted.front();
+    if (per_kernel) {
+      j["instrumented_median_seconds"] = kernels.instrumented_median_seconds();
+      j["instrumented_seconds"] = std::vector<double>(kernels.instrumented_seconds().begin(),
+                                                      kernels.instrumented_seconds().end());
+      j["kernel_coverage"] = kernels.kernel_coverage();
+      nlohmann::json list = nlohmann::json::array();
+      for (const kiln::v1::KernelProfile& k : kernels.kernels()) {
+        list.push_back(
+            {{"name", k.name()},
+             {"fused_ops", std::vector<std::string>(k.fused_ops().begin(), k.fused_ops().end())},
+             {"calls", k.calls()},
+             {"median_seconds", k.median_seconds()},
+             {"share", k.share()},
+             {"flops", k.flops()},
+             {"gflops_per_second", k.gflops_per_second()},
+             {"seconds", std::vector<double>(k.seconds().begin(), k.seconds().end())}});
+      }
+      j["kernels"] = list;
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("%-12s %12s %12s %12s\n", "function", "median us", "min us", "max us");
   std::printf("%-12s %12.2f %12.2f %12.2f\n", function.c_str(), median * 1e6, sorted.front() * 1e6,
               sorted.back() * 1e6);
+  if (per_kernel) std::printf("\n%s", kiln::runtime::FormatKernelProfile(kernels).c_str());
   return 0;
 }
 
@@ -533,6 +560,10 @@ int KilnMain(int argc, char** argv) {
   bench->add_option("--min-repeat-ms", timing.min_repeat_ms, "grow number to reach this")
       ->check(CLI::NonNegativeNumber);
   bench->add_flag("--json", json, "every repeat as JSON");
+  bool per_kernel = false;
+  bench->add_flag("--per-kernel", per_kernel,
+                  "also time each kernel (--repeat instrumented calls): its share, FLOP rate and "
+                  "the operators fused into it");
   bench->add_option("--threads", threads_flag, "threads for kernels (default: one per core)")
       ->check(CLI::NonNegativeNumber);
   add_remote(bench, false);
@@ -688,10 +719,11 @@ int KilnMain(int argc, char** argv) {
     profile.set_repeat(timing.repeat);
     profile.set_min_repeat_ms(timing.min_repeat_ms);
     profile.set_cooldown_ms(timing.cooldown_ms);
+    profile.set_per_kernel(per_kernel);
     remote.json = json;
     return kiln::client::RemoteBench(remote, file, device, profile);
   }
-  if (*bench) return Bench(file, inputs, function, timing, json);
+  if (*bench) return Bench(file, inputs, function, timing, json, per_kernel);
   return kExitUsage;
 }
 

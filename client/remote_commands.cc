@@ -15,6 +15,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "runtime/agent/tensor_value.h"
+#include "runtime/kernel_profile.h"
 #include "runtime/npy.h"
 
 namespace kiln::client {

@@ -3,6 +3,7 @@
 // outputs; bench with random inputs and as JSON; and the exit-status contract for bad inputs.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "runtime/npy.h"
 
 namespace {
@@ -151,6 +153,52 @@ TEST(KilnCompileRunTest, OnnxModelThroughTheCli) {
   EXPECT_THAT(junk.err, HasSubstr("junk.onnx"));
   EXPECT_THAT(junk.err, HasSubstr("not an ONNX model"));
   EXPECT_TRUE(ReadFile(Tmp("junk.kiln")).empty());
+}
+
+// Where the time goes: each kernel's share, FLOP rate and operators, adding up to the whole.
+TEST(KilnCompileRunTest, PerKernelProfileCoversTheModel) {
+  ASSERT_EQ(Kiln("compile tests/models/mobilenet_v2.onnx -o " + Tmp("mobilenet.kiln")).rc, 0);
+  Result j = Kiln("bench " + Tmp("mobilenet.kiln") + " --per-kernel --repeat 5 --json --threads 1");
+  ASSERT_EQ(j.rc, 0) << j.err;
+  nlohmann::json profile = nlohmann::json::parse(j.out);
+  const nlohmann::json& kernels = profile["kernels"];
+  ASSERT_GT(kernels.size(), 10u);
+  ASSERT_EQ(profile["instrumented_seconds"].size(), 5u);
+  double previous = 1e9;
+  bool conv = false;
+  for (const nlohmann::json& k : kernels) {
+    SCOPED_TRACE(k.dump());
+    EXPECT_EQ(k["seconds"].size(), 5u);  // the raw samples
+    EXPECT_GE(k["calls"].get<int>(), 1);
+    EXPECT_GT(k["share"].get<double>(), 0);
+    EXPECT_LE(k["median_seconds"].get<double>(), previous);  // slowest first
+    previous = k["median_seconds"];
+    auto ops = k["fused_ops"].get<std::vector<std::string>>();
+    if (!ops.empty() && ops[0] == "relax.nn.conv2d") {
+      conv = true;
+      EXPECT_GT(k["flops"].get<double>(), 0);
+      EXPECT_GT(k["gflops_per_second"].get<double>(), 0);
+    }
+  }
+  EXPECT_TRUE(conv);
+  // The kernels account for the model's time, within 10 % (the rest is the VM's own work), per
+  // call: the raw samples give the same as the summary.
+  std::vector<double> coverage;
+  for (size_t r = 0; r < 5; ++r) {
+    double in_kernels = 0;
+    for (const nlohmann::json& k : kernels) in_kernels += k["seconds"][r].get<double>();
+    coverage.push_back(in_kernels / profile["instrumented_seconds"][r].get<double>());
+  }
+  std::sort(coverage.begin(), coverage.end());
+  EXPECT_GT(coverage[2], 0.9);
+  EXPECT_LE(coverage[4], 1.0);
+  EXPECT_DOUBLE_EQ(profile["kernel_coverage"].get<double>(), coverage[2]);
+
+  Result text = Kiln("bench " + Tmp("mobilenet.kiln") + " --per-kernel --repeat 2");
+  ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("GFLOP/s  operators"));
+  EXPECT_THAT(text.out, HasSubstr("relax.nn.conv2d relax.add"));
+  EXPECT_THAT(text.out, HasSubstr("the rest is the VM"));
 }
 
 }  // namespace

@@ -168,6 +168,7 @@ TEST_F(ServiceTest, CompilesProfilesAndRunsTheMlpAndTheCnnOnAgents) {
     profile.set_device_key("cpu");
     profile.mutable_options()->set_repeat(5);
     profile.mutable_options()->set_min_repeat_ms(5);
+    profile.mutable_options()->set_per_kernel(true);
     absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitProfile(profile);
     ASSERT_TRUE(submitted.ok()) << submitted.status();
     absl::StatusOr<v1::Job> profiled = client_->Wait(submitted->job().id());
@@ -180,6 +181,21 @@ TEST_F(ServiceTest, CompilesProfilesAndRunsTheMlpAndTheCnnOnAgents) {
     EXPECT_LE(p.median_seconds(), p.max_seconds());
     EXPECT_GE(p.number(), 1);
     EXPECT_THAT(agent_ids_, ::testing::Contains(profiled->agent_id()));
+    // Per kernel: every kernel of the model with its raw samples, operators and FLOPs.
+    ASSERT_GE(p.kernels_size(), 2);
+    EXPECT_GT(p.instrumented_median_seconds(), 0);
+    double covered = 0;
+    for (const v1::KernelProfile& k : p.kernels()) {
+      EXPECT_EQ(k.seconds_size(), 5) << k.name();
+      EXPECT_GT(k.fused_ops_size(), 0) << k.name();
+      covered += k.median_seconds();
+    }
+    EXPECT_LE(covered, p.instrumented_median_seconds() * 1.01);
+    EXPECT_EQ(p.instrumented_seconds_size(), 5);
+    EXPECT_GT(p.kernel_coverage(), 0);
+    EXPECT_LE(p.kernel_coverage(), 1);
+    // The slowest kernel is a matmul or a convolution, whose work is known.
+    EXPECT_GT(p.kernels(0).flops(), 0) << p.kernels(0).name();
 
     // Inference on an agent equals the same artifact run in this process.
     runtime::Tensor input = Npy(c.input);

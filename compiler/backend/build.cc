@@ -1,14 +1,20 @@
 #include "compiler/backend/build.h"
 
 #include <chrono>
+#include <map>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "compiler/backend/toolchain.h"
 #include "compiler/backend/vm_codegen.h"
 #include "compiler/codegen/codegen_llvm.h"
 #include "compiler/ir/relax_expr.h"
 #include "compiler/ir/tir_expr.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/relax/op_registry.h"
 #include "compiler/tir/default_schedule.h"
+#include "compiler/tir/flops.h"
 #include "compiler/tir/transform/transform.h"
 #include "compiler/version.h"
 #include "runtime/artifact.h"
@@ -17,6 +23,39 @@
 namespace kiln::backend {
 
 namespace {
+
+// The Relax operators a kernel computes, read off its name: LegalizeOps names a kernel after its
+// operator ("conv2d", "add1"), FuseOps joins the members' names after "fused_". Longest match
+// first, since operator names have underscores of their own ("log_softmax").
+std::vector<std::string> KernelOperators(absl::string_view kernel) {
+  static const auto* by_short_name = [] {
+    auto* m = new std::map<std::string, std::string, std::greater<>>();
+    for (const ir::relax::OpInfo* op : ir::relax::ListOps()) {
+      m->emplace(op->name.substr(op->name.rfind('.') + 1), op->name);
+    }
+    return m;
+  }();
+  std::vector<std::string> ops;
+  absl::string_view rest = kernel;
+  const bool fused = absl::ConsumePrefix(&rest, "fused_");
+  while (!rest.empty()) {
+    const std::string* found = nullptr;
+    size_t length = 0;
+    for (const auto& [short_name, full] : *by_short_name) {
+      if (short_name.size() > length && absl::StartsWith(rest, short_name)) {
+        found = &full;
+        length = short_name.size();
+      }
+    }
+    if (found == nullptr) break;
+    ops.push_back(*found);
+    rest.remove_prefix(length);
+    while (!rest.empty() && absl::ascii_isdigit(rest.front())) rest.remove_prefix(1);
+    if (!fused) break;
+    if (!absl::ConsumePrefix(&rest, "_")) break;
+  }
+  return ops;
+}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -105,6 +144,12 @@ absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_
     const auto* kernel = entry.second.as<ir::PrimFuncNode>();
     if (kernel != nullptr && ir::GetAttr(kernel->attrs, "kiln.tuned")) {
       manifest->add_tuned_kernels(name);
+    }
+    if (kernel != nullptr) {
+      kiln::v1::KernelInfo* info = manifest->add_kernels();
+      info->set_name(name);
+      for (const std::string& op : KernelOperators(name)) info->add_fused_ops(op);
+      info->set_flops(tir::EstimateFlops(entry.second.as_ref<ir::PrimFuncNode>()));
     }
     const auto* f = entry.second.as<ir::relax::FunctionNode>();
     if (f == nullptr) continue;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <tuple>
 
@@ -21,6 +22,7 @@ namespace {
 
 using runtime::Tensor;
 using runtime::Value;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string ReadFile(const std::string& path) {
@@ -201,6 +203,38 @@ TEST(BuildTest, ArtifactLoadsRunsAndIsVerified) {
   EXPECT_THAT(foreign.message(), HasSubstr("compiled for aarch64"));
   // Without the host check the file still parses and verifies.
   EXPECT_TRUE(runtime::ParseArtifact(*arm, /*check_host=*/false).ok());
+}
+
+TEST(BuildTest, TheManifestNamesEveryKernelItsOperatorsAndItsWork) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32"), w: R.Tensor((8, 16), "float32"), b: R.Tensor((16,), "float32")) -> R.Tensor((4, 16), "float32"):
+        with R.dataflow():
+            y = R.matmul(x, w)
+            z = R.add(y, b)
+            r = R.nn.relu(z)
+            s = R.nn.log_softmax(r, axis=-1)
+            R.output(s)
+        return s
+)",
+                                                         "layer.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<std::string> bytes = BuildArtifact(*mod, "llvm");
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<kiln::v1::ArtifactProto> a = runtime::ParseArtifact(*bytes, true);
+  ASSERT_TRUE(a.ok()) << a.status();
+  std::map<std::string, const kiln::v1::KernelInfo*> kernels;
+  for (const kiln::v1::KernelInfo& k : a->manifest().kernels()) kernels[k.name()] = &k;
+  ASSERT_TRUE(kernels.count("fused_matmul_add_relu")) << a->manifest().DebugString();
+  const kiln::v1::KernelInfo& layer = *kernels["fused_matmul_add_relu"];
+  EXPECT_THAT(layer.fused_ops(), ElementsAre("relax.matmul", "relax.add", "relax.nn.relu"));
+  // A multiply-add per (i, j, k), then the bias add and the ReLU's max per output.
+  EXPECT_EQ(layer.flops(), 2.0 * 4 * 16 * 8 + 2.0 * 4 * 16);
+  ASSERT_TRUE(kernels.count("log_softmax")) << a->manifest().DebugString();
+  EXPECT_THAT(kernels["log_softmax"]->fused_ops(), ElementsAre("relax.nn.log_softmax"));
+  EXPECT_GT(kernels["log_softmax"]->flops(), 0);
 }
 
 // The user-facing example of the Relax RFC (seeds/relax_upstreaming_rfc_digest.md §3), in

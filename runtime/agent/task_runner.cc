@@ -14,6 +14,7 @@
 #include "runtime/artifact.h"
 #include "runtime/device_info.h"
 #include "runtime/kernel_measure.h"
+#include "runtime/kernel_profile.h"
 #include "runtime/support/status_macros.h"
 #include "runtime/time_evaluator.h"
 
@@ -127,6 +128,9 @@ absl::Status Run(const v1::LocalTask& local, v1::TaskResult* result) {
   out->set_number(static_cast<int32_t>(std::min<int64_t>(number_used, INT32_MAX)));
   out->set_emulated(LocalDeviceAttributes().emulated());
   Summarize(times, out);
+  if (p.per_kernel()) {
+    KILN_RETURN_IF_ERROR(ProfileKernels(vm, function, args, loaded.manifest, options.repeat, out));
+  }
   return absl::OkStatus();
 }
 

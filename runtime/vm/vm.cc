@@ -1,5 +1,6 @@
 #include "runtime/vm/vm.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,10 @@ namespace {
 constexpr int kMaxCallDepth = 256;
 
 enum ClosureBuiltin : uint8_t { kNone = 0, kMake = 1, kInvoke = 2 };
+
+// Where an instrumented Invoke on this thread collects kernel times (null: not instrumented).
+// Per thread, since one VM serves many Invokes at once.
+thread_local KernelCallTimes* t_kernel_times = nullptr;
 
 // An If condition: an integer, or a one-element tensor of integers, bools or floats.
 absl::StatusOr<bool> Truth(const Value& v) {
@@ -44,6 +49,7 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
   vm->kernels_ = kernels;
   vm->packed_.resize(exec->functions.size());
   vm->is_closure_builtin_.resize(exec->functions.size(), kNone);
+  vm->is_kernel_.resize(exec->functions.size(), 0);
   for (size_t i = 0; i < exec->functions.size(); ++i) {
     const FunctionInfo& f = exec->functions[i];
     vm->index_.emplace(f.name, static_cast<int64_t>(i));
@@ -55,6 +61,7 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
     if (kernels) {
       if (absl::StatusOr<Function> k = kernels->GetFunction(f.name, pool); k.ok()) {
         vm->packed_[i] = std::move(*k);
+        vm->is_kernel_[i] = 1;
         continue;
       }
     }
@@ -89,6 +96,15 @@ absl::StatusOr<Value> VirtualMachine::Invoke(absl::string_view name,
   return Call(*func, args, 0);
 }
 
+absl::StatusOr<Value> VirtualMachine::Invoke(absl::string_view name, absl::Span<const Value> args,
+                                             KernelCallTimes* times) const {
+  KernelCallTimes* outer = t_kernel_times;
+  t_kernel_times = times;
+  absl::StatusOr<Value> result = Invoke(name, args);
+  t_kernel_times = outer;
+  return result;
+}
+
 absl::StatusOr<Value> VirtualMachine::Call(int64_t func, absl::Span<const Value> args,
                                            int depth) const {
   if (exec_->functions[func].kind == FunctionInfo::Kind::kBytecode) return Run(func, args, depth);
@@ -110,6 +126,13 @@ absl::StatusOr<Value> VirtualMachine::Call(int64_t func, absl::Span<const Value>
       return CallClosure(*c, args.subspan(1), depth);
     }
     default:
+      if (t_kernel_times != nullptr && is_kernel_[func]) {
+        auto start = std::chrono::steady_clock::now();
+        absl::StatusOr<Value> result = packed_[func](args);
+        std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+        t_kernel_times->seconds[exec_->functions[func].name].push_back(took.count());
+        return result;
+      }
       return packed_[func](args);
   }
 }

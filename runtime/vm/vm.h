@@ -17,6 +17,12 @@
 
 namespace kiln::runtime::vm {
 
+// The times of the kernel calls of one instrumented Invoke: by kernel name, each call's seconds
+// in call order.
+struct KernelCallTimes {
+  std::map<std::string, std::vector<double>, std::less<>> seconds;
+};
+
 class VirtualMachine {
  public:
   // Resolves every packed function of `exec` by name: a kernel of `kernels` (may be null), else
@@ -28,6 +34,10 @@ class VirtualMachine {
 
   // Runs the function `name` (bytecode or packed) on `args`.
   absl::StatusOr<Value> Invoke(absl::string_view name, absl::Span<const Value> args) const;
+  // The same, timing every call to a kernel of the library into `times` (added to what is there).
+  // Only an Invoke given `times` is instrumented; the others pay one thread-local check per call.
+  absl::StatusOr<Value> Invoke(absl::string_view name, absl::Span<const Value> args,
+                               KernelCallTimes* times) const;
 
   const Executable& executable() const { return *exec_; }
 
@@ -45,6 +55,7 @@ class VirtualMachine {
   std::vector<Function> packed_;  // by function index; empty for bytecode functions
   std::map<std::string, int64_t, std::less<>> index_;  // function name -> table index
   std::vector<uint8_t> is_closure_builtin_;  // make_closure and invoke_closure need the VM
+  std::vector<uint8_t> is_kernel_;           // packed functions from the kernel library
 };
 
 }  // namespace kiln::runtime::vm

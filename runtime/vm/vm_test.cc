@@ -205,6 +205,16 @@ TEST(VMTest, PlannedStorageSymbolicShapesAndAKernel) {
     ASSERT_EQ(ct->shape()[0], n);
     for (int64_t i = 0; i < n; ++i) EXPECT_EQ(static_cast<const float*>(ct->data())[i], i + 0.5f);
   }
+  // An instrumented Invoke times each kernel call (and only kernels: builtins are not listed);
+  // a plain one leaves the times alone.
+  Tensor a3 = *Tensor::Empty({3}, *ParseDataType("float32"));
+  KernelCallTimes times;
+  ASSERT_TRUE(vm->Invoke("main", {Value(a3), Value(a3)}, &times).ok());
+  ASSERT_TRUE(vm->Invoke("main", {Value(a3), Value(a3)}, &times).ok());
+  ASSERT_TRUE(vm->Invoke("main", {Value(a3), Value(a3)}).ok());
+  ASSERT_EQ(times.seconds.size(), 1u);
+  ASSERT_EQ(times.seconds["add_f32"].size(), 2u);
+  EXPECT_GT(times.seconds["add_f32"][0], 0);
   Tensor a4 = *Tensor::Empty({4}, *ParseDataType("float32"));
   Tensor b5 = *Tensor::Empty({5}, *ParseDataType("float32"));
   EXPECT_THAT(vm->Invoke("main", {Value(a4), Value(b5)}).status().message(),
