@@ -1,9 +1,7 @@
 #include "server/store.h"
 
-#include <sqlite3.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,44 +11,20 @@
 #include "runtime/artifact.h"
 
 namespace kiln::server {
-namespace {
 
-// One prepared statement, finalized on scope exit; Bind* take 1-based indexes like SQLite.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  bool ok() const { return stmt_ != nullptr; }
-  void Bind(int i, const std::string& text) {
-    sqlite3_bind_blob(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  }
-  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  // SQLITE_ROW, SQLITE_DONE, or an error code.
-  int Step() { return stmt_ == nullptr ? SQLITE_ERROR : sqlite3_step(stmt_); }
-  // For running the statement again with new bindings.
-  void Reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  std::string Blob(int column) {
-    const void* data = sqlite3_column_blob(stmt_, column);
-    int n = sqlite3_column_bytes(stmt_, column);
-    return data == nullptr ? std::string() : std::string(static_cast<const char*>(data), n);
-  }
-  int64_t Int(int column) { return sqlite3_column_int64(stmt_, column); }
-  absl::Status Error(const char* what) const {
-    return absl::InternalError(absl::StrCat("store: ", what, ": ", sqlite3_errmsg(db_)));
-  }
-  absl::Status Done(const char* what) {
-    return Step() == SQLITE_DONE ? absl::OkStatus() : Error(what);
-  }
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
+std::string Store::ArtifactPath(const std::string& digest) const {
+  return absl::StrCat(dir_, "/artifacts/", digest, ".kiln");
+}
+
+std::string Store::ModulePath(const std::string& digest) const {
+  return absl::StrCat(dir_, "/artifacts/", digest, ".module");
+}
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
   std::string temp = absl::StrCat(path, ".tmp.", getpid());
@@ -75,347 +49,13 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return bytes.str();
 }
 
-}  // namespace
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir + "/artifacts", ec);
-  if (ec)
-    return absl::PermissionDeniedError(
-        absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
-  std::unique_ptr<Store> store(new Store());
-  store->dir_ = dir;
-  std::string path = dir + "/kiln.db";
-  if (sqlite3_open(path.c_str(), &store->db_) != SQLITE_OK) {
-    return absl::InternalError(
-        absl::StrCat("store: cannot open ", path, ": ", sqlite3_errmsg(store->db_)));
-  }
-  sqlite3_busy_timeout(store->db_, 5000);
-  // WAL with synchronous=NORMAL: a commit is durable against a crash of kilnd (not of the
-  // machine) without an fsync per job.
-  for (const char* sql : {
-           "PRAGMA journal_mode=WAL",
-           "PRAGMA synchronous=NORMAL",
-           "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, created_ms INTEGER NOT NULL, "
-           "job BLOB NOT NULL)",
-           "CREATE INDEX IF NOT EXISTS jobs_by_created ON jobs(created_ms)",
-           "CREATE TABLE IF NOT EXISTS devices (key TEXT PRIMARY KEY, device BLOB NOT NULL)",
-           "CREATE TABLE IF NOT EXISTS artifacts (digest TEXT PRIMARY KEY, cache_key TEXT NOT "
-           "NULL, size INTEGER NOT NULL, last_used_ms INTEGER NOT NULL)",
-           "CREATE INDEX IF NOT EXISTS artifacts_by_key ON artifacts(cache_key)",
-       }) {
-    if (absl::Status s = store->Exec(sql); !s.ok()) return s;
-  }
-  Store* raw = store.get();
-  store->writer_ = std::thread([raw] { raw->WriterLoop(); });
-  return store;
-}
-
-Store::~Store() {
-  if (writer_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      stopping_ = true;
-      queued_.notify_one();
-    }
-    writer_.join();  // it writes what is still queued first
-  }
-  sqlite3_close(db_);
-}
-
-absl::Status Store::Exec(const std::string& sql) {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    return absl::InternalError(absl::StrCat("store: ", message, " in: ", sql));
+absl::Status VerifyArtifact(const std::string& bytes, const std::string& digest) {
+  absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(bytes, /*check_host=*/false);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->manifest().digest() != digest) {
+    return absl::DataLossError(absl::StrCat("its content digest is ", parsed->manifest().digest()));
   }
   return absl::OkStatus();
-}
-
-std::string Store::ArtifactPath(const std::string& digest) const {
-  return absl::StrCat(dir_, "/artifacts/", digest, ".kiln");
-}
-
-std::string Store::ModulePath(const std::string& digest) const {
-  return absl::StrCat(dir_, "/artifacts/", digest, ".module");
-}
-
-uint64_t Store::SaveJob(const v1::Job& job) {
-  std::string row = job.SerializeAsString();
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  queued_jobs_[job.id()] = {job.created_unix_ms(), std::move(row)};
-  queued_.notify_one();
-  return ++queued_ticket_;
-}
-
-absl::Status Store::AwaitSaved(uint64_t ticket) {
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  committed_.wait(lock, [&] { return committed_ticket_ >= ticket; });
-  if (ticket >= failed_from_ && ticket <= failed_to_) return failed_status_;
-  return absl::OkStatus();
-}
-
-void Store::WriterLoop() {
-  while (true) {
-    {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queued_.wait(lock, [&] { return stopping_ || queued_ticket_ > committed_ticket_; });
-      if (queued_ticket_ == committed_ticket_ && stopping_) return;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    FlushQueueLocked();
-  }
-}
-
-void Store::FlushQueueLocked() {
-  std::map<std::string, std::pair<int64_t, std::string>> jobs;
-  std::map<std::string, int64_t> touches;
-  uint64_t first, last;
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    jobs.swap(queued_jobs_);
-    touches.swap(queued_touches_);
-    first = committed_ticket_ + 1;
-    last = queued_ticket_;
-  }
-  absl::Status status = WriteBatchLocked(std::move(jobs), std::move(touches));
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  if (!status.ok()) {
-    failed_from_ = first;
-    failed_to_ = last;
-    failed_status_ = status;
-  }
-  committed_ticket_ = std::max(committed_ticket_, last);
-  committed_.notify_all();
-}
-
-absl::Status Store::WriteBatchLocked(std::map<std::string, std::pair<int64_t, std::string>> jobs,
-                                     std::map<std::string, int64_t> touches) {
-  if (jobs.empty() && touches.empty()) return absl::OkStatus();
-  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  absl::Status status;
-  {
-    Statement put(db_, "INSERT OR REPLACE INTO jobs (id, created_ms, job) VALUES (?, ?, ?)");
-    for (const auto& [id, row] : jobs) {
-      put.Bind(1, id);
-      put.Bind(2, row.first);
-      put.Bind(3, row.second);
-      if (status.ok()) status = put.Done("saving a job");
-      put.Reset();
-    }
-    Statement touch(db_, "UPDATE artifacts SET last_used_ms = ? WHERE digest = ?");
-    for (const auto& [digest, ms] : touches) {
-      touch.Bind(1, ms);
-      touch.Bind(2, digest);
-      if (status.ok()) status = touch.Done("touching an artifact");
-      touch.Reset();
-    }
-  }
-  if (!status.ok()) {
-    Exec("ROLLBACK").IgnoreError();
-    return status;
-  }
-  return Exec("COMMIT");
-}
-
-absl::StatusOr<std::optional<v1::Job>> Store::GetJob(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  FlushQueueLocked();
-  Statement s(db_, "SELECT job FROM jobs WHERE id = ?");
-  s.Bind(1, id);
-  int rc = s.Step();
-  if (rc == SQLITE_DONE) return std::optional<v1::Job>();
-  if (rc != SQLITE_ROW) return s.Error("reading a job");
-  v1::Job job;
-  if (!job.ParseFromString(s.Blob(0)))
-    return absl::DataLossError("store: job " + id + " is corrupt");
-  return std::optional<v1::Job>(std::move(job));
-}
-
-absl::StatusOr<std::vector<v1::Job>> Store::LoadJobs(int limit) {
-  std::lock_guard<std::mutex> lock(mu_);
-  FlushQueueLocked();
-  Statement s(db_, "SELECT job FROM jobs ORDER BY created_ms DESC LIMIT ?");
-  s.Bind(1, static_cast<int64_t>(limit));
-  std::vector<v1::Job> jobs;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) {
-    if (!jobs.emplace_back().ParseFromString(s.Blob(0))) jobs.pop_back();
-  }
-  if (rc != SQLITE_DONE) return s.Error("loading jobs");
-  return jobs;
-}
-
-absl::Status Store::PutDevice(const v1::Device& device) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "INSERT OR REPLACE INTO devices (key, device) VALUES (?, ?)");
-  s.Bind(1, device.key());
-  s.Bind(2, device.SerializeAsString());
-  return s.Done("saving a device");
-}
-
-absl::StatusOr<std::vector<v1::Device>> Store::LoadDevices() {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT device FROM devices ORDER BY key");
-  std::vector<v1::Device> devices;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) {
-    if (!devices.emplace_back().ParseFromString(s.Blob(0))) devices.pop_back();
-  }
-  if (rc != SQLITE_DONE) return s.Error("loading devices");
-  return devices;
-}
-
-absl::Status Store::PutArtifact(const std::string& digest, const std::string& cache_key,
-                                const std::string& bytes, const std::string& module) {
-  // Files first, then the index: a crash in between leaves an unindexed file, never an index
-  // entry without its bytes.
-  if (absl::Status s = WriteFileAtomically(ArtifactPath(digest), bytes); !s.ok()) return s;
-  if (!module.empty()) {
-    if (absl::Status s = WriteFileAtomically(ModulePath(digest), module); !s.ok()) return s;
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_,
-              "INSERT INTO artifacts (digest, cache_key, size, last_used_ms) VALUES (?, ?, ?, ?) "
-              "ON CONFLICT(digest) DO UPDATE SET last_used_ms = excluded.last_used_ms, "
-              "cache_key = CASE WHEN excluded.cache_key != '' THEN excluded.cache_key "
-              "ELSE artifacts.cache_key END");
-  s.Bind(1, digest);
-  s.Bind(2, cache_key);
-  s.Bind(3, static_cast<int64_t>(bytes.size()));
-  s.Bind(4, NowUnixMs());
-  return s.Done("indexing an artifact");
-}
-
-absl::StatusOr<std::optional<ArtifactRecord>> Store::FindArtifact(const std::string& digest) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = ?");
-  s.Bind(1, digest);
-  int rc = s.Step();
-  if (rc == SQLITE_DONE) return std::optional<ArtifactRecord>();
-  if (rc != SQLITE_ROW) return s.Error("finding an artifact");
-  return std::optional<ArtifactRecord>(ArtifactRecord{digest, s.Blob(0), s.Int(1), s.Int(2)});
-}
-
-absl::StatusOr<std::string> Store::ReadArtifact(const std::string& digest) {
-  absl::StatusOr<std::optional<ArtifactRecord>> record = FindArtifact(digest);
-  if (!record.ok()) return record.status();
-  if (!record->has_value()) return absl::NotFoundError(absl::StrCat("no artifact ", digest));
-  absl::StatusOr<std::string> bytes = ReadFile(ArtifactPath(digest));
-  absl::Status verdict = bytes.status();
-  if (bytes.ok()) {
-    absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(*bytes, /*check_host=*/false);
-    if (!parsed.ok()) {
-      verdict = parsed.status();
-    } else if (parsed->manifest().digest() != digest) {
-      verdict =
-          absl::DataLossError(absl::StrCat("its content digest is ", parsed->manifest().digest()));
-    }
-  }
-  if (verdict.ok()) return bytes;
-  std::lock_guard<std::mutex> lock(mu_);
-  DropArtifactLocked(digest).IgnoreError();
-  return absl::DataLossError(absl::StrCat("artifact ", digest, " is corrupt on disk (",
-                                          verdict.message(), "); it was removed from the store"));
-}
-
-absl::StatusOr<std::string> Store::ReadModule(const std::string& digest) {
-  return ReadFile(ModulePath(digest));
-}
-
-absl::StatusOr<std::vector<std::string>> Store::FindByCacheKey(const std::string& cache_key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT digest FROM artifacts WHERE cache_key = ?");
-  s.Bind(1, cache_key);
-  std::vector<std::string> digests;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) digests.push_back(s.Blob(0));
-  if (rc != SQLITE_DONE) return s.Error("looking up the cache");
-  return digests;
-}
-
-void Store::TouchArtifact(const std::string& digest) {
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  queued_touches_[digest] = NowUnixMs();
-}
-
-absl::StatusOr<int64_t> Store::TotalArtifactBytes() {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT COALESCE(SUM(size), 0) FROM artifacts");
-  if (s.Step() != SQLITE_ROW) return s.Error("summing artifact sizes");
-  return s.Int(0);
-}
-
-int64_t Store::DatabaseBytes() const {
-  int64_t total = 0;
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    std::error_code ec;
-    uintmax_t size = std::filesystem::file_size(dir_ + "/kiln.db" + suffix, ec);
-    if (!ec) total += static_cast<int64_t>(size);
-  }
-  return total;
-}
-
-absl::Status Store::DeleteJobs(const std::vector<std::string>& ids) {
-  std::lock_guard<std::mutex> lock(mu_);
-  FlushQueueLocked();  // a queued write of one of them must not bring it back
-  if (absl::Status s = Exec("BEGIN"); !s.ok()) return s;
-  for (const std::string& id : ids) {
-    Statement s(db_, "DELETE FROM jobs WHERE id = ?");
-    s.Bind(1, id);
-    if (absl::Status st = s.Done("deleting a pruned job"); !st.ok()) {
-      (void)Exec("ROLLBACK");
-      return st;
-    }
-  }
-  return Exec("COMMIT");
-}
-
-absl::StatusOr<int> Store::EvictTo(int64_t max_bytes, const std::string& keep) {
-  std::lock_guard<std::mutex> lock(mu_);
-  FlushQueueLocked();  // the last-used times it orders by
-  std::vector<std::pair<std::string, int64_t>> lru;
-  int64_t total = 0;
-  {
-    Statement s(db_, "SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC");
-    int rc;
-    while ((rc = s.Step()) == SQLITE_ROW) {
-      lru.emplace_back(s.Blob(0), s.Int(1));
-      total += s.Int(1);
-    }
-    if (rc != SQLITE_DONE) return s.Error("listing artifacts");
-  }
-  int evicted = 0;
-  for (const auto& [digest, size] : lru) {
-    if (total <= max_bytes) break;
-    if (digest == keep) continue;
-    if (absl::Status s = DropArtifactLocked(digest); !s.ok()) return s;
-    total -= size;
-    ++evicted;
-  }
-  return evicted;
-}
-
-absl::Status Store::DropArtifact(const std::string& digest) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return DropArtifactLocked(digest);
-}
-
-absl::Status Store::DropArtifactLocked(const std::string& digest) {
-  Statement s(db_, "DELETE FROM artifacts WHERE digest = ?");
-  s.Bind(1, digest);
-  absl::Status status = s.Done("dropping an artifact");
-  std::error_code ec;
-  std::filesystem::remove(ArtifactPath(digest), ec);
-  std::filesystem::remove(ModulePath(digest), ec);
-  return status;
 }
 
 }  // namespace kiln::server
