@@ -51,8 +51,13 @@ int main(int argc, char** argv) {
   app.set_config("--config", "", "TOML/INI file with any of these options");
   app.add_option("--listen", options.listen_address, "host:port to serve gRPC on")
       ->capture_default_str();
-  app.add_option("--store", options.store_dir, "directory of the embedded store")
+  app.add_option("--store", options.store_dir,
+                 "directory of the embedded store (with --postgres: of this instance's local "
+                 "artifact copies)")
       ->capture_default_str();
+  app.add_option("--postgres", options.postgres_url,
+                 "keep jobs, devices and artifacts in this PostgreSQL database (a libpq URL, "
+                 "postgresql://USER@HOST:PORT/DB), shared by every kilnd that names it");
   app.add_option("--metrics-port", options.metrics_port,
                  "Prometheus metrics port (-1: off, 0: any free port)")
       ->capture_default_str();

@@ -17,6 +17,7 @@
 #include "server/http_server.h"
 #include "server/kiln_service.h"
 #include "server/log.h"
+#include "server/postgres_store.h"
 #include "server/store.h"
 
 namespace kiln::server {
@@ -190,7 +191,10 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   if (jobs.tuning_db_path.empty()) {
     jobs.tuning_db_path = (std::filesystem::path(options.store_dir) / "tuning.db").string();
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options.store_dir);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      options.postgres_url.empty() ? Store::Open(options.store_dir)
+                                   : absl::StatusOr<std::unique_ptr<Store>>(PostgresStore::Open(
+                                         options.postgres_url, options.store_dir));
   if (!store.ok()) return store.status();
   parts->store = std::move(*store);
   parts->cache = std::make_unique<ArtifactCache>(parts->store.get(), options.cache_max_bytes);
@@ -237,6 +241,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   LogEvent(LogLevel::kInfo, "kilnd serving",
            {{"port", std::to_string(server->port_)},
             {"store", options.store_dir},
+            {"database", options.postgres_url.empty() ? "sqlite" : "postgresql"},
             {"tls", options.tls_cert.empty()        ? "off"
                     : options.tls_client_ca.empty() ? "on"
                                                     : "mutual"},

@@ -17,8 +17,12 @@ namespace kiln::server {
 struct ServerOptions {
   // host:port to listen on; port 0 picks a free port (tests use 127.0.0.1:0).
   std::string listen_address = "127.0.0.1:7077";
-  // The embedded store's directory (SQLite + artifact files). Required.
+  // The embedded store's directory (SQLite + artifact files). Required; with postgres_url, it
+  // holds only this instance's local copies of artifacts.
   std::string store_dir;
+  // A libpq connection string: the state lives in PostgreSQL, shared by every instance that
+  // opens the same database (PostgresStore). Empty: the embedded SQLite store.
+  std::string postgres_url;
   // Prometheus metrics at http://metrics_address:metrics_port/metrics; -1 turns them off, 0
   // picks a free port.
   std::string metrics_address = "127.0.0.1";

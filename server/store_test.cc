@@ -1,20 +1,58 @@
-// The store's write queue: rows saved from many threads at once are committed in shared
-// transactions, are durable once AwaitSaved returns, and survive reopening the store.
+// The store's contract, run against both implementations: the embedded SQLite store and the
+// PostgreSQL store on a real server (server/testing/postgres_server). Then what only a shared
+// database does: two instances on one database, migrations under concurrent starts, a server
+// restart.
 #include "server/store.h"
 
+#include <postgresql/libpq-fe.h>
+
+#include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/artifact.h"
+#include "server/postgres_store.h"
+#include "server/testing/postgres_server.h"
 
 namespace kiln::server {
 namespace {
 
-std::string StoreDir(const std::string& name) {
-  std::string dir = std::string(getenv("TEST_TMPDIR")) + "/" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
+using ::testing::HasSubstr;
+
+// One PostgreSQL server for the whole test binary, stopped at the end.
+testing::PostgresServer* g_postgres = nullptr;
+
+class PostgresEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<testing::PostgresServer>> server =
+        testing::PostgresServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    g_postgres = server_.get();
+  }
+  void TearDown() override {
+    g_postgres = nullptr;
+    server_.reset();
+  }
+
+ private:
+  std::unique_ptr<testing::PostgresServer> server_;
+};
+::testing::Environment* const kPostgres =
+    ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);
+
+std::string Dir(const std::string& name) { return std::string(getenv("TEST_TMPDIR")) + "/" + name; }
+
+std::string FreshDatabase() {
+  static std::atomic<int> next{0};
+  absl::StatusOr<std::string> url = g_postgres->CreateDatabase(absl::StrCat("store_test_", next++));
+  EXPECT_TRUE(url.ok()) << url.status();
+  return url.ok() ? *url : "";
 }
 
 v1::Job MakeJob(int i, v1::JobState state) {
@@ -25,33 +63,70 @@ v1::Job MakeJob(int i, v1::JobState state) {
   return job;
 }
 
-TEST(Store, ConcurrentSavesAreAllDurableAndTheLatestRowWins) {
-  std::string dir = StoreDir("concurrent");
+// A real (tiny) artifact, so that reads verify it.
+std::string MakeArtifact(const std::string& payload) {
+  v1::ArtifactProto a;
+  a.set_format_version(runtime::kArtifactFormatVersion);
+  a.mutable_manifest()->set_target("llvm");
+  a.set_executable(payload);
+  return runtime::SerializeArtifact(a);
+}
+
+std::string DigestOf(const std::string& artifact) {
+  return runtime::ParseArtifact(artifact, false)->manifest().digest();
+}
+
+class StoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  bool postgres() const { return GetParam() == "postgres"; }
+
+  // The store `name`, fresh; Reopen opens the same one again.
+  std::unique_ptr<Store> Open(const std::string& name) {
+    dir_ = Dir(GetParam() + "_" + name);
+    std::filesystem::remove_all(dir_);
+    if (postgres()) url_ = FreshDatabase();
+    return Reopen();
+  }
+  std::unique_ptr<Store> Reopen() {
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        postgres() ? absl::StatusOr<std::unique_ptr<Store>>(PostgresStore::Open(url_, dir_))
+                   : Store::Open(dir_);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  std::string dir_, url_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(StoreTest, ConcurrentSavesAreAllDurableAndTheLatestRowWins) {
   constexpr int kThreads = 8, kJobsPerThread = 50;
   {
-    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(dir);
-    ASSERT_TRUE(store.ok()) << store.status();
+    std::unique_ptr<Store> store = Open("concurrent");
+    ASSERT_NE(store, nullptr);
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         for (int j = 0; j < kJobsPerThread; ++j) {
           int i = t * kJobsPerThread + j;
-          (*store)->SaveJob(MakeJob(i, v1::JOB_STATE_QUEUED));
-          uint64_t ticket = (*store)->SaveJob(MakeJob(i, v1::JOB_STATE_SUCCEEDED));
-          EXPECT_TRUE((*store)->AwaitSaved(ticket).ok());
+          store->SaveJob(MakeJob(i, v1::JOB_STATE_QUEUED));
+          uint64_t ticket = store->SaveJob(MakeJob(i, v1::JOB_STATE_SUCCEEDED));
+          EXPECT_TRUE(store->AwaitSaved(ticket).ok());
         }
       });
     }
     for (std::thread& t : threads) t.join();
-    // A row still queued is visible to a read.
-    (*store)->SaveJob(MakeJob(9999, v1::JOB_STATE_RUNNING));
-    absl::StatusOr<std::optional<v1::Job>> queued = (*store)->GetJob("job-9999");
+    // A row just saved is visible to a read.
+    store->SaveJob(MakeJob(9999, v1::JOB_STATE_RUNNING));
+    absl::StatusOr<std::optional<v1::Job>> queued = store->GetJob("job-9999");
     ASSERT_TRUE(queued.ok() && queued->has_value());
     EXPECT_EQ((*queued)->state(), v1::JOB_STATE_RUNNING);
   }
-  absl::StatusOr<std::unique_ptr<Store>> reopened = Store::Open(dir);
-  ASSERT_TRUE(reopened.ok()) << reopened.status();
-  absl::StatusOr<std::vector<v1::Job>> jobs = (*reopened)->LoadJobs(100000);
+  std::unique_ptr<Store> reopened = Reopen();
+  ASSERT_NE(reopened, nullptr);
+  absl::StatusOr<std::vector<v1::Job>> jobs = reopened->LoadJobs(100000);
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   ASSERT_EQ(jobs->size(), size_t{kThreads * kJobsPerThread + 1});
   for (const v1::Job& job : *jobs) {
@@ -59,25 +134,136 @@ TEST(Store, ConcurrentSavesAreAllDurableAndTheLatestRowWins) {
     EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.id();
   }
   EXPECT_EQ(jobs->front().id(), "job-9999");  // newest first
+  ASSERT_TRUE(reopened->DeleteJobs({"job-0", "job-1"}).ok());
+  EXPECT_FALSE(reopened->GetJob("job-0")->has_value());
+  EXPECT_EQ(reopened->LoadJobs(100000)->size(), size_t{kThreads * kJobsPerThread - 1});
 }
 
-TEST(Store, ATouchIsWrittenBeforeEvictionOrdersByIt) {
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(StoreDir("touch"));
-  ASSERT_TRUE(store.ok()) << store.status();
+TEST_P(StoreTest, ATouchIsWrittenBeforeEvictionOrdersByIt) {
+  std::unique_ptr<Store> store = Open("touch");
+  ASSERT_NE(store, nullptr);
   // Not real artifacts: the index and eviction only need bytes and sizes.
-  ASSERT_TRUE((*store)->PutArtifact("old", "k", std::string(100, 'a'), "").ok());
+  ASSERT_TRUE(store->PutArtifact("old", "k", std::string(100, 'a'), "").ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_TRUE((*store)->PutArtifact("new", "k", std::string(100, 'b'), "").ok());
+  ASSERT_TRUE(store->PutArtifact("new", "k", std::string(100, 'b'), "").ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  (*store)->TouchArtifact("old");  // now the most recently used
-  absl::StatusOr<int> evicted = (*store)->EvictTo(150, "");
+  store->TouchArtifact("old");  // now the most recently used
+  EXPECT_EQ(*store->TotalArtifactBytes(), 200);
+  EXPECT_THAT(*store->FindByCacheKey("k"), ::testing::UnorderedElementsAre("old", "new"));
+  absl::StatusOr<int> evicted = store->EvictTo(150, "");
   ASSERT_TRUE(evicted.ok()) << evicted.status();
   EXPECT_EQ(*evicted, 1);
-  absl::StatusOr<std::optional<ArtifactRecord>> old = (*store)->FindArtifact("old");
-  absl::StatusOr<std::optional<ArtifactRecord>> fresh = (*store)->FindArtifact("new");
+  absl::StatusOr<std::optional<ArtifactRecord>> old = store->FindArtifact("old");
+  absl::StatusOr<std::optional<ArtifactRecord>> fresh = store->FindArtifact("new");
   ASSERT_TRUE(old.ok() && fresh.ok());
   EXPECT_TRUE(old->has_value());
   EXPECT_FALSE(fresh->has_value());
+  EXPECT_FALSE(std::filesystem::exists(store->ArtifactPath("new")));
+  EXPECT_GT(store->DatabaseBytes(), 0);
+}
+
+TEST_P(StoreTest, ArtifactsAreVerifiedAndDevicesKept) {
+  std::unique_ptr<Store> store = Open("verify");
+  ASSERT_NE(store, nullptr);
+  const std::string artifact = MakeArtifact("executable bytes");
+  const std::string digest = DigestOf(artifact);
+  ASSERT_TRUE(store->PutArtifact(digest, "key", artifact, "the module").ok());
+  EXPECT_EQ(*store->ReadArtifact(digest), artifact);
+  EXPECT_EQ(*store->ReadModule(digest), "the module");
+  EXPECT_EQ(store->ReadArtifact(std::string(64, '0')).status().code(), absl::StatusCode::kNotFound);
+  // Corrupt this machine's copy: SQLite has no other and drops it; PostgreSQL serves the
+  // database's bytes and repairs the copy.
+  {
+    std::fstream f(store->ArtifactPath(digest), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(artifact.size() / 2));
+    f.put('\x5a');
+  }
+  absl::StatusOr<std::string> read = store->ReadArtifact(digest);
+  if (postgres()) {
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(*read, artifact);
+    EXPECT_EQ(*ReadFile(store->ArtifactPath(digest)), artifact);
+  } else {
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(read.status().message(), HasSubstr("it was removed from the store"));
+    EXPECT_FALSE(store->FindArtifact(digest)->has_value());
+  }
+
+  v1::Device board;
+  board.set_key("board");
+  board.mutable_attributes()->set_target_triple("aarch64-unknown-linux-gnu");
+  ASSERT_TRUE(store->PutDevice(board).ok());
+  board.set_agents_connected(2);
+  ASSERT_TRUE(store->PutDevice(board).ok());  // replaces
+  absl::StatusOr<std::vector<v1::Device>> devices = store->LoadDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].agents_connected(), 2);
+}
+
+// ---- What only the shared store does ----
+
+TEST(PostgresStore, TwoInstancesShareJobsAndArtifacts) {
+  const std::string url = FreshDatabase();
+  absl::StatusOr<std::unique_ptr<PostgresStore>> a = PostgresStore::Open(url, Dir("pg_a"));
+  absl::StatusOr<std::unique_ptr<PostgresStore>> b = PostgresStore::Open(url, Dir("pg_b"));
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  ASSERT_TRUE((*a)->AwaitSaved((*a)->SaveJob(MakeJob(1, v1::JOB_STATE_SUCCEEDED))).ok());
+  absl::StatusOr<std::optional<v1::Job>> seen = (*b)->GetJob("job-1");
+  ASSERT_TRUE(seen.ok() && seen->has_value());
+  EXPECT_EQ((*seen)->state(), v1::JOB_STATE_SUCCEEDED);
+
+  const std::string artifact = MakeArtifact("compiled on a");
+  const std::string digest = DigestOf(artifact);
+  ASSERT_TRUE((*a)->PutArtifact(digest, "key", artifact, "module").ok());
+  EXPECT_FALSE(std::filesystem::exists((*b)->ArtifactPath(digest)));
+  EXPECT_THAT(*(*b)->FindByCacheKey("key"), ::testing::ElementsAre(digest));
+  EXPECT_EQ(*(*b)->ReadArtifact(digest), artifact);                  // from the database
+  EXPECT_TRUE(std::filesystem::exists((*b)->ArtifactPath(digest)));  // and now a local copy
+  EXPECT_EQ(*(*b)->ReadModule(digest), "module");
+}
+
+TEST(PostgresStore, MigrationsRunOnceWhenInstancesStartTogether) {
+  const std::string url = FreshDatabase();
+  std::vector<std::thread> starts;
+  std::atomic<int> opened{0};
+  for (int i = 0; i < 4; ++i) {
+    starts.emplace_back([&, i] {
+      absl::StatusOr<std::unique_ptr<PostgresStore>> s =
+          PostgresStore::Open(url, Dir(absl::StrCat("pg_start_", i)));
+      EXPECT_TRUE(s.ok()) << s.status();
+      if (s.ok()) ++opened;
+    });
+  }
+  for (std::thread& t : starts) t.join();
+  EXPECT_EQ(opened, 4);
+  PGconn* conn = PQconnectdb(url.c_str());
+  PGresult* r = PQexec(conn, "SELECT version FROM kiln_schema_migrations ORDER BY version");
+  ASSERT_EQ(PQntuples(r), PostgresStore::SchemaVersion());
+  PQclear(r);
+  // A database migrated by a newer kilnd is refused, with the versions.
+  PQclear(PQexec(conn, "INSERT INTO kiln_schema_migrations VALUES (99, 0)"));
+  PQfinish(conn);
+  absl::StatusOr<std::unique_ptr<PostgresStore>> old = PostgresStore::Open(url, Dir("pg_old"));
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(old.status().message(), HasSubstr("schema is version 99, newer than this kilnd's"));
+}
+
+TEST(PostgresStore, ARestartedServerIsReconnected) {
+  const std::string url = FreshDatabase();
+  absl::StatusOr<std::unique_ptr<PostgresStore>> store = PostgresStore::Open(url, Dir("pg_re"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->AwaitSaved((*store)->SaveJob(MakeJob(7, v1::JOB_STATE_QUEUED))).ok());
+  ASSERT_TRUE(g_postgres->Stop().ok());
+  absl::StatusOr<std::optional<v1::Job>> down = (*store)->GetJob("job-7");
+  EXPECT_EQ(down.status().code(), absl::StatusCode::kUnavailable) << down.status();
+  const uint64_t lost = (*store)->SaveJob(MakeJob(8, v1::JOB_STATE_QUEUED));
+  EXPECT_EQ((*store)->AwaitSaved(lost).code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(g_postgres->StartAgain().ok());
+  absl::StatusOr<std::optional<v1::Job>> back = (*store)->GetJob("job-7");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->has_value());
 }
 
 }  // namespace

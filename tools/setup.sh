@@ -29,8 +29,9 @@ PACKAGES=(
   libcpp-httplib-dev
   # The tuner's cost model (gradient-boosted trees).
   libxgboost-dev
-  # Embedded state store.
-  libsqlite3-dev
+  # Embedded state store; PostgreSQL for a cluster's shared store (the server too: its tests
+  # start one in a temporary directory).
+  libsqlite3-dev libpq-dev postgresql
   # Content digests of artifacts (SHA-256); openssl makes the service tests' TLS certificates.
   libssl-dev openssl
   # ONNX models: the protobuf definitions the importer reads.

@@ -1,0 +1,333 @@
+#include "server/postgres_store.h"
+
+#include <endian.h>
+#include <postgresql/libpq-fe.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::server {
+namespace {
+
+// Every schema change is a new entry, never an edit of an applied one.
+const std::vector<std::vector<const char*>>& Migrations() {
+  static const auto* migrations = new std::vector<std::vector<const char*>>{
+      // 1: jobs, devices, artifacts with their bytes.
+      {"CREATE TABLE jobs (id TEXT PRIMARY KEY, created_ms BIGINT NOT NULL, job BYTEA NOT NULL)",
+       "CREATE INDEX jobs_by_created ON jobs (created_ms)",
+       "CREATE TABLE devices (key TEXT PRIMARY KEY, device BYTEA NOT NULL)",
+       "CREATE TABLE artifacts (digest TEXT PRIMARY KEY, cache_key TEXT NOT NULL, "
+       "size BIGINT NOT NULL, last_used_ms BIGINT NOT NULL, bytes BYTEA NOT NULL, module BYTEA)",
+       "CREATE INDEX artifacts_by_key ON artifacts (cache_key)"},
+  };
+  return *migrations;
+}
+
+// Held while migrating: instances starting at once take turns.
+constexpr int64_t kMigrationLock = 0x6b696c6e;  // "kiln"
+
+}  // namespace
+
+// A query's result in binary form; frees it on destruction.
+class PostgresStore::Result {
+ public:
+  explicit Result(PGresult* r) : r_(r) {}
+  Result(Result&& other) noexcept : r_(other.r_) { other.r_ = nullptr; }
+  Result& operator=(Result&&) = delete;
+  ~Result() { PQclear(r_); }
+  int rows() const { return PQntuples(r_); }
+  bool null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+  std::string Bytes(int row, int col) const {
+    return std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
+  }
+  int64_t Int(int row, int col) const {  // a BIGINT, big-endian on the wire
+    uint64_t v = 0;
+    if (PQgetlength(r_, row, col) != 8) return 0;
+    std::memcpy(&v, PQgetvalue(r_, row, col), 8);
+    return static_cast<int64_t>(be64toh(v));
+  }
+
+ private:
+  PGresult* r_;
+};
+
+int PostgresStore::SchemaVersion() { return static_cast<int>(Migrations().size()); }
+
+absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& url,
+                                                                   const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/artifacts", ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
+  }
+  std::unique_ptr<PostgresStore> store(new PostgresStore(dir));
+  store->conn_ = PQconnectdb(url.c_str());
+  if (PQstatus(store->conn_) != CONNECTION_OK) {
+    return absl::UnavailableError(
+        absl::StrCat("store: cannot connect to PostgreSQL: ", PQerrorMessage(store->conn_)));
+  }
+  if (absl::Status s = store->Migrate(); !s.ok()) return s;
+  return store;
+}
+
+PostgresStore::~PostgresStore() { PQfinish(conn_); }
+
+absl::StatusOr<PostgresStore::Result> PostgresStore::Query(const std::string& sql,
+                                                           const std::vector<std::string>& params,
+                                                           const std::vector<bool>& binary) const {
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+  for (size_t i = 0; i < params.size(); ++i) {
+    values.push_back(params[i].c_str());
+    lengths.push_back(static_cast<int>(params[i].size()));
+    formats.push_back(i < binary.size() && binary[i] ? 1 : 0);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (PQstatus(conn_) != CONNECTION_OK) PQreset(conn_);  // the server restarted, say
+  PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
+                             values.data(), lengths.data(), formats.data(), /*resultFormat=*/1);
+  ExecStatusType status = PQresultStatus(r);
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return Result(r);
+  std::string message = r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+  PQclear(r);
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  std::string what = absl::StrCat("store: PostgreSQL: ", message, " (in: ", sql.substr(0, 60), ")");
+  if (PQstatus(conn_) != CONNECTION_OK) return absl::UnavailableError(what);
+  return absl::InternalError(what);
+}
+
+absl::Status PostgresStore::Migrate() {
+  const std::string lock = absl::StrCat(kMigrationLock);
+  absl::StatusOr<Result> locked = Query("SELECT pg_advisory_lock($1::bigint)", {lock});
+  if (!locked.ok()) return locked.status();
+  auto migrate = [&]() -> absl::Status {
+    absl::StatusOr<Result> table = Query(
+        "CREATE TABLE IF NOT EXISTS kiln_schema_migrations (version INT PRIMARY KEY, "
+        "applied_unix_ms BIGINT NOT NULL)",
+        {});
+    if (!table.ok()) return table.status();
+    absl::StatusOr<Result> current =
+        Query("SELECT COALESCE(MAX(version), 0)::bigint FROM kiln_schema_migrations", {});
+    if (!current.ok()) return current.status();
+    const int64_t version = current->Int(0, 0);
+    if (version > SchemaVersion()) {
+      return absl::FailedPreconditionError(absl::StrCat("store: the database's schema is version ",
+                                                        version,
+                                                        ", newer than this "
+                                                        "kilnd's (",
+                                                        SchemaVersion(), "): upgrade kilnd"));
+    }
+    for (int v = static_cast<int>(version) + 1; v <= SchemaVersion(); ++v) {
+      std::vector<std::string> statements = {"BEGIN"};
+      for (const char* sql : Migrations()[v - 1]) statements.push_back(sql);
+      for (const std::string& sql : statements) {
+        if (absl::StatusOr<Result> r = Query(sql, {}); !r.ok()) {
+          (void)Query("ROLLBACK", {});
+          return r.status();
+        }
+      }
+      absl::StatusOr<Result> done =
+          Query("INSERT INTO kiln_schema_migrations (version, applied_unix_ms) VALUES ($1, $2)",
+                {absl::StrCat(v), absl::StrCat(NowUnixMs())});
+      if (!done.ok()) {
+        (void)Query("ROLLBACK", {});
+        return done.status();
+      }
+      if (absl::StatusOr<Result> r = Query("COMMIT", {}); !r.ok()) return r.status();
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = migrate();
+  (void)Query("SELECT pg_advisory_unlock($1::bigint)", {lock});
+  return status;
+}
+
+uint64_t PostgresStore::SaveJob(const v1::Job& job) {
+  absl::StatusOr<Result> r = Query(
+      "INSERT INTO jobs (id, created_ms, job) VALUES ($1, $2, $3) "
+      "ON CONFLICT (id) DO UPDATE SET job = excluded.job, created_ms = excluded.created_ms",
+      {job.id(), absl::StrCat(job.created_unix_ms()), job.SerializeAsString()},
+      {false, false, true});
+  std::lock_guard<std::mutex> lock(tickets_mu_);
+  const uint64_t ticket = ++ticket_;
+  if (!r.ok()) {
+    failed_[ticket] = r.status();
+    if (failed_.size() > 1024) failed_.erase(failed_.begin());  // nobody waits that long
+  }
+  return ticket;
+}
+
+absl::Status PostgresStore::AwaitSaved(uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(tickets_mu_);
+  auto it = failed_.find(ticket);
+  return it == failed_.end() ? absl::OkStatus() : it->second;
+}
+
+absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& id) {
+  absl::StatusOr<Result> r = Query("SELECT job FROM jobs WHERE id = $1", {id});
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0) return std::optional<v1::Job>();
+  v1::Job job;
+  if (!job.ParseFromString(r->Bytes(0, 0))) {
+    return absl::DataLossError("store: job " + id + " is corrupt");
+  }
+  return std::optional<v1::Job>(std::move(job));
+}
+
+absl::StatusOr<std::vector<v1::Job>> PostgresStore::LoadJobs(int limit) {
+  absl::StatusOr<Result> r =
+      Query("SELECT job FROM jobs ORDER BY created_ms DESC LIMIT $1", {absl::StrCat(limit)});
+  if (!r.ok()) return r.status();
+  std::vector<v1::Job> jobs;
+  for (int i = 0; i < r->rows(); ++i) {
+    if (!jobs.emplace_back().ParseFromString(r->Bytes(i, 0))) jobs.pop_back();
+  }
+  return jobs;
+}
+
+absl::Status PostgresStore::PutDevice(const v1::Device& device) {
+  return Query(
+             "INSERT INTO devices (key, device) VALUES ($1, $2) "
+             "ON CONFLICT (key) DO UPDATE SET device = excluded.device",
+             {device.key(), device.SerializeAsString()}, {false, true})
+      .status();
+}
+
+absl::StatusOr<std::vector<v1::Device>> PostgresStore::LoadDevices() {
+  absl::StatusOr<Result> r = Query("SELECT device FROM devices ORDER BY key", {});
+  if (!r.ok()) return r.status();
+  std::vector<v1::Device> devices;
+  for (int i = 0; i < r->rows(); ++i) {
+    if (!devices.emplace_back().ParseFromString(r->Bytes(i, 0))) devices.pop_back();
+  }
+  return devices;
+}
+
+absl::Status PostgresStore::PutArtifact(const std::string& digest, const std::string& cache_key,
+                                        const std::string& bytes, const std::string& module) {
+  // The database first (what every instance reads), then this instance's copy.
+  absl::StatusOr<Result> r = Query(
+      "INSERT INTO artifacts (digest, cache_key, size, last_used_ms, bytes, module) "
+      "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (digest) DO UPDATE SET "
+      "last_used_ms = excluded.last_used_ms, "
+      "cache_key = CASE WHEN excluded.cache_key <> '' THEN excluded.cache_key "
+      "ELSE artifacts.cache_key END, "
+      "module = COALESCE(excluded.module, artifacts.module)",
+      {digest, cache_key, absl::StrCat(bytes.size()), absl::StrCat(NowUnixMs()), bytes, module},
+      {false, false, false, false, true, true});
+  if (!r.ok()) return r.status();
+  if (absl::Status s = WriteFileAtomically(ArtifactPath(digest), bytes); !s.ok()) return s;
+  if (!module.empty()) return WriteFileAtomically(ModulePath(digest), module);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<ArtifactRecord>> PostgresStore::FindArtifact(
+    const std::string& digest) {
+  absl::StatusOr<Result> r =
+      Query("SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = $1", {digest});
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0) return std::optional<ArtifactRecord>();
+  return std::optional<ArtifactRecord>(
+      ArtifactRecord{digest, r->Bytes(0, 0), r->Int(0, 1), r->Int(0, 2)});
+}
+
+absl::StatusOr<std::string> PostgresStore::ReadArtifact(const std::string& digest) {
+  absl::StatusOr<std::optional<ArtifactRecord>> record = FindArtifact(digest);
+  if (!record.ok()) return record.status();
+  if (!record->has_value()) return absl::NotFoundError(absl::StrCat("no artifact ", digest));
+  // This instance's copy when it is intact; otherwise the database's, copied here again.
+  if (absl::StatusOr<std::string> local = ReadFile(ArtifactPath(digest));
+      local.ok() && VerifyArtifact(*local, digest).ok()) {
+    return local;
+  }
+  absl::StatusOr<Result> r = Query("SELECT bytes FROM artifacts WHERE digest = $1", {digest});
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0) return absl::NotFoundError(absl::StrCat("no artifact ", digest));
+  std::string bytes = r->Bytes(0, 0);
+  if (absl::Status verdict = VerifyArtifact(bytes, digest); !verdict.ok()) {
+    DropArtifact(digest).IgnoreError();
+    return absl::DataLossError(absl::StrCat("artifact ", digest, " is corrupt in the database (",
+                                            verdict.message(), "); it was removed from the store"));
+  }
+  WriteFileAtomically(ArtifactPath(digest), bytes).IgnoreError();  // a cache: best effort
+  return bytes;
+}
+
+absl::StatusOr<std::string> PostgresStore::ReadModule(const std::string& digest) {
+  if (absl::StatusOr<std::string> local = ReadFile(ModulePath(digest)); local.ok()) return local;
+  absl::StatusOr<Result> r = Query("SELECT module FROM artifacts WHERE digest = $1", {digest});
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0 || r->null(0, 0)) {
+    return absl::NotFoundError(absl::StrCat("store: no module for artifact ", digest));
+  }
+  std::string module = r->Bytes(0, 0);
+  WriteFileAtomically(ModulePath(digest), module).IgnoreError();
+  return module;
+}
+
+absl::StatusOr<std::vector<std::string>> PostgresStore::FindByCacheKey(
+    const std::string& cache_key) {
+  absl::StatusOr<Result> r =
+      Query("SELECT digest FROM artifacts WHERE cache_key = $1", {cache_key});
+  if (!r.ok()) return r.status();
+  std::vector<std::string> digests;
+  for (int i = 0; i < r->rows(); ++i) digests.push_back(r->Bytes(i, 0));
+  return digests;
+}
+
+void PostgresStore::TouchArtifact(const std::string& digest) {
+  Query("UPDATE artifacts SET last_used_ms = $1 WHERE digest = $2",
+        {absl::StrCat(NowUnixMs()), digest})
+      .status()
+      .IgnoreError();  // a last-used time is a hint for eviction
+}
+
+absl::StatusOr<int64_t> PostgresStore::TotalArtifactBytes() {
+  absl::StatusOr<Result> r = Query("SELECT COALESCE(SUM(size), 0)::bigint FROM artifacts", {});
+  if (!r.ok()) return r.status();
+  return r->Int(0, 0);
+}
+
+int64_t PostgresStore::DatabaseBytes() const {
+  absl::StatusOr<Result> r = Query("SELECT pg_database_size(current_database())", {});
+  return r.ok() ? r->Int(0, 0) : 0;
+}
+
+absl::Status PostgresStore::DeleteJobs(const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) {
+    if (absl::StatusOr<Result> r = Query("DELETE FROM jobs WHERE id = $1", {id}); !r.ok()) {
+      return r.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> PostgresStore::EvictTo(int64_t max_bytes, const std::string& keep) {
+  absl::StatusOr<Result> r =
+      Query("SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC", {});
+  if (!r.ok()) return r.status();
+  int64_t total = 0;
+  for (int i = 0; i < r->rows(); ++i) total += r->Int(i, 1);
+  int evicted = 0;
+  for (int i = 0; i < r->rows() && total > max_bytes; ++i) {
+    std::string digest = r->Bytes(i, 0);
+    if (digest == keep) continue;
+    if (absl::Status s = DropArtifact(digest); !s.ok()) return s;
+    total -= r->Int(i, 1);
+    ++evicted;
+  }
+  return evicted;
+}
+
+absl::Status PostgresStore::DropArtifact(const std::string& digest) {
+  absl::StatusOr<Result> r = Query("DELETE FROM artifacts WHERE digest = $1", {digest});
+  std::error_code ec;
+  std::filesystem::remove(ArtifactPath(digest), ec);
+  std::filesystem::remove(ModulePath(digest), ec);
+  return r.status();
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,110 @@
+#include "server/testing/postgres_server.h"
+
+#include <netinet/in.h>
+#include <postgresql/libpq-fe.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::server::testing {
+namespace {
+
+constexpr char kBin[] = "/usr/lib/postgresql/15/bin/";
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+}  // namespace
+
+int PostgresServer::Run(const std::string& command_line) const {
+  std::string command =
+      geteuid() == 0 ? "/usr/sbin/runuser -u postgres -- " + command_line : command_line;
+  command += " >>" + dir_ + "/commands.log 2>&1";
+  int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
+  std::unique_ptr<PostgresServer> server(new PostgresServer());
+  // Under /tmp, not the test's temporary directory: the "postgres" user must reach it.
+  char pattern[] = "/tmp/kiln-pg-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) return absl::InternalError("mkdtemp failed");
+  server->dir_ = pattern;
+  if (geteuid() == 0) {
+    const passwd* pg = getpwnam("postgres");
+    if (pg == nullptr)
+      return absl::FailedPreconditionError("no 'postgres' user (apt install postgresql)");
+    if (chown(pattern, pg->pw_uid, pg->pw_gid) != 0) return absl::InternalError("chown failed");
+  }
+  if (server->Run(absl::StrCat(kBin, "initdb -D ", server->dir_, "/data -U kiln --auth=trust ",
+                               "-E UTF8 --no-sync")) != 0) {
+    return absl::InternalError(absl::StrCat("initdb failed; see ", server->dir_, "/commands.log"));
+  }
+  if (absl::Status s = server->StartAgain(); !s.ok()) return s;
+  return server;
+}
+
+absl::Status PostgresServer::StartAgain() {
+  if (port_ == 0) port_ = FreePort();
+  if (Run(absl::StrCat(kBin, "pg_ctl -D ", dir_, "/data -l ", dir_, "/server.log -w -t 60 ",
+                       "-o '-k ", dir_, " -p ", port_,
+                       " -c listen_addresses=127.0.0.1 -c fsync=off' start")) != 0) {
+    return absl::InternalError(absl::StrCat("pg_ctl start failed; see ", dir_, "/server.log"));
+  }
+  running_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status PostgresServer::Stop() {
+  if (!running_) return absl::OkStatus();
+  running_ = false;
+  if (Run(absl::StrCat(kBin, "pg_ctl -D ", dir_, "/data -m fast -w stop")) != 0) {
+    return absl::InternalError("pg_ctl stop failed");
+  }
+  return absl::OkStatus();
+}
+
+PostgresServer::~PostgresServer() {
+  Stop().IgnoreError();
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string PostgresServer::Url(const std::string& database) const {
+  return absl::StrCat("postgresql://kiln@127.0.0.1:", port_, "/", database);
+}
+
+absl::StatusOr<std::string> PostgresServer::CreateDatabase(const std::string& name) {
+  PGconn* conn = PQconnectdb(Url("postgres").c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string error = PQerrorMessage(conn);
+    PQfinish(conn);
+    return absl::UnavailableError(error);
+  }
+  PGresult* r = PQexec(conn, absl::StrCat("CREATE DATABASE ", name).c_str());
+  bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+  std::string error = PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(conn);
+  if (!ok) return absl::InternalError(error);
+  return Url(name);
+}
+
+}  // namespace kiln::server::testing

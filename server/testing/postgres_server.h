@@ -1,0 +1,37 @@
+// A real PostgreSQL server for tests: initdb and pg_ctl from Debian's postgresql package, in a
+// fresh directory under /tmp, on a free loopback port, with trust authentication for the role
+// "kiln". PostgreSQL refuses to run as root, so as root the server runs as the "postgres" user.
+#ifndef KILN_SERVER_TESTING_POSTGRES_SERVER_H_
+#define KILN_SERVER_TESTING_POSTGRES_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::server::testing {
+
+class PostgresServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<PostgresServer>> Start();
+  ~PostgresServer();  // stops the server and removes its directory
+
+  // A new, empty database, and the libpq URL of it.
+  absl::StatusOr<std::string> CreateDatabase(const std::string& name);
+  std::string Url(const std::string& database) const;
+  absl::Status Stop();
+  absl::Status StartAgain();
+
+ private:
+  PostgresServer() = default;
+  // Runs a PostgreSQL program (as "postgres" when this process is root); its exit status.
+  int Run(const std::string& command_line) const;
+
+  std::string dir_;
+  int port_ = 0;
+  bool running_ = false;
+};
+
+}  // namespace kiln::server::testing
+
+#endif  // KILN_SERVER_TESTING_POSTGRES_SERVER_H_
