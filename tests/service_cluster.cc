@@ -67,6 +67,14 @@ absl::StatusOr<std::string> Process::WaitForLog(const std::string& needle, int t
       size_t eol = log.find('\n', from);
       if (eol != std::string::npos) return log.substr(from, eol - from);
     }
+    // Exited without writing it (checked without reaping: Wait still gets the status).
+    siginfo_t info{};
+    if (pid_ > 0 &&
+        waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == pid_ && Log().find(needle) == std::string::npos) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the process exited without '", needle, "' in ", log_path_, ":\n", Log()));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return absl::DeadlineExceededError(

@@ -1,0 +1,102 @@
+// kilnd on PostgreSQL (--postgres): the state outlives the instance that wrote it. An instance
+// compiles and runs a model and is killed with SIGKILL; a new instance, with its own local
+// directory, opens the same database and answers for everything the first one did — the jobs,
+// the artifact's bytes, the device — and a resubmit there is a cache hit.
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/agent/tensor_value.h"
+#include "runtime/artifact.h"
+#include "server/testing/postgres_server.h"
+#include "tests/service_cluster.h"
+
+namespace kiln::testing {
+namespace {
+
+v1::Job Finish(client::KilnClient& client, const absl::StatusOr<v1::SubmitResponse>& submitted) {
+  EXPECT_TRUE(submitted.ok()) << submitted.status();
+  if (!submitted.ok()) return v1::Job();
+  absl::StatusOr<v1::Job> job = client.Wait(submitted->job().id());
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? *job : v1::Job();
+}
+
+v1::SubmitCompileRequest Compile(const std::string& path) {
+  v1::SubmitCompileRequest request;
+  absl::StatusOr<v1::ModuleSource> source = client::ModuleSourceFromFile(path);
+  EXPECT_TRUE(source.ok()) << source.status();
+  *request.mutable_module() = *source;
+  return request;
+}
+
+TEST(PostgresService, AnotherInstanceAnswersForAKilledOne) {
+  absl::StatusOr<std::unique_ptr<server::testing::PostgresServer>> postgres =
+      server::testing::PostgresServer::Start();
+  ASSERT_TRUE(postgres.ok()) << postgres.status();
+  absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("kiln");
+  ASSERT_TRUE(url.ok()) << url.status();
+
+  Cluster first("first");
+  ASSERT_TRUE(first.StartDaemon({"--postgres", *url}).ok());
+  ASSERT_TRUE(first.StartAgent("cpu").ok());
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> a = first.Client();
+  ASSERT_TRUE(a.ok()) << a.status();
+  v1::Job compiled = Finish(**a, (*a)->SubmitCompile(Compile("tests/models/tiny_resnet.onnx")));
+  ASSERT_EQ(compiled.state(), v1::JOB_STATE_SUCCEEDED) << compiled.reason();
+  v1::SubmitProfileRequest profile;
+  profile.mutable_artifact()->set_digest(compiled.artifact_digest());
+  profile.set_device_key("cpu");
+  profile.mutable_options()->set_repeat(2);
+  v1::Job profiled = Finish(**a, (*a)->SubmitProfile(profile));
+  ASSERT_EQ(profiled.state(), v1::JOB_STATE_SUCCEEDED) << profiled.reason();
+  first.daemon().Signal(SIGKILL);
+  first.daemon().Wait();
+
+  Cluster second("second");  // another directory: nothing local is shared
+  ASSERT_TRUE(second.StartDaemon({"--postgres", *url}).ok());
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> b = second.Client();
+  ASSERT_TRUE(b.ok()) << b.status();
+  for (const v1::Job& earlier : {compiled, profiled}) {
+    absl::StatusOr<v1::Job> seen = (*b)->GetJob(earlier.id());
+    ASSERT_TRUE(seen.ok()) << seen.status();
+    EXPECT_EQ(seen->state(), v1::JOB_STATE_SUCCEEDED);
+    EXPECT_EQ(seen->artifact_digest(), compiled.artifact_digest());
+  }
+  absl::StatusOr<std::string> bytes = (*b)->DownloadArtifact(compiled.artifact_digest());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(static_cast<int64_t>(bytes->size()), compiled.artifact_size());
+  EXPECT_EQ(runtime::ParseArtifact(*bytes, true)->manifest().digest(), compiled.artifact_digest());
+  absl::StatusOr<std::vector<v1::Device>> devices = (*b)->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].key(), "cpu");
+  // The same compile through the second instance finds the first one's artifact.
+  v1::Job again = Finish(**b, (*b)->SubmitCompile(Compile("tests/models/tiny_resnet.onnx")));
+  ASSERT_EQ(again.state(), v1::JOB_STATE_SUCCEEDED) << again.reason();
+  EXPECT_TRUE(again.cache_hit());
+  EXPECT_EQ(again.artifact_digest(), compiled.artifact_digest());
+}
+
+TEST(PostgresService, AnUnreachableDatabaseIsAClearStartupError) {
+  Cluster cluster("unreachable");
+  // Port 1 on loopback: nothing listens.
+  absl::Status started =
+      cluster.StartDaemon({"--postgres", "postgresql://kiln@127.0.0.1:1/kiln?connect_timeout=2"});
+  EXPECT_FALSE(started.ok());
+  EXPECT_THAT(cluster.daemon().Log(), ::testing::HasSubstr("cannot connect to PostgreSQL"));
+}
+
+}  // namespace
+}  // namespace kiln::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: postgres_service_e2e_test KILND KILN_AGENT KILN\n");
+    return 2;
+  }
+  kiln::testing::TestBinaries() = {argv[1], argv[2], argv[3], ""};
+  return RUN_ALL_TESTS();
+}
