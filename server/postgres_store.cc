@@ -3,8 +3,10 @@
 #include <endian.h>
 #include <postgresql/libpq-fe.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 
@@ -27,6 +29,8 @@ const std::vector<std::vector<const char*>>& Migrations() {
 
 // Held while migrating: instances starting at once take turns.
 constexpr int64_t kMigrationLock = 0x6b696c6e;  // "kiln"
+// Held by the active instance's session for as long as it lives.
+constexpr int64_t kActiveLock = 0x6b696c6e61;  // "kilna"
 
 }  // namespace
 
@@ -56,7 +60,8 @@ class PostgresStore::Result {
 int PostgresStore::SchemaVersion() { return static_cast<int>(Migrations().size()); }
 
 absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& url,
-                                                                   const std::string& dir) {
+                                                                   const std::string& dir,
+                                                                   const OpenOptions& options) {
   std::error_code ec;
   std::filesystem::create_directories(dir + "/artifacts", ec);
   if (ec) {
@@ -69,8 +74,47 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
     return absl::UnavailableError(
         absl::StrCat("store: cannot connect to PostgreSQL: ", PQerrorMessage(store->conn_)));
   }
+  // Notices ("relation already exists, skipping") are not errors; keep them off stderr.
+  PQsetNoticeProcessor(
+      store->conn_, [](void*, const char*) {}, nullptr);
   if (absl::Status s = store->Migrate(); !s.ok()) return s;
-  return store;
+  if (!options.take_active_role) return store;
+  bool waiting = false;
+  while (true) {
+    absl::StatusOr<bool> active = store->TryBecomeActive();
+    if (!active.ok()) return active.status();
+    if (*active) return store;
+    if (!waiting && options.on_standby) options.on_standby();
+    waiting = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+absl::StatusOr<bool> PostgresStore::TryBecomeActive() const {
+  absl::StatusOr<Result> r =
+      Query("SELECT pg_try_advisory_lock($1::bigint)::int::bigint", {absl::StrCat(kActiveLock)});
+  if (!r.ok()) return r.status();
+  return r->Int(0, 0) == 1;
+}
+
+absl::Status PostgresStore::Ping() {
+  if (absl::StatusOr<Result> r = Query("SELECT 1", {}); !r.ok()) return r.status();
+  bool relock;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    relock = relock_;
+    relock_ = false;
+  }
+  if (relock) {
+    absl::StatusOr<bool> active = TryBecomeActive();
+    if (!active.ok()) return active.status();
+    if (!*active) lost_active_ = true;
+  }
+  if (lost_active_) {
+    return absl::AbortedError(
+        "store: after reconnecting to PostgreSQL another kilnd is active on this database");
+  }
+  return absl::OkStatus();
 }
 
 PostgresStore::~PostgresStore() { PQfinish(conn_); }
@@ -86,7 +130,10 @@ absl::StatusOr<PostgresStore::Result> PostgresStore::Query(const std::string& sq
     formats.push_back(i < binary.size() && binary[i] ? 1 : 0);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (PQstatus(conn_) != CONNECTION_OK) PQreset(conn_);  // the server restarted, say
+  if (PQstatus(conn_) != CONNECTION_OK) {  // the server restarted, say
+    PQreset(conn_);
+    relock_ = PQstatus(conn_) == CONNECTION_OK;  // a new session holds no lock (Ping takes it)
+  }
   PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
                              values.data(), lengths.data(), formats.data(), /*resultFormat=*/1);
   ExecStatusType status = PQresultStatus(r);

@@ -7,9 +7,15 @@
 // so instances starting at once apply each migration exactly once. Writes are synchronous: a
 // SaveJob's row is committed when it returns. One connection behind a mutex; a broken
 // connection is reset on the next call.
+//
+// One instance is active on a database at a time: Open waits (a standby) until it holds the
+// "active" advisory lock, which PostgreSQL releases when the active instance's session ends —
+// killed, crashed, cut off — so a standby takes over by itself. Jobs are not yet leased to
+// instances, which is what several active instances would need.
 #ifndef KILN_SERVER_POSTGRES_STORE_H_
 #define KILN_SERVER_POSTGRES_STORE_H_
 
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -21,9 +27,21 @@ namespace kiln::server {
 
 class PostgresStore final : public Store {
  public:
+  struct OpenOptions {
+    // Return only once this instance is the active one (kilnd); false opens the store beside
+    // the active instance (tools, tests).
+    bool take_active_role = false;
+    // Called once when another instance is active and Open starts waiting.
+    std::function<void()> on_standby;
+  };
   // `url`: a libpq connection string ("postgresql://kiln@127.0.0.1:5432/kiln" or "host=...").
   static absl::StatusOr<std::unique_ptr<PostgresStore>> Open(const std::string& url,
-                                                             const std::string& dir);
+                                                             const std::string& dir,
+                                                             const OpenOptions& options);
+  static absl::StatusOr<std::unique_ptr<PostgresStore>> Open(const std::string& url,
+                                                             const std::string& dir) {
+    return Open(url, dir, OpenOptions());
+  }
   ~PostgresStore() override;
 
   uint64_t SaveJob(const v1::Job& job) override;
@@ -44,6 +62,9 @@ class PostgresStore final : public Store {
   absl::Status DeleteJobs(const std::vector<std::string>& ids) override;
   absl::StatusOr<int> EvictTo(int64_t max_bytes, const std::string& keep) override;
   absl::Status DropArtifact(const std::string& digest) override;
+  // Unavailable while the database cannot be reached; Aborted when, reconnected, this instance
+  // finds another one active (it must stop: its jobs are that one's now).
+  absl::Status Ping() override;
 
   // The schema version this binary migrates to.
   static int SchemaVersion();
@@ -55,9 +76,14 @@ class PostgresStore final : public Store {
   absl::StatusOr<Result> Query(const std::string& sql, const std::vector<std::string>& params,
                                const std::vector<bool>& binary = {}) const;
   absl::Status Migrate();
+  // Takes the active lock on the current session; false when another instance holds it.
+  absl::StatusOr<bool> TryBecomeActive() const;
 
   mutable std::mutex mu_;  // conn_
   pg_conn* conn_ = nullptr;
+  // The session that holds the active lock was replaced by a reset: take the lock again.
+  mutable bool relock_ = false;
+  mutable bool lost_active_ = false;
   std::mutex tickets_mu_;
   uint64_t ticket_ = 0;
   std::map<uint64_t, absl::Status> failed_;  // the saves that failed, by ticket

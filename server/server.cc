@@ -3,10 +3,13 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -35,6 +38,12 @@ struct KilnServer::Parts {
   std::string client_tokens_file, agent_tokens_file;
   bool allow_shared_token_files = false;
   std::string agent_certs_file;
+  // Readiness: the health service says SERVING while the store answers (asked every second),
+  // NOT_SERVING while it does not and from the start of a drain.
+  std::thread readiness;
+  std::mutex readiness_mu;
+  std::condition_variable readiness_cv;
+  bool stopping = false;
 };
 
 namespace {
@@ -191,10 +200,19 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   if (jobs.tuning_db_path.empty()) {
     jobs.tuning_db_path = (std::filesystem::path(options.store_dir) / "tuning.db").string();
   }
-  absl::StatusOr<std::unique_ptr<Store>> store =
-      options.postgres_url.empty() ? Store::Open(options.store_dir)
-                                   : absl::StatusOr<std::unique_ptr<Store>>(PostgresStore::Open(
-                                         options.postgres_url, options.store_dir));
+  absl::StatusOr<std::unique_ptr<Store>> store = absl::InternalError("no store");
+  if (options.postgres_url.empty()) {
+    store = Store::Open(options.store_dir);
+  } else {
+    // A standby waits here, not listening, until the active instance's session ends.
+    PostgresStore::OpenOptions open;
+    open.take_active_role = true;
+    open.on_standby = [] {
+      LogEvent(LogLevel::kInfo, "standby",
+               {{"reason", "another kilnd is active on this database; waiting to take over"}});
+    };
+    store = PostgresStore::Open(options.postgres_url, options.store_dir, open);
+  }
   if (!store.ok()) return store.status();
   parts->store = std::move(*store);
   parts->cache = std::make_unique<ArtifactCache>(parts->store.get(), options.cache_max_bytes);
@@ -238,6 +256,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
     parts->metrics = std::move(*metrics);
   }
   server->parts_ = std::move(parts);
+  KilnServer* raw = server.get();
+  server->parts_->readiness = std::thread([raw] { raw->ReadinessLoop(); });
   LogEvent(LogLevel::kInfo, "kilnd serving",
            {{"port", std::to_string(server->port_)},
             {"store", options.store_dir},
@@ -258,9 +278,44 @@ KilnServer::~KilnServer() { Shutdown(); }
 
 void KilnServer::Wait() { server_->Wait(); }
 
+void KilnServer::ReadinessLoop() {
+  bool serving = true;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(parts_->readiness_mu);
+      if (parts_->readiness_cv.wait_for(lock, std::chrono::seconds(1),
+                                        [&] { return parts_->stopping; })) {
+        return;
+      }
+    }
+    absl::Status store = parts_->store->Ping();
+    if (store.code() == absl::StatusCode::kAborted) {
+      // Another instance holds the database now: stop the way an operator would.
+      LogEvent(LogLevel::kError, "no longer the active instance", {{"reason", store.ToString()}});
+      server_->GetHealthCheckService()->SetServingStatus(false);
+      kill(getpid(), SIGTERM);
+      return;
+    }
+    if (store.ok() != serving) {
+      serving = store.ok();
+      server_->GetHealthCheckService()->SetServingStatus(serving);
+      LogEvent(serving ? LogLevel::kInfo : LogLevel::kError,
+               serving ? "store reachable again: serving" : "store unreachable: not serving",
+               {{"reason", store.ToString()}});
+    }
+  }
+}
+
 void KilnServer::Shutdown() {
   if (server_ == nullptr) return;
   std::call_once(parts_->shutdown_once, [this] {
+    {
+      std::lock_guard<std::mutex> lock(parts_->readiness_mu);
+      parts_->stopping = true;
+      parts_->readiness_cv.notify_all();
+    }
+    if (parts_->readiness.joinable()) parts_->readiness.join();
+    server_->GetHealthCheckService()->SetServingStatus(false);  // a balancer stops sending here
     LogEvent(LogLevel::kInfo, "draining",
              {{"timeout_ms", std::to_string(parts_->drain_timeout_ms)}});
     // New submissions are refused from here; running jobs get the drain timeout to finish.

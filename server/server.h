@@ -67,6 +67,8 @@ class KilnServer {
 
  private:
   KilnServer() = default;
+  // Reports the store's reachability through the health service until Shutdown.
+  void ReadinessLoop();
   struct Parts;
   std::unique_ptr<Parts> parts_;
   std::unique_ptr<grpc::Server> server_;

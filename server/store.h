@@ -69,6 +69,8 @@ class Store {
   // Returns how many were removed.
   virtual absl::StatusOr<int> EvictTo(int64_t max_bytes, const std::string& keep) = 0;
   virtual absl::Status DropArtifact(const std::string& digest) = 0;
+  // OK while the store can be used: what readiness reports (an embedded store always can).
+  virtual absl::Status Ping() { return absl::OkStatus(); }
 
   const std::string& dir() const { return dir_; }
   // Where an artifact's bytes live on this machine (whether or not it is stored).

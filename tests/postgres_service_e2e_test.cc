@@ -1,12 +1,20 @@
 // kilnd on PostgreSQL (--postgres): the state outlives the instance that wrote it. An instance
-// compiles and runs a model and is killed with SIGKILL; a new instance, with its own local
-// directory, opens the same database and answers for everything the first one did — the jobs,
-// the artifact's bytes, the device — and a resubmit there is a cache hit.
+// compiles and runs a model while a second one, with its own local directory, waits as a
+// standby; the first is killed with SIGKILL, the standby takes over by itself and answers for
+// everything the first one did — the jobs, the artifact's bytes, the device — and a resubmit
+// there is a cache hit. Readiness follows the database: NOT_SERVING while it is down, SERVING
+// once it is back.
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
 #include "server/testing/postgres_server.h"
@@ -51,11 +59,25 @@ TEST(PostgresService, AnotherInstanceAnswersForAKilledOne) {
   profile.mutable_options()->set_repeat(2);
   v1::Job profiled = Finish(**a, (*a)->SubmitProfile(profile));
   ASSERT_EQ(profiled.state(), v1::JOB_STATE_SUCCEEDED) << profiled.reason();
-  first.daemon().Signal(SIGKILL);
-  first.daemon().Wait();
 
   Cluster second("second");  // another directory: nothing local is shared
-  ASSERT_TRUE(second.StartDaemon({"--postgres", *url}).ok());
+  absl::Status second_started;
+  std::thread standby([&] { second_started = second.StartDaemon({"--postgres", *url}); });
+  const std::string second_log = second.dir() + "/kilnd.0.log";
+  bool waiting = false;
+  for (int i = 0; i < 300 && !waiting; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream in(second_log);
+    std::stringstream log;
+    log << in.rdbuf();
+    waiting = log.str().find("\"standby\"") != std::string::npos;
+    EXPECT_EQ(log.str().find("listening on port"), std::string::npos);  // not while standby
+  }
+  ASSERT_TRUE(waiting) << "the second instance never reported standby";
+  first.daemon().Signal(SIGKILL);
+  first.daemon().Wait();
+  standby.join();  // it takes over once the first one's session is gone
+  ASSERT_TRUE(second_started.ok()) << second_started;
   absl::StatusOr<std::unique_ptr<client::KilnClient>> b = second.Client();
   ASSERT_TRUE(b.ok()) << b.status();
   for (const v1::Job& earlier : {compiled, profiled}) {
@@ -77,6 +99,40 @@ TEST(PostgresService, AnotherInstanceAnswersForAKilledOne) {
   ASSERT_EQ(again.state(), v1::JOB_STATE_SUCCEEDED) << again.reason();
   EXPECT_TRUE(again.cache_hit());
   EXPECT_EQ(again.artifact_digest(), compiled.artifact_digest());
+}
+
+grpc::health::v1::HealthCheckResponse::ServingStatus Health(const Cluster& cluster) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status s = stub->Check(&context, request, &response);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return response.status();
+}
+
+TEST(PostgresService, ReadinessFollowsTheDatabase) {
+  absl::StatusOr<std::unique_ptr<server::testing::PostgresServer>> postgres =
+      server::testing::PostgresServer::Start();
+  ASSERT_TRUE(postgres.ok()) << postgres.status();
+  absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("kiln");
+  ASSERT_TRUE(url.ok()) << url.status();
+  Cluster cluster("readiness");
+  ASSERT_TRUE(cluster.StartDaemon({"--postgres", *url}).ok());
+  EXPECT_EQ(Health(cluster), grpc::health::v1::HealthCheckResponse::SERVING);
+  ASSERT_TRUE((*postgres)->Stop().ok());
+  ASSERT_TRUE(cluster.daemon().WaitForLog("store unreachable: not serving", 10000).ok());
+  EXPECT_EQ(Health(cluster), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  ASSERT_TRUE((*postgres)->StartAgain().ok());
+  ASSERT_TRUE(cluster.daemon().WaitForLog("store reachable again: serving", 10000).ok());
+  EXPECT_EQ(Health(cluster), grpc::health::v1::HealthCheckResponse::SERVING);
+  // And it works again: a compile goes through.
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster.Client();
+  ASSERT_TRUE(c.ok()) << c.status();
+  v1::Job compiled = Finish(**c, (*c)->SubmitCompile(Compile("tests/models/mlp_784_128_10.onnx")));
+  EXPECT_EQ(compiled.state(), v1::JOB_STATE_SUCCEEDED) << compiled.reason();
 }
 
 TEST(PostgresService, AnUnreachableDatabaseIsAClearStartupError) {
