@@ -46,8 +46,8 @@ class Cluster {
   // `name` names the directory of this cluster's store and logs.
   explicit Cluster(const std::string& name) : dir_(TmpPath(name)) {}
 
-  // Starts kilnd on a free port (or, restarting, on the port it had) with a store in the
-  // cluster's directory.
+  // Starts kilnd on a free port (or, restarting or after set_port, on that port) with a store in
+  // the cluster's directory.
   absl::Status StartDaemon(const std::vector<std::string>& extra_flags = {},
                            bool same_port = false);
   // SIGTERM, and the exit status.
@@ -64,6 +64,11 @@ class Cluster {
   Process& daemon() { return *daemon_; }
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // The port the next StartDaemon(..., /*same_port=*/true) listens on, known before it does (a
+  // standby listens only once it is active).
+  void set_port(int port) { port_ = port; }
+  int port() const { return port_; }
+  static int FreePort();
   int metrics_port() const { return metrics_port_; }
   const std::string& dir() const { return dir_; }
   absl::StatusOr<std::unique_ptr<client::KilnClient>> Client(

@@ -32,6 +32,8 @@ PACKAGES=(
   # Embedded state store; PostgreSQL for a cluster's shared store (the server too: its tests
   # start one in a temporary directory).
   libsqlite3-dev libpq-dev postgresql
+  # The cluster's load balancer, run by tests:cluster_e2e_test with deploy/nginx/kiln.conf.
+  nginx-light
   # Content digests of artifacts (SHA-256); openssl makes the service tests' TLS certificates.
   libssl-dev openssl
   # ONNX models: the protobuf definitions the importer reads.
