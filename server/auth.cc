@@ -105,7 +105,7 @@ absl::StatusOr<std::map<std::string, Principal>> ReadAgentCerts(const std::strin
   return certs;
 }
 
-grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& context, Role role,
+grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContextBase& context, Role role,
                        Principal* principal) {
   if (!config.enabled()) {
     // Mutual TLS without tokens: the verified client certificate's subject is the principal.

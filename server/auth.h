@@ -67,7 +67,7 @@ absl::StatusOr<Principal> AuthorizeBearer(const AuthConfig& config, absl::string
 // OK with the caller in `principal`, or Unauthenticated: no token, or one this role does not
 // accept (an unknown token and the other role's get the same answer, so a guess learns nothing).
 // Digests are compared in constant time.
-grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContext& context, Role role,
+grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContextBase& context, Role role,
                        Principal* principal);
 
 }  // namespace kiln::server

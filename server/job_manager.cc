@@ -341,6 +341,9 @@ void JobManager::PublishLocked(Entry& e, const std::string& message) {
   event.set_state(e.job.state());
   event.set_message(message);
   *event.mutable_job() = e.job;
+  if (auto it = watchers_.find(e.job.id()); it != watchers_.end()) {
+    for (auto& [subscription, push] : it->second) push(event);
+  }
   changed_.notify_all();
 }
 
@@ -411,43 +414,47 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id, const std::str
   return e.job;
 }
 
-absl::Status JobManager::Watch(const std::string& id,
-                               const std::function<bool(const v1::JobEvent&)>& send,
-                               const std::function<bool()>& stopped) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) {
-    lock.unlock();
-    absl::StatusOr<v1::Job> job = Get(id);  // older than what is kept in memory
-    if (!job.ok()) return job.status();
-    v1::JobEvent event;
-    event.set_job_id(id);
-    event.set_unix_ms(job->finished_unix_ms());
-    event.set_state(job->state());
-    *event.mutable_job() = *job;
-    send(event);
-    return absl::OkStatus();
-  }
-  Entry* e = it->second.get();
-  // First the job as it is now, then each event after it.
-  v1::JobEvent now;
-  now.set_job_id(id);
-  now.set_unix_ms(NowUnixMs());
-  now.set_state(e->job.state());
-  now.set_message(e->events.empty() ? "" : e->events.back().message());
-  *now.mutable_job() = e->job;
-  size_t seen = e->events.size();
-  while (true) {
-    lock.unlock();
-    if (!send(now)) return absl::CancelledError("the watcher went away");
-    lock.lock();
-    if (Terminal(now.state())) return absl::OkStatus();
-    while (e->events.size() == seen) {
-      if (stopped() || stopping_) return absl::CancelledError("the watch was stopped");
-      changed_.wait_for(lock, std::chrono::milliseconds(250));
+absl::StatusOr<uint64_t> JobManager::Subscribe(const std::string& id,
+                                               std::function<void(const v1::JobEvent&)> push) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) {
+      const Entry& e = *it->second;
+      v1::JobEvent now;  // the job as it is; later events follow from PublishLocked
+      now.set_job_id(id);
+      now.set_unix_ms(NowUnixMs());
+      now.set_state(e.job.state());
+      now.set_message(e.events.empty() ? "" : e.events.back().message());
+      *now.mutable_job() = e.job;
+      push(now);
+      const uint64_t subscription = next_subscription_++;
+      watchers_[id].emplace(subscription, std::move(push));
+      watched_job_[subscription] = id;
+      return subscription;
     }
-    now = e->events[seen++];
   }
+  absl::StatusOr<v1::Job> job = Get(id);  // older than what is kept in memory
+  if (!job.ok()) return job.status();
+  v1::JobEvent event;
+  event.set_job_id(id);
+  event.set_unix_ms(job->finished_unix_ms());
+  event.set_state(job->state());
+  *event.mutable_job() = *job;
+  push(event);
+  return 0;
+}
+
+void JobManager::Unsubscribe(uint64_t subscription) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = watched_job_.find(subscription);
+  if (it == watched_job_.end()) return;
+  auto job = watchers_.find(it->second);
+  if (job != watchers_.end()) {
+    job->second.erase(subscription);
+    if (job->second.empty()) watchers_.erase(job);
+  }
+  watched_job_.erase(it);
 }
 
 // --- compiles -----------------------------------------------------------------------------

@@ -139,10 +139,14 @@ class JobManager {
   // Whether one of `client`'s jobs produced or ran the artifact `digest` (a cache hit counts).
   bool HasArtifact(const std::string& client, const std::string& digest);
   absl::StatusOr<v1::Job> Cancel(const std::string& id, const std::string& reason);
-  // Sends the job as it is, then every event, until the job is done (OK), `send` fails or
-  // `stopped()` (Cancelled).
-  absl::Status Watch(const std::string& id, const std::function<bool(const v1::JobEvent&)>& send,
-                     const std::function<bool()>& stopped);
+  // A watch without a waiting thread (WatchJob on gRPC's callback API): `push` gets the job as
+  // it is now, then every later event in order, until Unsubscribe. It is called with the
+  // manager's lock held, so it must only queue what it gets. Returns the subscription, or 0 for
+  // a job no longer in memory (then its one event is the job as stored, a finished one).
+  absl::StatusOr<uint64_t> Subscribe(const std::string& id,
+                                     std::function<void(const v1::JobEvent&)> push);
+  // After it returns, the subscription's `push` is not running and never runs again.
+  void Unsubscribe(uint64_t subscription);
 
   // Agents.
   std::shared_ptr<AgentLink> RegisterAgent(const v1::RegisterAgent& hello,
@@ -229,7 +233,11 @@ class JobManager {
   ArtifactCache* cache_;
 
   std::mutex mu_;
-  std::condition_variable changed_;        // any job event (watchers wait on it)
+  std::condition_variable changed_;  // any job event
+  // Watchers by job: subscription -> push (Subscribe).
+  std::map<std::string, std::map<uint64_t, std::function<void(const v1::JobEvent&)>>> watchers_;
+  std::map<uint64_t, std::string> watched_job_;  // subscription -> job id
+  uint64_t next_subscription_ = 1;
   std::condition_variable compile_ready_;  // the compile queue grew or the manager stops
   std::map<std::string, std::unique_ptr<Entry>> jobs_;
   std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (client, key)

@@ -141,23 +141,18 @@ TEST_F(JobManagerTest, DeadlinesAreClampedAndATaskPastItsDeadlineFails) {
 TEST_F(JobManagerTest, WatchersSeeEveryEventInOrderThenTheEnd) {
   Open("watch");
   Submitted s = manager_->EnqueueTask(ProfileJob("alice"), v1::Task());
-  std::vector<v1::JobState> seen;
-  std::thread watcher([&] {
-    absl::Status done = manager_->Watch(
-        s.job.id(),
-        [&](const v1::JobEvent& e) {
-          seen.push_back(e.state());
-          return true;
-        },
-        [] { return false; });
-    EXPECT_TRUE(done.ok()) << done;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::vector<v1::JobState> seen;  // written under the manager's lock, read after Unsubscribe
+  absl::StatusOr<uint64_t> watch =
+      manager_->Subscribe(s.job.id(), [&](const v1::JobEvent& e) { seen.push_back(e.state()); });
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  EXPECT_NE(*watch, 0u);
   ASSERT_TRUE(manager_->Cancel(s.job.id(), "").ok());
-  watcher.join();
-  ASSERT_FALSE(seen.empty());
+  manager_->Unsubscribe(*watch);
+  ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen.front(), v1::JOB_STATE_QUEUED);
   EXPECT_EQ(seen.back(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(manager_->Subscribe("job-nonexistent", [](const v1::JobEvent&) {}).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(JobManagerTest, AShutdownFailsWhatWasUnfinishedAndARestartKeepsWhatWasDone) {

@@ -2,7 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <deque>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -517,19 +519,102 @@ grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobR
   return grpc::Status::OK;
 }
 
-grpc::Status KilnService::WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
-                                   grpc::ServerWriter<v1::JobEvent>* writer) {
-  Principal caller;
-  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
-    return s;
-  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
-  if (absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id()); !job.ok()) {
-    return ToGrpc(job.status());
+namespace {
+
+// One WatchJob stream: the job manager pushes events (under its lock, so Push only queues),
+// the reactor writes them one at a time and finishes after the terminal one. No thread waits.
+class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
+ public:
+  explicit WatchReactor(JobManager* jobs) : jobs_(jobs) {}
+
+  void Begin(const std::string& id) {
+    absl::StatusOr<uint64_t> subscription =
+        jobs_->Subscribe(id, [this](const v1::JobEvent& e) { Push(e); });
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!subscription.ok()) {
+      FinishLocked(ToGrpc(subscription.status()));
+      return;
+    }
+    subscription_ = *subscription;
   }
-  absl::Status s = ctx_->jobs->Watch(
-      request->job_id(), [&](const v1::JobEvent& e) { return writer->Write(e); },
-      [&] { return context->IsCancelled(); });
-  return ToGrpc(s);
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {
+      FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the watcher went away"));
+    } else if (Terminal(current_.state()) || cancelled_) {
+      FinishLocked(cancelled_ ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")
+                              : grpc::Status::OK);
+    } else if (!pending_.empty()) {
+      WriteNextLocked();
+    }
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    if (!writing_) FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+
+  void OnDone() override {
+    if (subscription_ != 0) jobs_->Unsubscribe(subscription_);
+    delete this;
+  }
+
+ private:
+  static bool Terminal(v1::JobState s) {
+    return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
+           s == v1::JOB_STATE_CANCELLED;
+  }
+
+  void Push(const v1::JobEvent& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    pending_.push_back(e);
+    if (!writing_) WriteNextLocked();
+  }
+
+  void WriteNextLocked() {
+    current_ = std::move(pending_.front());
+    pending_.pop_front();
+    writing_ = true;
+    StartWrite(&current_);
+  }
+
+  void FinishLocked(const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  JobManager* jobs_;
+  std::mutex mu_;
+  std::deque<v1::JobEvent> pending_;
+  v1::JobEvent current_;  // the one being written
+  bool writing_ = false, cancelled_ = false, finished_ = false;
+  uint64_t subscription_ = 0;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::JobEvent>* KilnService::WatchJob(grpc::CallbackServerContext* context,
+                                                              const v1::WatchJobRequest* request) {
+  auto* reactor = new WatchReactor(ctx_->jobs);
+  Principal caller;
+  grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller);
+  if (s.ok()) s = StringsWithin(*request, ctx_->max_string_bytes);
+  if (s.ok()) {
+    if (absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id()); !job.ok()) {
+      s = ToGrpc(job.status());
+    }
+  }
+  if (!s.ok()) {
+    reactor->Finish(s);
+    return reactor;
+  }
+  reactor->Begin(request->job_id());
+  return reactor;
 }
 
 grpc::Status KilnService::CancelJob(grpc::ServerContext* context,

@@ -29,7 +29,10 @@ struct ServiceContext {
   int64_t max_string_bytes = 4096;  // any string field of a request (ServerOptions)
 };
 
-class KilnService final : public kiln::v1::Kiln::Service {
+// WatchJob runs on gRPC's callback API (a reactor per stream, no thread per watcher); the other
+// methods are synchronous.
+class KilnService final
+    : public kiln::v1::Kiln::WithCallbackMethod_WatchJob<kiln::v1::Kiln::Service> {
  public:
   explicit KilnService(ServiceContext* ctx) : ctx_(ctx) {}
 
@@ -49,8 +52,8 @@ class KilnService final : public kiln::v1::Kiln::Service {
                           kiln::v1::SubmitResponse* response) override;
   grpc::Status GetJob(grpc::ServerContext* context, const kiln::v1::GetJobRequest* request,
                       kiln::v1::Job* response) override;
-  grpc::Status WatchJob(grpc::ServerContext* context, const kiln::v1::WatchJobRequest* request,
-                        grpc::ServerWriter<kiln::v1::JobEvent>* writer) override;
+  grpc::ServerWriteReactor<kiln::v1::JobEvent>* WatchJob(
+      grpc::CallbackServerContext* context, const kiln::v1::WatchJobRequest* request) override;
   grpc::Status CancelJob(grpc::ServerContext* context, const kiln::v1::CancelJobRequest* request,
                          kiln::v1::Job* response) override;
   grpc::Status ListJobs(grpc::ServerContext* context, const kiln::v1::ListJobsRequest* request,
