@@ -1,8 +1,5 @@
 #include "server/postgres_store.h"
 
-#include <endian.h>
-#include <postgresql/libpq-fe.h>
-
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -34,29 +31,6 @@ constexpr int64_t kActiveLock = 0x6b696c6e61;  // "kilna"
 
 }  // namespace
 
-// A query's result in binary form; frees it on destruction.
-class PostgresStore::Result {
- public:
-  explicit Result(PGresult* r) : r_(r) {}
-  Result(Result&& other) noexcept : r_(other.r_) { other.r_ = nullptr; }
-  Result& operator=(Result&&) = delete;
-  ~Result() { PQclear(r_); }
-  int rows() const { return PQntuples(r_); }
-  bool null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
-  std::string Bytes(int row, int col) const {
-    return std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
-  }
-  int64_t Int(int row, int col) const {  // a BIGINT, big-endian on the wire
-    uint64_t v = 0;
-    if (PQgetlength(r_, row, col) != 8) return 0;
-    std::memcpy(&v, PQgetvalue(r_, row, col), 8);
-    return static_cast<int64_t>(be64toh(v));
-  }
-
- private:
-  PGresult* r_;
-};
-
 int PostgresStore::SchemaVersion() { return static_cast<int>(Migrations().size()); }
 
 absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& url,
@@ -69,14 +43,11 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
         absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
   }
   std::unique_ptr<PostgresStore> store(new PostgresStore(dir));
-  store->conn_ = PQconnectdb(url.c_str());
-  if (PQstatus(store->conn_) != CONNECTION_OK) {
-    return absl::UnavailableError(
-        absl::StrCat("store: cannot connect to PostgreSQL: ", PQerrorMessage(store->conn_)));
+  absl::StatusOr<std::unique_ptr<support::PgConnection>> db = support::PgConnection::Connect(url);
+  if (!db.ok()) {
+    return absl::Status(db.status().code(), absl::StrCat("store: ", db.status().message()));
   }
-  // Notices ("relation already exists, skipping") are not errors; keep them off stderr.
-  PQsetNoticeProcessor(
-      store->conn_, [](void*, const char*) {}, nullptr);
+  store->db_ = std::move(*db);
   if (absl::Status s = store->Migrate(); !s.ok()) return s;
   if (!options.take_active_role) return store;
   bool waiting = false;
@@ -91,21 +62,15 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
 }
 
 absl::StatusOr<bool> PostgresStore::TryBecomeActive() const {
-  absl::StatusOr<Result> r =
-      Query("SELECT pg_try_advisory_lock($1::bigint)::int::bigint", {absl::StrCat(kActiveLock)});
+  absl::StatusOr<support::PgResult> r = db_->Query(
+      "SELECT pg_try_advisory_lock($1::bigint)::int::bigint", {absl::StrCat(kActiveLock)});
   if (!r.ok()) return r.status();
   return r->Int(0, 0) == 1;
 }
 
 absl::Status PostgresStore::Ping() {
-  if (absl::StatusOr<Result> r = Query("SELECT 1", {}); !r.ok()) return r.status();
-  bool relock;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    relock = relock_;
-    relock_ = false;
-  }
-  if (relock) {
+  if (absl::StatusOr<support::PgResult> r = db_->Query("SELECT 1", {}); !r.ok()) return r.status();
+  if (db_->TakeReset()) {  // a new session: it holds no lock until it takes it again
     absl::StatusOr<bool> active = TryBecomeActive();
     if (!active.ok()) return active.status();
     if (!*active) lost_active_ = true;
@@ -117,47 +82,21 @@ absl::Status PostgresStore::Ping() {
   return absl::OkStatus();
 }
 
-PostgresStore::~PostgresStore() { PQfinish(conn_); }
-
-absl::StatusOr<PostgresStore::Result> PostgresStore::Query(const std::string& sql,
-                                                           const std::vector<std::string>& params,
-                                                           const std::vector<bool>& binary) const {
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
-  for (size_t i = 0; i < params.size(); ++i) {
-    values.push_back(params[i].c_str());
-    lengths.push_back(static_cast<int>(params[i].size()));
-    formats.push_back(i < binary.size() && binary[i] ? 1 : 0);
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (PQstatus(conn_) != CONNECTION_OK) {  // the server restarted, say
-    PQreset(conn_);
-    relock_ = PQstatus(conn_) == CONNECTION_OK;  // a new session holds no lock (Ping takes it)
-  }
-  PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
-                             values.data(), lengths.data(), formats.data(), /*resultFormat=*/1);
-  ExecStatusType status = PQresultStatus(r);
-  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return Result(r);
-  std::string message = r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
-  PQclear(r);
-  while (!message.empty() && message.back() == '\n') message.pop_back();
-  std::string what = absl::StrCat("store: PostgreSQL: ", message, " (in: ", sql.substr(0, 60), ")");
-  if (PQstatus(conn_) != CONNECTION_OK) return absl::UnavailableError(what);
-  return absl::InternalError(what);
-}
+PostgresStore::~PostgresStore() = default;
 
 absl::Status PostgresStore::Migrate() {
   const std::string lock = absl::StrCat(kMigrationLock);
-  absl::StatusOr<Result> locked = Query("SELECT pg_advisory_lock($1::bigint)", {lock});
+  absl::StatusOr<support::PgResult> locked =
+      db_->Query("SELECT pg_advisory_lock($1::bigint)", {lock});
   if (!locked.ok()) return locked.status();
   auto migrate = [&]() -> absl::Status {
-    absl::StatusOr<Result> table = Query(
+    absl::StatusOr<support::PgResult> table = db_->Query(
         "CREATE TABLE IF NOT EXISTS kiln_schema_migrations (version INT PRIMARY KEY, "
         "applied_unix_ms BIGINT NOT NULL)",
         {});
     if (!table.ok()) return table.status();
-    absl::StatusOr<Result> current =
-        Query("SELECT COALESCE(MAX(version), 0)::bigint FROM kiln_schema_migrations", {});
+    absl::StatusOr<support::PgResult> current =
+        db_->Query("SELECT COALESCE(MAX(version), 0)::bigint FROM kiln_schema_migrations", {});
     if (!current.ok()) return current.status();
     const int64_t version = current->Int(0, 0);
     if (version > SchemaVersion()) {
@@ -171,29 +110,30 @@ absl::Status PostgresStore::Migrate() {
       std::vector<std::string> statements = {"BEGIN"};
       for (const char* sql : Migrations()[v - 1]) statements.push_back(sql);
       for (const std::string& sql : statements) {
-        if (absl::StatusOr<Result> r = Query(sql, {}); !r.ok()) {
-          (void)Query("ROLLBACK", {});
+        if (absl::StatusOr<support::PgResult> r = db_->Query(sql, {}); !r.ok()) {
+          (void)db_->Query("ROLLBACK", {});
           return r.status();
         }
       }
-      absl::StatusOr<Result> done =
-          Query("INSERT INTO kiln_schema_migrations (version, applied_unix_ms) VALUES ($1, $2)",
-                {absl::StrCat(v), absl::StrCat(NowUnixMs())});
+      absl::StatusOr<support::PgResult> done = db_->Query(
+          "INSERT INTO kiln_schema_migrations (version, applied_unix_ms) VALUES ($1, $2)",
+          {absl::StrCat(v), absl::StrCat(NowUnixMs())});
       if (!done.ok()) {
-        (void)Query("ROLLBACK", {});
+        (void)db_->Query("ROLLBACK", {});
         return done.status();
       }
-      if (absl::StatusOr<Result> r = Query("COMMIT", {}); !r.ok()) return r.status();
+      if (absl::StatusOr<support::PgResult> r = db_->Query("COMMIT", {}); !r.ok())
+        return r.status();
     }
     return absl::OkStatus();
   };
   absl::Status status = migrate();
-  (void)Query("SELECT pg_advisory_unlock($1::bigint)", {lock});
+  (void)db_->Query("SELECT pg_advisory_unlock($1::bigint)", {lock});
   return status;
 }
 
 uint64_t PostgresStore::SaveJob(const v1::Job& job) {
-  absl::StatusOr<Result> r = Query(
+  absl::StatusOr<support::PgResult> r = db_->Query(
       "INSERT INTO jobs (id, created_ms, job) VALUES ($1, $2, $3) "
       "ON CONFLICT (id) DO UPDATE SET job = excluded.job, created_ms = excluded.created_ms",
       {job.id(), absl::StrCat(job.created_unix_ms()), job.SerializeAsString()},
@@ -214,7 +154,7 @@ absl::Status PostgresStore::AwaitSaved(uint64_t ticket) {
 }
 
 absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& id) {
-  absl::StatusOr<Result> r = Query("SELECT job FROM jobs WHERE id = $1", {id});
+  absl::StatusOr<support::PgResult> r = db_->Query("SELECT job FROM jobs WHERE id = $1", {id});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<v1::Job>();
   v1::Job job;
@@ -225,8 +165,8 @@ absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& 
 }
 
 absl::StatusOr<std::vector<v1::Job>> PostgresStore::LoadJobs(int limit) {
-  absl::StatusOr<Result> r =
-      Query("SELECT job FROM jobs ORDER BY created_ms DESC LIMIT $1", {absl::StrCat(limit)});
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT job FROM jobs ORDER BY created_ms DESC LIMIT $1", {absl::StrCat(limit)});
   if (!r.ok()) return r.status();
   std::vector<v1::Job> jobs;
   for (int i = 0; i < r->rows(); ++i) {
@@ -236,15 +176,16 @@ absl::StatusOr<std::vector<v1::Job>> PostgresStore::LoadJobs(int limit) {
 }
 
 absl::Status PostgresStore::PutDevice(const v1::Device& device) {
-  return Query(
-             "INSERT INTO devices (key, device) VALUES ($1, $2) "
-             "ON CONFLICT (key) DO UPDATE SET device = excluded.device",
-             {device.key(), device.SerializeAsString()}, {false, true})
+  return db_
+      ->Query(
+          "INSERT INTO devices (key, device) VALUES ($1, $2) "
+          "ON CONFLICT (key) DO UPDATE SET device = excluded.device",
+          {device.key(), device.SerializeAsString()}, {false, true})
       .status();
 }
 
 absl::StatusOr<std::vector<v1::Device>> PostgresStore::LoadDevices() {
-  absl::StatusOr<Result> r = Query("SELECT device FROM devices ORDER BY key", {});
+  absl::StatusOr<support::PgResult> r = db_->Query("SELECT device FROM devices ORDER BY key", {});
   if (!r.ok()) return r.status();
   std::vector<v1::Device> devices;
   for (int i = 0; i < r->rows(); ++i) {
@@ -256,7 +197,7 @@ absl::StatusOr<std::vector<v1::Device>> PostgresStore::LoadDevices() {
 absl::Status PostgresStore::PutArtifact(const std::string& digest, const std::string& cache_key,
                                         const std::string& bytes, const std::string& module) {
   // The database first (what every instance reads), then this instance's copy.
-  absl::StatusOr<Result> r = Query(
+  absl::StatusOr<support::PgResult> r = db_->Query(
       "INSERT INTO artifacts (digest, cache_key, size, last_used_ms, bytes, module) "
       "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (digest) DO UPDATE SET "
       "last_used_ms = excluded.last_used_ms, "
@@ -273,8 +214,8 @@ absl::Status PostgresStore::PutArtifact(const std::string& digest, const std::st
 
 absl::StatusOr<std::optional<ArtifactRecord>> PostgresStore::FindArtifact(
     const std::string& digest) {
-  absl::StatusOr<Result> r =
-      Query("SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = $1", {digest});
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<ArtifactRecord>();
   return std::optional<ArtifactRecord>(
@@ -290,7 +231,8 @@ absl::StatusOr<std::string> PostgresStore::ReadArtifact(const std::string& diges
       local.ok() && VerifyArtifact(*local, digest).ok()) {
     return local;
   }
-  absl::StatusOr<Result> r = Query("SELECT bytes FROM artifacts WHERE digest = $1", {digest});
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT bytes FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return absl::NotFoundError(absl::StrCat("no artifact ", digest));
   std::string bytes = r->Bytes(0, 0);
@@ -305,7 +247,8 @@ absl::StatusOr<std::string> PostgresStore::ReadArtifact(const std::string& diges
 
 absl::StatusOr<std::string> PostgresStore::ReadModule(const std::string& digest) {
   if (absl::StatusOr<std::string> local = ReadFile(ModulePath(digest)); local.ok()) return local;
-  absl::StatusOr<Result> r = Query("SELECT module FROM artifacts WHERE digest = $1", {digest});
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT module FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0 || r->null(0, 0)) {
     return absl::NotFoundError(absl::StrCat("store: no module for artifact ", digest));
@@ -317,8 +260,8 @@ absl::StatusOr<std::string> PostgresStore::ReadModule(const std::string& digest)
 
 absl::StatusOr<std::vector<std::string>> PostgresStore::FindByCacheKey(
     const std::string& cache_key) {
-  absl::StatusOr<Result> r =
-      Query("SELECT digest FROM artifacts WHERE cache_key = $1", {cache_key});
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT digest FROM artifacts WHERE cache_key = $1", {cache_key});
   if (!r.ok()) return r.status();
   std::vector<std::string> digests;
   for (int i = 0; i < r->rows(); ++i) digests.push_back(r->Bytes(i, 0));
@@ -326,26 +269,29 @@ absl::StatusOr<std::vector<std::string>> PostgresStore::FindByCacheKey(
 }
 
 void PostgresStore::TouchArtifact(const std::string& digest) {
-  Query("UPDATE artifacts SET last_used_ms = $1 WHERE digest = $2",
-        {absl::StrCat(NowUnixMs()), digest})
+  db_->Query("UPDATE artifacts SET last_used_ms = $1 WHERE digest = $2",
+             {absl::StrCat(NowUnixMs()), digest})
       .status()
       .IgnoreError();  // a last-used time is a hint for eviction
 }
 
 absl::StatusOr<int64_t> PostgresStore::TotalArtifactBytes() {
-  absl::StatusOr<Result> r = Query("SELECT COALESCE(SUM(size), 0)::bigint FROM artifacts", {});
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT COALESCE(SUM(size), 0)::bigint FROM artifacts", {});
   if (!r.ok()) return r.status();
   return r->Int(0, 0);
 }
 
 int64_t PostgresStore::DatabaseBytes() const {
-  absl::StatusOr<Result> r = Query("SELECT pg_database_size(current_database())", {});
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT pg_database_size(current_database())", {});
   return r.ok() ? r->Int(0, 0) : 0;
 }
 
 absl::Status PostgresStore::DeleteJobs(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
-    if (absl::StatusOr<Result> r = Query("DELETE FROM jobs WHERE id = $1", {id}); !r.ok()) {
+    if (absl::StatusOr<support::PgResult> r = db_->Query("DELETE FROM jobs WHERE id = $1", {id});
+        !r.ok()) {
       return r.status();
     }
   }
@@ -353,8 +299,8 @@ absl::Status PostgresStore::DeleteJobs(const std::vector<std::string>& ids) {
 }
 
 absl::StatusOr<int> PostgresStore::EvictTo(int64_t max_bytes, const std::string& keep) {
-  absl::StatusOr<Result> r =
-      Query("SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC", {});
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC", {});
   if (!r.ok()) return r.status();
   int64_t total = 0;
   for (int i = 0; i < r->rows(); ++i) total += r->Int(i, 1);
@@ -370,7 +316,8 @@ absl::StatusOr<int> PostgresStore::EvictTo(int64_t max_bytes, const std::string&
 }
 
 absl::Status PostgresStore::DropArtifact(const std::string& digest) {
-  absl::StatusOr<Result> r = Query("DELETE FROM artifacts WHERE digest = $1", {digest});
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("DELETE FROM artifacts WHERE digest = $1", {digest});
   std::error_code ec;
   std::filesystem::remove(ArtifactPath(digest), ec);
   std::filesystem::remove(ModulePath(digest), ec);

@@ -19,9 +19,8 @@
 #include <map>
 #include <mutex>
 
+#include "compiler/support/postgres_connection.h"
 #include "server/store.h"
-
-struct pg_conn;
 
 namespace kiln::server {
 
@@ -70,20 +69,13 @@ class PostgresStore final : public Store {
   static int SchemaVersion();
 
  private:
-  class Result;
-  PostgresStore(std::string dir) : Store(std::move(dir)) {}
-  // Runs `sql` with text parameters (`binary` marks the bytea ones); results in binary form.
-  absl::StatusOr<Result> Query(const std::string& sql, const std::vector<std::string>& params,
-                               const std::vector<bool>& binary = {}) const;
+  explicit PostgresStore(std::string dir) : Store(std::move(dir)) {}
   absl::Status Migrate();
   // Takes the active lock on the current session; false when another instance holds it.
   absl::StatusOr<bool> TryBecomeActive() const;
 
-  mutable std::mutex mu_;  // conn_
-  pg_conn* conn_ = nullptr;
-  // The session that holds the active lock was replaced by a reset: take the lock again.
-  mutable bool relock_ = false;
-  mutable bool lost_active_ = false;
+  std::unique_ptr<support::PgConnection> db_;
+  bool lost_active_ = false;
   std::mutex tickets_mu_;
   uint64_t ticket_ = 0;
   std::map<uint64_t, absl::Status> failed_;  // the saves that failed, by ticket

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "runtime/artifact.h"
 #include "server/postgres_store.h"
-#include "server/testing/postgres_server.h"
+#include "tests/postgres_server.h"
 
 namespace kiln::server {
 namespace {
@@ -24,13 +24,13 @@ namespace {
 using ::testing::HasSubstr;
 
 // One PostgreSQL server for the whole test binary, stopped at the end.
-testing::PostgresServer* g_postgres = nullptr;
+kiln::testing::PostgresServer* g_postgres = nullptr;
 
 class PostgresEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<testing::PostgresServer>> server =
-        testing::PostgresServer::Start();
+    absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> server =
+        kiln::testing::PostgresServer::Start();
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     g_postgres = server_.get();
@@ -41,7 +41,7 @@ class PostgresEnvironment : public ::testing::Environment {
   }
 
  private:
-  std::unique_ptr<testing::PostgresServer> server_;
+  std::unique_ptr<kiln::testing::PostgresServer> server_;
 };
 ::testing::Environment* const kPostgres =
     ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);

@@ -16,6 +16,7 @@
 #include "compiler/backend/build.h"
 #include "compiler/codegen/codegen_llvm.h"
 #include "compiler/frontend/load_module.h"
+#include "compiler/support/postgres_connection.h"
 #include "compiler/tir/transform/transform.h"
 #include "compiler/tune/apply.h"
 #include "compiler/tune/database.h"
@@ -102,7 +103,8 @@ void Compile(const CompileWork& work, CompileOutcome* outcome) {
   std::shared_ptr<const tune::TuningDatabase> db;
   std::string records;
   if (!work.tuning_db_path().empty() && !work.options().no_tuning() &&
-      std::filesystem::exists(work.tuning_db_path())) {
+      (support::PgConnection::IsUrl(work.tuning_db_path()) ||
+       std::filesystem::exists(work.tuning_db_path()))) {
     absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> opened =
         tune::TuningDatabase::Open(work.tuning_db_path());
     if (!opened.ok()) return Fail(opened.status(), outcome);

@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/npy.h"
-#include "server/testing/postgres_server.h"
+#include "tests/postgres_server.h"
 #include "tests/service_cluster.h"
 
 namespace kiln::testing {
@@ -85,8 +85,8 @@ auto Retry(F call) -> decltype(call()) {
 }
 
 TEST(ClusterTest, ThroughNginxTheStandbyTakesOverFromAKilledActiveInstance) {
-  absl::StatusOr<std::unique_ptr<server::testing::PostgresServer>> postgres =
-      server::testing::PostgresServer::Start();
+  absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> postgres =
+      kiln::testing::PostgresServer::Start();
   ASSERT_TRUE(postgres.ok()) << postgres.status();
   absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("kiln");
   ASSERT_TRUE(url.ok()) << url.status();

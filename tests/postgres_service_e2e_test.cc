@@ -12,12 +12,13 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/tune/database.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
-#include "server/testing/postgres_server.h"
+#include "tests/postgres_server.h"
 #include "tests/service_cluster.h"
 
 namespace kiln::testing {
@@ -40,8 +41,8 @@ v1::SubmitCompileRequest Compile(const std::string& path) {
 }
 
 TEST(PostgresService, AnotherInstanceAnswersForAKilledOne) {
-  absl::StatusOr<std::unique_ptr<server::testing::PostgresServer>> postgres =
-      server::testing::PostgresServer::Start();
+  absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> postgres =
+      kiln::testing::PostgresServer::Start();
   ASSERT_TRUE(postgres.ok()) << postgres.status();
   absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("kiln");
   ASSERT_TRUE(url.ok()) << url.status();
@@ -51,6 +52,14 @@ TEST(PostgresService, AnotherInstanceAnswersForAKilledOne) {
   ASSERT_TRUE(first.StartAgent("cpu").ok());
   absl::StatusOr<std::unique_ptr<client::KilnClient>> a = first.Client();
   ASSERT_TRUE(a.ok()) << a.status();
+  // A short tune first (new records change what later compiles apply): its records go to
+  // PostgreSQL, beside the store.
+  v1::SubmitTuneRequest tune;
+  *tune.mutable_module() = *client::ModuleSourceFromFile("tests/models/mlp_784_128_10.onnx");
+  tune.set_device_key("cpu");
+  tune.set_trials(4);
+  v1::Job tuned = Finish(**a, (*a)->SubmitTune(tune));
+  ASSERT_EQ(tuned.state(), v1::JOB_STATE_SUCCEEDED) << tuned.reason();
   v1::Job compiled = Finish(**a, (*a)->SubmitCompile(Compile("tests/models/tiny_resnet.onnx")));
   ASSERT_EQ(compiled.state(), v1::JOB_STATE_SUCCEEDED) << compiled.reason();
   v1::SubmitProfileRequest profile;
@@ -94,6 +103,16 @@ TEST(PostgresService, AnotherInstanceAnswersForAKilledOne) {
   ASSERT_TRUE(devices.ok()) << devices.status();
   ASSERT_EQ(devices->size(), 1u);
   EXPECT_EQ((*devices)[0].key(), "cpu");
+  // Every tuning record is there for the second instance's compiles.
+  absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> records = tune::TuningDatabase::Open(*url);
+  ASSERT_TRUE(records.ok()) << records.status();
+  int measured = 0;
+  absl::StatusOr<std::vector<tune::WorkloadId>> workloads = (*records)->Workloads();
+  ASSERT_TRUE(workloads.ok()) << workloads.status();
+  for (const tune::WorkloadId& w : *workloads) {
+    measured += static_cast<int>((*records)->Records(w)->size());
+  }
+  EXPECT_EQ(measured, 4);
   // The same compile through the second instance finds the first one's artifact.
   v1::Job again = Finish(**b, (*b)->SubmitCompile(Compile("tests/models/tiny_resnet.onnx")));
   ASSERT_EQ(again.state(), v1::JOB_STATE_SUCCEEDED) << again.reason();
@@ -114,8 +133,8 @@ grpc::health::v1::HealthCheckResponse::ServingStatus Health(const Cluster& clust
 }
 
 TEST(PostgresService, ReadinessFollowsTheDatabase) {
-  absl::StatusOr<std::unique_ptr<server::testing::PostgresServer>> postgres =
-      server::testing::PostgresServer::Start();
+  absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> postgres =
+      kiln::testing::PostgresServer::Start();
   ASSERT_TRUE(postgres.ok()) << postgres.status();
   absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("kiln");
   ASSERT_TRUE(url.ok()) << url.status();

@@ -3,7 +3,9 @@
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/support/postgres_connection.h"
 #include "compiler/tir/schedule/trace.h"
+#include "compiler/tune/database_postgres.h"
 
 namespace kiln::tune {
 namespace {
@@ -72,12 +74,73 @@ void BindWorkload(Statement& s, const WorkloadId& w) {
   s.Bind(3, w.device_key);
 }
 
+class SqliteTuningDatabase final : public TuningDatabase {
+ public:
+  static absl::StatusOr<std::unique_ptr<TuningDatabase>> Open(const std::string& path);
+  ~SqliteTuningDatabase() override { sqlite3_close(db_); }
+
+  absl::Status AddWorkload(const WorkloadId& workload, const std::string& module_script) override;
+  absl::Status AddRecord(const WorkloadId& workload, const TuningRecord& record) override;
+  absl::Status SetDefaultSeconds(const WorkloadId& workload, double seconds) override;
+  absl::StatusOr<std::optional<double>> DefaultSeconds(const WorkloadId& workload) const override;
+  absl::StatusOr<std::string> Module(const WorkloadId& workload) const override;
+  absl::StatusOr<std::vector<WorkloadId>> Workloads() const override;
+
+ private:
+  SqliteTuningDatabase(sqlite3* db, std::string path) : TuningDatabase(std::move(path)), db_(db) {}
+  absl::StatusOr<std::vector<TuningRecord>> Query(const WorkloadId& workload,
+                                                  int64_t limit) const override;
+  absl::Status Error(const std::string& what) const;
+  absl::StatusOr<std::optional<int64_t>> FindWorkload(const WorkloadId& workload) const;
+
+  sqlite3* db_;
+};
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TuningDatabase>> TuningDatabase::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<TuningDatabase>> TuningDatabase::Open(const std::string& location) {
+  if (support::PgConnection::IsUrl(location)) return OpenPostgresTuningDatabase(location);
+  return SqliteTuningDatabase::Open(location);
+}
+
+absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Records(const WorkloadId& w) const {
+  return Query(w, -1);
+}
+
+absl::StatusOr<std::optional<TuningRecord>> TuningDatabase::Best(const WorkloadId& w) const {
+  // Only the first row: the apply pass asks this for every kernel of every compile.
+  absl::StatusOr<std::vector<TuningRecord>> all = Query(w, 1);
+  if (!all.ok()) return all.status();
+  if (all->empty() || !all->front().seconds) return std::optional<TuningRecord>();
+  return std::optional<TuningRecord>(all->front());
+}
+
+absl::StatusOr<TuningRecord> TuningDatabase::MakeRecord(
+    const WorkloadId& w, std::string candidate_key, const std::string& trace_json,
+    std::optional<double> seconds, std::string error, std::string measured_at,
+    std::string measured_on, std::string compiler) const {
+  TuningRecord r;
+  r.candidate_key = std::move(candidate_key);
+  absl::StatusOr<v1::TraceProto> trace = tir::TraceFromJson(trace_json);
+  if (!trace.ok()) {
+    return absl::DataLossError(absl::StrCat("tuning database ", path(), ": a record of workload ",
+                                            w.workload_key,
+                                            " has a bad trace: ", trace.status().message()));
+  }
+  r.trace = *std::move(trace);
+  r.seconds = seconds;
+  r.error = std::move(error);
+  r.measured_at = std::move(measured_at);
+  r.measured_on = std::move(measured_on);
+  r.compiler = std::move(compiler);
+  return r;
+}
+
+absl::StatusOr<std::unique_ptr<TuningDatabase>> SqliteTuningDatabase::Open(
+    const std::string& path) {
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  std::unique_ptr<TuningDatabase> db(new TuningDatabase(raw, path));
+  std::unique_ptr<SqliteTuningDatabase> db(new SqliteTuningDatabase(raw, path));
   if (rc != SQLITE_OK) return db->Error("cannot open");
   sqlite3_busy_timeout(raw, 5000);
   char* message = nullptr;
@@ -104,17 +167,16 @@ absl::StatusOr<std::unique_ptr<TuningDatabase>> TuningDatabase::Open(const std::
     put.Bind(1, std::to_string(kTuningSchemaVersion));
     if (put.Step() != SQLITE_DONE) return db->Error("writing the schema version");
   }
-  return db;
+  return std::unique_ptr<TuningDatabase>(std::move(db));
 }
 
-TuningDatabase::~TuningDatabase() { sqlite3_close(db_); }
-
-absl::Status TuningDatabase::Error(const std::string& what) const {
+absl::Status SqliteTuningDatabase::Error(const std::string& what) const {
   return absl::InternalError(
-      absl::StrCat("tuning database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+      absl::StrCat("tuning database ", path(), ": ", what, ": ", sqlite3_errmsg(db_)));
 }
 
-absl::StatusOr<std::optional<int64_t>> TuningDatabase::FindWorkload(const WorkloadId& w) const {
+absl::StatusOr<std::optional<int64_t>> SqliteTuningDatabase::FindWorkload(
+    const WorkloadId& w) const {
   Statement find(db_,
                  "SELECT id FROM workloads WHERE workload_key = ? AND target = ? AND "
                  "device_key = ?");
@@ -126,7 +188,8 @@ absl::StatusOr<std::optional<int64_t>> TuningDatabase::FindWorkload(const Worklo
   return std::optional<int64_t>();
 }
 
-absl::Status TuningDatabase::AddWorkload(const WorkloadId& w, const std::string& module_script) {
+absl::Status SqliteTuningDatabase::AddWorkload(const WorkloadId& w,
+                                               const std::string& module_script) {
   Statement add(db_,
                 "INSERT OR IGNORE INTO workloads(workload_key, target, device_key, module) "
                 "VALUES (?, ?, ?, ?)");
@@ -136,11 +199,11 @@ absl::Status TuningDatabase::AddWorkload(const WorkloadId& w, const std::string&
   return absl::OkStatus();
 }
 
-absl::Status TuningDatabase::AddRecord(const WorkloadId& w, const TuningRecord& r) {
+absl::Status SqliteTuningDatabase::AddRecord(const WorkloadId& w, const TuningRecord& r) {
   absl::StatusOr<std::optional<int64_t>> id = FindWorkload(w);
   if (!id.ok()) return id.status();
   if (!id->has_value()) {
-    return absl::NotFoundError(absl::StrCat("tuning database ", path_, ": no workload ",
+    return absl::NotFoundError(absl::StrCat("tuning database ", path(), ": no workload ",
                                             w.workload_key, " for target '", w.target, "'"));
   }
   Statement add(db_,
@@ -158,7 +221,7 @@ absl::Status TuningDatabase::AddRecord(const WorkloadId& w, const TuningRecord& 
   return absl::OkStatus();
 }
 
-absl::Status TuningDatabase::SetDefaultSeconds(const WorkloadId& w, double seconds) {
+absl::Status SqliteTuningDatabase::SetDefaultSeconds(const WorkloadId& w, double seconds) {
   Statement set(db_,
                 "UPDATE workloads SET default_seconds = ? WHERE workload_key = ? AND target = ? "
                 "AND device_key = ?");
@@ -170,7 +233,8 @@ absl::Status TuningDatabase::SetDefaultSeconds(const WorkloadId& w, double secon
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<double>> TuningDatabase::DefaultSeconds(const WorkloadId& w) const {
+absl::StatusOr<std::optional<double>> SqliteTuningDatabase::DefaultSeconds(
+    const WorkloadId& w) const {
   Statement get(db_,
                 "SELECT default_seconds FROM workloads WHERE workload_key = ? AND target = ? AND "
                 "device_key = ?");
@@ -181,7 +245,7 @@ absl::StatusOr<std::optional<double>> TuningDatabase::DefaultSeconds(const Workl
   return std::optional<double>();
 }
 
-absl::StatusOr<std::string> TuningDatabase::Module(const WorkloadId& w) const {
+absl::StatusOr<std::string> SqliteTuningDatabase::Module(const WorkloadId& w) const {
   Statement get(db_,
                 "SELECT module FROM workloads WHERE workload_key = ? AND target = ? AND "
                 "device_key = ?");
@@ -189,16 +253,12 @@ absl::StatusOr<std::string> TuningDatabase::Module(const WorkloadId& w) const {
   int rc = get.Step();
   if (rc == SQLITE_ROW) return get.Text(0);
   if (rc != SQLITE_DONE) return Error("reading a workload's module");
-  return absl::NotFoundError(
-      absl::StrCat("tuning database ", path_, ": no workload ", w.workload_key, " for ", w.target));
+  return absl::NotFoundError(absl::StrCat("tuning database ", path(), ": no workload ",
+                                          w.workload_key, " for ", w.target));
 }
 
-absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Records(const WorkloadId& w) const {
-  return Query(w, -1);
-}
-
-absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Query(const WorkloadId& w,
-                                                                int64_t limit) const {
+absl::StatusOr<std::vector<TuningRecord>> SqliteTuningDatabase::Query(const WorkloadId& w,
+                                                                      int64_t limit) const {
   Statement get(db_,
                 "SELECT r.candidate_key, r.trace, r.seconds, r.error, r.measured_at, "
                 "r.measured_on, r.compiler FROM records r JOIN workloads w ON r.workload_id = "
@@ -210,35 +270,16 @@ absl::StatusOr<std::vector<TuningRecord>> TuningDatabase::Query(const WorkloadId
   std::vector<TuningRecord> out;
   int rc;
   while ((rc = get.Step()) == SQLITE_ROW) {
-    TuningRecord r;
-    r.candidate_key = get.Text(0);
-    absl::StatusOr<v1::TraceProto> trace = tir::TraceFromJson(get.Text(1));
-    if (!trace.ok()) {
-      return absl::DataLossError(absl::StrCat("tuning database ", path_, ": a record of workload ",
-                                              w.workload_key,
-                                              " has a bad trace: ", trace.status().message()));
-    }
-    r.trace = *std::move(trace);
-    r.seconds = get.Real(2);
-    r.error = get.Text(3);
-    r.measured_at = get.Text(4);
-    r.measured_on = get.Text(5);
-    r.compiler = get.Text(6);
-    out.push_back(std::move(r));
+    absl::StatusOr<TuningRecord> r = MakeRecord(w, get.Text(0), get.Text(1), get.Real(2),
+                                                get.Text(3), get.Text(4), get.Text(5), get.Text(6));
+    if (!r.ok()) return r.status();
+    out.push_back(*std::move(r));
   }
   if (rc != SQLITE_DONE) return Error("reading records");
   return out;
 }
 
-absl::StatusOr<std::optional<TuningRecord>> TuningDatabase::Best(const WorkloadId& w) const {
-  // Only the first row: the apply pass asks this for every kernel of every compile.
-  absl::StatusOr<std::vector<TuningRecord>> all = Query(w, 1);
-  if (!all.ok()) return all.status();
-  if (all->empty() || !all->front().seconds) return std::optional<TuningRecord>();
-  return std::optional<TuningRecord>(all->front());
-}
-
-absl::StatusOr<std::vector<WorkloadId>> TuningDatabase::Workloads() const {
+absl::StatusOr<std::vector<WorkloadId>> SqliteTuningDatabase::Workloads() const {
   Statement get(db_, "SELECT workload_key, target, device_key FROM workloads ORDER BY id");
   if (!get.ok()) return Error("reading workloads");
   std::vector<WorkloadId> out;

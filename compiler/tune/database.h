@@ -1,5 +1,7 @@
 // The tuning database: what was measured, kept across runs and shared by `kiln tune` (which
-// writes it) and `kiln compile --tuning-db` (which applies its best records). Embedded SQLite:
+// writes it) and `kiln compile --tuning-db` (which applies its best records). A SQLite file, or
+// the same tables in PostgreSQL (a "postgresql://" location: a cluster's kilnd keeps its records
+// beside its store, so a standby that takes over has every record):
 //
 //   kiln_tuning_meta(key, value)     schema_version = kTuningSchemaVersion
 //   workloads(id, workload_key, target, device_key, module, default_seconds)
@@ -11,8 +13,7 @@
 //             one per measured candidate: its trace (JSON, schedule/trace.h), seconds per call or
 //             NULL with the build or run error, when and where, the compiler identity
 //
-// Plain SQL tables with no SQLite-only types, so the service can keep the same tables in its
-// store and the cluster in PostgreSQL.
+// Plain SQL tables with no SQLite-only types: database_postgres.cc creates the same ones.
 #ifndef KILN_COMPILER_TUNE_DATABASE_H_
 #define KILN_COMPILER_TUNE_DATABASE_H_
 
@@ -23,8 +24,6 @@
 
 #include "absl/status/statusor.h"
 #include "proto/kiln/v1/trace.pb.h"
-
-struct sqlite3;
 
 namespace kiln::tune {
 
@@ -48,38 +47,47 @@ struct TuningRecord {
 
 class TuningDatabase {
  public:
-  // Opens or creates the database at `path`. A file that is not a database is DataLoss, one of
-  // another schema version FailedPrecondition; both name the path.
-  static absl::StatusOr<std::unique_ptr<TuningDatabase>> Open(const std::string& path);
-  ~TuningDatabase();
+  // Opens or creates the database at `location`: a SQLite file, or a PostgreSQL database named
+  // by a libpq URL ("postgresql://kiln@db:5432/kiln"). A file that is not a database is
+  // DataLoss, one of another schema version FailedPrecondition, an unreachable server
+  // Unavailable; each names the location (a URL without its password).
+  static absl::StatusOr<std::unique_ptr<TuningDatabase>> Open(const std::string& location);
+  virtual ~TuningDatabase() = default;
   TuningDatabase(const TuningDatabase&) = delete;
   TuningDatabase& operator=(const TuningDatabase&) = delete;
 
   const std::string& path() const { return path_; }
 
   // Adds the workload if new (the module text is kept from the first time).
-  absl::Status AddWorkload(const WorkloadId& workload, const std::string& module_script);
-  absl::Status AddRecord(const WorkloadId& workload, const TuningRecord& record);
+  virtual absl::Status AddWorkload(const WorkloadId& workload,
+                                   const std::string& module_script) = 0;
+  virtual absl::Status AddRecord(const WorkloadId& workload, const TuningRecord& record) = 0;
   // The untuned (default-scheduled) kernel's seconds per call, measured with the records.
-  absl::Status SetDefaultSeconds(const WorkloadId& workload, double seconds);
-  absl::StatusOr<std::optional<double>> DefaultSeconds(const WorkloadId& workload) const;
+  virtual absl::Status SetDefaultSeconds(const WorkloadId& workload, double seconds) = 0;
+  virtual absl::StatusOr<std::optional<double>> DefaultSeconds(
+      const WorkloadId& workload) const = 0;
   // The kernel's TVMScript, as first added; NotFound for an unknown workload.
-  absl::StatusOr<std::string> Module(const WorkloadId& workload) const;
+  virtual absl::StatusOr<std::string> Module(const WorkloadId& workload) const = 0;
   // Every record of the workload: the measured fastest first, then the failed ones.
   absl::StatusOr<std::vector<TuningRecord>> Records(const WorkloadId& workload) const;
   // The fastest measured record, if any.
   absl::StatusOr<std::optional<TuningRecord>> Best(const WorkloadId& workload) const;
   // Every workload the database holds.
-  absl::StatusOr<std::vector<WorkloadId>> Workloads() const;
+  virtual absl::StatusOr<std::vector<WorkloadId>> Workloads() const = 0;
+
+ protected:
+  explicit TuningDatabase(std::string path) : path_(std::move(path)) {}
+  // Records, best first (failed ones last), at most `limit` of them (negative: all).
+  virtual absl::StatusOr<std::vector<TuningRecord>> Query(const WorkloadId& workload,
+                                                          int64_t limit) const = 0;
+  // A record read back: its trace parsed (DataLoss naming the workload when it does not parse).
+  absl::StatusOr<TuningRecord> MakeRecord(const WorkloadId& workload, std::string candidate_key,
+                                          const std::string& trace_json,
+                                          std::optional<double> seconds, std::string error,
+                                          std::string measured_at, std::string measured_on,
+                                          std::string compiler) const;
 
  private:
-  TuningDatabase(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  absl::Status Error(const std::string& what) const;
-  absl::StatusOr<std::optional<int64_t>> FindWorkload(const WorkloadId& workload) const;
-  // Records, best first, at most `limit` of them (negative: all).
-  absl::StatusOr<std::vector<TuningRecord>> Query(const WorkloadId& workload, int64_t limit) const;
-
-  sqlite3* db_;
   std::string path_;
 };
 

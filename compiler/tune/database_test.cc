@@ -7,6 +7,7 @@
 #include "compiler/testing/temp_path.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/postgres_server.h"
 
 namespace kiln::tune {
 namespace {
@@ -35,8 +36,42 @@ TuningRecord Record(const std::string& key, std::optional<double> seconds, int t
   return r;
 }
 
-TEST(TuningDatabaseTest, RoundTripBestFirstAcrossReopen) {
-  const std::string path = FreshTempPath("round_trip.db");
+// The same contract on a SQLite file and on PostgreSQL (a real server, one for the binary).
+kiln::testing::PostgresServer* g_postgres = nullptr;
+
+class PostgresEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> server =
+        kiln::testing::PostgresServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    g_postgres = server_.get();
+  }
+  void TearDown() override { server_.reset(); }
+
+ private:
+  std::unique_ptr<kiln::testing::PostgresServer> server_;
+};
+::testing::Environment* const kPostgres =
+    ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);
+
+class Backends : public ::testing::TestWithParam<std::string> {
+ protected:
+  // A fresh database named `name`: a file, or a PostgreSQL database.
+  std::string Location(const std::string& name) {
+    if (GetParam() == "sqlite") return FreshTempPath(name + ".db");
+    absl::StatusOr<std::string> url = g_postgres->CreateDatabase(name);
+    EXPECT_TRUE(url.ok()) << url.status();
+    return url.ok() ? *url : "";
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(TuningDatabase, Backends, ::testing::Values("sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(Backends, RoundTripBestFirstAcrossReopen) {
+  const std::string path = Location("round_trip");
   const WorkloadId w{"00112233aabbccdd", "llvm", ""};
   {
     absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
@@ -80,13 +115,21 @@ TEST(TuningDatabaseTest, RoundTripBestFirstAcrossReopen) {
   EXPECT_EQ((*all)[0].workload_key, w.workload_key);
 }
 
-TEST(TuningDatabaseTest, RecordOfAnUnknownWorkloadIsNotFound) {
-  absl::StatusOr<std::unique_ptr<TuningDatabase>> db =
-      TuningDatabase::Open(FreshTempPath("unknown.db"));
+TEST_P(Backends, RecordOfAnUnknownWorkloadIsNotFound) {
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(Location("unknown"));
   ASSERT_TRUE(db.ok());
   absl::Status s = (*db)->AddRecord({"ffff", "llvm", ""}, Record("c", 1e-3, 1));
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(s.message(), HasSubstr("no workload ffff"));
+}
+
+TEST(TuningDatabaseTest, AnUnreachableServerIsUnavailableWithoutThePassword) {
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db =
+      TuningDatabase::Open("postgresql://kiln:hunter2@127.0.0.1:1/kiln?connect_timeout=2");
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(db.status().message(), HasSubstr("postgresql://kiln@127.0.0.1:1/kiln"));
+  EXPECT_THAT(db.status().message(), ::testing::Not(HasSubstr("hunter2")));
 }
 
 TEST(TuningDatabaseTest, AnotherSchemaVersionIsRefused) {

@@ -1,15 +1,15 @@
 // A real PostgreSQL server for tests: initdb and pg_ctl from Debian's postgresql package, in a
 // fresh directory under /tmp, on a free loopback port, with trust authentication for the role
 // "kiln". PostgreSQL refuses to run as root, so as root the server runs as the "postgres" user.
-#ifndef KILN_SERVER_TESTING_POSTGRES_SERVER_H_
-#define KILN_SERVER_TESTING_POSTGRES_SERVER_H_
+#ifndef KILN_TESTS_POSTGRES_SERVER_H_
+#define KILN_TESTS_POSTGRES_SERVER_H_
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 
-namespace kiln::server::testing {
+namespace kiln::testing {
 
 class PostgresServer {
  public:
@@ -32,6 +32,6 @@ class PostgresServer {
   bool running_ = false;
 };
 
-}  // namespace kiln::server::testing
+}  // namespace kiln::testing
 
-#endif  // KILN_SERVER_TESTING_POSTGRES_SERVER_H_
+#endif  // KILN_TESTS_POSTGRES_SERVER_H_

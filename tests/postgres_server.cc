@@ -1,4 +1,4 @@
-#include "server/testing/postgres_server.h"
+#include "tests/postgres_server.h"
 
 #include <netinet/in.h>
 #include <postgresql/libpq-fe.h>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace kiln::server::testing {
+namespace kiln::testing {
 namespace {
 
 constexpr char kBin[] = "/usr/lib/postgresql/15/bin/";
@@ -107,4 +107,4 @@ absl::StatusOr<std::string> PostgresServer::CreateDatabase(const std::string& na
   return Url(name);
 }
 
-}  // namespace kiln::server::testing
+}  // namespace kiln::testing
