@@ -1,5 +1,5 @@
 // The store's contract, run against both implementations: the embedded SQLite store and the
-// PostgreSQL store on a real server (server/testing/postgres_server). Then what only a shared
+// PostgreSQL store on a real server (tests/postgres_server). Then what only a shared
 // database does: two instances on one database, migrations under concurrent starts, a server
 // restart.
 #include "server/store.h"
