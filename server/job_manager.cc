@@ -55,12 +55,26 @@ absl::Status JobManager::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   for (v1::Job& job : *jobs) {
     auto e = std::make_unique<Entry>();
+    bool resume = false;
     if (!Terminal(job.state())) {
-      // A restart loses the worker or agent that ran it; the client sees why and can resubmit.
-      job.set_state(v1::JOB_STATE_FAILED);
-      job.set_reason("interrupted: kilnd restarted before the job finished");
-      job.set_finished_unix_ms(NowUnixMs());
-      if (absl::Status s = store_->AwaitSaved(store_->SaveJob(job)); !s.ok()) return s;
+      // Lost with the kilnd that ran it (killed, or a standby took over): run it again when the
+      // store kept its input; otherwise the client sees why and can resubmit.
+      absl::StatusOr<std::optional<std::string>> input = store_->GetJobInput(job.id());
+      if (!input.ok()) return input.status();
+      JobInput parsed;
+      resume = input->has_value() && parsed.ParseFromString(**input);
+      if (resume) {
+        e->source = std::move(*parsed.mutable_source());
+        e->fingerprint = parsed.fingerprint();
+        e->options = parsed.options();
+        e->task = std::move(*parsed.mutable_task());
+        e->tune = parsed.tune();
+      } else {
+        job.set_state(v1::JOB_STATE_FAILED);
+        job.set_reason("interrupted: kilnd restarted before the job finished");
+        job.set_finished_unix_ms(NowUnixMs());
+        if (absl::Status s = store_->AwaitSaved(store_->SaveJob(job)); !s.ok()) return s;
+      }
     }
     if (!job.idempotency_key().empty()) {
       idempotency_[{job.client(), job.idempotency_key()}] = job.id();
@@ -70,6 +84,7 @@ absl::Status JobManager::Start() {
     e->job = std::move(job);
     std::string id = e->job.id();
     jobs_[id] = std::move(e);
+    if (resume) ResumeLocked(*jobs_[id]);
   }
   absl::StatusOr<std::vector<v1::Device>> devices = store_->LoadDevices();
   if (!devices.ok()) return devices.status();
@@ -82,6 +97,34 @@ absl::Status JobManager::Start() {
   }
   threads_.emplace_back([this] { MonitorLoop(); });
   return absl::OkStatus();
+}
+
+void JobManager::ResumeLocked(Entry& e) {
+  e.deadline_unix_ms = e.job.created_unix_ms() + e.job.deadline_ms();
+  const bool for_worker = e.job.kind() == v1::JOB_KIND_COMPILE || e.job.kind() == v1::JOB_KIND_TUNE;
+  e.job.set_attempts(e.job.attempts() + 1);
+  TransitionLocked(e, v1::JOB_STATE_QUEUED,
+                   "resumed: the kilnd running it stopped before it finished");
+  if (for_worker) {
+    compile_queue_.push_back(e.job.id());
+  } else {
+    e.task.set_task_id(e.job.id());
+    task_queues_[e.job.device_key()].push_back(e.job.id());
+  }
+}
+
+void JobManager::SaveInput(const Submitted& s, const JobInput& input) {
+  if (s.deduplicated) return;
+  // After the job's row: a crash in between leaves a job that cannot resume, which fails as
+  // before. A job that already finished has nothing to resume, so its input is not kept.
+  if (absl::Status status = store_->PutJobInput(s.job.id(), input.SerializeAsString());
+      !status.ok()) {
+    LogEvent(LogLevel::kError, "cannot save a job's input",
+             {{"job", s.job.id()}, {"error", status.ToString()}});
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(s.job.id());
+  if (it == jobs_.end() || Terminal(it->second->job.state())) inputs_done_.push_back(s.job.id());
 }
 
 std::string JobManager::NewIdLocked() {
@@ -259,11 +302,17 @@ Submitted JobManager::AddCacheHit(v1::Job job) {
 
 Submitted JobManager::EnqueueCompile(v1::Job job, v1::ModuleSource source,
                                      v1::CompileOptions options, std::string fingerprint) {
+  JobInput input;
+  *input.mutable_source() = source;
+  input.set_fingerprint(fingerprint);
+  *input.mutable_options() = options;
   auto entry = std::make_unique<Entry>();
   entry->source = std::move(source);
   entry->fingerprint = std::move(fingerprint);
   entry->options = std::move(options);
-  return EnqueueForWorker(std::move(job), std::move(entry), "queued for a compile worker");
+  Submitted s = EnqueueForWorker(std::move(job), std::move(entry), "queued for a compile worker");
+  SaveInput(s, input);
+  return s;
 }
 
 Submitted JobManager::EnqueueForWorker(v1::Job job, std::unique_ptr<Entry> entry,
@@ -281,6 +330,14 @@ Submitted JobManager::EnqueueForWorker(v1::Job job, std::unique_ptr<Entry> entry
 }
 
 Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task) {
+  JobInput input;
+  *input.mutable_task() = task;
+  Submitted s = InsertTask(std::move(job), std::move(task));
+  SaveInput(s, input);
+  return s;
+}
+
+Submitted JobManager::InsertTask(v1::Job job, v1::Task task) {
   std::unique_lock<std::mutex> lock(mu_);
   auto entry = std::make_unique<Entry>();
   entry->task = std::move(task);
@@ -300,11 +357,16 @@ Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task) {
 Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
                                   const v1::SubmitTuneRequest& request) {
   auto entry = std::make_unique<Entry>();
-  entry->source = std::move(source);
   entry->tune.set_trials(request.trials());
   entry->tune.set_max_trials_per_task(request.max_trials_per_task());
   entry->tune.set_seed(request.seed());
-  return EnqueueForWorker(std::move(job), std::move(entry), "queued for a tune worker");
+  JobInput input;
+  *input.mutable_source() = source;
+  *input.mutable_tune() = entry->tune;
+  entry->source = std::move(source);
+  Submitted s = EnqueueForWorker(std::move(job), std::move(entry), "queued for a tune worker");
+  SaveInput(s, input);
+  return s;
 }
 
 void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::string& message) {
@@ -320,6 +382,7 @@ void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::strin
     if (state != v1::JOB_STATE_SUCCEEDED) e.job.set_reason(message);
     e.source.Clear();
     e.task.Clear();
+    inputs_done_.push_back(e.job.id());  // deleted by the monitor, outside this lock
   }
   if (!e.job.artifact_digest().empty())
     artifacts_.insert({e.job.client(), e.job.artifact_digest()});
@@ -1024,6 +1087,16 @@ void JobManager::MonitorLoop() {
       last_prune_ms_ = now;
       PruneLocked(now);
     }
+    if (!inputs_done_.empty()) {
+      std::vector<std::string> done;
+      done.swap(inputs_done_);
+      lock.unlock();
+      if (absl::Status s = store_->DeleteJobInputs(done); !s.ok()) {
+        LogEvent(LogLevel::kError, "cannot delete finished jobs' inputs",
+                 {{"error", s.ToString()}});
+      }
+      lock.lock();
+    }
     // Agent tasks past their deadline (compiles are killed by their own supervisor). Every
     // unfinished task is in a device queue or on an agent, so finished jobs are never scanned.
     std::vector<std::string> open_tasks;
@@ -1100,6 +1173,13 @@ void JobManager::Drain(int64_t timeout_ms) {
   lock.unlock();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
+  // The monitor is gone: the inputs of what finished last are deleted here.
+  std::vector<std::string> done;
+  {
+    std::lock_guard<std::mutex> relock(mu_);
+    done.swap(inputs_done_);
+  }
+  if (!done.empty()) store_->DeleteJobInputs(done).IgnoreError();
 }
 
 }  // namespace kiln::server

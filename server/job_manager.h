@@ -189,6 +189,11 @@ class JobManager {
   Submitted InsertLocked(v1::Job job, std::unique_ptr<Entry> entry);
   // Inserts a compile or tune job and queues it for a worker.
   Submitted EnqueueForWorker(v1::Job job, std::unique_ptr<Entry> entry, const char* message);
+  Submitted InsertTask(v1::Job job, v1::Task task);
+  // Keeps what the submitted job needs to run again (JobInput) until it finishes.
+  void SaveInput(const Submitted& s, const JobInput& input);
+  // Queues a job loaded unfinished from the store, with its input, to run again.
+  void ResumeLocked(Entry& e);
   // Unlocks and waits until the submitted job's row is committed: a client is answered only
   // once its job would survive a restart.
   Submitted Saved(std::unique_lock<std::mutex>& lock, Submitted s);
@@ -238,6 +243,7 @@ class JobManager {
   std::map<std::string, std::map<uint64_t, std::function<void(const v1::JobEvent&)>>> watchers_;
   std::map<uint64_t, std::string> watched_job_;  // subscription -> job id
   uint64_t next_subscription_ = 1;
+  std::vector<std::string> inputs_done_;   // finished jobs whose stored input is to be deleted
   std::condition_variable compile_ready_;  // the compile queue grew or the manager stops
   std::map<std::string, std::unique_ptr<Entry>> jobs_;
   std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (client, key)

@@ -50,7 +50,13 @@ class JobManagerTest : public ::testing::Test {
     cache_ = std::make_unique<ArtifactCache>(store_.get(), 1 << 30);
     options.worker_path = "/nonexistent/kiln-worker";  // no compile runs here
     options.workers = 1;
-    manager_ = std::make_unique<JobManager>(options, store_.get(), cache_.get());
+    options_ = options;
+    ReopenManager();
+  }
+  // A new manager on the same store, as a restarted kilnd would have.
+  void ReopenManager() {
+    manager_.reset();
+    manager_ = std::make_unique<JobManager>(options_, store_.get(), cache_.get());
     ASSERT_TRUE(manager_->Start().ok());
   }
   void TearDown() override {
@@ -58,6 +64,7 @@ class JobManagerTest : public ::testing::Test {
     cache_.reset();
     store_.reset();
   }
+  JobManagerOptions options_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<ArtifactCache> cache_;
   std::unique_ptr<JobManager> manager_;
@@ -172,6 +179,42 @@ TEST_F(JobManagerTest, AShutdownFailsWhatWasUnfinishedAndARestartKeepsWhatWasDon
   EXPECT_TRUE(manager_->List(v1::JOB_STATE_UNSPECIFIED, 10, "bob").empty());
   EXPECT_TRUE(manager_->HasArtifact("alice", std::string(64, 'a')));
   EXPECT_FALSE(manager_->HasArtifact("bob", std::string(64, 'a')));
+}
+
+// A kilnd killed (or replaced by a standby) leaves unfinished rows: those whose input the store
+// kept run again, the others fail with the reason.
+TEST_F(JobManagerTest, AfterACrashUnfinishedJobsWithTheirInputRunAgain) {
+  Open("crash");
+  Submitted queued = manager_->EnqueueTask(ProfileJob("alice"), v1::Task());
+  ASSERT_TRUE(store_->GetJobInput(queued.job.id())->has_value());  // kept while it runs
+  // A crash leaves the rows as they were; a graceful stop (this reset) would fail the job, so
+  // the rows are written back behind the manager's back: one job with its input, one without.
+  manager_.reset();
+  v1::Job lost = queued.job;
+  lost.set_id("job-lost");
+  ASSERT_TRUE(store_->AwaitSaved(store_->SaveJob(queued.job)).ok());
+  ASSERT_TRUE(store_->AwaitSaved(store_->SaveJob(lost)).ok());
+  JobInput input;
+  input.mutable_task()->set_kind(v1::JOB_KIND_PROFILE);
+  ASSERT_TRUE(store_->PutJobInput(queued.job.id(), input.SerializeAsString()).ok());
+  ReopenManager();
+  absl::StatusOr<v1::Job> resumed = manager_->Get(queued.job.id());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(resumed->attempts(), 1);
+  absl::StatusOr<std::vector<v1::JobEvent>> events = manager_->Events(queued.job.id());
+  ASSERT_TRUE(events.ok());
+  EXPECT_THAT(events->back().message(), HasSubstr("resumed"));
+  absl::StatusOr<v1::Job> failed = manager_->Get("job-lost");  // no input was kept for it
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(failed->reason(), HasSubstr("interrupted: kilnd restarted"));
+  // Finished, its input goes.
+  ASSERT_TRUE(manager_->Cancel(queued.job.id(), "done").ok());
+  for (int i = 0; i < 50 && store_->GetJobInput(queued.job.id())->has_value(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(store_->GetJobInput(queued.job.id())->has_value());
 }
 
 // Cache hits finish at once, so the unfinished-jobs limit never holds a flood of them: the

@@ -20,6 +20,8 @@ const std::vector<std::vector<const char*>>& Migrations() {
        "CREATE TABLE artifacts (digest TEXT PRIMARY KEY, cache_key TEXT NOT NULL, "
        "size BIGINT NOT NULL, last_used_ms BIGINT NOT NULL, bytes BYTEA NOT NULL, module BYTEA)",
        "CREATE INDEX artifacts_by_key ON artifacts (cache_key)"},
+      // 2: what an unfinished job needs to run again on the instance that takes over.
+      {"CREATE TABLE job_inputs (id TEXT PRIMARY KEY, input BYTEA NOT NULL)"},
   };
   return *migrations;
 }
@@ -290,9 +292,9 @@ int64_t PostgresStore::DatabaseBytes() const {
 
 absl::Status PostgresStore::DeleteJobs(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
-    if (absl::StatusOr<support::PgResult> r = db_->Query("DELETE FROM jobs WHERE id = $1", {id});
-        !r.ok()) {
-      return r.status();
+    for (const char* sql :
+         {"DELETE FROM jobs WHERE id = $1", "DELETE FROM job_inputs WHERE id = $1"}) {
+      if (absl::Status s = db_->Query(sql, {id}).status(); !s.ok()) return s;
     }
   }
   return absl::OkStatus();
@@ -322,6 +324,33 @@ absl::Status PostgresStore::DropArtifact(const std::string& digest) {
   std::filesystem::remove(ArtifactPath(digest), ec);
   std::filesystem::remove(ModulePath(digest), ec);
   return r.status();
+}
+
+absl::Status PostgresStore::PutJobInput(const std::string& id, const std::string& input) {
+  return db_
+      ->Query(
+          "INSERT INTO job_inputs (id, input) VALUES ($1, $2) "
+          "ON CONFLICT (id) DO UPDATE SET input = excluded.input",
+          {id, input}, {false, true})
+      .status();
+}
+
+absl::StatusOr<std::optional<std::string>> PostgresStore::GetJobInput(const std::string& id) {
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT input FROM job_inputs WHERE id = $1", {id});
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0) return std::optional<std::string>();
+  return std::optional<std::string>(r->Bytes(0, 0));
+}
+
+absl::Status PostgresStore::DeleteJobInputs(const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) {
+    if (absl::Status s = db_->Query("DELETE FROM job_inputs WHERE id = $1", {id}).status();
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::server

@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
            "CREATE TABLE IF NOT EXISTS artifacts (digest TEXT PRIMARY KEY, cache_key TEXT NOT "
            "NULL, size INTEGER NOT NULL, last_used_ms INTEGER NOT NULL)",
            "CREATE INDEX IF NOT EXISTS artifacts_by_key ON artifacts(cache_key)",
+           "CREATE TABLE IF NOT EXISTS job_inputs (id TEXT PRIMARY KEY, input BLOB NOT NULL)",
        }) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
@@ -159,8 +160,9 @@ void SqliteStore::FlushQueueLocked() {
   committed_.notify_all();
 }
 
-absl::Status SqliteStore::WriteBatchLocked(std::map<std::string, std::pair<int64_t, std::string>> jobs,
-                                     std::map<std::string, int64_t> touches) {
+absl::Status SqliteStore::WriteBatchLocked(
+    std::map<std::string, std::pair<int64_t, std::string>> jobs,
+    std::map<std::string, int64_t> touches) {
   if (jobs.empty() && touches.empty()) return absl::OkStatus();
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   absl::Status status;
@@ -237,7 +239,7 @@ absl::StatusOr<std::vector<v1::Device>> SqliteStore::LoadDevices() {
 }
 
 absl::Status SqliteStore::PutArtifact(const std::string& digest, const std::string& cache_key,
-                                const std::string& bytes, const std::string& module) {
+                                      const std::string& bytes, const std::string& module) {
   // Files first, then the index: a crash in between leaves an unindexed file, never an index
   // entry without its bytes.
   if (absl::Status s = WriteFileAtomically(ArtifactPath(digest), bytes); !s.ok()) return s;
@@ -322,11 +324,14 @@ absl::Status SqliteStore::DeleteJobs(const std::vector<std::string>& ids) {
   FlushQueueLocked();  // a queued write of one of them must not bring it back
   if (absl::Status s = Exec("BEGIN"); !s.ok()) return s;
   for (const std::string& id : ids) {
-    Statement s(db_, "DELETE FROM jobs WHERE id = ?");
-    s.Bind(1, id);
-    if (absl::Status st = s.Done("deleting a pruned job"); !st.ok()) {
-      (void)Exec("ROLLBACK");
-      return st;
+    for (const char* sql :
+         {"DELETE FROM jobs WHERE id = ?", "DELETE FROM job_inputs WHERE id = ?"}) {
+      Statement s(db_, sql);
+      s.Bind(1, id);
+      if (absl::Status st = s.Done("deleting a pruned job"); !st.ok()) {
+        (void)Exec("ROLLBACK");
+        return st;
+      }
     }
   }
   return Exec("COMMIT");
@@ -370,6 +375,34 @@ absl::Status SqliteStore::DropArtifactLocked(const std::string& digest) {
   std::filesystem::remove(ArtifactPath(digest), ec);
   std::filesystem::remove(ModulePath(digest), ec);
   return status;
+}
+
+absl::Status SqliteStore::PutJobInput(const std::string& id, const std::string& input) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "INSERT OR REPLACE INTO job_inputs (id, input) VALUES (?, ?)");
+  s.Bind(1, id);
+  s.Bind(2, input);
+  return s.Done("saving a job's input");
+}
+
+absl::StatusOr<std::optional<std::string>> SqliteStore::GetJobInput(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Statement s(db_, "SELECT input FROM job_inputs WHERE id = ?");
+  s.Bind(1, id);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<std::string>();
+  if (rc != SQLITE_ROW) return s.Error("reading a job's input");
+  return std::optional<std::string>(s.Blob(0));
+}
+
+absl::Status SqliteStore::DeleteJobInputs(const std::vector<std::string>& ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& id : ids) {
+    Statement s(db_, "DELETE FROM job_inputs WHERE id = ?");
+    s.Bind(1, id);
+    if (absl::Status st = s.Done("deleting a job's input"); !st.ok()) return st;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::server

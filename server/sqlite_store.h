@@ -42,6 +42,9 @@ class SqliteStore final : public Store {
   absl::Status DeleteJobs(const std::vector<std::string>& ids) override;
   absl::StatusOr<int> EvictTo(int64_t max_bytes, const std::string& keep) override;
   absl::Status DropArtifact(const std::string& digest) override;
+  absl::Status PutJobInput(const std::string& id, const std::string& input) override;
+  absl::StatusOr<std::optional<std::string>> GetJobInput(const std::string& id) override;
+  absl::Status DeleteJobInputs(const std::vector<std::string>& ids) override;
 
  private:
   explicit SqliteStore(std::string dir) : Store(std::move(dir)) {}

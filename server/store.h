@@ -69,6 +69,11 @@ class Store {
   // Returns how many were removed.
   virtual absl::StatusOr<int> EvictTo(int64_t max_bytes, const std::string& keep) = 0;
   virtual absl::Status DropArtifact(const std::string& digest) = 0;
+  // What an unfinished job needs to run again after a crash or a takeover (its module, task or
+  // tune), kept until it finishes; deleting the jobs deletes theirs.
+  virtual absl::Status PutJobInput(const std::string& id, const std::string& input) = 0;
+  virtual absl::StatusOr<std::optional<std::string>> GetJobInput(const std::string& id) = 0;
+  virtual absl::Status DeleteJobInputs(const std::vector<std::string>& ids) = 0;
   // OK while the store can be used: what readiness reports (an embedded store always can).
   virtual absl::Status Ping() { return absl::OkStatus(); }
 

@@ -18,6 +18,7 @@
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
+#include "runtime/npy.h"
 #include "tests/postgres_server.h"
 #include "tests/service_cluster.h"
 
@@ -118,6 +119,61 @@ TEST(PostgresService, AnotherInstanceAnswersForAKilledOne) {
   ASSERT_EQ(again.state(), v1::JOB_STATE_SUCCEEDED) << again.reason();
   EXPECT_TRUE(again.cache_hit());
   EXPECT_EQ(again.artifact_digest(), compiled.artifact_digest());
+}
+
+// A job queued on an instance that dies runs on the one that takes over: the store kept its
+// input, and the new instance resumes it.
+TEST(PostgresService, AJobQueuedOnAKilledInstanceRunsWhereTheStandbyTookOver) {
+  absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> postgres =
+      kiln::testing::PostgresServer::Start();
+  ASSERT_TRUE(postgres.ok()) << postgres.status();
+  absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("kiln");
+  ASSERT_TRUE(url.ok()) << url.status();
+  Cluster first("resume_first");
+  ASSERT_TRUE(first.StartDaemon({"--postgres", *url}).ok());
+  absl::StatusOr<std::string> agent = first.StartAgent("cpu");
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> a = first.Client();
+  ASSERT_TRUE(a.ok()) << a.status();
+  v1::Job compiled = Finish(**a, (*a)->SubmitCompile(Compile("tests/models/tiny_resnet.onnx")));
+  ASSERT_EQ(compiled.state(), v1::JOB_STATE_SUCCEEDED) << compiled.reason();
+  // No agent now: the inference waits in the first instance's queue.
+  first.agent(*agent).Signal(SIGKILL);
+  first.agent(*agent).Wait();
+  v1::SubmitInferenceRequest infer;
+  infer.mutable_artifact()->set_digest(compiled.artifact_digest());
+  infer.set_device_key("cpu");
+  absl::StatusOr<runtime::Tensor> input = runtime::ReadNpy(
+      [] {
+        std::ifstream in("tests/models/tiny_resnet.input.npy", std::ios::binary);
+        std::stringstream s;
+        s << in.rdbuf();
+        return s.str();
+      }(),
+      "input");
+  ASSERT_TRUE(input.ok()) << input.status();
+  runtime::TensorToProto(*input, "", infer.add_inputs());
+  absl::StatusOr<v1::SubmitResponse> queued = (*a)->SubmitInference(infer);
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  ASSERT_EQ(queued->job().state(), v1::JOB_STATE_QUEUED);
+
+  Cluster second("resume_second");
+  absl::Status second_started;
+  std::thread standby([&] { second_started = second.StartDaemon({"--postgres", *url}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  first.daemon().Signal(SIGKILL);
+  first.daemon().Wait();
+  standby.join();
+  ASSERT_TRUE(second_started.ok()) << second_started;
+  ASSERT_TRUE(second.StartAgent("cpu").ok());
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> b = second.Client();
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::StatusOr<v1::Job> done = (*b)->Wait(queued->job().id());
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->reason();
+  EXPECT_EQ(done->attempts(), 2);  // given to no agent on the first, one on the second
+  ASSERT_EQ(done->inference().outputs_size(), 1);
+  EXPECT_EQ(done->inference().outputs(0).shape(1), 10);
 }
 
 grpc::health::v1::HealthCheckResponse::ServingStatus Health(const Cluster& cluster) {
