@@ -58,6 +58,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir + "/artifacts", ec);
+  if (!ec) std::filesystem::create_directories(dir + "/inputs", ec);
   if (ec)
     return absl::PermissionDeniedError(
         absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
@@ -80,7 +81,6 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
            "CREATE TABLE IF NOT EXISTS artifacts (digest TEXT PRIMARY KEY, cache_key TEXT NOT "
            "NULL, size INTEGER NOT NULL, last_used_ms INTEGER NOT NULL)",
            "CREATE INDEX IF NOT EXISTS artifacts_by_key ON artifacts(cache_key)",
-           "CREATE TABLE IF NOT EXISTS job_inputs (id TEXT PRIMARY KEY, input BLOB NOT NULL)",
        }) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
@@ -324,17 +324,16 @@ absl::Status SqliteStore::DeleteJobs(const std::vector<std::string>& ids) {
   FlushQueueLocked();  // a queued write of one of them must not bring it back
   if (absl::Status s = Exec("BEGIN"); !s.ok()) return s;
   for (const std::string& id : ids) {
-    for (const char* sql :
-         {"DELETE FROM jobs WHERE id = ?", "DELETE FROM job_inputs WHERE id = ?"}) {
-      Statement s(db_, sql);
-      s.Bind(1, id);
-      if (absl::Status st = s.Done("deleting a pruned job"); !st.ok()) {
-        (void)Exec("ROLLBACK");
-        return st;
-      }
+    Statement s(db_, "DELETE FROM jobs WHERE id = ?");
+    s.Bind(1, id);
+    if (absl::Status st = s.Done("deleting a pruned job"); !st.ok()) {
+      (void)Exec("ROLLBACK");
+      return st;
     }
   }
-  return Exec("COMMIT");
+  if (absl::Status s = Exec("COMMIT"); !s.ok()) return s;
+  DeleteJobInputs(ids).IgnoreError();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int> SqliteStore::EvictTo(int64_t max_bytes, const std::string& keep) {
@@ -377,30 +376,29 @@ absl::Status SqliteStore::DropArtifactLocked(const std::string& digest) {
   return status;
 }
 
+// Inputs are files beside the database, not rows in it: a module can be large, and a SQLite
+// file never shrinks, while an input lives only as long as its job runs.
+std::string SqliteStore::InputPath(const std::string& id) const {
+  return absl::StrCat(dir(), "/inputs/", id);
+}
+
 absl::Status SqliteStore::PutJobInput(const std::string& id, const std::string& input) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "INSERT OR REPLACE INTO job_inputs (id, input) VALUES (?, ?)");
-  s.Bind(1, id);
-  s.Bind(2, input);
-  return s.Done("saving a job's input");
+  if (id.find('/') != std::string::npos) return absl::InvalidArgumentError("bad job id " + id);
+  return WriteFileAtomically(InputPath(id), input);
 }
 
 absl::StatusOr<std::optional<std::string>> SqliteStore::GetJobInput(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT input FROM job_inputs WHERE id = ?");
-  s.Bind(1, id);
-  int rc = s.Step();
-  if (rc == SQLITE_DONE) return std::optional<std::string>();
-  if (rc != SQLITE_ROW) return s.Error("reading a job's input");
-  return std::optional<std::string>(s.Blob(0));
+  if (id.find('/') != std::string::npos) return std::optional<std::string>();
+  absl::StatusOr<std::string> input = ReadFile(InputPath(id));
+  if (!input.ok()) return std::optional<std::string>();
+  return std::optional<std::string>(*std::move(input));
 }
 
 absl::Status SqliteStore::DeleteJobInputs(const std::vector<std::string>& ids) {
-  std::lock_guard<std::mutex> lock(mu_);
   for (const std::string& id : ids) {
-    Statement s(db_, "DELETE FROM job_inputs WHERE id = ?");
-    s.Bind(1, id);
-    if (absl::Status st = s.Done("deleting a job's input"); !st.ok()) return st;
+    if (id.find('/') != std::string::npos) continue;
+    std::error_code ec;
+    std::filesystem::remove(InputPath(id), ec);
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
-// The embedded store: SQLite (WAL) for jobs, devices and the artifact index in DIR/kiln.db, and
-// the artifact bytes as files under DIR/artifacts. One connection behind a mutex.
+// The embedded store: SQLite (WAL) for jobs, devices and the artifact index in DIR/kiln.db, the
+// artifact bytes as files under DIR/artifacts, and unfinished jobs' inputs under DIR/inputs.
+// One connection behind a mutex.
 //
 // Job rows and artifact last-used times are written by one background thread in batches, one
 // transaction per batch: concurrent submits share a commit (group commit), and a cache hit costs
@@ -49,6 +50,7 @@ class SqliteStore final : public Store {
  private:
   explicit SqliteStore(std::string dir) : Store(std::move(dir)) {}
   absl::Status Exec(const std::string& sql);
+  std::string InputPath(const std::string& id) const;
   absl::Status DropArtifactLocked(const std::string& digest);
   void WriterLoop();
   // Commits the queued rows in one transaction (db_ locked by the caller).
