@@ -41,8 +41,9 @@ int PostgresServer::Run(const std::string& command_line) const {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
+absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(bool fsync) {
   std::unique_ptr<PostgresServer> server(new PostgresServer());
+  server->fsync_ = fsync;
   // Under /tmp, not the test's temporary directory: the "postgres" user must reach it.
   char pattern[] = "/tmp/kiln-pg-XXXXXX";
   if (mkdtemp(pattern) == nullptr) return absl::InternalError("mkdtemp failed");
@@ -64,8 +65,8 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
 absl::Status PostgresServer::StartAgain() {
   if (port_ == 0) port_ = FreePort();
   if (Run(absl::StrCat(kBin, "pg_ctl -D ", dir_, "/data -l ", dir_, "/server.log -w -t 60 ",
-                       "-o '-k ", dir_, " -p ", port_,
-                       " -c listen_addresses=127.0.0.1 -c fsync=off' start")) != 0) {
+                       "-o '-k ", dir_, " -p ", port_, " -c listen_addresses=127.0.0.1 -c fsync=",
+                       fsync_ ? "on" : "off", "' start")) != 0) {
     return absl::InternalError(absl::StrCat("pg_ctl start failed; see ", dir_, "/server.log"));
   }
   running_ = true;

@@ -13,7 +13,9 @@ namespace kiln::testing {
 
 class PostgresServer {
  public:
-  static absl::StatusOr<std::unique_ptr<PostgresServer>> Start();
+  // Tests run it with fsync off (nothing here must survive a power cut); a benchmark asks for
+  // fsync, as a real server runs.
+  static absl::StatusOr<std::unique_ptr<PostgresServer>> Start(bool fsync = false);
   ~PostgresServer();  // stops the server and removes its directory
 
   // A new, empty database, and the libpq URL of it.
@@ -29,6 +31,7 @@ class PostgresServer {
 
   std::string dir_;
   int port_ = 0;
+  bool fsync_ = false;
   bool running_ = false;
 };
 
