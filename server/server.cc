@@ -48,12 +48,23 @@ struct KilnServer::Parts {
 
 namespace {
 
-std::string RenderMetrics(JobManager& jobs, ArtifactCache& cache, Store& store) {
+std::string HostName() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+std::string RenderMetrics(JobManager& jobs, ArtifactCache& cache, Store& store,
+                          const std::string& instance, const std::string& database) {
   JobStats stats = jobs.Stats();
   std::string out;
   auto metric = [&](const char* name, const char* type, const char* help) {
     absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
   };
+  // Metrics are this instance's: the label says which one, in a cluster's aggregate.
+  metric("kiln_instance_info", "gauge", "This kilnd instance (host:port) and its store.");
+  absl::StrAppend(&out, "kiln_instance_info{instance=\"", instance, "\",database=\"", database,
+                  "\"} 1\n");
   metric("kiln_jobs", "gauge", "Jobs known to this server, by state.");
   for (const auto& [state, count] : stats.jobs_by_state) {
     std::string name = v1::JobState_Name(state);
@@ -247,7 +258,11 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
     dashboard.cache = p->cache.get();
     dashboard.store = p->store.get();
     dashboard.auth = [&ctx] { return ctx.Auth(); };
-    dashboard.metrics = [p] { return RenderMetrics(*p->jobs, *p->cache, *p->store); };
+    const std::string instance = absl::StrCat(HostName(), ":", server->port_);
+    const std::string database = options.postgres_url.empty() ? "sqlite" : "postgresql";
+    dashboard.metrics = [p, instance, database] {
+      return RenderMetrics(*p->jobs, *p->cache, *p->store, instance, database);
+    };
     HttpOptions http;
     http.address = options.metrics_address;
     http.port = options.metrics_port;

@@ -55,6 +55,8 @@ assert value(compile_seconds, "_count") == 1, text
 assert value(compile_seconds, "_sum") > 0, text
 family("kiln_workers_busy", "gauge")
 family("kiln_agents_connected", "gauge")
+instance = family("kiln_instance_info", "gauge").samples[0].labels
+assert instance["database"] == "sqlite" and ":" in instance["instance"], instance
 print("metrics: %d families parsed, values as the jobs imply" % len(families))
 PY
 
