@@ -62,7 +62,8 @@ absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, b
                                             ": the file is corrupt"));
   }
   if (check_host) {
-    static const kiln::v1::DeviceAttributes* here = new kiln::v1::DeviceAttributes(LocalDeviceAttributes());
+    static const kiln::v1::DeviceAttributes* here =
+        new kiln::v1::DeviceAttributes(LocalDeviceAttributes());
     std::vector<std::string> features(a.manifest().cpu_features().begin(),
                                       a.manifest().cpu_features().end());
     KILN_RETURN_IF_ERROR(CheckCodeRunsOn(a.manifest().target_triple(), features, *here));

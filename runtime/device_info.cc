@@ -133,11 +133,10 @@ absl::Status CheckCodeRunsOn(const std::string& triple, const std::vector<std::s
     }
   }
   if (!missing.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the artifact's code uses CPU features this device lacks: ",
-                     absl::StrJoin(missing, ", "), " (the device has ",
-                     absl::StrJoin(attributes.cpu_features(), ", "),
-                     "); compile it for this device's target"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the artifact's code uses CPU features this device lacks: ", absl::StrJoin(missing, ", "),
+        " (the device has ", absl::StrJoin(attributes.cpu_features(), ", "),
+        "); compile it for this device's target"));
   }
   return absl::OkStatus();
 }

@@ -1,35 +1,19 @@
 #include "tests/postgres_server.h"
 
-#include <netinet/in.h>
 #include <postgresql/libpq-fe.h>
 #include <pwd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "tests/free_port.h"
 
 namespace kiln::testing {
 namespace {
 
 constexpr char kBin[] = "/usr/lib/postgresql/15/bin/";
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 }  // namespace
 
@@ -63,7 +47,7 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(bool fsync
 }
 
 absl::Status PostgresServer::StartAgain() {
-  if (port_ == 0) port_ = FreePort();
+  if (port_ == 0) port_ = FreeLoopbackPort();
   if (Run(absl::StrCat(kBin, "pg_ctl -D ", dir_, "/data -l ", dir_, "/server.log -w -t 60 ",
                        "-o '-k ", dir_, " -p ", port_, " -c listen_addresses=127.0.0.1 -c fsync=",
                        fsync_ ? "on" : "off", "' start")) != 0) {

@@ -18,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tests/free_port.h"
 
 namespace kiln::testing {
 
@@ -99,20 +100,7 @@ int Process::Wait(int timeout_ms) {
   return -1;
 }
 
-int Cluster::FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
+int Cluster::FreePort() { return FreeLoopbackPort(); }
 
 std::string Cluster::TmpPath(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");

@@ -56,8 +56,7 @@ bool IsFeatureOf(const llvm::Target& target, const std::string& triple, absl::st
 }  // namespace
 
 absl::StatusOr<LlvmTargetInfo> LookupLlvmTarget(absl::string_view triple_name,
-                                                absl::string_view cpu,
-                                                absl::string_view features) {
+                                                absl::string_view cpu, absl::string_view features) {
   InitializeLlvmTargetsOnce();
   llvm::Triple triple(llvm::Triple::normalize(std::string(triple_name)));
   std::string error;
@@ -80,8 +79,8 @@ absl::StatusOr<LlvmTargetInfo> LookupLlvmTarget(absl::string_view triple_name,
     info.features = HostFeatures();
   }
   if (!features.empty()) {
-    info.features = info.features.empty() ? std::string(features)
-                                          : absl::StrCat(info.features, ",", features);
+    info.features =
+        info.features.empty() ? std::string(features) : absl::StrCat(info.features, ",", features);
   }
 
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget(

@@ -13,9 +13,9 @@
 namespace kiln::codegen {
 
 struct LlvmTargetInfo {
-  std::string triple;       // normalized, e.g. "x86_64-unknown-linux-gnu"
-  std::string cpu;          // resolved CPU name, e.g. "znver3"
-  std::string features;     // subtarget features, e.g. "+avx2,+fma"
+  std::string triple;    // normalized, e.g. "x86_64-unknown-linux-gnu"
+  std::string cpu;       // resolved CPU name, e.g. "znver3"
+  std::string features;  // subtarget features, e.g. "+avx2,+fma"
   // The features of runtime::KnownCpuFeatures() the code may use, in their Linux names
   // ("avx2", "asimd"): what a device must have to run it (the artifact manifest lists them).
   std::vector<std::string> device_features;

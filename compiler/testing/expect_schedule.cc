@@ -51,8 +51,7 @@ void ExpectClose(const absl::StatusOr<std::vector<std::vector<float>>>& want,
 }  // namespace
 
 void ExpectSameNumbers(const ir::IRModule& original, const Schedule& sch) {
-  ExpectClose(RunPrimFunc(original, sch.func_name()), RunPrimFunc(sch.mod(), sch.func_name()),
-              sch);
+  ExpectClose(RunPrimFunc(original, sch.func_name()), RunPrimFunc(sch.mod(), sch.func_name()), sch);
 }
 
 void ExpectSameNumbersOnAarch64(const ir::IRModule& original, const Schedule& sch) {

@@ -237,8 +237,8 @@ absl::StatusOr<std::vector<std::vector<float>>> RunPrimFuncOnAarch64(const ir::I
   absl::StatusOr<runtime::ChildResult> ran = runtime::RunChild(argv, "", runtime::ChildOptions());
   if (!ran.ok()) return ran.status();
   if (!ran->exited_ok()) {
-    return absl::InternalError(absl::StrCat("qemu-aarch64 run_kernel ", ran->Describe(0), ": ",
-                                            ran->error_tail));
+    return absl::InternalError(
+        absl::StrCat("qemu-aarch64 run_kernel ", ran->Describe(0), ": ", ran->error_tail));
   }
   std::vector<std::vector<float>> out;
   for (size_t i = 0; i < tensors->size(); ++i) {

@@ -31,8 +31,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::shared_ptr<KernelLibrary>> lib =
       KernelLibrary::LoadFromMemory(read(argv[1]), argv[1]);
   if (!lib.ok()) return Fail(std::string(lib.status().message()));
-  absl::StatusOr<Function> kernel =
-      (*lib)->GetFunction(argv[2], std::make_shared<ThreadPool>(2));
+  absl::StatusOr<Function> kernel = (*lib)->GetFunction(argv[2], std::make_shared<ThreadPool>(2));
   if (!kernel.ok()) return Fail(std::string(kernel.status().message()));
   std::vector<Tensor> tensors;
   for (int i = 3; i < argc; ++i) {
