@@ -34,7 +34,13 @@ double PgResult::Double(int row, int col) const {
 
 absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& url) {
   std::unique_ptr<PgConnection> c(new PgConnection());
-  c->conn_ = PQconnectdb(url.c_str());
+  // Bounds on a dead or cut-off server, so that no call blocks for TCP's own timeouts (the
+  // caller may hold a lock); given first, so that the URL's own settings win.
+  const char* keywords[] = {
+      "connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
+      "keepalives_count", "tcp_user_timeout", "dbname",          nullptr};
+  const char* values[] = {"5", "1", "5", "2", "3", "10000", url.c_str(), nullptr};
+  c->conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (PQstatus(c->conn_) != CONNECTION_OK) {
     std::string why = PQerrorMessage(c->conn_);
     while (!why.empty() && why.back() == '\n') why.pop_back();
