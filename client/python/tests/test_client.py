@@ -63,7 +63,12 @@ def test_compile_run_and_profile_a_cnn_on_the_agent(client, tmp_path):
     outputs = client.submit_inference_job(path, {"input": Producer(x)}, device="cpu").wait()
     np.testing.assert_allclose(outputs["output"], want, rtol=1e-4, atol=1e-4)
 
-    timings = client.submit_profile_job(compiled, device="cpu", repeat=5).wait()
+    timings = client.submit_profile_job(compiled, device="cpu", repeat=5, per_kernel=True).wait()
+    kernels = timings["kernels"]
+    assert kernels and all(len(k["seconds"]) == 5 for k in kernels)
+    assert kernels[0]["median_seconds"] >= kernels[-1]["median_seconds"]  # slowest first
+    assert any("relax.matmul" in k["fused_ops"] and k["flops"] > 0 for k in kernels)
+    assert 0 < timings["kernel_coverage"] <= 1
     assert timings["function"] == "main" and timings["device"] == "cpu"
     assert len(timings["seconds_per_call"]) == 5
     assert 0 < timings["min_seconds"] <= timings["median_seconds"] <= timings["max_seconds"]

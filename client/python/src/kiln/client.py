@@ -196,7 +196,13 @@ class Job:
                     "median_seconds": p.median_seconds, "mean_seconds": p.mean_seconds,
                     "min_seconds": p.min_seconds, "max_seconds": p.max_seconds,
                     "stddev_seconds": p.stddev_seconds, "device": j.device_key,
-                    "agent": j.agent_id, "emulated": p.emulated}
+                    "agent": j.agent_id, "emulated": p.emulated,
+                    "kernels": [{"name": k.name, "fused_ops": list(k.fused_ops),
+                                 "calls": k.calls, "median_seconds": k.median_seconds,
+                                 "share": k.share, "flops": k.flops,
+                                 "gflops_per_second": k.gflops_per_second,
+                                 "seconds": list(k.seconds)} for k in p.kernels],
+                    "kernel_coverage": p.kernel_coverage}
         if j.kind == jobs_pb2.JOB_KIND_TUNE:
             t = j.tune
             return {"trials": t.trials, "budget": t.budget, "elapsed_s": t.elapsed_s,
@@ -302,13 +308,15 @@ class Client:
 
     def submit_profile_job(self, model: Artifact, device: str, *, function: str = "main",
                            repeat: int = 10, min_repeat_ms: int = 0, warmup: int = 0,
-                           deadline_s: float = 0) -> Job:
-        """Times `model`'s `function` on an agent of `device` (random inputs of its signature)."""
+                           per_kernel: bool = False, deadline_s: float = 0) -> Job:
+        """Times `model`'s `function` on an agent of `device` (random inputs of its signature);
+        with `per_kernel`, also each kernel: its time, share, FLOP rate and operators."""
         request = jobs_pb2.SubmitProfileRequest(artifact=self._artifact_ref(model),
                                                 **_device_fields(device),
                                                 deadline_ms=int(deadline_s * 1000))
         o = request.options
         o.function, o.repeat, o.min_repeat_ms, o.warmup = function, repeat, min_repeat_ms, warmup
+        o.per_kernel = per_kernel
         return self._submit(self._stub.SubmitProfile, request)
 
     def submit_inference_job(self, model: Artifact, inputs: Mapping[str, Any], device: str, *,
