@@ -154,9 +154,19 @@ absl::Status JobManager::RefuseLocked(const std::string& limit, std::string mess
   return absl::ResourceExhaustedError(std::move(message));
 }
 
+void JobManager::SetStoreHealth(const absl::Status& health) {
+  std::lock_guard<std::mutex> lock(mu_);
+  store_health_ = health;
+}
+
 absl::Status JobManager::Admit(const std::string& client) {
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_) return absl::UnavailableError("kilnd is shutting down and takes no new jobs");
+  if (!store_health_.ok()) {
+    return absl::UnavailableError(absl::StrCat("the store is unreachable (",
+                                               store_health_.message(),
+                                               "): new jobs are refused until it is back"));
+  }
   int active = ActiveJobsLocked(client);
   if (active >= options_.max_active_jobs_per_client) {
     return RefuseLocked(

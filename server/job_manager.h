@@ -117,8 +117,11 @@ class JobManager {
 
   // The job an idempotency key already names, if any.
   std::optional<v1::Job> FindIdempotent(const std::string& client, const std::string& key);
-  // ResourceExhausted when `client` has too many unfinished jobs; Unavailable while draining.
+  // ResourceExhausted when `client` has too many unfinished jobs; Unavailable while draining or
+  // while the store cannot be reached (a job it could not save would not survive this kilnd).
   absl::Status Admit(const std::string& client);
+  // What readiness found of the store (server.cc asks it every second).
+  void SetStoreHealth(const absl::Status& health);
   int64_t ClampDeadline(int64_t requested_ms) const;
 
   // `job` carries kind, client, key and its descriptive fields; the manager fills in the rest.
@@ -243,7 +246,9 @@ class JobManager {
   std::map<std::string, std::map<uint64_t, std::function<void(const v1::JobEvent&)>>> watchers_;
   std::map<uint64_t, std::string> watched_job_;  // subscription -> job id
   uint64_t next_subscription_ = 1;
-  std::vector<std::string> inputs_done_;   // finished jobs whose stored input is to be deleted
+  std::vector<std::string> inputs_done_;
+  absl::Status store_health_;  // the store's last answer to Ping   // finished jobs whose stored
+                               // input is to be deleted
   std::condition_variable compile_ready_;  // the compile queue grew or the manager stops
   std::map<std::string, std::unique_ptr<Entry>> jobs_;
   std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (client, key)

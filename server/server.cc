@@ -308,6 +308,7 @@ void KilnServer::ReadinessLoop() {
       }
     }
     absl::Status store = parts_->store->Ping();
+    parts_->jobs->SetStoreHealth(store);
     if (store.code() == absl::StatusCode::kAborted) {
       // Another instance holds the database now: stop the way an operator would.
       LogEvent(LogLevel::kError, "no longer the active instance", {{"reason", store.ToString()}});

@@ -200,12 +200,18 @@ TEST(PostgresService, ReadinessFollowsTheDatabase) {
   ASSERT_TRUE((*postgres)->Stop().ok());
   ASSERT_TRUE(cluster.daemon().WaitForLog("store unreachable: not serving", 10000).ok());
   EXPECT_EQ(Health(cluster), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  // Meanwhile a job would not be saved: it is refused, with the reason.
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster.Client();
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<v1::SubmitResponse> refused =
+      (*c)->SubmitCompile(Compile("tests/models/mlp_784_128_10.onnx"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("the store is unreachable"));
   ASSERT_TRUE((*postgres)->StartAgain().ok());
   ASSERT_TRUE(cluster.daemon().WaitForLog("store reachable again: serving", 10000).ok());
   EXPECT_EQ(Health(cluster), grpc::health::v1::HealthCheckResponse::SERVING);
   // And it works again: a compile goes through.
-  absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster.Client();
-  ASSERT_TRUE(c.ok()) << c.status();
   v1::Job compiled = Finish(**c, (*c)->SubmitCompile(Compile("tests/models/mlp_784_128_10.onnx")));
   EXPECT_EQ(compiled.state(), v1::JOB_STATE_SUCCEEDED) << compiled.reason();
 }
