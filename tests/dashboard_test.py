@@ -134,7 +134,7 @@ def test_with_tls_the_http_port_speaks_https_with_the_daemons_certificate(tmp_pa
 
 def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):
     compiled = client.submit_compile_job("tests/models/tiny_resnet.onnx").wait()
-    profile = client.submit_profile_job(compiled, device="cpu", repeat=5)
+    profile = client.submit_profile_job(compiled, device="cpu", repeat=5, per_kernel=True)
     profile.wait()
     tune = client.submit_tune_job("tests/models/mlp_784_128_10.onnx", device="cpu", trials=8)
     tune.wait()
@@ -180,6 +180,9 @@ def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):
     _until(browser, lambda d: _texts(d, "#timings td"))
     median = _texts(browser, "#timings td")[0]
     assert float(median) > 0
+    _until(browser, lambda d: _texts(d, "tr.kernel"))
+    kernels = _texts(browser, "tr.kernel")
+    assert any("relax.matmul" in k for k in kernels), kernels
     _shot(browser, "profile")
     browser.get(cluster["http"] + "/#/devices")
     _until(browser, lambda d: _texts(d, "tr.device[data-key='cpu']"))

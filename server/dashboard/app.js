@@ -133,6 +133,19 @@ async function jobView(view, id) {
                          el('td', {class: 'num'}, ms(p.max_seconds)),
                          el('td', {class: 'num'}, p.number),
                          el('td', {class: 'num'}, p.seconds_per_call.length))]));
+    if (p.emulated) parts.push(el('p', {class: 'note'}, 'Measured on an emulated CPU (qemu-user).'));
+    if (p.kernels && p.kernels.length) {
+      parts.push(el('h3', {}, 'Per kernel: ' + (100 * (p.kernel_coverage || 0)).toFixed(1) +
+                                  ' % of each call'),
+                 table(['kernel', 'calls', 'median ms', 'share', 'GFLOP/s', 'operators'],
+                       p.kernels.map(k => el('tr', {class: 'kernel'}, el('td', {}, k.name),
+                           el('td', {class: 'num'}, k.calls),
+                           el('td', {class: 'num'}, ms(k.median_seconds)),
+                           el('td', {class: 'num'}, (100 * (k.share || 0)).toFixed(1) + ' %'),
+                           el('td', {class: 'num'},
+                              k.gflops_per_second ? k.gflops_per_second.toFixed(2) : ''),
+                           el('td', {}, (k.fused_ops || []).join(' '))))));
+    }
   }
   if (j.tune && (j.tune.tasks.length || j.tune.curve.length)) {
     const t = j.tune;
@@ -162,13 +175,15 @@ async function devicesView(view) {
                                           : 'no agent';
     return el('tr', {class: 'device', 'data-key': d.key}, el('td', {}, d.key),
               el('td', {class: 'num'}, d.agents_connected), el('td', {}, health),
-              el('td', {}, a.target_triple || ''), el('td', {}, a.cpu_model || ''),
+              el('td', {}, a.target_triple || ''),
+              el('td', {}, (a.cpu_model || '') + (a.emulated ? ' (emulated)' : '')),
+              el('td', {}, (a.cpu_features || []).join(' ')),
               el('td', {class: 'num'}, a.cores || ''),
               el('td', {class: 'num'}, a.memory_bytes ? (a.memory_bytes / 2 ** 30).toFixed(1) : ''),
               el('td', {class: 'num'}, d.tasks_queued), el('td', {}, when(d.last_seen_unix_ms)));
   });
   view.replaceChildren(el('h2', {}, 'Devices'),
-      table(['key', 'agents', 'health', 'triple', 'CPU', 'cores', 'memory GiB', 'queued',
+      table(['key', 'agents', 'health', 'triple', 'CPU', 'features', 'cores', 'memory GiB', 'queued',
              'last seen'], rows));
 }
 
