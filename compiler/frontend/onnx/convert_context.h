@@ -138,6 +138,10 @@ void RegisterMathConverters(ConverterTable* table);    // elementwise, reduction
 void RegisterNNConverters(ConverterTable* table);      // conv, gemm, pools, norms, resize
 void RegisterTensorConverters(ConverterTable* table);  // shape, layout and creation ops
 void RegisterEinsumConverter(ConverterTable* table);
+void RegisterQuantizeConverters(ConverterTable* table);  // QuantizeLinear and its family
+
+// Rounds a float tensor to the nearest integer, ties to even (ONNX's Round and quantization).
+absl::StatusOr<Expr> RoundHalfEven(Context& ctx, const Expr& x);
 
 // ONNX TensorProto.DataType -> Kiln dtype; an error for types Kiln does not compute with.
 absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type);

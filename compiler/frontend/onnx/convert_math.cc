@@ -380,25 +380,11 @@ absl::StatusOr<Outputs> Mod(Context& ctx) {
   return OneOf(ctx.Call("relax.where", {adjust, shifted, r}));
 }
 
-// Round: to the nearest integer, ties to even (f = floor(x); above half f + 1, below f, at
-// exactly half whichever of f and f + 1 is even).
+// Round: to the nearest integer, ties to even.
 absl::StatusOr<Outputs> Round(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
-  DataType t = ctx.DType(x);
-  if (!t.is_float()) return One(x);
-  KILN_ASSIGN_OR_RETURN(Expr f, ctx.Call("relax.floor", {x}));
-  KILN_ASSIGN_OR_RETURN(Expr frac, ctx.Call("relax.subtract", {x, f}));
-  KILN_ASSIGN_OR_RETURN(Expr up, ctx.Call("relax.add", {f, ctx.Scalar(t, 1)}));
-  // parity = f - 2 * floor(f / 2): 0 or 1 (floor_mod is integer-only).
-  KILN_ASSIGN_OR_RETURN(Expr halved, ctx.Call("relax.multiply", {f, ctx.Scalar(t, 0.5)}));
-  KILN_ASSIGN_OR_RETURN(Expr half_floor, ctx.Call("relax.floor", {halved}));
-  KILN_ASSIGN_OR_RETURN(Expr twice, ctx.Call("relax.multiply", {half_floor, ctx.Scalar(t, 2)}));
-  KILN_ASSIGN_OR_RETURN(Expr parity, ctx.Call("relax.subtract", {f, twice}));
-  KILN_ASSIGN_OR_RETURN(Expr even, ctx.Call("relax.add", {f, parity}));
-  KILN_ASSIGN_OR_RETURN(Expr above, ctx.Call("relax.greater", {frac, ctx.Scalar(t, 0.5)}));
-  KILN_ASSIGN_OR_RETURN(Expr below, ctx.Call("relax.less", {frac, ctx.Scalar(t, 0.5)}));
-  KILN_ASSIGN_OR_RETURN(Expr not_above, ctx.Call("relax.where", {below, f, even}));
-  return OneOf(ctx.Call("relax.where", {above, up, not_above}));
+  if (!ctx.DType(x).is_float()) return One(x);
+  return OneOf(RoundHalfEven(ctx, x));
 }
 
 // CumSum(x, axis): relax.cumsum; reverse=1 sums from the end (the axis flipped around it). An
@@ -763,6 +749,24 @@ constexpr char kSoftmax[] = "relax.nn.softmax";
 constexpr char kLogSoftmax[] = "relax.nn.log_softmax";
 
 }  // namespace
+
+// f = floor(x); above half f + 1, below f, at exactly half whichever of f and f + 1 is even.
+absl::StatusOr<Expr> RoundHalfEven(Context& ctx, const Expr& x) {
+  DataType t = ctx.DType(x);
+  KILN_ASSIGN_OR_RETURN(Expr f, ctx.Call("relax.floor", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr frac, ctx.Call("relax.subtract", {x, f}));
+  KILN_ASSIGN_OR_RETURN(Expr up, ctx.Call("relax.add", {f, ctx.Scalar(t, 1)}));
+  // parity = f - 2 * floor(f / 2): 0 or 1 (floor_mod is integer-only).
+  KILN_ASSIGN_OR_RETURN(Expr halved, ctx.Call("relax.multiply", {f, ctx.Scalar(t, 0.5)}));
+  KILN_ASSIGN_OR_RETURN(Expr half_floor, ctx.Call("relax.floor", {halved}));
+  KILN_ASSIGN_OR_RETURN(Expr twice, ctx.Call("relax.multiply", {half_floor, ctx.Scalar(t, 2)}));
+  KILN_ASSIGN_OR_RETURN(Expr parity, ctx.Call("relax.subtract", {f, twice}));
+  KILN_ASSIGN_OR_RETURN(Expr even, ctx.Call("relax.add", {f, parity}));
+  KILN_ASSIGN_OR_RETURN(Expr above, ctx.Call("relax.greater", {frac, ctx.Scalar(t, 0.5)}));
+  KILN_ASSIGN_OR_RETURN(Expr below, ctx.Call("relax.less", {frac, ctx.Scalar(t, 0.5)}));
+  KILN_ASSIGN_OR_RETURN(Expr not_above, ctx.Call("relax.where", {below, f, even}));
+  return ctx.Call("relax.where", {above, up, not_above});
+}
 
 void RegisterMathConverters(ConverterTable* t) {
   (*t)["Sqrt"] = Unary<kSqrt>;

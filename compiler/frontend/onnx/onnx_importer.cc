@@ -23,6 +23,7 @@ const ConverterTable& Converters() {
     RegisterNNConverters(t);
     RegisterTensorConverters(t);
     RegisterEinsumConverter(t);
+    RegisterQuantizeConverters(t);
     return t;
   }();
   return *table;

@@ -1,0 +1,191 @@
+// Linear quantization (ONNX opsets 10 to 13): QuantizeLinear, DequantizeLinear and
+// DynamicQuantizeLinear, and the integer matmul family MatMulInteger and QLinearMatMul, written
+// with Relax's elementwise ops and matmul on int32 and float32 values.
+#include "absl/strings/str_cat.h"
+#include "compiler/frontend/onnx/convert_context.h"
+#include "runtime/support/status_macros.h"
+
+namespace kiln::frontend::onnx_import {
+namespace {
+
+const DataType kF32 = DataType::Float(32);
+const DataType kI32 = DataType::Int(32);
+
+absl::StatusOr<Expr> Cast(Context& ctx, const Expr& x, DataType to) {
+  if (ctx.DType(x) == to) return x;
+  return ctx.Call("relax.astype", {x}, {{"dtype", StrAttr(to.ToString())}});
+}
+
+// A quantization parameter: a scalar, or (opset 13) a 1-D tensor of the input's `axis` length,
+// reshaped so it broadcasts along that axis.
+absl::StatusOr<Expr> AlongAxis(Context& ctx, const Expr& param, const Expr& x) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ps, ctx.Shape(param));
+  if (ps.empty() || (ps.size() == 1 && ir::AsConstInt(ps[0]) && *ir::AsConstInt(ps[0]) == 1)) {
+    return param;
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (ps.size() != 1) return ctx.Error("a scale or zero point must be a scalar or 1-D");
+  int64_t axis = ctx.Int("axis", 1);
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return ctx.Error(absl::StrCat("axis out of range for rank ", rank));
+  std::vector<PrimExpr> shape(xs.size(), ir::IntImm(DataType::Int(64), 1));
+  shape[axis] = ps[0];
+  return ctx.Call("relax.reshape", {param, ir::relax::MakeShape(shape)});
+}
+
+// The range of an 8-bit integer type.
+absl::StatusOr<std::pair<double, double>> Range(Context& ctx, DataType t) {
+  if (t == DataType::UInt(8)) return std::make_pair(0.0, 255.0);
+  if (t == DataType::Int(8)) return std::make_pair(-128.0, 127.0);
+  return ctx.Unsupported(absl::StrCat("quantizing to ", t.ToString(), " (uint8 and int8 are)"));
+}
+
+// saturate(round(x / scale) + zero_point) as `to`, from a float32 `x`.
+absl::StatusOr<Expr> Quantize(Context& ctx, const Expr& x, const Expr& scale,
+                              const Expr& zero_point, DataType to) {
+  KILN_ASSIGN_OR_RETURN(auto range, Range(ctx, to));
+  KILN_ASSIGN_OR_RETURN(Expr scaled, ctx.Call("relax.divide", {x, scale}));
+  KILN_ASSIGN_OR_RETURN(Expr rounded, RoundHalfEven(ctx, scaled));
+  KILN_ASSIGN_OR_RETURN(Expr zp, Cast(ctx, zero_point, kF32));
+  KILN_ASSIGN_OR_RETURN(Expr shifted, ctx.Call("relax.add", {rounded, zp}));
+  KILN_ASSIGN_OR_RETURN(
+      Expr clipped, ctx.Call("relax.clip", {shifted},
+                             {{"min", FloatAttr(range.first)}, {"max", FloatAttr(range.second)}}));
+  return Cast(ctx, clipped, to);
+}
+
+// QuantizeLinear(x, y_scale, y_zero_point = uint8 0, axis = 1)
+absl::StatusOr<Outputs> QuantizeLinear(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  if (ctx.DType(x) != kF32) return ctx.Unsupported("QuantizeLinear of a non-float32 input");
+  KILN_ASSIGN_OR_RETURN(Expr scale, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(scale, AlongAxis(ctx, scale, x));
+  Expr zero_point = ctx.Scalar(DataType::UInt(8), 0);
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(zero_point, ctx.Tensor(2));
+    KILN_ASSIGN_OR_RETURN(zero_point, AlongAxis(ctx, zero_point, x));
+  }
+  return OneOf(Quantize(ctx, x, scale, zero_point, ctx.DType(zero_point)));
+}
+
+// DequantizeLinear(x, x_scale, x_zero_point = 0, axis = 1): (x - zero_point) * scale
+absl::StatusOr<Outputs> DequantizeLinear(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr scale, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(scale, AlongAxis(ctx, scale, x));
+  KILN_ASSIGN_OR_RETURN(Expr xf, Cast(ctx, x, kF32));
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(Expr zp, ctx.Tensor(2));
+    KILN_ASSIGN_OR_RETURN(zp, AlongAxis(ctx, zp, x));
+    KILN_ASSIGN_OR_RETURN(zp, Cast(ctx, zp, kF32));
+    KILN_ASSIGN_OR_RETURN(xf, ctx.Call("relax.subtract", {xf, zp}));
+  }
+  return OneOf(ctx.Call("relax.multiply", {xf, scale}));
+}
+
+// DynamicQuantizeLinear(x) -> y (uint8), y_scale, y_zero_point: the range [min(0, min x),
+// max(0, max x)] mapped onto [0, 255].
+absl::StatusOr<Outputs> DynamicQuantizeLinear(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  if (ctx.DType(x) != kF32) return ctx.Unsupported("DynamicQuantizeLinear of a non-float32 input");
+  KILN_ASSIGN_OR_RETURN(Expr hi, ctx.Call("relax.max", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr lo, ctx.Call("relax.min", {x}));
+  KILN_ASSIGN_OR_RETURN(hi, ctx.Call("relax.maximum", {hi, ctx.Scalar(kF32, 0)}));
+  KILN_ASSIGN_OR_RETURN(lo, ctx.Call("relax.minimum", {lo, ctx.Scalar(kF32, 0)}));
+  KILN_ASSIGN_OR_RETURN(Expr span, ctx.Call("relax.subtract", {hi, lo}));
+  KILN_ASSIGN_OR_RETURN(Expr scale, ctx.Call("relax.divide", {span, ctx.Scalar(kF32, 255)}));
+  // zero_point = saturate(round(0 - lo / scale))
+  KILN_ASSIGN_OR_RETURN(Expr ratio, ctx.Call("relax.divide", {lo, scale}));
+  KILN_ASSIGN_OR_RETURN(Expr negated, ctx.Call("relax.negative", {ratio}));
+  KILN_ASSIGN_OR_RETURN(Expr zp_f, RoundHalfEven(ctx, negated));
+  KILN_ASSIGN_OR_RETURN(
+      zp_f, ctx.Call("relax.clip", {zp_f}, {{"min", FloatAttr(0)}, {"max", FloatAttr(255)}}));
+  KILN_ASSIGN_OR_RETURN(Expr zp, Cast(ctx, zp_f, DataType::UInt(8)));
+  KILN_ASSIGN_OR_RETURN(Expr y, Quantize(ctx, x, scale, zp_f, DataType::UInt(8)));
+  Outputs out;
+  out.push_back(One(y)[0]);
+  out.push_back(One(scale)[0]);
+  out.push_back(One(zp)[0]);
+  return out;
+}
+
+// (a - a_zero_point) @ (b - b_zero_point) in int32.
+absl::StatusOr<Expr> IntegerMatmul(Context& ctx, const Expr& a, const Expr& a_zp, const Expr& b,
+                                   const Expr& b_zp) {
+  KILN_ASSIGN_OR_RETURN(Expr ai, Cast(ctx, a, kI32));
+  KILN_ASSIGN_OR_RETURN(Expr bi, Cast(ctx, b, kI32));
+  if (a_zp) {
+    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, a_zp, kI32));
+    KILN_ASSIGN_OR_RETURN(ai, ctx.Call("relax.subtract", {ai, z}));
+  }
+  if (b_zp) {
+    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, b_zp, kI32));
+    KILN_ASSIGN_OR_RETURN(bi, ctx.Call("relax.subtract", {bi, z}));
+  }
+  return ctx.Call("relax.matmul", {ai, bi});
+}
+
+// A zero point that must be a scalar here (per-row or per-column ones are not supported).
+absl::StatusOr<Expr> ScalarZeroPoint(Context& ctx, size_t input) {
+  if (!ctx.Has(input)) return Expr();
+  KILN_ASSIGN_OR_RETURN(Expr zp, ctx.Tensor(input));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(zp));
+  int64_t n = 1;
+  for (const PrimExpr& d : shape) {
+    const int64_t* c = ir::AsConstInt(d);
+    if (c == nullptr) return ctx.Unsupported("a zero point of unknown size");
+    n *= *c;
+  }
+  if (n != 1) return ctx.Unsupported("per-row or per-column zero points");
+  if (!shape.empty()) {
+    KILN_ASSIGN_OR_RETURN(zp, ctx.Call("relax.reshape", {zp, ir::relax::MakeShape({})}));
+  }
+  return zp;
+}
+
+// MatMulInteger(A, B, a_zero_point, b_zero_point) -> int32
+absl::StatusOr<Outputs> MatMulInteger(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr a_zp, ScalarZeroPoint(ctx, 2));
+  KILN_ASSIGN_OR_RETURN(Expr b_zp, ScalarZeroPoint(ctx, 3));
+  return OneOf(IntegerMatmul(ctx, a, a_zp, b, b_zp));
+}
+
+// QLinearMatMul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
+// quantize((a - a_zp) @ (b - b_zp) * a_scale * b_scale, y_scale, y_zp)
+absl::StatusOr<Outputs> QLinearMatMul(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr a_scale, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr a_zp, ScalarZeroPoint(ctx, 2));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(3));
+  KILN_ASSIGN_OR_RETURN(Expr b_scale, ctx.Tensor(4));
+  KILN_ASSIGN_OR_RETURN(Expr b_zp, ScalarZeroPoint(ctx, 5));
+  KILN_ASSIGN_OR_RETURN(Expr y_scale, ctx.Tensor(6));
+  KILN_ASSIGN_OR_RETURN(Expr y_zp, ScalarZeroPoint(ctx, 7));
+  if (!y_zp) return ctx.Error("y_zero_point is required");
+  for (const Expr* s : {&a_scale, &b_scale, &y_scale}) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(*s));
+    int64_t n = 1;
+    for (const PrimExpr& d : shape) n *= ir::AsConstInt(d) ? *ir::AsConstInt(d) : -1;
+    if (n != 1) return ctx.Unsupported("per-row or per-column scales");
+  }
+  KILN_ASSIGN_OR_RETURN(Expr product, IntegerMatmul(ctx, a, a_zp, b, b_zp));
+  KILN_ASSIGN_OR_RETURN(Expr real, Cast(ctx, product, kF32));
+  KILN_ASSIGN_OR_RETURN(Expr scale, ctx.Call("relax.multiply", {a_scale, b_scale}));
+  KILN_ASSIGN_OR_RETURN(real, ctx.Call("relax.multiply", {real, scale}));
+  return OneOf(Quantize(ctx, real, y_scale, y_zp, ctx.DType(y_zp)));
+}
+
+}  // namespace
+
+void RegisterQuantizeConverters(ConverterTable* t) {
+  (*t)["QuantizeLinear"] = QuantizeLinear;
+  (*t)["DequantizeLinear"] = DequantizeLinear;
+  (*t)["DynamicQuantizeLinear"] = DynamicQuantizeLinear;
+  (*t)["MatMulInteger"] = MatMulInteger;
+  (*t)["QLinearMatMul"] = QLinearMatMul;
+}
+
+}  // namespace kiln::frontend::onnx_import
