@@ -140,6 +140,10 @@ void RegisterTensorConverters(ConverterTable* table);  // shape, layout and crea
 void RegisterEinsumConverter(ConverterTable* table);
 void RegisterQuantizeConverters(ConverterTable* table);  // QuantizeLinear and its family
 
+// ONNX's Conv of `x` and `weight` (1-, 2- or 3-D, the node's window attributes), plus `bias`
+// per channel when given: Conv's converter and ConvInteger's.
+absl::StatusOr<Expr> ConvOf(Context& ctx, Expr x, Expr weight, const Expr& bias);
+
 // Rounds a float tensor to the nearest integer, ties to even (ONNX's Round and quantization).
 absl::StatusOr<Expr> RoundHalfEven(Context& ctx, const Expr& x);
 

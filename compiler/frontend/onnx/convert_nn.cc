@@ -163,9 +163,9 @@ Window Inner2d(const Window& w) {
   return inner;
 }
 
-absl::StatusOr<Outputs> Conv(Context& ctx) {
-  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
-  KILN_ASSIGN_OR_RETURN(Expr weight, ctx.Tensor(1));
+}  // namespace
+
+absl::StatusOr<Expr> ConvOf(Context& ctx, Expr x, Expr weight, const Expr& bias) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ws, ctx.Shape(weight));
   if (xs.size() < 3 || xs.size() > 5)
@@ -193,12 +193,11 @@ absl::StatusOr<Outputs> Conv(Context& ctx) {
                       return ctx.Call("relax.nn.conv2d", {folded, tap}, attrs);
                     },
                     "relax.add"));
-    if (ctx.Has(2)) {
-      KILN_ASSIGN_OR_RETURN(Expr bias, ctx.Tensor(2));
-      KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, 5));
-      KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, bias}));
+    if (bias) {
+      KILN_ASSIGN_OR_RETURN(Expr b, PerChannel(ctx, bias, 5));
+      KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, b}));
     }
-    return One(y);
+    return y;
   }
   w.one_d = xs.size() == 3;
   if (w.one_d) {
@@ -208,15 +207,26 @@ absl::StatusOr<Outputs> Conv(Context& ctx) {
   ir::Attrs attrs = WindowAttrs(w);
   attrs.push_back({"groups", IntAttr(ctx.Int("group", 1))});
   KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.nn.conv2d", {x, weight}, attrs));
-  if (ctx.Has(2)) {
-    KILN_ASSIGN_OR_RETURN(Expr bias, ctx.Tensor(2));
-    KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, 4));
-    KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, bias}));
+  if (bias) {
+    KILN_ASSIGN_OR_RETURN(Expr b, PerChannel(ctx, bias, 4));
+    KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, b}));
   }
   if (w.one_d) {
     KILN_ASSIGN_OR_RETURN(y, DropUnitHeight(ctx, y));
   }
-  return One(y);
+  return y;
+}
+
+namespace {
+
+absl::StatusOr<Outputs> Conv(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr weight, ctx.Tensor(1));
+  Expr bias;
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(bias, ctx.Tensor(2));
+  }
+  return OneOf(ConvOf(ctx, x, weight, bias));
 }
 
 template <bool kMax>

@@ -1,6 +1,6 @@
 // Linear quantization (ONNX opsets 10 to 13): QuantizeLinear, DequantizeLinear and
-// DynamicQuantizeLinear, and the integer matmul family MatMulInteger and QLinearMatMul, written
-// with Relax's elementwise ops and matmul on int32 and float32 values.
+// DynamicQuantizeLinear, and the integer family MatMulInteger, QLinearMatMul, ConvInteger and
+// QLinearConv, written with Relax's elementwise ops, matmul and conv2d on int32 and float32.
 #include "absl/strings/str_cat.h"
 #include "compiler/frontend/onnx/convert_context.h"
 #include "runtime/support/status_macros.h"
@@ -178,6 +178,70 @@ absl::StatusOr<Outputs> QLinearMatMul(Context& ctx) {
   return OneOf(Quantize(ctx, real, y_scale, y_zp, ctx.DType(y_zp)));
 }
 
+// ConvInteger(x, w, x_zero_point, w_zero_point) -> int32: Conv of the zero-point-subtracted
+// int32 values (padding is then zero, as ONNX defines it).
+absl::StatusOr<Outputs> ConvInteger(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr w, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr x_zp, ScalarZeroPoint(ctx, 2));
+  KILN_ASSIGN_OR_RETURN(Expr w_zp, ScalarZeroPoint(ctx, 3));
+  KILN_ASSIGN_OR_RETURN(Expr xi, Cast(ctx, x, kI32));
+  KILN_ASSIGN_OR_RETURN(Expr wi, Cast(ctx, w, kI32));
+  if (x_zp) {
+    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, x_zp, kI32));
+    KILN_ASSIGN_OR_RETURN(xi, ctx.Call("relax.subtract", {xi, z}));
+  }
+  if (w_zp) {
+    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, w_zp, kI32));
+    KILN_ASSIGN_OR_RETURN(wi, ctx.Call("relax.subtract", {wi, z}));
+  }
+  return OneOf(ConvOf(ctx, xi, wi, Expr()));
+}
+
+// QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B):
+// quantize((ConvInteger(x, w) + B) * x_scale * w_scale, y_scale, y_zp); w_scale may be one per
+// output channel.
+absl::StatusOr<Outputs> QLinearConv(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr x_scale, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr x_zp, ScalarZeroPoint(ctx, 2));
+  KILN_ASSIGN_OR_RETURN(Expr w, ctx.Tensor(3));
+  KILN_ASSIGN_OR_RETURN(Expr w_scale, ctx.Tensor(4));
+  KILN_ASSIGN_OR_RETURN(Expr w_zp, ScalarZeroPoint(ctx, 5));
+  KILN_ASSIGN_OR_RETURN(Expr y_scale, ctx.Tensor(6));
+  KILN_ASSIGN_OR_RETURN(Expr y_zp, ScalarZeroPoint(ctx, 7));
+  if (!y_zp) return ctx.Error("y_zero_point is required");
+  KILN_ASSIGN_OR_RETURN(Expr xi, Cast(ctx, x, kI32));
+  KILN_ASSIGN_OR_RETURN(Expr wi, Cast(ctx, w, kI32));
+  if (x_zp) {
+    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, x_zp, kI32));
+    KILN_ASSIGN_OR_RETURN(xi, ctx.Call("relax.subtract", {xi, z}));
+  }
+  if (w_zp) {
+    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, w_zp, kI32));
+    KILN_ASSIGN_OR_RETURN(wi, ctx.Call("relax.subtract", {wi, z}));
+  }
+  Expr bias;
+  if (ctx.Has(8)) {
+    KILN_ASSIGN_OR_RETURN(bias, ctx.Tensor(8));
+    KILN_ASSIGN_OR_RETURN(bias, Cast(ctx, bias, kI32));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr acc, ConvOf(ctx, xi, wi, bias));
+  KILN_ASSIGN_OR_RETURN(Expr real, Cast(ctx, acc, kF32));
+  // w_scale per output channel: along axis 1 of the output.
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ws, ctx.Shape(w_scale));
+  if (ws.size() == 1) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ys, ctx.Shape(real));
+    std::vector<PrimExpr> shape(ys.size(), ir::IntImm(DataType::Int(64), 1));
+    shape[1] = ws[0];
+    KILN_ASSIGN_OR_RETURN(w_scale,
+                          ctx.Call("relax.reshape", {w_scale, ir::relax::MakeShape(shape)}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr scale, ctx.Call("relax.multiply", {x_scale, w_scale}));
+  KILN_ASSIGN_OR_RETURN(real, ctx.Call("relax.multiply", {real, scale}));
+  return OneOf(Quantize(ctx, real, y_scale, y_zp, ctx.DType(y_zp)));
+}
+
 }  // namespace
 
 void RegisterQuantizeConverters(ConverterTable* t) {
@@ -186,6 +250,8 @@ void RegisterQuantizeConverters(ConverterTable* t) {
   (*t)["DynamicQuantizeLinear"] = DynamicQuantizeLinear;
   (*t)["MatMulInteger"] = MatMulInteger;
   (*t)["QLinearMatMul"] = QLinearMatMul;
+  (*t)["ConvInteger"] = ConvInteger;
+  (*t)["QLinearConv"] = QLinearConv;
 }
 
 }  // namespace kiln::frontend::onnx_import
