@@ -138,7 +138,8 @@ void RegisterMathConverters(ConverterTable* table);    // elementwise, reduction
 void RegisterNNConverters(ConverterTable* table);      // conv, gemm, pools, norms, resize
 void RegisterTensorConverters(ConverterTable* table);  // shape, layout and creation ops
 void RegisterEinsumConverter(ConverterTable* table);
-void RegisterQuantizeConverters(ConverterTable* table);  // QuantizeLinear and its family
+void RegisterQuantizeConverters(ConverterTable* table);   // QuantizeLinear and its family
+void RegisterRecurrentConverters(ConverterTable* table);  // RNN, GRU, LSTM
 
 // ONNX's Conv of `x` and `weight` (1-, 2- or 3-D, the node's window attributes), plus `bias`
 // per channel when given: Conv's converter and ConvInteger's.

@@ -24,6 +24,7 @@ const ConverterTable& Converters() {
     RegisterTensorConverters(t);
     RegisterEinsumConverter(t);
     RegisterQuantizeConverters(t);
+    RegisterRecurrentConverters(t);
     return t;
   }();
   return *table;
