@@ -140,6 +140,7 @@ void RegisterTensorConverters(ConverterTable* table);  // shape, layout and crea
 void RegisterEinsumConverter(ConverterTable* table);
 void RegisterQuantizeConverters(ConverterTable* table);   // QuantizeLinear and its family
 void RegisterRecurrentConverters(ConverterTable* table);  // RNN, GRU, LSTM
+void RegisterGridSampleConverter(ConverterTable* table);
 
 // ONNX's Conv of `x` and `weight` (1-, 2- or 3-D, the node's window attributes), plus `bias`
 // per channel when given: Conv's converter and ConvInteger's.

@@ -25,6 +25,7 @@ const ConverterTable& Converters() {
     RegisterEinsumConverter(t);
     RegisterQuantizeConverters(t);
     RegisterRecurrentConverters(t);
+    RegisterGridSampleConverter(t);
     return t;
   }();
   return *table;
