@@ -1,5 +1,6 @@
 // GridSample (opset 16) on 4-D inputs: every output pixel samples X at the grid's normalized
-// (x, y), bilinearly or at the nearest pixel, with zeros, border or reflection padding. Each
+// (x, y), bilinearly, bicubically or at the nearest pixel, with zeros, border or reflection
+// padding. Each
 // sample point is a gather of the flattened image along its pixels (the same index for every
 // channel), weighted and masked where it falls outside.
 #include "absl/strings/str_cat.h"
@@ -106,6 +107,66 @@ struct Sampler {
   }
 };
 
+// The cubic convolution weights (A = -0.75) of the taps at offsets -1, 0, 1 and 2 from floor(x),
+// for the fraction t = x - floor(x).
+absl::StatusOr<std::vector<Expr>> CubicWeights(Sampler& s, const Expr& t, const Expr& ones) {
+  constexpr double A = -0.75;
+  // Near taps (|d| <= 1): ((A + 2) d - (A + 3)) d^2 + 1; far taps (1 < |d| < 2):
+  // ((A d - 5A) d + 8A) d - 4A, with d the tap's distance.
+  auto near = [&](const Expr& d) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(Expr a, s.Call("relax.multiply", {d, s.F(A + 2)}));
+    KILN_ASSIGN_OR_RETURN(a, s.Call("relax.subtract", {a, s.F(A + 3)}));
+    KILN_ASSIGN_OR_RETURN(Expr d2, s.Call("relax.multiply", {d, d}));
+    KILN_ASSIGN_OR_RETURN(a, s.Call("relax.multiply", {a, d2}));
+    return s.Call("relax.add", {a, s.F(1)});
+  };
+  auto far = [&](const Expr& d) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(Expr a, s.Call("relax.multiply", {d, s.F(A)}));
+    KILN_ASSIGN_OR_RETURN(a, s.Call("relax.subtract", {a, s.F(5 * A)}));
+    KILN_ASSIGN_OR_RETURN(a, s.Call("relax.multiply", {a, d}));
+    KILN_ASSIGN_OR_RETURN(a, s.Call("relax.add", {a, s.F(8 * A)}));
+    KILN_ASSIGN_OR_RETURN(a, s.Call("relax.multiply", {a, d}));
+    return s.Call("relax.subtract", {a, s.F(4 * A)});
+  };
+  KILN_ASSIGN_OR_RETURN(Expr t1, s.Call("relax.add", {t, s.F(1)}));    // distance to -1
+  KILN_ASSIGN_OR_RETURN(Expr u, s.Call("relax.subtract", {ones, t}));  // distance to +1
+  KILN_ASSIGN_OR_RETURN(Expr u1, s.Call("relax.add", {u, s.F(1)}));    // distance to +2
+  std::vector<Expr> w(4);
+  KILN_ASSIGN_OR_RETURN(w[0], far(t1));
+  KILN_ASSIGN_OR_RETURN(w[1], near(t));
+  KILN_ASSIGN_OR_RETURN(w[2], near(u));
+  KILN_ASSIGN_OR_RETURN(w[3], far(u1));
+  return w;
+}
+
+// Bicubic: 4 x 4 taps around the unpadded position; each tap's pixel is padded on its own
+// (border and reflection move it inside, zeros reads 0 outside).
+absl::StatusOr<Expr> Bicubic(Sampler& s, const Expr& px, const Expr& py, const Expr& ones) {
+  KILN_ASSIGN_OR_RETURN(Expr x0, s.Call("relax.floor", {px}));
+  KILN_ASSIGN_OR_RETURN(Expr y0, s.Call("relax.floor", {py}));
+  KILN_ASSIGN_OR_RETURN(Expr tx, s.Call("relax.subtract", {px, x0}));
+  KILN_ASSIGN_OR_RETURN(Expr ty, s.Call("relax.subtract", {py, y0}));
+  KILN_ASSIGN_OR_RETURN(std::vector<Expr> wx, CubicWeights(s, tx, ones));
+  KILN_ASSIGN_OR_RETURN(std::vector<Expr> wy, CubicWeights(s, ty, ones));
+  Expr sum;
+  for (int i = 0; i < 4; ++i) {
+    KILN_ASSIGN_OR_RETURN(Expr yi, s.Call("relax.add", {y0, s.F(i - 1)}));
+    KILN_ASSIGN_OR_RETURN(yi, s.Pad(yi, s.h));
+    for (int j = 0; j < 4; ++j) {
+      KILN_ASSIGN_OR_RETURN(Expr xj, s.Call("relax.add", {x0, s.F(j - 1)}));
+      KILN_ASSIGN_OR_RETURN(xj, s.Pad(xj, s.w));
+      KILN_ASSIGN_OR_RETURN(Expr weight, s.Call("relax.multiply", {wy[i], wx[j]}));
+      KILN_ASSIGN_OR_RETURN(Expr tap, s.Tap(yi, xj, weight));
+      if (sum) {
+        KILN_ASSIGN_OR_RETURN(sum, s.Call("relax.add", {sum, tap}));
+      } else {
+        sum = tap;
+      }
+    }
+  }
+  return sum;
+}
+
 absl::StatusOr<Outputs> GridSample(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr grid, ctx.Tensor(1));
@@ -113,8 +174,9 @@ absl::StatusOr<Outputs> GridSample(Context& ctx) {
     return ctx.Unsupported("GridSample of tensors other than float32");
   }
   const std::string mode = ctx.Str("mode", "bilinear");
-  if (mode != "bilinear" && mode != "nearest")
-    return ctx.Unsupported(absl::StrCat("mode '", mode, "'"));
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") {
+    return ctx.Error(absl::StrCat("unknown mode '", mode, "'"));
+  }
   const std::string padding = ctx.Str("padding_mode", "zeros");
   if (padding != "zeros" && padding != "border" && padding != "reflection") {
     return ctx.Error(absl::StrCat("unknown padding_mode '", padding, "'"));
@@ -145,9 +207,10 @@ absl::StatusOr<Outputs> GridSample(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr gy, coordinate(1));
   KILN_ASSIGN_OR_RETURN(Expr px, s.Unnormalize(gx, *w));
   KILN_ASSIGN_OR_RETURN(Expr py, s.Unnormalize(gy, *h));
+  KILN_ASSIGN_OR_RETURN(Expr ones, ctx.Call("relax.ones_like", {px}));
+  if (mode == "bicubic") return OneOf(Bicubic(s, px, py, ones));
   KILN_ASSIGN_OR_RETURN(px, s.Pad(px, *w));
   KILN_ASSIGN_OR_RETURN(py, s.Pad(py, *h));
-  KILN_ASSIGN_OR_RETURN(Expr ones, ctx.Call("relax.ones_like", {px}));
   if (mode == "nearest") {
     KILN_ASSIGN_OR_RETURN(Expr xr, RoundHalfEven(ctx, px));
     KILN_ASSIGN_OR_RETURN(Expr yr, RoundHalfEven(ctx, py));
