@@ -539,6 +539,50 @@ absl::StatusOr<Outputs> Resize(Context& ctx) {
   return One(y);
 }
 
+// MaxUnpool(X, I, output_shape): X's values scattered into zeros at the flat indices MaxPool
+// gave (((n * C + c) * H + h) * W + w); the output's size is MaxPool's input size (from the window
+// attributes) or a constant output_shape.
+absl::StatusOr<Outputs> MaxUnpool(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() < 3) return ctx.Error("X must have spatial dimensions");
+  if (!ctx.HasAttr("kernel_shape")) return ctx.Error("kernel_shape is required");
+  KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, xs, {}));
+  int64_t count = 1;
+  for (int64_t d : ConstDims(xs)) {
+    if (d < 0) return ctx.Unsupported("MaxUnpool over sizes not known at import time");
+    count *= d;
+  }
+  std::vector<int64_t> out;
+  if (ctx.Has(2)) {
+    absl::StatusOr<std::vector<int64_t>> shape = ctx.ConstInts(2);
+    if (!shape.ok()) return ctx.Unsupported("an output_shape known only at run time");
+    out = *shape;
+  } else {
+    std::vector<int64_t> in = ConstDims(xs);
+    out = {in[0], in[1]};
+    const size_t spatial = xs.size() - 2;
+    for (size_t k = 0; k < spatial; ++k) {
+      out.push_back((in[2 + k] - 1) * w.strides[k] + w.kernel[k] - w.pads[k] - w.pads[spatial + k]);
+    }
+  }
+  int64_t total = 1;
+  std::vector<PrimExpr> out_shape;
+  for (int64_t d : out) {
+    if (d <= 0) return ctx.Error("the output shape must be positive");
+    total *= d;
+    out_shape.push_back(I64(d));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr zeros, ctx.Call("relax.zeros", {MakeShape({I64(total)})},
+                                             {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
+  KILN_ASSIGN_OR_RETURN(Expr flat_x, ctx.Call("relax.reshape", {x, MakeShape({I64(count)})}));
+  KILN_ASSIGN_OR_RETURN(Expr flat_i, ctx.Call("relax.reshape", {indices, MakeShape({I64(count)})}));
+  KILN_ASSIGN_OR_RETURN(Expr scattered, ctx.Call("relax.scatter_elements", {zeros, flat_i, flat_x},
+                                                 {{"axis", IntAttr(0)}}));
+  return OneOf(ctx.Call("relax.reshape", {scattered, MakeShape(out_shape)}));
+}
+
 }  // namespace
 
 // ConvTranspose: relax.nn.conv2d_transpose (1-D with a unit height). Pads come from `pads`, or,
@@ -722,6 +766,7 @@ void RegisterNNConverters(ConverterTable* t) {
   (*t)["LRN"] = Lrn;
   (*t)["LayerNormalization"] = LayerNorm;
   (*t)["Resize"] = Resize;
+  (*t)["MaxUnpool"] = MaxUnpool;
   (*t)["NegativeLogLikelihoodLoss"] = NegativeLogLikelihoodLoss;
   (*t)["SoftmaxCrossEntropyLoss"] = SoftmaxCrossEntropyLoss;
 }
