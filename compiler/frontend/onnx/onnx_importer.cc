@@ -26,6 +26,7 @@ const ConverterTable& Converters() {
     RegisterQuantizeConverters(t);
     RegisterRecurrentConverters(t);
     RegisterGridSampleConverter(t);
+    RegisterDftConverter(t);
     return t;
   }();
   return *table;
