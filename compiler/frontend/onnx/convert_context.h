@@ -142,6 +142,7 @@ void RegisterQuantizeConverters(ConverterTable* table);   // QuantizeLinear and 
 void RegisterRecurrentConverters(ConverterTable* table);  // RNN, GRU, LSTM
 void RegisterGridSampleConverter(ConverterTable* table);
 void RegisterDftConverter(ConverterTable* table);
+void RegisterDetConverter(ConverterTable* table);
 
 // ONNX's Conv of `x` and `weight` (1-, 2- or 3-D, the node's window attributes), plus `bias`
 // per channel when given: Conv's converter and ConvInteger's.

@@ -36,9 +36,9 @@ TEST(OnnxImportError, GarbageBytes) {
 
 TEST(OnnxImportError, UnsupportedOperatorNamesNodeTypeAndOpset) {
   GraphBuilder g(13);
-  g.Input("x", kF, {2}).Output("y", kF).Node("Relu", {"x"}, {"r"}).Node("Det", {"r"}, {"y"});
+  g.Input("x", kF, {2}).Output("y", kF).Node("Relu", {"x"}, {"r"}).Node("Unique", {"r"}, {"y"});
   ExpectError(Import(g), absl::StatusCode::kUnimplemented,
-              "m.onnx: ONNX node 'Det_2' (Det, opset 13): operator Det is not supported");
+              "m.onnx: ONNX node 'Unique_2' (Unique, opset 13): operator Unique is not supported");
 }
 
 TEST(OnnxImportError, OtherDomain) {

@@ -27,6 +27,7 @@ const ConverterTable& Converters() {
     RegisterRecurrentConverters(t);
     RegisterGridSampleConverter(t);
     RegisterDftConverter(t);
+    RegisterDetConverter(t);
     return t;
   }();
   return *table;
