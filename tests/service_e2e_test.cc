@@ -877,15 +877,17 @@ TEST_F(ServiceTest, BadInputIsRefusedWithTheRightCodeAndNothingIsStored) {
         r.mutable_module()->set_name("broken.py");
       },
       absl::StatusCode::kInvalidArgument, "broken.py:");
-  frontend::testing::GraphBuilder det(13);
-  det.Input("x", 1, {2, 2}).Output("y", 1).Node("Det", {"x"}, {"y"});
-  std::string det_bytes = det.Serialize();
+  frontend::testing::GraphBuilder unique(13);
+  unique.Input("x", 1, {2, 2}).Output("y", 1).Node("Unique", {"x"}, {"y"});
+  std::string unique_bytes = unique.Serialize();
   add(
-      failed, "unsupported ONNX op", [&](auto& r) { r.mutable_module()->set_onnx(det_bytes); },
-      absl::StatusCode::kUnimplemented, "operator Det is not supported");
+      failed, "unsupported ONNX op", [&](auto& r) { r.mutable_module()->set_onnx(unique_bytes); },
+      absl::StatusCode::kUnimplemented, "operator Unique is not supported");
   add(
       failed, "truncated ONNX protobuf",
-      [&](auto& r) { r.mutable_module()->set_onnx(det_bytes.substr(0, det_bytes.size() / 2)); },
+      [&](auto& r) {
+        r.mutable_module()->set_onnx(unique_bytes.substr(0, unique_bytes.size() / 2));
+      },
       absl::StatusCode::kInvalidArgument, "model.onnx");
   add(
       refused, "unknown target",
