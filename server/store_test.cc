@@ -23,34 +23,18 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// One PostgreSQL server for the whole test binary, stopped at the end.
-kiln::testing::PostgresServer* g_postgres = nullptr;
-
-class PostgresEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> server =
-        kiln::testing::PostgresServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    g_postgres = server_.get();
-  }
-  void TearDown() override {
-    g_postgres = nullptr;
-    server_.reset();
-  }
-
- private:
-  std::unique_ptr<kiln::testing::PostgresServer> server_;
-};
-::testing::Environment* const kPostgres =
-    ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);
+// The binary's one PostgreSQL server (tests/postgres_server.h).
+kiln::testing::PostgresServer* Postgres() {
+  kiln::testing::PostgresServer* server = kiln::testing::SharedPostgresServer();
+  EXPECT_NE(server, nullptr) << "PostgreSQL did not start";
+  return server;
+}
 
 std::string Dir(const std::string& name) { return std::string(getenv("TEST_TMPDIR")) + "/" + name; }
 
 std::string FreshDatabase() {
   static std::atomic<int> next{0};
-  absl::StatusOr<std::string> url = g_postgres->CreateDatabase(absl::StrCat("store_test_", next++));
+  absl::StatusOr<std::string> url = Postgres()->CreateDatabase(absl::StrCat("store_test_", next++));
   EXPECT_TRUE(url.ok()) << url.status();
   return url.ok() ? *url : "";
 }
@@ -255,12 +239,12 @@ TEST(PostgresStore, ARestartedServerIsReconnected) {
   absl::StatusOr<std::unique_ptr<PostgresStore>> store = PostgresStore::Open(url, Dir("pg_re"));
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->AwaitSaved((*store)->SaveJob(MakeJob(7, v1::JOB_STATE_QUEUED))).ok());
-  ASSERT_TRUE(g_postgres->Stop().ok());
+  ASSERT_TRUE(Postgres()->Stop().ok());
   absl::StatusOr<std::optional<v1::Job>> down = (*store)->GetJob("job-7");
   EXPECT_EQ(down.status().code(), absl::StatusCode::kUnavailable) << down.status();
   const uint64_t lost = (*store)->SaveJob(MakeJob(8, v1::JOB_STATE_QUEUED));
   EXPECT_EQ((*store)->AwaitSaved(lost).code(), absl::StatusCode::kUnavailable);
-  ASSERT_TRUE(g_postgres->StartAgain().ok());
+  ASSERT_TRUE(Postgres()->StartAgain().ok());
   absl::StatusOr<std::optional<v1::Job>> back = (*store)->GetJob("job-7");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(back->has_value());

@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -90,6 +91,17 @@ absl::StatusOr<std::string> PostgresServer::CreateDatabase(const std::string& na
   PQfinish(conn);
   if (!ok) return absl::InternalError(error);
   return Url(name);
+}
+
+PostgresServer* SharedPostgresServer() {
+  // A static's destructor stops the server and removes its directory when the binary exits.
+  static std::unique_ptr<PostgresServer> shared = [] {
+    absl::StatusOr<std::unique_ptr<PostgresServer>> started = PostgresServer::Start();
+    if (started.ok()) return std::move(*started);
+    std::fprintf(stderr, "PostgreSQL did not start: %s\n", started.status().ToString().c_str());
+    return std::unique_ptr<PostgresServer>();
+  }();
+  return shared.get();
 }
 
 }  // namespace kiln::testing

@@ -35,6 +35,10 @@ class PostgresServer {
   bool running_ = false;
 };
 
+// One server for the whole test binary, started on the first call and stopped when the binary
+// exits; null (with the reason on stderr) when it does not start.
+PostgresServer* SharedPostgresServer();
+
 }  // namespace kiln::testing
 
 #endif  // KILN_TESTS_POSTGRES_SERVER_H_

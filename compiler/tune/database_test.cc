@@ -36,32 +36,19 @@ TuningRecord Record(const std::string& key, std::optional<double> seconds, int t
   return r;
 }
 
-// The same contract on a SQLite file and on PostgreSQL (a real server, one for the binary).
-kiln::testing::PostgresServer* g_postgres = nullptr;
-
-class PostgresEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> server =
-        kiln::testing::PostgresServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-    g_postgres = server_.get();
-  }
-  void TearDown() override { server_.reset(); }
-
- private:
-  std::unique_ptr<kiln::testing::PostgresServer> server_;
-};
-::testing::Environment* const kPostgres =
-    ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);
+// The binary's one PostgreSQL server (tests/postgres_server.h).
+kiln::testing::PostgresServer* Postgres() {
+  kiln::testing::PostgresServer* server = kiln::testing::SharedPostgresServer();
+  EXPECT_NE(server, nullptr) << "PostgreSQL did not start";
+  return server;
+}
 
 class Backends : public ::testing::TestWithParam<std::string> {
  protected:
   // A fresh database named `name`: a file, or a PostgreSQL database.
   std::string Location(const std::string& name) {
     if (GetParam() == "sqlite") return FreshTempPath(name + ".db");
-    absl::StatusOr<std::string> url = g_postgres->CreateDatabase(name);
+    absl::StatusOr<std::string> url = Postgres()->CreateDatabase(name);
     EXPECT_TRUE(url.ok()) << url.status();
     return url.ok() ? *url : "";
   }

@@ -110,19 +110,19 @@ absl::StatusOr<Outputs> DynamicQuantizeLinear(Context& ctx) {
   return out;
 }
 
+// x - zero_point (when given) in int32.
+absl::StatusOr<Expr> Centered(Context& ctx, const Expr& x, const Expr& zero_point) {
+  KILN_ASSIGN_OR_RETURN(Expr xi, Cast(ctx, x, kI32));
+  if (!zero_point) return xi;
+  KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, zero_point, kI32));
+  return ctx.Call("relax.subtract", {xi, z});
+}
+
 // (a - a_zero_point) @ (b - b_zero_point) in int32.
 absl::StatusOr<Expr> IntegerMatmul(Context& ctx, const Expr& a, const Expr& a_zp, const Expr& b,
                                    const Expr& b_zp) {
-  KILN_ASSIGN_OR_RETURN(Expr ai, Cast(ctx, a, kI32));
-  KILN_ASSIGN_OR_RETURN(Expr bi, Cast(ctx, b, kI32));
-  if (a_zp) {
-    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, a_zp, kI32));
-    KILN_ASSIGN_OR_RETURN(ai, ctx.Call("relax.subtract", {ai, z}));
-  }
-  if (b_zp) {
-    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, b_zp, kI32));
-    KILN_ASSIGN_OR_RETURN(bi, ctx.Call("relax.subtract", {bi, z}));
-  }
+  KILN_ASSIGN_OR_RETURN(Expr ai, Centered(ctx, a, a_zp));
+  KILN_ASSIGN_OR_RETURN(Expr bi, Centered(ctx, b, b_zp));
   return ctx.Call("relax.matmul", {ai, bi});
 }
 
@@ -185,16 +185,8 @@ absl::StatusOr<Outputs> ConvInteger(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr w, ctx.Tensor(1));
   KILN_ASSIGN_OR_RETURN(Expr x_zp, ScalarZeroPoint(ctx, 2));
   KILN_ASSIGN_OR_RETURN(Expr w_zp, ScalarZeroPoint(ctx, 3));
-  KILN_ASSIGN_OR_RETURN(Expr xi, Cast(ctx, x, kI32));
-  KILN_ASSIGN_OR_RETURN(Expr wi, Cast(ctx, w, kI32));
-  if (x_zp) {
-    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, x_zp, kI32));
-    KILN_ASSIGN_OR_RETURN(xi, ctx.Call("relax.subtract", {xi, z}));
-  }
-  if (w_zp) {
-    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, w_zp, kI32));
-    KILN_ASSIGN_OR_RETURN(wi, ctx.Call("relax.subtract", {wi, z}));
-  }
+  KILN_ASSIGN_OR_RETURN(Expr xi, Centered(ctx, x, x_zp));
+  KILN_ASSIGN_OR_RETURN(Expr wi, Centered(ctx, w, w_zp));
   return OneOf(ConvOf(ctx, xi, wi, Expr()));
 }
 
@@ -211,16 +203,8 @@ absl::StatusOr<Outputs> QLinearConv(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr y_scale, ctx.Tensor(6));
   KILN_ASSIGN_OR_RETURN(Expr y_zp, ScalarZeroPoint(ctx, 7));
   if (!y_zp) return ctx.Error("y_zero_point is required");
-  KILN_ASSIGN_OR_RETURN(Expr xi, Cast(ctx, x, kI32));
-  KILN_ASSIGN_OR_RETURN(Expr wi, Cast(ctx, w, kI32));
-  if (x_zp) {
-    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, x_zp, kI32));
-    KILN_ASSIGN_OR_RETURN(xi, ctx.Call("relax.subtract", {xi, z}));
-  }
-  if (w_zp) {
-    KILN_ASSIGN_OR_RETURN(Expr z, Cast(ctx, w_zp, kI32));
-    KILN_ASSIGN_OR_RETURN(wi, ctx.Call("relax.subtract", {wi, z}));
-  }
+  KILN_ASSIGN_OR_RETURN(Expr xi, Centered(ctx, x, x_zp));
+  KILN_ASSIGN_OR_RETURN(Expr wi, Centered(ctx, w, w_zp));
   Expr bias;
   if (ctx.Has(8)) {
     KILN_ASSIGN_OR_RETURN(bias, ctx.Tensor(8));
