@@ -132,20 +132,31 @@ std::string ComputeBuilder::BlockName(const std::string& name) {
 
 void ComputeBuilder::Compute(const std::string& name, const Buffer& out, const IndexFn& value) {
   AddStage(
-      name, out, {}, [&](const Indices& spatial, const Indices&) { return value(spatial); },
+      name, out, out->shape, {},
+      [&](const Indices& spatial, const Indices&) { return value(spatial); }, nullptr,
+      /*accumulate=*/false, Combiner::kSum);
+}
+
+void ComputeBuilder::ComputeOver(const std::string& name, const Buffer& out,
+                                 const std::vector<PrimExpr>& domain, const IndexMapFn& store_at,
+                                 const IndexFn& value) {
+  AddStage(
+      name, out, domain, {},
+      [&](const Indices& spatial, const Indices&) { return value(spatial); }, store_at,
       /*accumulate=*/false, Combiner::kSum);
 }
 
 void ComputeBuilder::Reduce(const std::string& name, const Buffer& out,
                             const std::vector<PrimExpr>& reduce_extents, Combiner combiner,
                             const ReduceFn& value) {
-  AddStage(name, out, reduce_extents, value, /*accumulate=*/true, combiner);
+  AddStage(name, out, out->shape, reduce_extents, value, nullptr, /*accumulate=*/true, combiner);
 }
 
 void ComputeBuilder::AddStage(const std::string& name, const Buffer& out,
+                              const std::vector<PrimExpr>& domain,
                               const std::vector<PrimExpr>& reduce_extents,
                               const std::function<PrimExpr(const Indices&, const Indices&)>& value,
-                              bool accumulate, Combiner combiner) {
+                              const IndexMapFn& store_at, bool accumulate, Combiner combiner) {
   std::string block_name = BlockName(name);
   auto* block = new BlockNode();
   Block owner(block);
@@ -164,19 +175,20 @@ void ComputeBuilder::AddStage(const std::string& name, const Buffer& out,
     extents.push_back(ext);
     (kind == IterKind::kSpatial ? spatial : reduce).push_back(iter);
   };
-  for (const PrimExpr& d : out->shape) add_axis(d, IterKind::kSpatial, "ax");
+  for (const PrimExpr& d : domain) add_axis(d, IterKind::kSpatial, "ax");
   for (const PrimExpr& d : reduce_extents) add_axis(d, IterKind::kReduce, "k");
 
   PrimExpr v = value(spatial, reduce);
   if (v->dtype != out->dtype) v = Cast(out->dtype, v);
+  const Indices at = store_at ? store_at(spatial) : spatial;
   block->reads = ReadRegions(v, out);
-  block->writes = {Make<BufferRegionNode>(out, PointRegion(spatial))};
+  block->writes = {Make<BufferRegionNode>(out, PointRegion(at))};
   if (accumulate) {
-    block->init = Make<BufferStoreNode>(out, ReduceIdentity(combiner, out->dtype), spatial);
-    block->reads.insert(block->reads.begin(), Make<BufferRegionNode>(out, PointRegion(spatial)));
-    v = Combine(combiner, Load(out, spatial), v);
+    block->init = Make<BufferStoreNode>(out, ReduceIdentity(combiner, out->dtype), at);
+    block->reads.insert(block->reads.begin(), Make<BufferRegionNode>(out, PointRegion(at)));
+    v = Combine(combiner, Load(out, at), v);
   }
-  block->body = Make<BufferStoreNode>(out, v, spatial);
+  block->body = Make<BufferStoreNode>(out, v, at);
 
   std::vector<PrimExpr> iter_values(loops.begin(), loops.end());
   Stmt nest = Make<BlockRealizeNode>(std::move(iter_values), Bool(true), owner);

@@ -26,6 +26,8 @@ namespace kiln::tir {
 
 using Indices = std::vector<ir::PrimExpr>;
 using IndexFn = std::function<ir::PrimExpr(const Indices&)>;
+// Where a point of an iteration domain is stored.
+using IndexMapFn = std::function<Indices(const Indices&)>;
 // A reduction body: the spatial indices of the output point and the reduction indices.
 using ReduceFn = std::function<ir::PrimExpr(const Indices& spatial, const Indices& reduce)>;
 
@@ -49,6 +51,12 @@ class ComputeBuilder {
 
   // out[i...] = value(i...) over all of out.
   void Compute(const std::string& name, const ir::Buffer& out, const IndexFn& value);
+  // out[store_at(i...)] = value(i...) over i in `domain`: a layout change written in the order
+  // of its source (a packed convolution's result unpacked, iterating the packed layout so that
+  // the block reads it at its own iter vars).
+  void ComputeOver(const std::string& name, const ir::Buffer& out,
+                   const std::vector<ir::PrimExpr>& domain, const IndexMapFn& store_at,
+                   const IndexFn& value);
   // out[i...] = combiner over r in [0, reduce_extents) of value(i..., r...).
   void Reduce(const std::string& name, const ir::Buffer& out,
               const std::vector<ir::PrimExpr>& reduce_extents, Combiner combiner,
@@ -69,10 +77,13 @@ class ComputeBuilder {
   ir::Buffer Param(const std::string& name, ir::DataType dtype,
                    const std::vector<ir::PrimExpr>& shape);
   std::string BlockName(const std::string& name);
+  // A block over `domain` x `reduce_extents` storing value(spatial, reduce) into
+  // out[store_at(spatial)] (out[spatial] without store_at).
   void AddStage(const std::string& name, const ir::Buffer& out,
+                const std::vector<ir::PrimExpr>& domain,
                 const std::vector<ir::PrimExpr>& reduce_extents,
                 const std::function<ir::PrimExpr(const Indices&, const Indices&)>& value,
-                bool accumulate, Combiner combiner);
+                const IndexMapFn& store_at, bool accumulate, Combiner combiner);
 
   std::vector<ir::Var> params_;
   std::vector<std::pair<ir::Var, ir::Buffer>> buffer_map_;

@@ -3,6 +3,8 @@
 // layer_norm.
 #include <algorithm>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/printer.h"
 #include "compiler/relax/ops/op_common.h"
@@ -139,6 +141,9 @@ struct ConvShape {
   // "OIHW" (PyTorch's OIHW, TensorFlow's HWIO, TVM's OHWI for NHWC data).
   int o = 0, i = 1, h = 2, w = 3;
   int64_t groups = 1;
+  // "OIHW<b>o": the output channels in blocks of b, innermost ([O / b, I, H, W, b]), the layout
+  // PackConvWeights gives a constant weight so that a vector of b output channels is one load.
+  int64_t o_block = 0;
 };
 
 absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
@@ -149,7 +154,12 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
   absl::StatusOr<std::string> kl =
       StringAttr(call, "kernel_layout", c.window.nhwc ? "HWIO" : "OIHW");
   if (!kl.ok()) return kl.status();
-  std::string sorted = *kl;
+  if (absl::StartsWith(*kl, "OIHW") && kl->size() > 5 && kl->back() == 'o') {
+    if (!absl::SimpleAtoi(kl->substr(4, kl->size() - 5), &c.o_block) || c.o_block < 1)
+      return OpError(call, absl::StrCat("kernel_layout \"", *kl, "\" has no block size"));
+    if (c.window.nhwc) return OpError(call, "a blocked kernel_layout needs NCHW data");
+  }
+  std::string sorted = c.o_block ? "OIHW" : *kl;
   std::sort(sorted.begin(), sorted.end());
   if (sorted != "HIOW") {
     return OpError(call, absl::StrCat("kernel_layout \"", *kl,
@@ -163,6 +173,7 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
   if (!groups.ok()) return groups.status();
   if (*groups < 1) return OpError(call, "groups must be >= 1");
   c.groups = *groups;
+  if (c.o_block && c.groups != 1) return OpError(call, "a blocked kernel_layout needs groups=1");
   if (c.window.ceil_mode) return OpError(call, "ceil_mode is for pooling");
   return c;
 }
@@ -182,14 +193,18 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContex
     if (!d.ok()) return OpError(call, "bad out_dtype");
     if (!d->is_void()) dtype = *d;
   }
+  const int weight_rank = conv->o_block ? 5 : 4;
   if ((*x)->ndim >= 0 && (*x)->ndim != 4) return OpError(call, "data must have rank 4");
-  if ((*wt)->ndim >= 0 && (*wt)->ndim != 4) return OpError(call, "weight must have rank 4");
+  if ((*wt)->ndim >= 0 && (*wt)->ndim != weight_rank)
+    return OpError(call, absl::StrCat("weight must have rank ", weight_rank));
   const std::vector<PrimExpr>* xd = DimsOf(**x);
   const std::vector<PrimExpr>* wd = DimsOf(**wt);
   if (xd == nullptr || wd == nullptr) return TensorSInfoUnknown(dtype, 4);
   const Window& win = conv->window;
   PrimExpr channels = (*xd)[win.c_axis()];
-  PrimExpr out_c = (*wd)[conv->o];
+  if (conv->o_block && ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[4], Int64(conv->o_block))))
+    return OpError(call, "the weight's last dimension must be the kernel_layout's block");
+  PrimExpr out_c = conv->o_block ? ctx.analyzer->Simplify((*wd)[0] * conv->o_block) : (*wd)[conv->o];
   PrimExpr in_c = (*wd)[conv->i];
   PrimExpr kh = (*wd)[conv->h];
   PrimExpr kw = (*wd)[conv->w];
@@ -252,6 +267,26 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
   PrimExpr out_c = weight->shape[conv->o];
   DataType t = out[0]->dtype;
   int h = w.h_axis(), c = w.c_axis();
+  if (conv->o_block) {
+    // Accumulated in [N, O / b, OH, OW, b], vectors of b output channels (the weight's blocks),
+    // then unpacked into NCHW by a block iterating the packed layout: the schedule rules fold
+    // the unpacking, and the epilogue after it, into the accumulator tile's write-back.
+    const std::vector<PrimExpr>& os = out[0]->shape;
+    Buffer packed = b.Temp("conv2d_packed", t, {os[0], weight->shape[0], os[2], os[3], weight->shape[4]});
+    b.Reduce("conv2d", packed, {in_c, kh, kw}, Combiner::kSum,
+             [&](const Indices& s, const Indices& r) {
+               Indices xi = {s[0], r[0], s[2] * w.stride[0] + r[1] * w.dilation[0],
+                             s[3] * w.stride[1] + r[2] * w.dilation[1]};
+               return Cast(t, Load(data, xi)) * Cast(t, Load(weight, {s[1], r[0], r[1], r[2], s[4]}));
+             });
+    b.ComputeOver(
+        "conv2d_unpack", out[0], packed->shape,
+        [&](const Indices& i) -> Indices {
+          return {i[0], i[1] * conv->o_block + i[4], i[2], i[3]};
+        },
+        [&](const Indices& i) { return Load(packed, i); });
+    return absl::OkStatus();
+  }
   b.Reduce("conv2d", out[0], {in_c, kh, kw}, Combiner::kSum,
            [&](const Indices& s, const Indices& r) {
              PrimExpr oc = s[c];

@@ -10,6 +10,10 @@ pass::PassPtr CanonicalizeBindingsPass() {
   return MakeModulePass("CanonicalizeBindings", CanonicalizeBindings, {}, IRLevel::kRelaxFunction);
 }
 
+pass::PassPtr PackConvWeightsPass() {
+  return MakeModulePass("PackConvWeights", PackConvWeights, {}, IRLevel::kRelaxFunction);
+}
+
 pass::PassPtr LegalizeOpsPass() { return MakeModulePass("LegalizeOps", LegalizeOps); }
 
 pass::PassPtr DeadCodeEliminationPass() {

@@ -19,6 +19,13 @@ namespace kiln::ir::relax {
 //   - TupleGetItem of a variable bound to a tuple literal: the field itself.
 absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod);
 
+// PackConvWeights: an NCHW conv2d (groups 1) whose weight is a float32 constant with a multiple
+// of 16 output channels gets the weight repacked at compile time into blocks of 16 output
+// channels, kernel_layout "OIHW16o" ([O / 16, I, H, W, 16]). Its kernel then computes 16 output
+// channels per vector, each multiply-add one broadcast input value and one contiguous weight
+// load, whatever the image's width (NCHW rows of 7, 14 or 56 fill vectors badly).
+absl::StatusOr<IRModule> PackConvWeights(const IRModule& mod);
+
 // LegalizeOps lowers every high-level operator call to a TIR kernel. A binding
 //   lv = R.add(x, y)
 // becomes
@@ -84,6 +91,7 @@ PlannedMemory PlannedMemoryOf(const FunctionNode& f);
 
 // Each pass above as a pass object (compiler/pass/pass.h), with its IR level and requirements.
 pass::PassPtr CanonicalizeBindingsPass();
+pass::PassPtr PackConvWeightsPass();
 pass::PassPtr LegalizeOpsPass();
 pass::PassPtr DeadCodeEliminationPass();
 pass::PassPtr FuseOpsPass();

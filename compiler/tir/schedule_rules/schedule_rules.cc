@@ -410,16 +410,18 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
     if (!local.ok()) return local.status();
     write_back = *local;
   }
+  // Consumers fold in one after another: a packed convolution's unpacking, then its epilogue.
   std::optional<BlockRV> epilogue;
-  absl::StatusOr<std::vector<BlockRV>> consumers =
-      sch.GetConsumers(write_back ? *write_back : *block);
-  if (consumers.ok() && consumers->size() == 1) {
+  for (bool folded = true; folded;) {
+    folded = false;
+    absl::StatusOr<std::vector<BlockRV>> consumers =
+        sch.GetConsumers(write_back ? *write_back : *block);
+    if (!consumers.ok() || consumers->size() != 1) break;
     const std::vector<BlockInfo> all = Blocks(sch);
     const BlockInfo* c = Find(all, *sch.BlockName((*consumers)[0]));
-    if (c != nullptr && !c->has_reduce &&
-        !(write_back && sch.ReverseComputeInline((*consumers)[0]).ok())) {
-      epilogue = (*consumers)[0];
-    }
+    if (c == nullptr || c->has_reduce) break;
+    folded = write_back && sch.ReverseComputeInline((*consumers)[0]).ok();
+    if (!folded) epilogue = (*consumers)[0];
   }
   for (std::optional<BlockRV> b : {write_back, epilogue}) {
     if (!b || !sch.ReverseComputeAt(*b, at).ok()) continue;
