@@ -522,6 +522,41 @@ TEST(OpsTest, Conv2dLayoutsStridesPaddingDilationGroups) {
   }
 }
 
+// The "OIHW16o" kernel layout PackConvWeights gives constant weights: odd channel counts and
+// image sizes, strides, one-sided padding, batch 2.
+TEST(OpsTest, Conv2dBlockedKernelLayout) {
+  struct Case {
+    int64_t c, o, k, h, w;
+    int stride;
+    std::vector<int64_t> pad;  // top, left, bottom, right
+  };
+  for (const Case& c : std::vector<Case>{{3, 16, 3, 7, 7, 1, {1, 1, 1, 1}},
+                                         {5, 32, 3, 9, 10, 2, {0, 0, 1, 1}},
+                                         {7, 16, 1, 7, 7, 2, {0, 0, 0, 0}},
+                                         {2, 48, 7, 13, 11, 2, {3, 3, 3, 3}}}) {
+    SCOPED_TRACE(absl::StrCat("C=", c.c, " O=", c.o, " k=", c.k, " ", c.h, "x", c.w,
+                              " stride=", c.stride));
+    Array x = Random({2, c.c, c.h, c.w}, 26), w = Random({c.o, c.c, c.k, c.k}, 27);
+    // The reference: zero-pad x as asked, then an unpadded convolution.
+    Array padded = Zeros({2, c.c, c.h + c.pad[0] + c.pad[2], c.w + c.pad[1] + c.pad[3]});
+    for (int64_t i = 0; i < x.size(); ++i) {
+      std::vector<int64_t> idx = x.Unravel(i);
+      padded.at({idx[0], idx[1], idx[2] + c.pad[0], idx[3] + c.pad[1]}) = x.data[i];
+    }
+    Array want = Conv2dRef(padded, w, c.stride, 0, 1, 1);
+    Array blocked = Zeros({c.o / 16, c.c, c.k, c.k, 16});
+    for (int64_t i = 0; i < w.size(); ++i) {
+      std::vector<int64_t> idx = w.Unravel(i);
+      blocked.at({idx[0] / 16, idx[1], idx[2], idx[3], idx[0] % 16}) = w.data[i];
+    }
+    CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(blocked.shape)),
+            absl::StrCat("            y = R.nn.conv2d(x, w, strides=[", c.stride, ", ", c.stride,
+                         "], padding=[", absl::StrJoin(c.pad, ", "),
+                         "], kernel_layout=\"OIHW16o\")\n"),
+            {ToTensor(x), ToTensor(blocked)}, want);
+  }
+}
+
 TEST(OpsTest, Pooling) {
   Array x = Random({2, 3, 9, 8}, 24);
   // max_pool2d 3x3 stride 2 pad 1; avg_pool2d 2x2 stride 2 (count_include_pad False, pad 1).

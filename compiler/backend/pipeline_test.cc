@@ -51,7 +51,8 @@ TEST(PipelineTest, UnknownPassNamesAreRefusedWithTheList) {
   absl::StatusOr<BuiltModule> built = Build(Parse(relax::testing::MlpScript("n")), "llvm", options);
   ASSERT_FALSE(built.ok());
   EXPECT_THAT(built.status().message(), HasSubstr("no pass is called 'FuseTIR'"));
-  EXPECT_THAT(built.status().message(), HasSubstr("CanonicalizeBindings, LegalizeOps"));
+  EXPECT_THAT(built.status().message(),
+              HasSubstr("CanonicalizeBindings, PackConvWeights, LegalizeOps"));
 }
 
 TEST(PipelineTest, EveryPassAndCodeGenerationStepIsTimedInOrder) {
@@ -62,7 +63,7 @@ TEST(PipelineTest, EveryPassAndCodeGenerationStepIsTimedInOrder) {
   std::vector<std::string> steps;
   for (const auto& e : timer.entries()) steps.push_back(e.pass);
   EXPECT_THAT(steps, ::testing::ElementsAre(
-                         "CanonicalizeBindings", "LegalizeOps", "FoldConstant",
+                         "CanonicalizeBindings", "PackConvWeights", "LegalizeOps", "FoldConstant",
                          "DeadCodeElimination", "FuseOps", "DeadCodeElimination", "DefaultSchedule",
                          "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMCodegen",
                          "LowerInitBlock", "ConvertBlocksToLoops", "Simplify", "CompactAllocations",

@@ -487,6 +487,18 @@ absl::Status LegalizePool2d(const CallNode& call, const std::vector<Buffer>& in,
   std::vector<PrimExpr> taps = {Int64((*k)[0]), Int64((*k)[1])};
   if (is_max) {
     PrimExpr lowest = tir::ReduceIdentity(Combiner::kMax, t);
+    if (!w->ceil_mode) {
+      // Padding as a block of its own, as for conv2d: the window's taps then read unguarded
+      // and vectorize along the row.
+      Buffer padded = PadSpatial(b, x, *w, lowest);
+      b.Reduce("pool_max", out[0], taps, Combiner::kMax, [&](const Indices& s, const Indices& r) {
+        Indices src = source(s, r);
+        src[h] = src[h] + w->pad[0];
+        src[h + 1] = src[h + 1] + w->pad[1];
+        return Load(padded, src);
+      });
+      return absl::OkStatus();
+    }
     b.Reduce("pool_max", out[0], taps, Combiner::kMax, [&](const Indices& s, const Indices& r) {
       Indices src = source(s, r);
       if (!bounded) return Load(x, src);

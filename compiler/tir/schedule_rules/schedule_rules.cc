@@ -421,7 +421,10 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
     const BlockInfo* c = Find(all, *sch.BlockName((*consumers)[0]));
     if (c == nullptr || c->has_reduce) break;
     folded = write_back && sch.ReverseComputeInline((*consumers)[0]).ok();
-    if (!folded) epilogue = (*consumers)[0];
+    // Under the tile only when this block alone produces what it reads (an average pool's
+    // division also reads the window counts, computed after).
+    absl::StatusOr<std::vector<BlockRV>> producers = sch.GetProducers((*consumers)[0]);
+    if (!folded && producers.ok() && producers->size() == 1) epilogue = (*consumers)[0];
   }
   for (std::optional<BlockRV> b : {write_back, epilogue}) {
     if (!b || !sch.ReverseComputeAt(*b, at).ok()) continue;
@@ -570,6 +573,28 @@ absl::Status RandomComputeLocation(Schedule& sch, Sampler& sampler, const BlockI
   return absl::OkStatus();
 }
 
+// A reduction over a window whose innermost spatial loop walks the innermost dimension of what
+// it reads (pooling: in[.., oh * s + kh, ow * s + kw]): tiled like a convolution, the window
+// outside a vector of outputs, though nothing is reused. A row reduction (x[i, k], k reduced)
+// reads across its innermost loop's vector and stays one parallel loop.
+bool VectorizableWindow(const BlockInfo& info, int last_spatial) {
+  if (last_spatial < 0 || info.block->reads.empty()) return false;
+  const ir::VarNode* v = info.loop_iter_vars[last_spatial];
+  const ir::BufferNode* written =
+      info.block->writes.empty() ? nullptr : info.block->writes[0]->buffer.get();
+  int inputs = 0;
+  for (const ir::BufferRegion& r : info.block->reads) {
+    if (r->buffer.get() == written || r->region.empty()) continue;
+    bool uses = false;
+    ir::PostOrderVisit(r->region.back()->min, [&](const ir::PrimExpr& e) {
+      if (e.get() == v) uses = true;
+    });
+    if (!uses) return false;
+    ++inputs;
+  }
+  return inputs > 0;
+}
+
 // The innermost spatial loop of constant extent, or -1.
 int LastConstSpatial(const BlockInfo& info) {
   int last = -1;
@@ -587,12 +612,12 @@ absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, Unset
   AutoInline(sch);
   std::set<std::string> placed;
   for (const BlockInfo& info : Blocks(sch)) {
-    if (placed.count(info.name) || !info.plain || !info.has_reduce || !info.has_reuse) continue;
+    if (placed.count(info.name) || !info.plain || !info.has_reduce) continue;
     const std::vector<BlockInfo> current = Blocks(sch);
     const BlockInfo* now = Find(current, info.name);
     if (now == nullptr || !now->plain) continue;
     const int last_spatial = LastConstSpatial(*now);
-    if (last_spatial < 0) continue;
+    if (last_spatial < 0 || !(now->has_reuse || VectorizableWindow(*now, last_spatial))) continue;
     absl::StatusOr<std::set<std::string>> tiled =
         MultiLevelTiling(sch, sampler, *now, last_spatial);
     if (!tiled.ok()) return tiled.status();

@@ -1,0 +1,101 @@
+// PackConvWeights: constant conv2d weights in 16-output-channel blocks, and the same results.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/backend/testing/model_test_util.h"
+#include "compiler/relax/transform/transform.h"
+#include "compiler/script/printer.h"
+#include "compiler/testing/expect_pass.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::ir::relax {
+namespace {
+
+using backend::testing::Array;
+using backend::testing::CompileAndRun;
+using backend::testing::FromTensor;
+using backend::testing::Random;
+using backend::testing::ToTensor;
+using pass::testing::ParseModule;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// `a` as an R.const literal (nested lists).
+std::string Literal(const Array& a, size_t dim = 0, int64_t offset = 0) {
+  if (dim == a.shape.size()) return absl::StrCat(a.data[offset]);
+  int64_t stride = 1;
+  for (size_t d = dim + 1; d < a.shape.size(); ++d) stride *= a.shape[d];
+  std::vector<std::string> items;
+  for (int64_t i = 0; i < a.shape[dim]; ++i) items.push_back(Literal(a, dim + 1, offset + i * stride));
+  return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+}
+
+// conv2d of an (n, c, 7, 7) input with a constant weight of `o` output channels, 3x3, stride 2,
+// padding on the bottom and right only; `groups` as given.
+std::string ConvModule(const Array& w, int64_t groups, const std::string& batch = "2") {
+  const int64_t c = w.shape[1] * groups;
+  return absl::StrCat(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(()", batch, ", ", c, R"(, 7, 7), dtype="float32")):
+        with R.dataflow():
+            y = R.nn.conv2d(x, R.const()", Literal(w), R"(, "float32"), strides=[2, 2], padding=[0, 0, 1, 1], groups=)",
+                      groups, R"()
+            gv = R.nn.relu(y)
+            R.output(gv)
+        return gv
+)");
+}
+
+TEST(PackConvWeightsTest, ConstantWeightsAreBlockedAndComputeTheSame) {
+  const Array w = Random({32, 3, 3, 3}, 7);
+  const std::string text = ConvModule(w, 1);
+  absl::StatusOr<IRModule> packed = PackConvWeights(ParseModule(text));
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  const std::string printed = script::PrintScript(*packed);
+  EXPECT_THAT(printed, HasSubstr("kernel_layout=\"OIHW16o\""));
+  EXPECT_THAT(printed, HasSubstr("R.Tensor((2, 32, 3, 3), dtype=\"float32\")"));
+  // Built with and without the pass: the same numbers.
+  const Array x = Random({2, 3, 7, 7}, 8);
+  backend::BuildOptions plain;
+  plain.pack_weights = false;
+  absl::StatusOr<runtime::Value> want = CompileAndRun(text, {ToTensor(x)}, plain);
+  absl::StatusOr<runtime::Value> got = CompileAndRun(text, {ToTensor(x)});
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
+  ASSERT_EQ(a.shape, b.shape);
+  for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
+}
+
+TEST(PackConvWeightsTest, SymbolicBatchIsPackedToo) {
+  const Array w = Random({16, 2, 3, 3}, 9);
+  const std::string text = ConvModule(w, 1, "\"n\"");
+  backend::BuildOptions plain;
+  plain.pack_weights = false;
+  for (int64_t n : {1, 3}) {
+    const Array x = Random({n, 2, 7, 7}, 10);
+    absl::StatusOr<runtime::Value> want = CompileAndRun(text, {ToTensor(x)}, plain);
+    absl::StatusOr<runtime::Value> got = CompileAndRun(text, {ToTensor(x)});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
+    ASSERT_EQ(a.shape, b.shape);
+    for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
+  }
+}
+
+TEST(PackConvWeightsTest, GroupedAndUnevenChannelCountsAreLeftAlone) {
+  for (auto [w, groups] : {std::pair<Array, int64_t>{Random({16, 1, 3, 3}, 11), 16},
+                           {Random({24, 3, 3, 3}, 12), 1}}) {
+    absl::StatusOr<IRModule> packed = PackConvWeights(ParseModule(ConvModule(w, groups)));
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    EXPECT_THAT(script::PrintScript(*packed), Not(HasSubstr("OIHW16o")));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::ir::relax
