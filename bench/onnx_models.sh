@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Batch-1 latency of every model in tests/models, compiled by Kiln, against ONNX Runtime (CPU,
-# the onnxruntime-node package) in the same run, on 1 and 2 threads. Prints a Markdown table.
+# Batch-1 latency of every model in tests/models, and of the full-size models
+# bench/make_full_models.py exports (ResNet-18, a BERT-base layer, a 32 MB MLP; random weights),
+# compiled by Kiln, against ONNX Runtime (CPU, the onnxruntime-node package) in the same run, on 1
+# and 2 threads. Prints a Markdown table, with each model's cold compile time.
 # usage: bash bench/onnx_models.sh [REPEAT] [MIN_REPEAT_MS] [TUNING_DB_DIR]
 # With TUNING_DB_DIR, a model with a database DIR/NAME.db (from `kiln tune`) is compiled with it.
 set -euo pipefail
@@ -10,10 +12,16 @@ bash tools/setup_ort.sh
 bazel build --config=opt //client:kiln >/dev/null 2>&1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for model in tests/models/*.onnx; do
-  name=$(basename "$model" .onnx)
-  tuned=()
-  if [[ -n "${3:-}" && -f "$3/$name.db" ]]; then tuned=(--tuning-db "$3/$name.db"); fi
-  bazel-bin/client/kiln compile "$model" -o "$work/$name.kiln" "${tuned[@]}" >/dev/null
+full=bench/full_models  # ignored by git: 108 MB of random weights, exported once
+[[ -f $full/manifest.json ]] || python3 bench/make_full_models.py "$full" 2>/dev/null
+for dir in tests/models "$full"; do
+  for model in "$dir"/*.onnx; do
+    name=$(basename "$model" .onnx)
+    tuned=()
+    if [[ -n "${3:-}" && -f "$3/$name.db" ]]; then tuned=(--tuning-db "$3/$name.db"); fi
+    start=$(date +%s%N)
+    bazel-bin/client/kiln compile "$model" -o "$work/$name.kiln" "${tuned[@]}" >/dev/null
+    echo "$name $((($(date +%s%N) - start) / 1000000))" >>"$work/compile_ms"
+  done
 done
-node bench/onnx_models.js bazel-bin/client/kiln "$work" "${1:-15}" "${2:-200}"
+node bench/onnx_models.js bazel-bin/client/kiln "$work" "${1:-15}" "${2:-200}" tests/models "$full"
