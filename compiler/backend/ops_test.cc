@@ -431,6 +431,41 @@ TEST(OpsTest, MatmulBatchedBroadcastAndVectors) {
           {ToTensor(m), ToTensor(v)}, mv);
 }
 
+// The "NK<b>n" layout PackConstantWeights gives constant matmul weights: blocks of 16 and 8,
+// batched x, rows that are not a multiple of the tile, a symbolic row count.
+TEST(OpsTest, MatmulBlockedWeightLayout) {
+  struct Case {
+    std::vector<int64_t> x_shape;
+    int64_t n, block;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 64}, 48, 16},
+                                         {{7, 33}, 40, 8},
+                                         {{2, 5, 24}, 32, 16},
+                                         {{13, 100}, 1000, 8}}) {
+    SCOPED_TRACE(absl::StrCat("x ", absl::StrJoin(c.x_shape, "x"), " N=", c.n, " b=", c.block));
+    const int64_t k = c.x_shape.back();
+    Array x = Random(c.x_shape, 28), w = Random({k, c.n}, 29);
+    Array blocked = Zeros({c.n / c.block, k, c.block});
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t j = 0; j < c.n; ++j)
+        blocked.at({j / c.block, r, j % c.block}) = w.data[r * c.n + j];
+    CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(blocked.shape)),
+            absl::StrCat("            y = R.matmul(x, w, b_layout=\"NK", c.block, "n\")\n"),
+            {ToTensor(x), ToTensor(blocked)}, MatmulRef(x, w));
+  }
+  // A symbolic row count: one kernel for every batch.
+  Array w = Random({24, 32}, 30);
+  Array blocked = Zeros({2, 24, 16});
+  for (int64_t r = 0; r < 24; ++r)
+    for (int64_t j = 0; j < 32; ++j) blocked.at({j / 16, r, j % 16}) = w.data[r * 32 + j];
+  for (int64_t n : {1, 5}) {
+    Array x = Random({n, 24}, 31);
+    CheckOp(absl::StrCat("x: R.Tensor((\"n\", 24), dtype=\"float32\"), w: ", F32(blocked.shape)),
+            "            y = R.matmul(x, w, b_layout=\"NK16n\")\n",
+            {ToTensor(x), ToTensor(blocked)}, MatmulRef(x, w));
+  }
+}
+
 TEST(OpsTest, LinearWithBias) {
   Array x = Random({2, 3, 16}, 19), w = Random({10, 16}, 20), b = Random({10}, 21);
   Array want = Zeros({2, 3, 10});
@@ -522,7 +557,7 @@ TEST(OpsTest, Conv2dLayoutsStridesPaddingDilationGroups) {
   }
 }
 
-// The "OIHW16o" kernel layout PackConvWeights gives constant weights: odd channel counts and
+// The "OIHW16o" kernel layout PackConstantWeights gives constant weights: odd channel counts and
 // image sizes, strides, one-sided padding, batch 2.
 TEST(OpsTest, Conv2dBlockedKernelLayout) {
   struct Case {

@@ -45,7 +45,7 @@ inline constexpr bool kVerifyPassesByDefault = true;
 struct BuildOptions {
   bool fuse = true;            // FuseOps (off: one kernel per operator)
   bool fold_constants = true;  // FoldConstant
-  bool pack_weights = true;    // PackConvWeights (constant conv2d weights in 16-channel blocks)
+  bool pack_weights = true;    // PackConstantWeights (conv2d and matmul weights in 16-wide blocks)
   ir::relax::FoldLimits fold_limits;
   // Pass names to dump after ("all" for every pass); each dump goes to `dump` as text.
   std::vector<std::string> dump_after;

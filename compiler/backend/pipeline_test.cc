@@ -52,7 +52,7 @@ TEST(PipelineTest, UnknownPassNamesAreRefusedWithTheList) {
   ASSERT_FALSE(built.ok());
   EXPECT_THAT(built.status().message(), HasSubstr("no pass is called 'FuseTIR'"));
   EXPECT_THAT(built.status().message(),
-              HasSubstr("CanonicalizeBindings, PackConvWeights, LegalizeOps"));
+              HasSubstr("CanonicalizeBindings, PackConstantWeights, LegalizeOps"));
 }
 
 TEST(PipelineTest, EveryPassAndCodeGenerationStepIsTimedInOrder) {
@@ -63,7 +63,7 @@ TEST(PipelineTest, EveryPassAndCodeGenerationStepIsTimedInOrder) {
   std::vector<std::string> steps;
   for (const auto& e : timer.entries()) steps.push_back(e.pass);
   EXPECT_THAT(steps, ::testing::ElementsAre(
-                         "CanonicalizeBindings", "PackConvWeights", "LegalizeOps", "FoldConstant",
+                         "CanonicalizeBindings", "PackConstantWeights", "LegalizeOps", "FoldConstant",
                          "DeadCodeElimination", "FuseOps", "DeadCodeElimination", "DefaultSchedule",
                          "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMCodegen",
                          "LowerInitBlock", "ConvertBlocksToLoops", "Simplify", "CompactAllocations",

@@ -142,7 +142,7 @@ struct ConvShape {
   int o = 0, i = 1, h = 2, w = 3;
   int64_t groups = 1;
   // "OIHW<b>o": the output channels in blocks of b, innermost ([O / b, I, H, W, b]), the layout
-  // PackConvWeights gives a constant weight so that a vector of b output channels is one load.
+  // PackConstantWeights gives a constant weight so that a vector of b output channels is one load.
   int64_t o_block = 0;
 };
 

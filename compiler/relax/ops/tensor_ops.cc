@@ -2,6 +2,7 @@
 // StructInfo inference and their kernels.
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/printer.h"
 #include "compiler/relax/ops/op_common.h"
@@ -60,7 +61,25 @@ absl::StatusOr<StructInfo> InferReshape(const CallNode& call, const OpInferConte
 
 // relax.matmul(a, b, out_dtype=...): (..., M, K) x (..., K, N) -> (..., M, N), batch dims
 // broadcast; a 1-D operand is a vector (NumPy semantics).
+// b_layout="NK<b>n": the second operand is a matrix [K, N] stored as [N / b, K, b], columns in
+// blocks of b innermost (PackConstantWeights gives constant weights this layout, so that b
+// columns are one contiguous vector load and a block's K rows one stream). 0: plain.
+absl::StatusOr<int64_t> BlockedB(const CallNode& call) {
+  const auto* layout = GetAttr(call.attrs, "b_layout").as<ir::StringImmNode>();
+  if (layout == nullptr) return 0;
+  const std::string& l = layout->value;
+  int64_t block = 0;
+  if (l.size() < 4 || l.rfind("NK", 0) != 0 || l.back() != 'n' ||
+      !absl::SimpleAtoi(l.substr(2, l.size() - 3), &block) || block < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("relax.matmul: b_layout \"", l, "\" is not supported (NK<b>n)"));
+  }
+  return block;
+}
+
 absl::StatusOr<StructInfo> InferMatmul(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<int64_t> blocked = BlockedB(call);
+  if (!blocked.ok()) return blocked.status();
   absl::StatusOr<const TensorStructInfoNode*> a_or = TensorArg(call, 0);
   if (!a_or.ok()) return a_or.status();
   absl::StatusOr<const TensorStructInfoNode*> b_or = TensorArg(call, 1);
@@ -89,6 +108,12 @@ absl::StatusOr<StructInfo> InferMatmul(const CallNode& call, const OpInferContex
     return TensorSInfoUnknown(dtype, ndim);
   }
   std::vector<PrimExpr> x = *ad, y = *bd;
+  if (*blocked) {
+    if (y.size() != 3 || x.size() < 2)
+      return absl::InvalidArgumentError(
+          "relax.matmul: a blocked b_layout takes a matrix [N / b, K, b] and x of rank >= 2");
+    y = {y[1], ctx.analyzer->Simplify(y[0] * *blocked)};
+  }
   bool vec_a = x.size() == 1, vec_b = y.size() == 1;
   if (vec_a) x.insert(x.begin(), IntImm(DataType::Int(64), 1));
   if (vec_b) y.push_back(IntImm(DataType::Int(64), 1));
@@ -213,12 +238,47 @@ absl::Status LegalizePermuteDims(const CallNode& call, const std::vector<Buffer>
 
 // out[batch..., i, j] = sum_k a[batch_a..., i, k] * b[batch_b..., k, j], batch dimensions
 // broadcast; a vector operand has no i (or j) axis.
-absl::Status LegalizeMatmul(const CallNode&, const std::vector<Buffer>& in,
+absl::Status LegalizeMatmul(const CallNode& call, const std::vector<Buffer>& in,
                             const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
   const Buffer &x = in[0], &y = in[1];
   bool vec_x = x->shape.size() == 1, vec_y = y->shape.size() == 1;
   PrimExpr k = x->shape.back();
   DataType t = out[0]->dtype;
+  absl::StatusOr<int64_t> blocked = BlockedB(call);
+  if (!blocked.ok()) return blocked.status();
+  if (*blocked) {
+    // Accumulated in [batch..., N / b, M, b] (a vector of b columns, rows inside column blocks:
+    // the rules run the rows of one weight block serially while it is in cache, and spread the
+    // blocks over threads), then stored to [batch..., M, N] by a block iterating that layout,
+    // which the rules fold into the accumulator's write-back.
+    const std::vector<PrimExpr>& os = out[0]->shape;
+    const size_t batch = os.size() - 2;
+    std::vector<PrimExpr> packed_shape(os.begin(), os.begin() + batch);
+    packed_shape.insert(packed_shape.end(), {y->shape[0], os[batch], y->shape[2]});
+    Buffer packed = b.Temp("matmul_packed", t, packed_shape);
+    b.Reduce("matmul", packed, {k}, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+      Indices xi;
+      const size_t nb = x->shape.size() - 2;
+      for (size_t d = 0; d < nb; ++d) {
+        const int64_t* c = AsConstInt(x->shape[d]);
+        const PrimExpr& o = s[batch - nb + d];
+        xi.push_back(c != nullptr && *c == 1 ? IntImm(o->dtype, 0) : o);
+      }
+      xi.push_back(s[batch + 1]);
+      xi.push_back(r[0]);
+      return Cast(t, Load(x, xi)) * Cast(t, Load(y, {s[batch], r[0], s[batch + 2]}));
+    });
+    b.ComputeOver(
+        "matmul_unpack", out[0], packed->shape,
+        [&](const Indices& i) {
+          Indices at(i.begin(), i.begin() + batch);
+          at.push_back(i[batch + 1]);
+          at.push_back(i[batch] * *blocked + i[batch + 2]);
+          return at;
+        },
+        [&](const Indices& i) { return Load(packed, i); });
+    return absl::OkStatus();
+  }
   b.Reduce("matmul", out[0], {k}, Combiner::kSum, [&](const Indices& s, const Indices& r) {
     size_t batch = s.size() - (vec_x ? 0 : 1) - (vec_y ? 0 : 1);
     Indices bi(s.begin(), s.begin() + batch);

@@ -10,8 +10,8 @@ pass::PassPtr CanonicalizeBindingsPass() {
   return MakeModulePass("CanonicalizeBindings", CanonicalizeBindings, {}, IRLevel::kRelaxFunction);
 }
 
-pass::PassPtr PackConvWeightsPass() {
-  return MakeModulePass("PackConvWeights", PackConvWeights, {}, IRLevel::kRelaxFunction);
+pass::PassPtr PackConstantWeightsPass() {
+  return MakeModulePass("PackConstantWeights", PackConstantWeights, {}, IRLevel::kRelaxFunction);
 }
 
 pass::PassPtr LegalizeOpsPass() { return MakeModulePass("LegalizeOps", LegalizeOps); }

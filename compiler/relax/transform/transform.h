@@ -19,12 +19,16 @@ namespace kiln::ir::relax {
 //   - TupleGetItem of a variable bound to a tuple literal: the field itself.
 absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod);
 
-// PackConvWeights: an NCHW conv2d (groups 1) whose weight is a float32 constant with a multiple
-// of 16 output channels gets the weight repacked at compile time into blocks of 16 output
-// channels, kernel_layout "OIHW16o" ([O / 16, I, H, W, 16]). Its kernel then computes 16 output
-// channels per vector, each multiply-add one broadcast input value and one contiguous weight
-// load, whatever the image's width (NCHW rows of 7, 14 or 56 fill vectors badly).
-absl::StatusOr<IRModule> PackConvWeights(const IRModule& mod);
+// PackConstantWeights: float32 constant weights are repacked at compile time into blocks of 16
+// output channels (columns) innermost, the layout the kernels stream:
+//   - an NCHW conv2d (groups 1) with a multiple of 16 output channels gets its weight as
+//     [O / 16, I, H, W, 16], kernel_layout "OIHW16o": its kernel computes 16 output channels per
+//     vector, each multiply-add one broadcast input value and one contiguous weight load,
+//     whatever the image's width (NCHW rows of 7, 14 or 56 fill vectors badly);
+//   - a matmul of a constant [K, N] (or a transposed [N, K], a Linear's weight) with N a
+//     multiple of 16 gets it as [N / 16, K, 16], b_layout "NK16n": each 16-column block is one
+//     contiguous stream, read at memory bandwidth when x has few rows.
+absl::StatusOr<IRModule> PackConstantWeights(const IRModule& mod);
 
 // LegalizeOps lowers every high-level operator call to a TIR kernel. A binding
 //   lv = R.add(x, y)
@@ -91,7 +95,7 @@ PlannedMemory PlannedMemoryOf(const FunctionNode& f);
 
 // Each pass above as a pass object (compiler/pass/pass.h), with its IR level and requirements.
 pass::PassPtr CanonicalizeBindingsPass();
-pass::PassPtr PackConvWeightsPass();
+pass::PassPtr PackConstantWeightsPass();
 pass::PassPtr LegalizeOpsPass();
 pass::PassPtr DeadCodeEliminationPass();
 pass::PassPtr FuseOpsPass();

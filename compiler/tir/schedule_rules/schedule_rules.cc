@@ -213,6 +213,14 @@ std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last
     budget /= inner[k];
     if (row_loop < 0 && *extent > 1) row_loop = k;
   }
+  // Budget the outer loops could not use (their extents have no fitting divisor: 125 column
+  // blocks of 8) goes back to the row loop: fewer independent accumulators than the FMA latency
+  // covers would leave the multiply-adds waiting on each other.
+  if (row_loop >= 0 && budget > 1) {
+    const int64_t grown =
+        LargestDivisor(*ConstExtent(info.loops[row_loop]), inner[row_loop] * budget);
+    if (grown > inner[row_loop]) inner[row_loop] = grown;
+  }
   std::vector<std::vector<int64_t>> tiles(n);
   for (size_t k = 0; k < n; ++k) {
     const int64_t* extent = ConstExtent(info.loops[k]);

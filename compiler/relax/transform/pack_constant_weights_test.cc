@@ -1,4 +1,4 @@
-// PackConvWeights: constant conv2d weights in 16-output-channel blocks, and the same results.
+// PackConstantWeights: constant conv2d weights in 16-output-channel blocks, and the same results.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -50,10 +50,10 @@ class Module:
 )");
 }
 
-TEST(PackConvWeightsTest, ConstantWeightsAreBlockedAndComputeTheSame) {
+TEST(PackConstantWeightsTest, ConstantWeightsAreBlockedAndComputeTheSame) {
   const Array w = Random({32, 3, 3, 3}, 7);
   const std::string text = ConvModule(w, 1);
-  absl::StatusOr<IRModule> packed = PackConvWeights(ParseModule(text));
+  absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text));
   ASSERT_TRUE(packed.ok()) << packed.status();
   const std::string printed = script::PrintScript(*packed);
   EXPECT_THAT(printed, HasSubstr("kernel_layout=\"OIHW16o\""));
@@ -71,7 +71,7 @@ TEST(PackConvWeightsTest, ConstantWeightsAreBlockedAndComputeTheSame) {
   for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
 }
 
-TEST(PackConvWeightsTest, SymbolicBatchIsPackedToo) {
+TEST(PackConstantWeightsTest, SymbolicBatchIsPackedToo) {
   const Array w = Random({16, 2, 3, 3}, 9);
   const std::string text = ConvModule(w, 1, "\"n\"");
   backend::BuildOptions plain;
@@ -88,13 +88,65 @@ TEST(PackConvWeightsTest, SymbolicBatchIsPackedToo) {
   }
 }
 
-TEST(PackConvWeightsTest, GroupedAndUnevenChannelCountsAreLeftAlone) {
+TEST(PackConstantWeightsTest, GroupedAndUnevenChannelCountsAreLeftAlone) {
   for (auto [w, groups] : {std::pair<Array, int64_t>{Random({16, 1, 3, 3}, 11), 16},
-                           {Random({24, 3, 3, 3}, 12), 1}}) {
-    absl::StatusOr<IRModule> packed = PackConvWeights(ParseModule(ConvModule(w, groups)));
+                           {Random({20, 3, 3, 3}, 12), 1}}) {
+    absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(ConvModule(w, groups)));
     ASSERT_TRUE(packed.ok()) << packed.status();
-    EXPECT_THAT(script::PrintScript(*packed), Not(HasSubstr("OIHW16o")));
+    EXPECT_THAT(script::PrintScript(*packed), Not(HasSubstr("kernel_layout")));
   }
+}
+
+// A Linear layer as ONNX's Gemm arrives: x @ permute_dims(W [N, K]) + b; and x @ W [K, N].
+std::string LinearModule(const Array& w, bool transposed, const std::string& rows = "3") {
+  const int64_t k = transposed ? w.shape[1] : w.shape[0];
+  const std::string weight = absl::StrCat("R.const(", Literal(w), ", \"float32\")");
+  return absl::StrCat(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(()", rows, ", ", k, R"(), dtype="float32")):
+        with R.dataflow():
+)", transposed ? absl::StrCat("            t = R.permute_dims(", weight, ")\n            y = R.matmul(x, t)\n")
+                     : absl::StrCat("            y = R.matmul(x, ", weight, ")\n"),
+                      R"(            gv = R.nn.relu(y)
+            R.output(gv)
+        return gv
+)");
+}
+
+TEST(PackConstantWeightsTest, MatmulWeightsAreBlockedAndComputeTheSame) {
+  struct Case {
+    std::vector<int64_t> w_shape;
+    bool transposed;
+    const char* layout;
+  };
+  for (const Case& c : std::vector<Case>{{{32, 20}, true, "NK16n"},
+                                         {{20, 40}, false, "NK8n"}}) {
+    const Array w = Random(c.w_shape, 13);
+    const std::string text = LinearModule(w, c.transposed);
+    absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text));
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    EXPECT_THAT(script::PrintScript(*packed), HasSubstr(absl::StrCat("b_layout=\"", c.layout)));
+    const Array x = Random({3, 20}, 14);
+    backend::BuildOptions plain;
+    plain.pack_weights = false;
+    absl::StatusOr<runtime::Value> want = CompileAndRun(text, {ToTensor(x)}, plain);
+    absl::StatusOr<runtime::Value> got = CompileAndRun(text, {ToTensor(x)});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
+    ASSERT_EQ(a.shape, b.shape);
+    for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
+  }
+}
+
+TEST(PackConstantWeightsTest, MatmulsThatCannotBlockAreLeftAlone) {
+  // 10 columns: no block of 8 or 16 divides them.
+  absl::StatusOr<IRModule> packed =
+      PackConstantWeights(ParseModule(LinearModule(Random({10, 20}, 15), true)));
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  EXPECT_THAT(script::PrintScript(*packed), Not(HasSubstr("b_layout")));
 }
 
 }  // namespace

@@ -1,0 +1,165 @@
+// PackConstantWeights (transform.h).
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/relax_functor.h"
+#include "compiler/relax/block_builder.h"
+#include "compiler/relax/transform/transform.h"
+#include "runtime/support/status_macros.h"
+
+namespace kiln::ir::relax {
+namespace {
+
+// Output channels (columns) per weight block: one AVX-512 vector of float32, or half of one
+// where 16 does not divide them (1000 classes, 24 channels).
+int64_t BlockFor(int64_t channels) {
+  return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0;
+}
+
+// What a variable is bound to.
+using Bindings = std::unordered_map<const VarNode*, Expr>;
+
+std::string StringAttrOr(const Attrs& attrs, const char* key, const std::string& fallback) {
+  ObjectRef v = GetAttr(attrs, key);
+  const auto* s = v ? v.as<ir::StringImmNode>() : nullptr;
+  return s ? s->value : fallback;
+}
+
+const char* OpName(const CallNode* call) {
+  const auto* op = call != nullptr ? call->op.as<OpNode>() : nullptr;
+  return op != nullptr ? op->name.c_str() : "";
+}
+
+// A float32 constant with whole data.
+bool IsF32(const ConstantNode* c) {
+  if (c == nullptr || c->dtype != DataType::Float(32)) return false;
+  int64_t n = 1;
+  for (int64_t d : c->shape) n *= d;
+  return static_cast<int64_t>(c->bytes->size()) == n * 4;
+}
+
+// Row-major float32 data `src` of `rows` x `cols` (element (r, c) at src[r * cols + c]), as
+// [rows / block, cols, block]: rows in blocks, each block's rows innermost.
+std::string BlockRows(const float* src, int64_t rows, int64_t cols, int64_t block) {
+  std::string bytes(static_cast<size_t>(rows * cols) * 4, '\0');
+  auto* dst = reinterpret_cast<float*>(bytes.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c)
+      dst[((r / block) * cols + c) * block + r % block] = src[r * cols + c];
+  }
+  return bytes;
+}
+
+const float* Data(const ConstantNode& c) { return reinterpret_cast<const float*>(c.bytes->data()); }
+
+// conv2d(x, W [O, I, H, W]) -> conv2d(x, W as [O / 16, I, H, W, 16], kernel_layout="OIHW16o").
+Expr PackConv(const CallNode& call) {
+  const auto* w = call.args[1].as<ConstantNode>();
+  if (!IsF32(w) || w->shape.size() != 4) return Expr();
+  const int64_t block = BlockFor(w->shape[0]);
+  if (block == 0) return Expr();
+  ObjectRef groups = GetAttr(call.attrs, "groups");
+  PrimExpr g = groups && groups.as<PrimExprNode>() ? groups.as_ref<PrimExprNode>() : PrimExpr();
+  if ((groups && (!g || AsConstInt(g) == nullptr || *AsConstInt(g) != 1)) ||
+      StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
+      StringAttrOr(call.attrs, "kernel_layout", "OIHW") != "OIHW") {
+    return Expr();
+  }
+  const int64_t o = w->shape[0];
+  Expr packed =
+      MakeConstant(w->dtype, {o / block, w->shape[1], w->shape[2], w->shape[3], block},
+                   BlockRows(Data(*w), o, w->shape[1] * w->shape[2] * w->shape[3], block));
+  Attrs attrs = WithAttr(call.attrs, "kernel_layout",
+                         Make<ir::StringImmNode>(absl::StrCat("OIHW", block, "o")));
+  return MakeCall(call.op, {call.args[0], packed}, call.sinfo_args, attrs);
+}
+
+// matmul(x, W [K, N]) or matmul(x, permute_dims(W [N, K])) (a PyTorch Linear's weight) ->
+// matmul(x, W as [N / 16, K, 16], b_layout="NK16n"), for x of rank 2 or more.
+Expr PackMatmul(const CallNode& call, const Bindings& bound) {
+  const auto* x = call.args[0]->struct_info().as<TensorStructInfoNode>();
+  if (x == nullptr || x->ndim < 2 || GetAttr(call.attrs, "b_layout")) return Expr();
+  // Through the variables the weight (or its transpose) is bound to.
+  auto value = [&](const Expr& e) {
+    const auto* v = e.as<VarNode>();
+    auto it = v != nullptr ? bound.find(v) : bound.end();
+    return it == bound.end() ? e : it->second;
+  };
+  Expr weight = value(call.args[1]);
+  const auto* w = weight.as<ConstantNode>();
+  bool transposed = false;
+  if (const auto* t = weight.as<CallNode>();
+      t && std::string(OpName(t)) == "relax.permute_dims" && t->args.size() == 1) {
+    // No axes, or [1, 0]: a transpose.
+    if (ObjectRef axes = GetAttr(t->attrs, "axes")) {
+      const auto* list = axes.as<ir::ArrayNode>();
+      if (list == nullptr || list->items.size() != 2 || !list->items[0].as<PrimExprNode>())
+        return Expr();
+      PrimExpr first = list->items[0].as_ref<PrimExprNode>();
+      if (AsConstInt(first) == nullptr || *AsConstInt(first) != 1) return Expr();
+    }
+    w = value(t->args[0]).as<ConstantNode>();
+    transposed = true;
+  }
+  if (!IsF32(w) || w->shape.size() != 2) return Expr();
+  const int64_t n = transposed ? w->shape[0] : w->shape[1];
+  const int64_t k = transposed ? w->shape[1] : w->shape[0];
+  const int64_t block = BlockFor(n);
+  if (block == 0) return Expr();
+  std::string bytes;
+  if (transposed) {
+    bytes = BlockRows(Data(*w), n, k, block);
+  } else {
+    // W [K, N] transposed to [N, K] first.
+    std::vector<float> t(static_cast<size_t>(n * k));
+    for (int64_t r = 0; r < k; ++r) {
+      for (int64_t c = 0; c < n; ++c) t[c * k + r] = Data(*w)[r * n + c];
+    }
+    bytes = BlockRows(t.data(), n, k, block);
+  }
+  Expr packed = MakeConstant(w->dtype, {n / block, k, block}, std::move(bytes));
+  Attrs attrs =
+      WithAttr(call.attrs, "b_layout", Make<ir::StringImmNode>(absl::StrCat("NK", block, "n")));
+  return MakeCall(call.op, {call.args[0], packed}, call.sinfo_args, attrs);
+}
+
+class WeightPacker : public ExprMutator {
+ public:
+  Expr VisitExpr(const Expr& e) override {
+    Expr visited = DefaultVisitExpr(e);
+    const auto* call = visited.as<CallNode>();
+    if (call == nullptr || call->args.size() != 2) return visited;
+    const std::string op = OpName(call);
+    Expr packed = op == "relax.nn.conv2d" ? PackConv(*call)
+                  : op == "relax.matmul"  ? PackMatmul(*call, bound_)
+                                          : Expr();
+    return packed ? packed : visited;
+  }
+
+  Binding VisitBinding(const Binding& b) override {
+    Binding out = ExprMutator::VisitBinding(b);
+    if (out && out->var && out.as<VarBindingNode>()) bound_[out->var.get()] = out->value;
+    return out;
+  }
+
+ private:
+  Bindings bound_;  // the transposed weight stays bound; DeadCodeElimination drops it
+};
+
+}  // namespace
+
+absl::StatusOr<IRModule> PackConstantWeights(const IRModule& mod) {
+  IRModuleBuilder out(mod);
+  for (const auto& [name, entry] : mod->functions) {
+    const auto* f = entry.second.as<FunctionNode>();
+    if (f == nullptr) continue;
+    Expr body = WeightPacker().VisitExpr(f->body);
+    out.Update(entry.first,
+               MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, f->attrs));
+  }
+  return NormalizeModule(out.Build());
+}
+
+}  // namespace kiln::ir::relax
