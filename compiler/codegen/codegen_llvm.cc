@@ -452,6 +452,76 @@ class KernelCodeGen {
     return b_.CreateShuffleVector(all, picks);
   }
 
+  // A vector Select(cond, buf[..., clamp(Ramp(base, 1, lanes))], fill), the clamp being
+  // Min(Max(r, lo), hi), or only one of them where the simplifier proved the other bound: the
+  // guarded load of a padded row (GuardedLoad). Its lanes are one contiguous row segment except
+  // where the ramp leaves [lo, hi], so it becomes one masked load of the in-range lanes, lanes
+  // outside taking buf at lo or hi as the clamp would, instead of a gather of clamped indices.
+  // Null when the select is not of that form.
+  llvm::Value* GuardedRowLoad(const SelectNode& select, DataType t) {
+    const auto* load = select.true_value.as<BufferLoadNode>();
+    if (load == nullptr || t.is_bool() || load->indices.empty()) return nullptr;
+    const BufferInfo* info = BufferOf(load->buffer);
+    if (!info) return nullptr;
+    auto scalar = [](const PrimExpr& e) -> PrimExpr {
+      if (const auto* b = e.as<BroadcastNode>()) return b->value;
+      return e->dtype.lanes() == 1 ? e : PrimExpr();
+    };
+    PrimExpr index = load->indices.back(), lo, hi;
+    if (const auto* m = index.as<BinaryNode>(); m && m->kind() == NodeKind::kMin) {
+      hi = scalar(m->b);
+      index = m->a;
+    }
+    if (const auto* m = index.as<BinaryNode>(); m && m->kind() == NodeKind::kMax) {
+      lo = scalar(m->b);
+      index = m->a;
+    }
+    const auto* ramp = index.as<RampNode>();
+    const auto* stride = ramp != nullptr ? ramp->stride.as<IntImmNode>() : nullptr;
+    if (stride == nullptr || stride->value != 1 || ramp->lanes != t.lanes() || (!lo && !hi))
+      return nullptr;
+    std::vector<PrimExpr> at = load->indices;
+    for (size_t d = 0; d + 1 < at.size(); ++d) {
+      if (at[d]->dtype.lanes() != 1) return nullptr;
+    }
+    llvm::Value* cond = Expr(select.condition);
+    llvm::Value* fill = cond ? Expr(select.false_value) : nullptr;
+    llvm::Value* r = fill ? Expr(index) : nullptr;
+    if (!r) return nullptr;
+    // Per bound: the lanes past it, and buf at it (one scalar load) for them.
+    llvm::Value* in_range = nullptr;
+    llvm::Value* edges = nullptr;  // the clamped lanes' values
+    for (const PrimExpr& bound : {lo, hi}) {
+      if (!bound) continue;
+      llvm::Value* v = Expr(bound);
+      if (!v || v->getType() != r->getType()->getScalarType()) return nullptr;
+      llvm::Value* splat = b_.CreateVectorSplat(t.lanes(), v);
+      llvm::Value* past =
+          bound.get() == lo.get() ? b_.CreateICmpSLT(r, splat) : b_.CreateICmpSGT(r, splat);
+      at.back() = bound;
+      llvm::Value* flat = FlatIndex(*info, at);
+      if (!flat) return nullptr;
+      llvm::Type* mem = MemType(info->dtype);
+      llvm::LoadInst* edge = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, info->data, flat));
+      Tag(edge, *info);
+      llvm::Value* edge_splat = b_.CreateVectorSplat(t.lanes(), edge);
+      edges = edges ? b_.CreateSelect(past, edge_splat, edges) : edge_splat;
+      llvm::Value* inside = b_.CreateNot(past);
+      in_range = in_range ? b_.CreateAnd(in_range, inside) : inside;
+    }
+    at.back() = ramp->base;
+    llvm::Value* base = FlatIndex(*info, at);
+    if (!base) return nullptr;
+    if (!cond->getType()->isVectorTy()) cond = b_.CreateVectorSplat(t.lanes(), cond);
+    if (!fill->getType()->isVectorTy()) fill = b_.CreateVectorSplat(t.lanes(), fill);
+    // Lanes masked off are never read: the ramp may run past the row, even past the buffer (so
+    // the address is no inbounds GEP).
+    llvm::Value* address = b_.CreateGEP(MemType(info->dtype.element_of()), info->data, base);
+    llvm::Value* loaded = b_.CreateMaskedLoad(MemType(t), address, llvm::Align(info->dtype.bytes()),
+                                              b_.CreateAnd(cond, in_range), edges);
+    return b_.CreateSelect(cond, FromMemory(loaded, t), fill);
+  }
+
   llvm::Value* FlatIndex(const BufferInfo& info, const std::vector<PrimExpr>& indices) {
     if (indices.size() != info.strides.size()) {
       Fail(absl::StrCat(name_, ": a buffer access with ", indices.size(),
@@ -605,6 +675,9 @@ class KernelCodeGen {
       return v ? b_.CreateNot(v) : nullptr;
     }
     if (const auto* s = e.as<SelectNode>()) {
+      if (t.lanes() > 1) {
+        if (llvm::Value* v = GuardedRowLoad(*s, t)) return v;
+      }
       llvm::Value* c = Expr(s->condition);
       llvm::Value* a = c ? Expr(s->true_value) : nullptr;
       llvm::Value* b = a ? Expr(s->false_value) : nullptr;

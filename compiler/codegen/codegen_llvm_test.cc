@@ -4,6 +4,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -77,6 +78,11 @@ class Module:
             for j in T.vectorized(16):
                 B[i, j] = A[i, j * 2 + 1]
 
+    @T.prim_func
+    def padded_row(A: T.Buffer((3, 10), "float32"), B: T.Buffer((3, 16), "float32")):
+        for i in range(3):
+            for j in T.vectorized(16):
+                B[i, j] = T.Select(-1 <= j - 3 and j - 3 < 12, A[i, T.min(T.max(j - 3, 0), 9)], T.float32(-1))
     @T.prim_func
     def math(A: T.Buffer((5,), "float32"), E: T.Buffer((5,), "float32"), H: T.Buffer((5,), "float32"), S: T.Buffer((5,), "float32")):
         for i in T.vectorized(5):
@@ -212,6 +218,32 @@ TEST_F(CodegenTest, AStrideTwoVectorLoadIsOneLoadAndAShuffle) {
   const std::string kernel = body.substr(0, body.find("\n}\n"));
   EXPECT_THAT(kernel, HasSubstr("load <31 x float>"));
   EXPECT_THAT(kernel, HasSubstr("shufflevector <31 x float>"));
+  EXPECT_THAT(kernel, ::testing::Not(HasSubstr("gather")));
+}
+
+TEST_F(CodegenTest, AGuardedRowLoadIsOneMaskedLoad) {
+  // A padded row: lanes past the row's ends take the clamped element where the guard holds
+  // (j = 2, 13, 14) and the fill where it does not; the rest is one contiguous masked load.
+  Tensor a = Random({3, 10}, 10), b = Make({3, 16}, "float32");
+  ASSERT_TRUE(Kernel("padded_row")({a, b}).ok());
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      const int src = j - 3;
+      const float want = src >= -1 && src < 12 ? F(a)[i * 10 + std::min(std::max(src, 0), 9)] : -1;
+      EXPECT_EQ(F(b)[i * 16 + j], want) << i << ", " << j;
+    }
+  }
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
+  ASSERT_TRUE(mod.ok());
+  absl::StatusOr<ir::IRModule> lowered = tir::LowerTir(*mod);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  absl::StatusOr<LlvmTargetInfo> target = ParseTarget("llvm");
+  ASSERT_TRUE(target.ok());
+  absl::StatusOr<std::string> ir = EmitLlvmIr(*lowered, *target);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  const std::string body = ir->substr(ir->find("define i32 @padded_row("));
+  const std::string kernel = body.substr(0, body.find("\n}\n"));
+  EXPECT_THAT(kernel, HasSubstr("llvm.masked.load"));
   EXPECT_THAT(kernel, ::testing::Not(HasSubstr("gather")));
 }
 

@@ -14,9 +14,7 @@ namespace {
 
 // Output channels (columns) per weight block: one AVX-512 vector of float32, or half of one
 // where 16 does not divide them (1000 classes, 24 channels).
-int64_t BlockFor(int64_t channels) {
-  return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0;
-}
+int64_t BlockFor(int64_t channels) { return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0; }
 
 // What a variable is bound to.
 using Bindings = std::unordered_map<const VarNode*, Expr>;
@@ -58,6 +56,25 @@ const float* Data(const ConstantNode& c) { return reinterpret_cast<const float*>
 Expr PackConv(const CallNode& call) {
   const auto* w = call.args[1].as<ConstantNode>();
   if (!IsF32(w) || w->shape.size() != 4) return Expr();
+  // Each output vector is stored as scattered channels (NCHW), paid back by its multiply-adds.
+  // With few of them per output (a 1x1 expansion of 16 or 24 channels) over rows wide enough
+  // to fill vectors (56 or more) and read contiguously (stride 1), the convolution vectorizes
+  // better along the image rows, as it is.
+  constexpr int64_t kMinReduction = 64, kWideRow = 56;
+  const auto* out = call.struct_info().as<TensorStructInfoNode>();
+  const std::vector<PrimExpr>* dims = out != nullptr ? out->dims() : nullptr;
+  const int64_t* width = dims != nullptr && dims->size() == 4 ? AsConstInt((*dims)[3]) : nullptr;
+  bool unit_stride = true;
+  if (const auto* list = GetAttr(call.attrs, "strides").as<ir::ArrayNode>()) {
+    for (const ObjectRef& item : list->items) {
+      PrimExpr e = item.as<PrimExprNode>() ? item.as_ref<PrimExprNode>() : PrimExpr();
+      if (!e || AsConstInt(e) == nullptr || *AsConstInt(e) != 1) unit_stride = false;
+    }
+  }
+  if (w->shape[1] * w->shape[2] * w->shape[3] < kMinReduction && unit_stride && width &&
+      *width >= kWideRow) {
+    return Expr();
+  }
   const int64_t block = BlockFor(w->shape[0]);
   if (block == 0) return Expr();
   ObjectRef groups = GetAttr(call.attrs, "groups");
