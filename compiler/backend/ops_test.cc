@@ -438,10 +438,8 @@ TEST(OpsTest, MatmulBlockedWeightLayout) {
     std::vector<int64_t> x_shape;
     int64_t n, block;
   };
-  for (const Case& c : std::vector<Case>{{{1, 64}, 48, 16},
-                                         {{7, 33}, 40, 8},
-                                         {{2, 5, 24}, 32, 16},
-                                         {{13, 100}, 1000, 8}}) {
+  for (const Case& c : std::vector<Case>{
+           {{1, 64}, 48, 16}, {{7, 33}, 40, 8}, {{2, 5, 24}, 32, 16}, {{13, 100}, 1000, 8}}) {
     SCOPED_TRACE(absl::StrCat("x ", absl::StrJoin(c.x_shape, "x"), " N=", c.n, " b=", c.block));
     const int64_t k = c.x_shape.back();
     Array x = Random(c.x_shape, 28), w = Random({k, c.n}, 29);
@@ -569,8 +567,8 @@ TEST(OpsTest, Conv2dBlockedKernelLayout) {
                                          {5, 32, 3, 9, 10, 2, {0, 0, 1, 1}},
                                          {7, 16, 1, 7, 7, 2, {0, 0, 0, 0}},
                                          {2, 48, 7, 13, 11, 2, {3, 3, 3, 3}}}) {
-    SCOPED_TRACE(absl::StrCat("C=", c.c, " O=", c.o, " k=", c.k, " ", c.h, "x", c.w,
-                              " stride=", c.stride));
+    SCOPED_TRACE(
+        absl::StrCat("C=", c.c, " O=", c.o, " k=", c.k, " ", c.h, "x", c.w, " stride=", c.stride));
     Array x = Random({2, c.c, c.h, c.w}, 26), w = Random({c.o, c.c, c.k, c.k}, 27);
     // The reference: zero-pad x as asked, then an unpadded convolution.
     Array padded = Zeros({2, c.c, c.h + c.pad[0] + c.pad[2], c.w + c.pad[1] + c.pad[3]});
@@ -584,11 +582,11 @@ TEST(OpsTest, Conv2dBlockedKernelLayout) {
       std::vector<int64_t> idx = w.Unravel(i);
       blocked.at({idx[0] / 16, idx[1], idx[2], idx[3], idx[0] % 16}) = w.data[i];
     }
-    CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(blocked.shape)),
-            absl::StrCat("            y = R.nn.conv2d(x, w, strides=[", c.stride, ", ", c.stride,
-                         "], padding=[", absl::StrJoin(c.pad, ", "),
-                         "], kernel_layout=\"OIHW16o\")\n"),
-            {ToTensor(x), ToTensor(blocked)}, want);
+    CheckOp(
+        absl::StrCat("x: ", F32(x.shape), ", w: ", F32(blocked.shape)),
+        absl::StrCat("            y = R.nn.conv2d(x, w, strides=[", c.stride, ", ", c.stride,
+                     "], padding=[", absl::StrJoin(c.pad, ", "), "], kernel_layout=\"OIHW16o\")\n"),
+        {ToTensor(x), ToTensor(blocked)}, want);
   }
 }
 

@@ -62,12 +62,13 @@ TEST(PipelineTest, EveryPassAndCodeGenerationStepIsTimedInOrder) {
   ASSERT_TRUE(Build(Parse(relax::testing::MlpScript("n")), "llvm", options).ok());
   std::vector<std::string> steps;
   for (const auto& e : timer.entries()) steps.push_back(e.pass);
-  EXPECT_THAT(steps, ::testing::ElementsAre(
-                         "CanonicalizeBindings", "PackConstantWeights", "LegalizeOps", "FoldConstant",
-                         "DeadCodeElimination", "FuseOps", "DeadCodeElimination", "DefaultSchedule",
-                         "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMCodegen",
-                         "LowerInitBlock", "ConvertBlocksToLoops", "Simplify", "CompactAllocations",
-                         "FlattenBuffers", "VectorizeLoops", "Simplify", "LLVM", "Link"));
+  EXPECT_THAT(steps,
+              ::testing::ElementsAre(
+                  "CanonicalizeBindings", "PackConstantWeights", "LegalizeOps", "FoldConstant",
+                  "DeadCodeElimination", "FuseOps", "DeadCodeElimination", "DefaultSchedule",
+                  "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMCodegen",
+                  "LowerInitBlock", "ConvertBlocksToLoops", "Simplify", "CompactAllocations",
+                  "FlattenBuffers", "VectorizeLoops", "Simplify", "LLVM", "Link"));
   EXPECT_THAT(timer.Report(), HasSubstr("total"));
 }
 

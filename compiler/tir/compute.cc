@@ -141,8 +141,8 @@ void ComputeBuilder::ComputeOver(const std::string& name, const Buffer& out,
                                  const std::vector<PrimExpr>& domain, const IndexMapFn& store_at,
                                  const IndexFn& value) {
   AddStage(
-      name, out, domain, {},
-      [&](const Indices& spatial, const Indices&) { return value(spatial); }, store_at,
+      name, out, domain, {}, [&](const Indices& spatial, const Indices&) { return value(spatial); },
+      store_at,
       /*accumulate=*/false, Combiner::kSum);
 }
 

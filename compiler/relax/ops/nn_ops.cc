@@ -202,9 +202,11 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContex
   if (xd == nullptr || wd == nullptr) return TensorSInfoUnknown(dtype, 4);
   const Window& win = conv->window;
   PrimExpr channels = (*xd)[win.c_axis()];
-  if (conv->o_block && ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[4], Int64(conv->o_block))))
+  if (conv->o_block &&
+      ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[4], Int64(conv->o_block))))
     return OpError(call, "the weight's last dimension must be the kernel_layout's block");
-  PrimExpr out_c = conv->o_block ? ctx.analyzer->Simplify((*wd)[0] * conv->o_block) : (*wd)[conv->o];
+  PrimExpr out_c =
+      conv->o_block ? ctx.analyzer->Simplify((*wd)[0] * conv->o_block) : (*wd)[conv->o];
   PrimExpr in_c = (*wd)[conv->i];
   PrimExpr kh = (*wd)[conv->h];
   PrimExpr kw = (*wd)[conv->w];
@@ -272,13 +274,14 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
     // then unpacked into NCHW by a block iterating the packed layout: the schedule rules fold
     // the unpacking, and the epilogue after it, into the accumulator tile's write-back.
     const std::vector<PrimExpr>& os = out[0]->shape;
-    Buffer packed = b.Temp("conv2d_packed", t, {os[0], weight->shape[0], os[2], os[3], weight->shape[4]});
-    b.Reduce("conv2d", packed, {in_c, kh, kw}, Combiner::kSum,
-             [&](const Indices& s, const Indices& r) {
-               Indices xi = {s[0], r[0], s[2] * w.stride[0] + r[1] * w.dilation[0],
-                             s[3] * w.stride[1] + r[2] * w.dilation[1]};
-               return Cast(t, Load(data, xi)) * Cast(t, Load(weight, {s[1], r[0], r[1], r[2], s[4]}));
-             });
+    Buffer packed =
+        b.Temp("conv2d_packed", t, {os[0], weight->shape[0], os[2], os[3], weight->shape[4]});
+    b.Reduce(
+        "conv2d", packed, {in_c, kh, kw}, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+          Indices xi = {s[0], r[0], s[2] * w.stride[0] + r[1] * w.dilation[0],
+                        s[3] * w.stride[1] + r[2] * w.dilation[1]};
+          return Cast(t, Load(data, xi)) * Cast(t, Load(weight, {s[1], r[0], r[1], r[2], s[4]}));
+        });
     b.ComputeOver(
         "conv2d_unpack", out[0], packed->shape,
         [&](const Indices& i) -> Indices {

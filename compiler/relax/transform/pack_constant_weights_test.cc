@@ -28,7 +28,8 @@ std::string Literal(const Array& a, size_t dim = 0, int64_t offset = 0) {
   int64_t stride = 1;
   for (size_t d = dim + 1; d < a.shape.size(); ++d) stride *= a.shape[d];
   std::vector<std::string> items;
-  for (int64_t i = 0; i < a.shape[dim]; ++i) items.push_back(Literal(a, dim + 1, offset + i * stride));
+  for (int64_t i = 0; i < a.shape[dim]; ++i)
+    items.push_back(Literal(a, dim + 1, offset + i * stride));
   return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
 }
 
@@ -40,9 +41,11 @@ std::string ConvModule(const Array& w, int64_t groups, const std::string& batch 
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor(()", batch, ", ", c, R"(, 7, 7), dtype="float32")):
+    def main(x: R.Tensor(()",
+                      batch, ", ", c, R"(, 7, 7), dtype="float32")):
         with R.dataflow():
-            y = R.nn.conv2d(x, R.const()", Literal(w), R"(, "float32"), strides=[2, 2], padding=[0, 0, 1, 1], groups=)",
+            y = R.nn.conv2d(x, R.const()",
+                      Literal(w), R"(, "float32"), strides=[2, 2], padding=[0, 0, 1, 1], groups=)",
                       groups, R"()
             gv = R.nn.relu(y)
             R.output(gv)
@@ -89,8 +92,8 @@ TEST(PackConstantWeightsTest, SymbolicBatchIsPackedToo) {
 }
 
 TEST(PackConstantWeightsTest, GroupedAndUnevenChannelCountsAreLeftAlone) {
-  for (auto [w, groups] : {std::pair<Array, int64_t>{Random({16, 1, 3, 3}, 11), 16},
-                           {Random({20, 3, 3, 3}, 12), 1}}) {
+  for (auto [w, groups] :
+       {std::pair<Array, int64_t>{Random({16, 1, 3, 3}, 11), 16}, {Random({20, 3, 3, 3}, 12), 1}}) {
     absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(ConvModule(w, groups)));
     ASSERT_TRUE(packed.ok()) << packed.status();
     EXPECT_THAT(script::PrintScript(*packed), Not(HasSubstr("kernel_layout")));
@@ -105,10 +108,13 @@ std::string LinearModule(const Array& w, bool transposed, const std::string& row
 @I.ir_module
 class Module:
     @R.function
-    def main(x: R.Tensor(()", rows, ", ", k, R"(), dtype="float32")):
+    def main(x: R.Tensor(()",
+                      rows, ", ", k, R"(), dtype="float32")):
         with R.dataflow():
-)", transposed ? absl::StrCat("            t = R.permute_dims(", weight, ")\n            y = R.matmul(x, t)\n")
-                     : absl::StrCat("            y = R.matmul(x, ", weight, ")\n"),
+)",
+                      transposed ? absl::StrCat("            t = R.permute_dims(", weight,
+                                                ")\n            y = R.matmul(x, t)\n")
+                                 : absl::StrCat("            y = R.matmul(x, ", weight, ")\n"),
                       R"(            gv = R.nn.relu(y)
             R.output(gv)
         return gv
@@ -121,8 +127,7 @@ TEST(PackConstantWeightsTest, MatmulWeightsAreBlockedAndComputeTheSame) {
     bool transposed;
     const char* layout;
   };
-  for (const Case& c : std::vector<Case>{{{32, 20}, true, "NK16n"},
-                                         {{20, 40}, false, "NK8n"}}) {
+  for (const Case& c : std::vector<Case>{{{32, 20}, true, "NK16n"}, {{20, 40}, false, "NK8n"}}) {
     const Array w = Random(c.w_shape, 13);
     const std::string text = LinearModule(w, c.transposed);
     absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text));
