@@ -5,6 +5,7 @@
 #include "compiler/ir/structural.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
+#include "compiler/testing/expect_schedule.h"
 #include "compiler/testing/schedule_workloads.h"
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tir/schedule_rules/schedule_rules.h"
@@ -99,6 +100,20 @@ class Module:
   EXPECT_THAT(text, HasSubstr("scope=\"local\") as C_local:"));
   EXPECT_THAT(text, HasSubstr("D[i_0 * 16 + i_1 * 4 + ax0_2, T.Ramp("));
   EXPECT_THAT(text, HasSubstr("T.max(C_local[T.Ramp("));
+}
+
+TEST(DefaultScheduleTest, RowReductionsAccumulateVectorsOfPartialResults) {
+  // Softmax's row max and row sum (64 wide) run 16 lanes of partial results each (AddRFactor),
+  // the rows in parallel, and compute what the unscheduled function computes.
+  absl::StatusOr<ir::IRModule> mod = testing::Parse(testing::SoftmaxScript());
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "softmax");
+  ASSERT_TRUE(sch.ok()) << sch.status();
+  const std::string scheduled = script::PrintScript(sch->mod());
+  EXPECT_THAT(scheduled, HasSubstr("with T.block(\"max_rf\"):"));
+  EXPECT_THAT(scheduled, HasSubstr("with T.block(\"sum_rf\"):"));
+  EXPECT_THAT(scheduled, HasSubstr("T.vectorized(16)"));
+  testing::ExpectSameNumbers(*mod, *sch);
 }
 
 TEST(DefaultScheduleTest, ThePassSchedulesWhatIsNotScheduledAndMarksIt) {

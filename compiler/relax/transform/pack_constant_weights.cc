@@ -60,7 +60,7 @@ Expr PackConv(const CallNode& call) {
   // With few of them per output (a 1x1 expansion of 16 or 24 channels) over rows wide enough
   // to fill vectors (56 or more) and read contiguously (stride 1), the convolution vectorizes
   // better along the image rows, as it is.
-  constexpr int64_t kMinReduction = 64, kWideRow = 56;
+  constexpr int64_t kMinReduction = 64, kWideRow = 32;
   const auto* out = call.struct_info().as<TensorStructInfoNode>();
   const std::vector<PrimExpr>* dims = out != nullptr ? out->dims() : nullptr;
   const int64_t* width = dims != nullptr && dims->size() == 4 ? AsConstInt((*dims)[3]) : nullptr;

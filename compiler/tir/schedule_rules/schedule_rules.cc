@@ -93,6 +93,9 @@ class BlockCollector : public ir::StmtExprVisitor {
         });
       }
       for (const ir::IterVar& iv : block.iter_vars) {
+        // An iter var of extent 1 (a kept dimension of a row reduction's output) reuses nothing.
+        const int64_t* extent = ir::AsConstInt(iv->dom->extent);
+        if (extent != nullptr && *extent == 1) continue;
         if (iv->iter_kind == IterKind::kSpatial && !touched.count(iv->var.get()) &&
             r->buffer.get() != (block.writes.empty() ? nullptr : block.writes[0]->buffer.get())) {
           info.has_reuse = true;
@@ -534,6 +537,62 @@ int64_t Iterations(const std::vector<const ForNode*>& loops, size_t from, size_t
   return n;
 }
 
+// AddRFactor: a row reduction along the innermost dimension of what it reads (softmax's max and
+// sum, a layer norm's mean) is split into vector-wide steps whose partial results stay in a
+// vector of lanes (rfactor), the rows in parallel; the lanes are reduced after, per row.
+// Returns whether it applied (decided; the heuristic applies it wherever it fits).
+absl::StatusOr<bool> AddRFactor(Schedule& sch, Sampler& sampler, const BlockInfo& info) {
+  if (!info.plain || info.loops.size() < 2) return false;
+  const size_t last = info.loops.size() - 1;
+  if (info.loop_kinds[last] != IterKind::kReduce) return false;
+  for (size_t k = 0; k < last; ++k) {
+    if (info.loop_kinds[k] != IterKind::kSpatial) return false;
+  }
+  const int64_t* extent = ConstExtent(info.loops[last]);
+  const int64_t lanes = extent == nullptr ? 0 : *extent % 16 == 0 ? 16 : *extent % 8 == 0 ? 8 : 0;
+  if (lanes == 0 || *extent < 2 * lanes) return false;
+  const ir::VarNode* k = info.loop_iter_vars[last];
+  const ir::BufferNode* written =
+      info.block->writes.empty() ? nullptr : info.block->writes[0]->buffer.get();
+  bool contiguous = false;
+  for (const ir::BufferRegion& r : info.block->reads) {
+    if (r->buffer.get() == written || r->region.empty()) continue;
+    ir::PostOrderVisit(r->region.back()->min, [&](const ir::PrimExpr& e) {
+      if (e.get() == k) contiguous = true;
+    });
+  }
+  if (!contiguous) return false;
+  absl::StatusOr<int64_t> apply = sampler.Choose({0, 1}, 1);
+  if (!apply.ok()) return apply.status();
+  if (*apply == 0) return false;
+  absl::StatusOr<BlockRV> block = sch.GetBlock(info.name);
+  if (!block.ok()) return block.status();
+  absl::StatusOr<std::vector<LoopRV>> loops = sch.GetLoops(*block);
+  if (!loops.ok()) return loops.status();
+  absl::StatusOr<std::vector<LoopRV>> steps = sch.Split((*loops)[last], {Factor(), lanes});
+  if (!steps.ok()) return steps.status();
+  absl::StatusOr<BlockRV> rf = sch.RFactor((*steps)[1], -1);
+  if (!rf.ok()) return false;  // a combiner rfactor does not take; the split stays harmless
+  absl::StatusOr<std::vector<LoopRV>> rf_loops = sch.GetLoops(*rf);
+  if (!rf_loops.ok() || rf_loops->size() != last + 2) return true;
+  const std::vector<LoopRV> rows(rf_loops->begin(), rf_loops->begin() + last);
+  absl::StatusOr<BlockRV> init = sch.DecomposeReduction(*rf, (*rf_loops)[last]);
+  if (init.ok()) {
+    absl::StatusOr<std::vector<LoopRV>> init_loops = sch.GetLoops(*init);
+    if (init_loops.ok() && !init_loops->empty()) (void)sch.Vectorize(init_loops->back());
+  }
+  (void)sch.Vectorize(rf_loops->back());
+  bool all_const = true;
+  for (size_t d = 0; d < last; ++d) all_const = all_const && ConstExtent(info.loops[d]) != nullptr;
+  absl::StatusOr<LoopRV> fused = all_const && rows.size() > 1 ? sch.Fuse(rows) : rows.front();
+  if (fused.ok() && Iterations(info.loops, 0, last) > 1) (void)sch.Parallel(*fused);
+  const std::vector<BlockInfo> now = Blocks(sch);
+  if (const BlockInfo* final_block = Find(now, info.name)) {
+    if (absl::Status s = ParallelVectorize(sch, sampler, *final_block); !s.ok()) return s;
+  }
+  return true;
+}
+
 // True when `producer`, computed under the consumer's loop number `at`, computes at most a
 // quarter more than computing it once (the halo rows of a padded image): each iteration of the
 // loop needs its own part of the buffer.
@@ -660,6 +719,11 @@ absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, Unset
       }
     }
     if (shared) continue;
+    if (now->has_reduce) {
+      absl::StatusOr<bool> factored = AddRFactor(sch, sampler, *now);
+      if (!factored.ok()) return factored.status();
+      if (*factored) continue;
+    }
     if (absl::Status s = ParallelVectorize(sch, sampler, *now); !s.ok()) return s;
   }
   return absl::OkStatus();

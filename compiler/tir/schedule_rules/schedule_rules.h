@@ -8,7 +8,8 @@
 //   AutoInline          cheap elementwise producers (padding, casts) are computed inline where
 //                       they are read; elementwise blocks read only by other elementwise blocks
 //                       too, so an epilogue chain becomes one block
-//   MultiLevelTiling    a reduction block with data reuse (matmul, conv2d, dense) is tiled
+//   MultiLevelTiling    a reduction block with data reuse (matmul, conv2d, dense), or a window
+//                       reduction along its input's rows (pooling), is tiled
 //                       S0 S1 R0 S2 R1 S3 (spatial loops in four tiles, reductions in two), its
 //                       result accumulated in a local buffer whose write-back, with the
 //                       elementwise consumer folded in, goes at the end of the S0 or S1 tile; an
@@ -20,6 +21,9 @@
 //                       at the root or computed under a loop of its consumer (decided; by
 //                       heuristic under the parallel loop when each iteration needs its own part
 //                       of the buffer, as a depthwise convolution's channels do)
+//   AddRFactor          a row reduction along its input's innermost dimension (softmax's max
+//                       and sum, a norm's mean) is split into vector-wide steps accumulated in
+//                       a vector of partial results (rfactor, decided), rows in parallel
 //   ParallelVectorize   every other block: spatial loops fused, split in two, the outer part
 //                       parallel and the inner vectorized; a row reduction's spatial loops fused
 //                       and parallel
@@ -29,7 +33,9 @@
 // 8 when one divides), the other spatial loops' inner tiles up to 8 each within that budget; the
 // row loop (the spatial loop just outside the vectorized one) iterates serially inside the
 // parallel column panels, so a panel of the reused operand stays in cache across the rows; the
-// write-back at S1; S3 unrolled; an operand packed when at least 16 rows reuse each panel.
+// write-back at S1; S3 unrolled; an operand packed when at least 16 rows reuse each panel;
+// budget the outer loops cannot use (no fitting divisor) goes back to the row loop; a row
+// reduction rfactored wherever it fits.
 //
 // Loops of symbolic extent are never split or fused, so a schedule is correct for every value
 // of the shape variables. A given decision that does not fit (a tile of the wrong product) is
