@@ -102,7 +102,14 @@ int32_t ThreadPool::ParallelFor(int64_t num_tasks, const std::function<int32_t(i
   }
   wake_.notify_all();
   RunTasks();
-  // Wait until every task ran and no worker still holds a reference to this launch.
+  // Wait until every task ran and no worker still holds a reference to this launch: polling
+  // first, as the workers do (the others' last tasks are usually about to finish, and a
+  // futex wake-up of this thread would cost more than a small kernel), then blocking.
+  auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0; finished_.load() != num_tasks || active_workers_.load() != 0; ++i) {
+    CpuRelax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) break;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [&] { return finished_.load() == num_tasks && active_workers_ == 0; });
   task_ = nullptr;

@@ -49,8 +49,8 @@ class ThreadPool {
   std::atomic<int64_t> next_{0};
   std::atomic<int64_t> finished_{0};
   std::atomic<int32_t> first_error_{0};
-  int active_workers_ = 0;
-  std::mutex launch_mu_;  // one launch at a time per pool
+  std::atomic<int> active_workers_{0};  // changed under mu_; read by the launcher's polling
+  std::mutex launch_mu_;                // one launch at a time per pool
 };
 
 }  // namespace kiln::runtime

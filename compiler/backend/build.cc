@@ -80,10 +80,11 @@ absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized,
   KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, MakePassContext(options).Run(with_shape_funcs.Build(),
                                                                            tir::LowerTirPasses()));
   start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(std::string object, codegen::CompileToObject(lowered, target));
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> objects,
+                        codegen::CompileToObjects(lowered, target, CodegenThreads()));
   if (options.timer != nullptr) options.timer->Record("LLVM", SecondsSince(start));
   start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(out.kernels, LinkSharedLibrary(object));
+  KILN_ASSIGN_OR_RETURN(out.kernels, LinkSharedLibrary(objects));
   if (options.timer != nullptr) options.timer->Record("Link", SecondsSince(start));
   KILN_ASSIGN_OR_RETURN(out.executable, vm.executable.Serialize());
   out.memory = vm.memory;

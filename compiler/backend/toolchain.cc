@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -51,6 +53,10 @@ class TempDir {
 }  // namespace
 
 absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object) {
+  return LinkSharedLibrary(std::vector<std::string>{object});
+}
+
+absl::StatusOr<std::string> LinkSharedLibrary(const std::vector<std::string>& objects) {
   static const std::string linker = FindLinker();
   if (linker.empty()) {
     return absl::InternalError(absl::StrCat("no ", kLinker, " on PATH (Debian package lld-16)"));
@@ -59,16 +65,18 @@ absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object) {
   if (dir.path().empty()) {
     return absl::InternalError("cannot create a temporary directory for linking");
   }
-  std::string obj_path = dir.path() + "/kernels.o", so_path = dir.path() + "/kernels.so";
-  {
+  const std::string so_path = dir.path() + "/kernels.so";
+  std::vector<std::string> argv = {linker, "-shared", "--hash-style=gnu", "-o", so_path};
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const std::string obj_path = absl::StrCat(dir.path(), "/kernels", i, ".o");
     std::ofstream out(obj_path, std::ios::binary);
-    out.write(object.data(), static_cast<std::streamsize>(object.size()));
+    out.write(objects[i].data(), static_cast<std::streamsize>(objects[i].size()));
     if (!out) return absl::InternalError("cannot write the object file for linking");
+    argv.push_back(obj_path);
   }
   runtime::ChildOptions options;
   options.timeout_ms = kLinkTimeoutMs;
-  absl::StatusOr<runtime::ChildResult> ran = runtime::RunChild(
-      {linker, "-shared", "--hash-style=gnu", "-o", so_path, obj_path}, "", options);
+  absl::StatusOr<runtime::ChildResult> ran = runtime::RunChild(argv, "", options);
   if (!ran.ok()) return absl::InternalError(absl::StrCat(kLinker, ": ", ran.status().message()));
   if (!ran->exited_ok()) {
     return absl::InternalError(absl::StrCat(kLinker, " ", ran->Describe(kLinkTimeoutMs), ": ",
@@ -81,11 +89,18 @@ absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object) {
   return bytes.str();
 }
 
-absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target) {
+int CodegenThreads() {
+  constexpr int kMaxCodegenThreads = 4;
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxCodegenThreads);
+}
+
+absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target,
+                                               bool quick) {
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
   KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, tir::LowerTir(tir::ApplyDefaultSchedule(mod)));
-  KILN_ASSIGN_OR_RETURN(std::string object, codegen::CompileToObject(lowered, info));
-  return LinkSharedLibrary(object);
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> objects,
+                        codegen::CompileToObjects(lowered, info, CodegenThreads(), quick));
+  return LinkSharedLibrary(objects);
 }
 
 }  // namespace kiln::backend

@@ -5,6 +5,7 @@
 #define KILN_COMPILER_BACKEND_TOOLCHAIN_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -12,14 +13,21 @@
 
 namespace kiln::backend {
 
-// Links `object` (an ELF relocatable) into a shared library's bytes; the temporary files live in
-// a private directory removed before returning. A missing or failing linker is an Internal error
-// with its output.
+// Links `objects` (ELF relocatables) into one shared library's bytes; the temporary files live
+// in a private directory removed before returning. A missing or failing linker is an Internal
+// error with its output.
+absl::StatusOr<std::string> LinkSharedLibrary(const std::vector<std::string>& objects);
 absl::StatusOr<std::string> LinkSharedLibrary(const std::string& object);
 
+// How many objects (threads) LLVM code generation splits a module's kernels into: the machine's
+// cores, at most 4.
+int CodegenThreads();
+
 // The default schedule where none was given, the TIR lowering passes, LLVM and the link: the
-// bytes of a loadable kernel library of every PrimFunc in `mod`.
-absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target);
+// bytes of a loadable kernel library of every PrimFunc in `mod`. `quick`: LLVM at O1, for
+// kernels run once (FoldConstant).
+absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target,
+                                               bool quick = false);
 
 }  // namespace kiln::backend
 

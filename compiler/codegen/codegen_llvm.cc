@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "absl/strings/match.h"
@@ -907,8 +908,40 @@ class KernelCodeGen {
     }
   }
 
+  // Roughly how many elements a statement computes (a vector store counts its lanes), with
+  // loops of symbolic extent counted as large.
+  static double Work(const ir::Stmt& s) {
+    constexpr double kUnknownExtent = 1024;
+    if (!s) return 0;
+    if (const auto* f = s.as<ForNode>()) {
+      const int64_t* extent = AsConstInt(f->extent);
+      return (extent != nullptr ? static_cast<double>(*extent) : kUnknownExtent) * Work(f->body);
+    }
+    if (const auto* seq = s.as<SeqStmtNode>()) {
+      double total = 0;
+      for (const ir::Stmt& child : seq->seq) total += Work(child);
+      return total;
+    }
+    if (const auto* store = s.as<BufferStoreNode>()) return store->value->dtype.lanes();
+    if (const auto* branch = s.as<IfThenElseNode>())
+      return std::max(Work(branch->then_case), Work(branch->else_case));
+    if (const auto* let = s.as<LetStmtNode>()) return Work(let->body);
+    if (const auto* a = s.as<AllocateNode>()) return Work(a->body);
+    if (const auto* a = s.as<AttrStmtNode>()) return Work(a->body);
+    if (const auto* a = s.as<AssertStmtNode>()) return Work(a->body);
+    return 1;
+  }
+
   void For(const ForNode& f) {
-    if (f.for_kind == ForKind::kParallel) return ParallelLoop(f);
+    // A parallel loop with too little work to pay for waking the other threads runs serially
+    // (adaptive grain: a small model must not be slower on two threads than on one).
+    constexpr double kMinParallelWork = 1 << 15;
+    if (f.for_kind == ForKind::kParallel &&
+        Work(f.body) *
+                (AsConstInt(f.extent) != nullptr ? *AsConstInt(f.extent) : kMinParallelWork) >=
+            kMinParallelWork) {
+      return ParallelLoop(f);
+    }
     // Short unrolled loops with constant bounds are unrolled here, so that what follows (LICM,
     // register allocation) sees straight-line code.
     const int64_t* umin = AsConstInt(f.min);
@@ -1213,9 +1246,11 @@ std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const LlvmTargetInfo& tar
                              std::nullopt, llvm::CodeGenOpt::Aggressive));
 }
 
-absl::StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx,
-                                                          const IRModule& mod,
-                                                          const LlvmTargetInfo& target) {
+// The LLVM module of `mod`'s PrimFuncs, or of those `only` names when given; the ABI version
+// symbol goes into the module that `with_abi_version` says (one per library).
+absl::StatusOr<std::unique_ptr<llvm::Module>> BuildModule(
+    llvm::LLVMContext& ctx, const IRModule& mod, const LlvmTargetInfo& target,
+    const std::vector<std::string>* only = nullptr, bool with_abi_version = true) {
   auto module = std::make_unique<llvm::Module>("kiln", ctx);
   module->setTargetTriple(target.triple);
   module->setDataLayout(target.data_layout);
@@ -1223,14 +1258,17 @@ absl::StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx
   for (const auto& [name, entry] : mod->functions) {
     const auto* f = entry.second.as<PrimFuncNode>();
     if (f == nullptr) continue;
+    if (only != nullptr && std::find(only->begin(), only->end(), name) == only->end()) continue;
     absl::Status s = gen.Generate(name, *f);
     if (!s.ok()) return s;
   }
   // Owned by the module.
-  new llvm::GlobalVariable(
-      *module, llvm::Type::getInt32Ty(ctx), true, llvm::GlobalValue::ExternalLinkage,
-      llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), KILN_KERNEL_ABI_VERSION),
-      "kiln_abi_version");
+  if (with_abi_version) {
+    new llvm::GlobalVariable(
+        *module, llvm::Type::getInt32Ty(ctx), true, llvm::GlobalValue::ExternalLinkage,
+        llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), KILN_KERNEL_ABI_VERSION),
+        "kiln_abi_version");
+  }
   std::string errors;
   llvm::raw_string_ostream os(errors);
   if (llvm::verifyModule(*module, &os)) {
@@ -1252,13 +1290,19 @@ absl::StatusOr<std::string> EmitLlvmIr(const IRModule& lowered, const LlvmTarget
   return os.str();
 }
 
-absl::StatusOr<std::string> CompileToObject(const IRModule& lowered, const LlvmTargetInfo& target) {
+namespace {
+
+// One object of the PrimFuncs `only` names (all when null), in its own LLVM context.
+absl::StatusOr<std::string> CompilePart(const IRModule& lowered, const LlvmTargetInfo& target,
+                                        const std::vector<std::string>* only, bool with_abi_version,
+                                        bool quick = false) {
   llvm::LLVMContext ctx;
-  absl::StatusOr<std::unique_ptr<llvm::Module>> module = BuildModule(ctx, lowered, target);
+  absl::StatusOr<std::unique_ptr<llvm::Module>> module =
+      BuildModule(ctx, lowered, target, only, with_abi_version);
   if (!module.ok()) return module.status();
   std::unique_ptr<llvm::TargetMachine> tm = MakeTargetMachine(target);
   if (!tm) return absl::InternalError(absl::StrCat("no LLVM target machine for ", target.triple));
-  // The new pass manager's O3 pipeline.
+  // The new pass manager's O3 pipeline (O1 when quick).
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -1269,7 +1313,8 @@ absl::StatusOr<std::string> CompileToObject(const IRModule& lowered, const LlvmT
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(
+      quick ? llvm::OptimizationLevel::O1 : llvm::OptimizationLevel::O3);
   mpm.run(**module, mam);
   // Object code.
   llvm::SmallVector<char, 0> buffer;
@@ -1280,6 +1325,40 @@ absl::StatusOr<std::string> CompileToObject(const IRModule& lowered, const LlvmT
   }
   emit.run(**module);
   return std::string(buffer.begin(), buffer.end());
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CompileToObject(const IRModule& lowered, const LlvmTargetInfo& target) {
+  return CompilePart(lowered, target, nullptr, true);
+}
+
+absl::StatusOr<std::vector<std::string>> CompileToObjects(const IRModule& lowered,
+                                                          const LlvmTargetInfo& target, int parts,
+                                                          bool quick) {
+  // The kernels dealt out in turn, in the module's order (fused kernels of one model are of
+  // comparable size).
+  std::vector<std::vector<std::string>> names(static_cast<size_t>(std::max(parts, 1)));
+  size_t next = 0;
+  for (const auto& [name, entry] : lowered->functions) {
+    if (!entry.second.as<PrimFuncNode>()) continue;
+    names[next++ % names.size()].push_back(name);
+  }
+  while (names.size() > 1 && names.back().empty()) names.pop_back();
+  std::vector<absl::StatusOr<std::string>> objects(names.size(), absl::UnknownError(""));
+  std::vector<std::thread> threads;
+  for (size_t p = 1; p < names.size(); ++p) {
+    threads.emplace_back(
+        [&, p] { objects[p] = CompilePart(lowered, target, &names[p], false, quick); });
+  }
+  objects[0] = CompilePart(lowered, target, &names[0], true, quick);
+  for (std::thread& t : threads) t.join();
+  std::vector<std::string> out;
+  for (absl::StatusOr<std::string>& o : objects) {
+    if (!o.ok()) return o.status();
+    out.push_back(std::move(*o));
+  }
+  return out;
 }
 
 }  // namespace kiln::codegen

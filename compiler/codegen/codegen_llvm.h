@@ -11,6 +11,7 @@
 #define KILN_COMPILER_CODEGEN_CODEGEN_LLVM_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -25,6 +26,15 @@ absl::StatusOr<std::string> EmitLlvmIr(const ir::IRModule& lowered, const LlvmTa
 // An ELF relocatable object, optimized at O3 with LLVM's new pass manager.
 absl::StatusOr<std::string> CompileToObject(const ir::IRModule& lowered,
                                             const LlvmTargetInfo& target);
+
+// The same as up to `parts` objects compiled at once, each on its own thread and LLVM context
+// with a share of the kernels (one object holds the ABI version); linked together they are the
+// library CompileToObject's object makes.
+// With `quick`, LLVM's O1 pipeline instead of O3: for kernels run once at compile time
+// (FoldConstant), where compiling is the cost.
+absl::StatusOr<std::vector<std::string>> CompileToObjects(const ir::IRModule& lowered,
+                                                          const LlvmTargetInfo& target, int parts,
+                                                          bool quick = false);
 
 }  // namespace kiln::codegen
 

@@ -79,6 +79,15 @@ class Module:
                 B[i, j] = A[i, j * 2 + 1]
 
     @T.prim_func
+    def small_parallel(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for i in T.parallel(64):
+            B[i] = A[i] + T.float32(1)
+    @T.prim_func
+    def large_parallel(A: T.Buffer((256, 1024), "float32"), B: T.Buffer((256, 1024), "float32")):
+        for i in T.parallel(256):
+            for j in range(1024):
+                B[i, j] = A[i, j] + T.float32(1)
+    @T.prim_func
     def padded_row(A: T.Buffer((3, 10), "float32"), B: T.Buffer((3, 16), "float32")):
         for i in range(3):
             for j in T.vectorized(16):
@@ -245,6 +254,23 @@ TEST_F(CodegenTest, AGuardedRowLoadIsOneMaskedLoad) {
   const std::string kernel = body.substr(0, body.find("\n}\n"));
   EXPECT_THAT(kernel, HasSubstr("llvm.masked.load"));
   EXPECT_THAT(kernel, ::testing::Not(HasSubstr("gather")));
+}
+
+TEST_F(CodegenTest, AParallelLoopTooSmallToPayForThreadsRunsSerially) {
+  // 64 additions are no work for a second thread; 256K are.
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
+  ASSERT_TRUE(mod.ok());
+  absl::StatusOr<ir::IRModule> lowered = tir::LowerTir(*mod);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  absl::StatusOr<LlvmTargetInfo> target = ParseTarget("llvm");
+  ASSERT_TRUE(target.ok());
+  absl::StatusOr<std::string> ir = EmitLlvmIr(*lowered, *target);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, ::testing::Not(HasSubstr("@small_parallel_parallel")));
+  EXPECT_THAT(*ir, HasSubstr("@large_parallel_parallel"));
+  Tensor a = Random({64}, 11), b = Make({64}, "float32");
+  ASSERT_TRUE(Kernel("small_parallel")({a, b}).ok());
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(F(b)[i], F(a)[i] + 1.0f);
 }
 
 TEST_F(CodegenTest, EveryWrongArgumentIsAClearError) {

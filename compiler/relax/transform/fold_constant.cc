@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/backend/toolchain.h"
@@ -32,7 +33,8 @@ const relax::ConstantNode* AsConstant(const relax::Expr& e, const ConstantVars& 
 // `call_tir(kernel, (constants...), out_sinfo=static tensor)` whose result is at most
 // `max_bytes`: the kernel's name, or empty.
 std::string FoldableKernel(const relax::Expr& value, const ir::IRModuleNode& mod,
-                           const ConstantVars& vars, int64_t max_bytes) {
+                           const ConstantVars& vars, int64_t max_bytes,
+                           const std::unordered_set<const relax::VarNode*>* pending = nullptr) {
   const auto* call = value.as<relax::CallNode>();
   const auto* op = call != nullptr ? call->op.as<relax::OpNode>() : nullptr;
   if (op == nullptr || op->name != "relax.call_tir" || call->args.size() != 2 ||
@@ -49,7 +51,8 @@ std::string FoldableKernel(const relax::Expr& value, const ir::IRModuleNode& mod
   std::optional<int64_t> bytes = relax::StaticTensorBytes(call->sinfo_args[0]);
   if (!bytes || *bytes > max_bytes) return "";
   for (const relax::Expr& a : args->fields) {
-    if (!AsConstant(a, vars)) return "";
+    const auto* v = a.as<relax::VarNode>();
+    if (!AsConstant(a, vars) && !(pending && v && pending->count(v))) return "";
   }
   return gv->name_hint;
 }
@@ -62,9 +65,14 @@ class FoldableFinder : public relax::ExprVisitor {
   void VisitBinding(const relax::Binding& b) override {
     if (const auto* c = b->value.as<relax::ConstantNode>(); c && b->var)
       constants_[b->var.get()] = c;
-    std::string k = FoldableKernel(b->value, mod_, constants_, max_bytes_);
-    if (!k.empty() && b.as<relax::VarBindingNode>())
+    // A kernel reading what an earlier one folds is folded in the same round: a chain of
+    // constant arithmetic (a batch norm's scale and shift) needs one kernel library, not one
+    // per link.
+    std::string k = FoldableKernel(b->value, mod_, constants_, max_bytes_, &pending_);
+    if (!k.empty() && b.as<relax::VarBindingNode>()) {
       kernels[k] = mod_.Lookup(k).as_ref<ir::PrimFuncNode>();
+      if (b->var) pending_.insert(b->var.get());
+    }
     relax::ExprVisitor::VisitBinding(b);
   }
 
@@ -72,6 +80,7 @@ class FoldableFinder : public relax::ExprVisitor {
   const ir::IRModuleNode& mod_;
   int64_t max_bytes_;
   ConstantVars constants_;
+  std::unordered_set<const relax::VarNode*> pending_;  // bound to kernels folded this round
 };
 
 absl::StatusOr<runtime::Tensor> ToTensor(const relax::ConstantNode& c) {
@@ -112,7 +121,9 @@ class Folder : public relax::ExprMutator {
                                          kernel, "'): ", folded.status().message()));
       return b;
     }
-    return relax::MakeBinding(b->var, *folded);
+    relax::Binding out = relax::MakeBinding(b->var, *folded);
+    if (const auto* c = out->value.as<relax::ConstantNode>()) constants_[b->var.get()] = c;
+    return out;
   }
 
  private:
@@ -156,8 +167,10 @@ absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod, const FoldLim
     ir::IRModuleBuilder kernels;
     for (const auto& [name, func] : finder.kernels)
       KILN_RETURN_IF_ERROR(kernels.Add(relax::MakeGlobalVar(name), func));
-    // Folding runs here, on the host, whatever the module's target.
-    KILN_ASSIGN_OR_RETURN(std::string so, backend::BuildKernelLibrary(kernels.Build(), "llvm"));
+    // Folding runs here, on the host, whatever the module's target; each kernel runs once, so
+    // LLVM spends little time optimizing it.
+    KILN_ASSIGN_OR_RETURN(std::string so, backend::BuildKernelLibrary(kernels.Build(), "llvm",
+                                                                      /*quick=*/true));
     KILN_ASSIGN_OR_RETURN(auto library, runtime::KernelLibrary::LoadFromMemory(so, "fold"));
     ir::IRModuleBuilder out(current);
     for (const auto& [name, entry] : current->functions) {
