@@ -511,6 +511,17 @@ absl::Status ParallelVectorize(Schedule& sch, Sampler& sampler, const BlockInfo&
     if (!info.has_reduce && n_spatial > 1) (void)sch.Vectorize(spatial.back());
     return absl::OkStatus();
   }
+  // Vectors within the innermost loop: one that crossed its rows would index by div and mod.
+  const int64_t inner = *ConstExtent(info.loops[n_spatial - 1]);
+  const int64_t lanes = LargestDivisor(inner, 64);
+  if (!info.has_reduce && lanes < 8 && inner >= 8 && n_spatial > 1) {
+    // No wide divisor (a padded row of 226): the row is vectorized whole, its tail scalar, and
+    // the rows run in parallel.
+    std::vector<LoopRV> rows(spatial.begin(), spatial.end() - 1);
+    absl::StatusOr<LoopRV> outer = rows.size() > 1 ? sch.Fuse(rows) : rows.front();
+    if (outer.ok() && extent / inner > 1) (void)sch.Parallel(*outer);
+    return sch.Vectorize(spatial.back());
+  }
   LoopRV fused = spatial.front();
   if (spatial.size() > 1) {
     absl::StatusOr<LoopRV> f = sch.Fuse(spatial);
@@ -518,8 +529,6 @@ absl::Status ParallelVectorize(Schedule& sch, Sampler& sampler, const BlockInfo&
     fused = *f;
   }
   if (info.has_reduce) return extent > 1 ? sch.Parallel(fused) : absl::OkStatus();
-  // Vectors within the innermost loop: one that crossed its rows would index by div and mod.
-  const int64_t lanes = LargestDivisor(*ConstExtent(info.loops[n_spatial - 1]), 64);
   absl::StatusOr<std::vector<ExprRV>> tiles = sampler.Tile(fused, 2, 64, {extent / lanes, lanes});
   if (!tiles.ok()) return tiles.status();
   absl::StatusOr<std::vector<LoopRV>> split = sch.Split(fused, {(*tiles)[0], (*tiles)[1]});
