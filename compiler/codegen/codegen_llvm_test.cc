@@ -129,6 +129,23 @@ class CodegenTest : public ::testing::Test {
     return t;
   }
   static const float* F(const Tensor& t) { return static_cast<const float*>(t.data()); }
+  // The unoptimized LLVM IR of kernel `name` of kKernels (the whole module when empty).
+  static std::string KernelIr(const std::string& name) {
+    absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
+    absl::StatusOr<ir::IRModule> lowered =
+        mod.ok() ? tir::LowerTir(*mod) : absl::StatusOr<ir::IRModule>(mod.status());
+    absl::StatusOr<LlvmTargetInfo> target = ParseTarget("llvm");
+    absl::StatusOr<std::string> ir = lowered.ok() && target.ok()
+                                         ? EmitLlvmIr(*lowered, *target)
+                                         : absl::StatusOr<std::string>(lowered.status());
+    EXPECT_TRUE(ir.ok()) << ir.status();
+    if (!ir.ok() || name.empty()) return ir.ok() ? *ir : "";
+    const size_t at = ir->find("define i32 @" + name + "(");
+    EXPECT_NE(at, std::string::npos) << name;
+    if (at == std::string::npos) return "";
+    const std::string body = ir->substr(at);
+    return body.substr(0, body.find("\n}\n"));
+  }
   static std::shared_ptr<runtime::KernelLibrary>* library_;
 };
 std::shared_ptr<runtime::KernelLibrary>* CodegenTest::library_ = nullptr;
@@ -215,16 +232,7 @@ TEST_F(CodegenTest, AStrideTwoVectorLoadIsOneLoadAndAShuffle) {
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 16; ++j) EXPECT_EQ(F(b)[i * 16 + j], F(a)[i * 33 + j * 2 + 1]);
   }
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
-  ASSERT_TRUE(mod.ok());
-  absl::StatusOr<ir::IRModule> lowered = tir::LowerTir(*mod);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  absl::StatusOr<LlvmTargetInfo> target = ParseTarget("llvm");
-  ASSERT_TRUE(target.ok());
-  absl::StatusOr<std::string> ir = EmitLlvmIr(*lowered, *target);
-  ASSERT_TRUE(ir.ok()) << ir.status();
-  const std::string body = ir->substr(ir->find("define i32 @every_other("));
-  const std::string kernel = body.substr(0, body.find("\n}\n"));
+  const std::string kernel = KernelIr("every_other");
   EXPECT_THAT(kernel, HasSubstr("load <31 x float>"));
   EXPECT_THAT(kernel, HasSubstr("shufflevector <31 x float>"));
   EXPECT_THAT(kernel, ::testing::Not(HasSubstr("gather")));
@@ -242,32 +250,16 @@ TEST_F(CodegenTest, AGuardedRowLoadIsOneMaskedLoad) {
       EXPECT_EQ(F(b)[i * 16 + j], want) << i << ", " << j;
     }
   }
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
-  ASSERT_TRUE(mod.ok());
-  absl::StatusOr<ir::IRModule> lowered = tir::LowerTir(*mod);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  absl::StatusOr<LlvmTargetInfo> target = ParseTarget("llvm");
-  ASSERT_TRUE(target.ok());
-  absl::StatusOr<std::string> ir = EmitLlvmIr(*lowered, *target);
-  ASSERT_TRUE(ir.ok()) << ir.status();
-  const std::string body = ir->substr(ir->find("define i32 @padded_row("));
-  const std::string kernel = body.substr(0, body.find("\n}\n"));
+  const std::string kernel = KernelIr("padded_row");
   EXPECT_THAT(kernel, HasSubstr("llvm.masked.load"));
   EXPECT_THAT(kernel, ::testing::Not(HasSubstr("gather")));
 }
 
 TEST_F(CodegenTest, AParallelLoopTooSmallToPayForThreadsRunsSerially) {
   // 64 additions are no work for a second thread; 256K are.
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
-  ASSERT_TRUE(mod.ok());
-  absl::StatusOr<ir::IRModule> lowered = tir::LowerTir(*mod);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  absl::StatusOr<LlvmTargetInfo> target = ParseTarget("llvm");
-  ASSERT_TRUE(target.ok());
-  absl::StatusOr<std::string> ir = EmitLlvmIr(*lowered, *target);
-  ASSERT_TRUE(ir.ok()) << ir.status();
-  EXPECT_THAT(*ir, ::testing::Not(HasSubstr("@small_parallel_parallel")));
-  EXPECT_THAT(*ir, HasSubstr("@large_parallel_parallel"));
+  const std::string ir = KernelIr("");
+  EXPECT_THAT(ir, ::testing::Not(HasSubstr("@small_parallel_parallel")));
+  EXPECT_THAT(ir, HasSubstr("@large_parallel_parallel"));
   Tensor a = Random({64}, 11), b = Make({64}, "float32");
   ASSERT_TRUE(Kernel("small_parallel")({a, b}).ok());
   for (int i = 0; i < 64; ++i) EXPECT_EQ(F(b)[i], F(a)[i] + 1.0f);

@@ -33,6 +33,19 @@ std::string Literal(const Array& a, size_t dim = 0, int64_t offset = 0) {
   return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
 }
 
+// `text` built with and without PackConstantWeights computes the same numbers on `x`.
+void ExpectSameNumbersUnpacked(const std::string& text, const Array& x) {
+  backend::BuildOptions plain;
+  plain.pack_weights = false;
+  absl::StatusOr<runtime::Value> want = CompileAndRun(text, {ToTensor(x)}, plain);
+  absl::StatusOr<runtime::Value> got = CompileAndRun(text, {ToTensor(x)});
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
+  ASSERT_EQ(a.shape, b.shape);
+  for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
+}
+
 // conv2d of an (n, c, 7, 7) input with a constant weight of `o` output channels, 3x3, stride 2,
 // padding on the bottom and right only; `groups` as given.
 std::string ConvModule(const Array& w, int64_t groups, const std::string& batch = "2") {
@@ -63,31 +76,15 @@ TEST(PackConstantWeightsTest, ConstantWeightsAreBlockedAndComputeTheSame) {
   EXPECT_THAT(printed, HasSubstr("R.Tensor((2, 32, 3, 3), dtype=\"float32\")"));
   // Built with and without the pass: the same numbers.
   const Array x = Random({2, 3, 7, 7}, 8);
-  backend::BuildOptions plain;
-  plain.pack_weights = false;
-  absl::StatusOr<runtime::Value> want = CompileAndRun(text, {ToTensor(x)}, plain);
-  absl::StatusOr<runtime::Value> got = CompileAndRun(text, {ToTensor(x)});
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_TRUE(got.ok()) << got.status();
-  Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
-  ASSERT_EQ(a.shape, b.shape);
-  for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
+  ExpectSameNumbersUnpacked(text, x);
 }
 
 TEST(PackConstantWeightsTest, SymbolicBatchIsPackedToo) {
   const Array w = Random({16, 2, 3, 3}, 9);
   const std::string text = ConvModule(w, 1, "\"n\"");
-  backend::BuildOptions plain;
-  plain.pack_weights = false;
   for (int64_t n : {1, 3}) {
     const Array x = Random({n, 2, 7, 7}, 10);
-    absl::StatusOr<runtime::Value> want = CompileAndRun(text, {ToTensor(x)}, plain);
-    absl::StatusOr<runtime::Value> got = CompileAndRun(text, {ToTensor(x)});
-    ASSERT_TRUE(want.ok()) << want.status();
-    ASSERT_TRUE(got.ok()) << got.status();
-    Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
-    ASSERT_EQ(a.shape, b.shape);
-    for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
+    ExpectSameNumbersUnpacked(text, x);
   }
 }
 
@@ -134,15 +131,7 @@ TEST(PackConstantWeightsTest, MatmulWeightsAreBlockedAndComputeTheSame) {
     ASSERT_TRUE(packed.ok()) << packed.status();
     EXPECT_THAT(script::PrintScript(*packed), HasSubstr(absl::StrCat("b_layout=\"", c.layout)));
     const Array x = Random({3, 20}, 14);
-    backend::BuildOptions plain;
-    plain.pack_weights = false;
-    absl::StatusOr<runtime::Value> want = CompileAndRun(text, {ToTensor(x)}, plain);
-    absl::StatusOr<runtime::Value> got = CompileAndRun(text, {ToTensor(x)});
-    ASSERT_TRUE(want.ok()) << want.status();
-    ASSERT_TRUE(got.ok()) << got.status();
-    Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
-    ASSERT_EQ(a.shape, b.shape);
-    for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
+    ExpectSameNumbersUnpacked(text, x);
   }
 }
 
