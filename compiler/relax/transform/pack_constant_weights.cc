@@ -94,8 +94,11 @@ Expr PackConv(const CallNode& call) {
 }
 
 // matmul(x, W [K, N]) or matmul(x, permute_dims(W [N, K])) (a PyTorch Linear's weight) ->
-// matmul(x, W as [N / 16, K, 16], b_layout="NK16n"), for x of rank 2 or more.
-Expr PackMatmul(const CallNode& call, const Bindings& bound) {
+// matmul(x, W as [N / 16, K, 16], b_layout="NK16n"), for x of rank 2 or more. Where 16 does not
+// divide N (1000 classes), W gets zero columns up to the next multiple of 16, and `*padded_to`
+// says how many: the caller slices the product back to N columns (a few hundred bytes per row,
+// against blocks of 8 that stream at half the rate).
+Expr PackMatmul(const CallNode& call, const Bindings& bound, int64_t* padded_to) {
   const auto* x = call.args[0]->struct_info().as<TensorStructInfoNode>();
   if (x == nullptr || x->ndim < 2 || GetAttr(call.attrs, "b_layout")) return Expr();
   // Through the variables the weight (or its transpose) is bound to.
@@ -123,20 +126,18 @@ Expr PackMatmul(const CallNode& call, const Bindings& bound) {
   if (!IsF32(w) || w->shape.size() != 2) return Expr();
   const int64_t n = transposed ? w->shape[0] : w->shape[1];
   const int64_t k = transposed ? w->shape[1] : w->shape[0];
-  const int64_t block = BlockFor(n);
-  if (block == 0) return Expr();
-  std::string bytes;
-  if (transposed) {
-    bytes = BlockRows(Data(*w), n, k, block);
-  } else {
-    // W [K, N] transposed to [N, K] first.
-    std::vector<float> t(static_cast<size_t>(n * k));
-    for (int64_t r = 0; r < k; ++r) {
-      for (int64_t c = 0; c < n; ++c) t[c * k + r] = Data(*w)[r * n + c];
-    }
-    bytes = BlockRows(t.data(), n, k, block);
+  // Below 16 columns there is nothing to stream.
+  if (n < 16) return Expr();
+  const int64_t block = 16, padded = (n + block - 1) / block * block;
+  // W as [padded, K], rows past N zero.
+  std::vector<float> rows(static_cast<size_t>(padded * k), 0.0f);
+  for (int64_t r = 0; r < k; ++r) {
+    for (int64_t c = 0; c < n; ++c)
+      rows[c * k + r] = transposed ? Data(*w)[c * k + r] : Data(*w)[r * n + c];
   }
-  Expr packed = MakeConstant(w->dtype, {n / block, k, block}, std::move(bytes));
+  Expr packed =
+      MakeConstant(w->dtype, {padded / block, k, block}, BlockRows(rows.data(), padded, k, block));
+  *padded_to = padded == n ? 0 : padded;
   Attrs attrs =
       WithAttr(call.attrs, "b_layout", Make<ir::StringImmNode>(absl::StrCat("NK", block, "n")));
   return MakeCall(call.op, {call.args[0], packed}, call.sinfo_args, attrs);
@@ -149,9 +150,11 @@ class WeightPacker : public ExprMutator {
     const auto* call = visited.as<CallNode>();
     if (call == nullptr || call->args.size() != 2) return visited;
     const std::string op = OpName(call);
+    int64_t padded_to = 0;
     Expr packed = op == "relax.nn.conv2d" ? PackConv(*call)
-                  : op == "relax.matmul"  ? PackMatmul(*call, bound_)
+                  : op == "relax.matmul"  ? PackMatmul(*call, bound_, &padded_to)
                                           : Expr();
+    if (packed && padded_to) padded_[packed.get()] = padded_to;
     return packed ? packed : visited;
   }
 
@@ -161,8 +164,46 @@ class WeightPacker : public ExprMutator {
     return out;
   }
 
+  // A matmul whose weight got zero columns binds the wide product to a variable of its own,
+  // and the original variable to its first N columns.
+  BindingBlock VisitBindingBlock(const BindingBlock& block) override {
+    if (!block) return block;
+    std::vector<Binding> bindings;
+    bool changed = false;
+    for (const Binding& b : block->bindings) {
+      Binding out = VisitBinding(b);
+      changed |= out != b;
+      auto it = out && out.as<VarBindingNode>() ? padded_.find(out->value.get()) : padded_.end();
+      const auto* sinfo =
+          out && out->var ? out->var->struct_info().as<TensorStructInfoNode>() : nullptr;
+      const std::vector<PrimExpr>* dims = sinfo != nullptr ? sinfo->dims() : nullptr;
+      if (it == padded_.end() || dims == nullptr || dims->empty()) {
+        bindings.push_back(out);
+        continue;
+      }
+      std::vector<PrimExpr> wide_dims = *dims;
+      const PrimExpr n = wide_dims.back();
+      wide_dims.back() = IntImm(n->dtype, it->second);
+      StructInfo wide_sinfo = TensorSInfo(wide_dims, sinfo->dtype);
+      Var wide = block->is_dataflow() ? MakeDataflowVar(out->var->name_hint + "_wide", wide_sinfo)
+                                      : MakeVar(out->var->name_hint + "_wide", wide_sinfo);
+      bindings.push_back(MakeBinding(wide, out->value));
+      auto ints = [](std::vector<int64_t> v) {
+        std::vector<ObjectRef> items;
+        for (int64_t x : v) items.push_back(IntImm(DataType::Int(64), x));
+        return ObjectRef(Make<ir::ArrayNode>(std::move(items)));
+      };
+      Attrs attrs = {{"axes", ints({-1})}, {"begin", ints({0})}, {"end", ints({*AsConstInt(n)})}};
+      bindings.push_back(
+          MakeBinding(out->var, MakeCall(GetOp("relax.strided_slice"), {wide}, {}, attrs)));
+    }
+    if (!changed) return block;
+    return Make<BindingBlockNode>(block->is_dataflow(), std::move(bindings));
+  }
+
  private:
   Bindings bound_;  // the transposed weight stays bound; DeadCodeElimination drops it
+  std::unordered_map<const Object*, int64_t> padded_;  // packed matmuls: their padded width
 };
 
 }  // namespace
