@@ -7,13 +7,12 @@
 #include "compiler/ir/relax_functor.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/transform/transform.h"
-#include "runtime/support/status_macros.h"
 
 namespace kiln::ir::relax {
 namespace {
 
-// Output channels (columns) per weight block: one AVX-512 vector of float32, or half of one
-// where 16 does not divide them (1000 classes, 24 channels).
+// Output channels per convolution weight block: one AVX-512 vector of float32, or half of one
+// where 16 does not divide them (24 channels).
 int64_t BlockFor(int64_t channels) { return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0; }
 
 // What a variable is bound to.
