@@ -17,6 +17,16 @@ inline void CpuRelax() {
   asm volatile("yield");
 #endif
 }
+
+// Polls `waiting` for up to kSpin; the caller blocks afterwards if it still holds.
+template <typename Pred>
+void SpinWhile(Pred waiting) {
+  auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0; waiting(); ++i) {
+    CpuRelax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return;
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -58,11 +68,7 @@ void ThreadPool::RunTasks() {
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
-    auto deadline = std::chrono::steady_clock::now() + kSpin;
-    for (int i = 0; generation_.load(std::memory_order_acquire) == seen && !stopping_.load(); ++i) {
-      CpuRelax();
-      if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) break;
-    }
+    SpinWhile([&] { return generation_.load(std::memory_order_acquire) == seen && !stopping_; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -105,11 +111,7 @@ int32_t ThreadPool::ParallelFor(int64_t num_tasks, const std::function<int32_t(i
   // Wait until every task ran and no worker still holds a reference to this launch: polling
   // first, as the workers do (the others' last tasks are usually about to finish, and a
   // futex wake-up of this thread would cost more than a small kernel), then blocking.
-  auto deadline = std::chrono::steady_clock::now() + kSpin;
-  for (int i = 0; finished_.load() != num_tasks || active_workers_.load() != 0; ++i) {
-    CpuRelax();
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) break;
-  }
+  SpinWhile([&] { return finished_.load() != num_tasks || active_workers_.load() != 0; });
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [&] { return finished_.load() == num_tasks && active_workers_ == 0; });
   task_ = nullptr;

@@ -500,11 +500,8 @@ class KernelCodeGen {
       llvm::Value* past =
           bound.get() == lo.get() ? b_.CreateICmpSLT(r, splat) : b_.CreateICmpSGT(r, splat);
       at.back() = bound;
-      llvm::Value* flat = FlatIndex(*info, at);
-      if (!flat) return nullptr;
-      llvm::Type* mem = MemType(info->dtype);
-      llvm::LoadInst* edge = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, info->data, flat));
-      Tag(edge, *info);
+      llvm::Value* edge = ScalarLoad(*info, at);
+      if (!edge) return nullptr;
       llvm::Value* edge_splat = b_.CreateVectorSplat(t.lanes(), edge);
       edges = edges ? b_.CreateSelect(past, edge_splat, edges) : edge_splat;
       llvm::Value* inside = b_.CreateNot(past);
@@ -521,6 +518,16 @@ class KernelCodeGen {
     llvm::Value* loaded = b_.CreateMaskedLoad(MemType(t), address, llvm::Align(info->dtype.bytes()),
                                               b_.CreateAnd(cond, in_range), edges);
     return b_.CreateSelect(cond, FromMemory(loaded, t), fill);
+  }
+
+  // One element of the buffer, as stored in memory (bool as a byte); null on failure.
+  llvm::Value* ScalarLoad(const BufferInfo& info, const std::vector<PrimExpr>& indices) {
+    llvm::Value* flat = FlatIndex(info, indices);
+    if (!flat) return nullptr;
+    llvm::Type* mem = MemType(info.dtype);
+    llvm::LoadInst* v = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, info.data, flat));
+    Tag(v, info);
+    return v;
   }
 
   llvm::Value* FlatIndex(const BufferInfo& info, const std::vector<PrimExpr>& indices) {
@@ -702,12 +709,8 @@ class KernelCodeGen {
         return FromMemory(
             b_.CreateMaskedGather(vec, Address(*info, flat), llvm::Align(info->dtype.bytes())), t);
       }
-      llvm::Value* flat = FlatIndex(*info, l->indices);
-      if (!flat) return nullptr;
-      llvm::Type* mem = MemType(info->dtype);
-      llvm::LoadInst* v = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, info->data, flat));
-      Tag(v, *info);
-      return info->dtype.is_bool() ? b_.CreateTrunc(v, i1_) : static_cast<llvm::Value*>(v);
+      llvm::Value* v = ScalarLoad(*info, l->indices);
+      return v && info->dtype.is_bool() ? b_.CreateTrunc(v, i1_) : v;
     }
     if (const auto* r = e.as<RampNode>()) {
       llvm::Value* base = Expr(r->base);

@@ -120,6 +120,26 @@ const BlockInfo* Find(const std::vector<BlockInfo>& blocks, const std::string& n
 
 const int64_t* ConstExtent(const ForNode* loop) { return ir::AsConstInt(loop->extent); }
 
+// The buffer a block writes (its first write), or null.
+const ir::BufferNode* Output(const BlockInfo& info) {
+  return info.block->writes.empty() ? nullptr : info.block->writes[0]->buffer.get();
+}
+
+// Per input of the block (each read of a buffer other than its output): whether the index of
+// its innermost dimension uses `v`, i.e. whether the loop of `v` walks along that input's rows.
+std::vector<bool> InnermostIndexUses(const BlockInfo& info, const ir::VarNode* v) {
+  std::vector<bool> uses;
+  for (const ir::BufferRegion& r : info.block->reads) {
+    if (r->buffer.get() == Output(info) || r->region.empty()) continue;
+    bool found = false;
+    ir::PostOrderVisit(r->region.back()->min, [&](const ir::PrimExpr& e) {
+      if (e.get() == v) found = true;
+    });
+    uses.push_back(found);
+  }
+  return uses;
+}
+
 // Hands the rules their decisions in order; one not given is the rule's heuristic choice or a
 // sample, and one that does not fit is sampled afresh.
 class Sampler {
@@ -306,8 +326,7 @@ PanelOperand FindPanelOperand(const BlockInfo& info, int last_spatial) {
   if (rows < kMinRowsToPack) return out;
   const ir::VarNode* kv = info.loop_iter_vars[reduce_loop];
   const ir::VarNode* jv = info.loop_iter_vars[last_spatial];
-  const ir::BufferNode* written =
-      info.block->writes.empty() ? nullptr : info.block->writes[0]->buffer.get();
+  const ir::BufferNode* written = Output(info);
   for (size_t r = 0; r < info.block->reads.size(); ++r) {
     const ir::BufferRegion& region = info.block->reads[r];
     if (region->buffer.get() == written || region->region.size() != 2) continue;
@@ -560,17 +579,8 @@ absl::StatusOr<bool> AddRFactor(Schedule& sch, Sampler& sampler, const BlockInfo
   const int64_t* extent = ConstExtent(info.loops[last]);
   const int64_t lanes = extent == nullptr ? 0 : *extent % 16 == 0 ? 16 : *extent % 8 == 0 ? 8 : 0;
   if (lanes == 0 || *extent < 2 * lanes) return false;
-  const ir::VarNode* k = info.loop_iter_vars[last];
-  const ir::BufferNode* written =
-      info.block->writes.empty() ? nullptr : info.block->writes[0]->buffer.get();
-  bool contiguous = false;
-  for (const ir::BufferRegion& r : info.block->reads) {
-    if (r->buffer.get() == written || r->region.empty()) continue;
-    ir::PostOrderVisit(r->region.back()->min, [&](const ir::PrimExpr& e) {
-      if (e.get() == k) contiguous = true;
-    });
-  }
-  if (!contiguous) return false;
+  const std::vector<bool> along = InnermostIndexUses(info, info.loop_iter_vars[last]);
+  if (std::find(along.begin(), along.end(), true) == along.end()) return false;
   absl::StatusOr<int64_t> apply = sampler.Choose({0, 1}, 1);
   if (!apply.ok()) return apply.status();
   if (*apply == 0) return false;
@@ -654,21 +664,9 @@ absl::Status RandomComputeLocation(Schedule& sch, Sampler& sampler, const BlockI
 // outside a vector of outputs, though nothing is reused. A row reduction (x[i, k], k reduced)
 // reads across its innermost loop's vector and stays one parallel loop.
 bool VectorizableWindow(const BlockInfo& info, int last_spatial) {
-  if (last_spatial < 0 || info.block->reads.empty()) return false;
-  const ir::VarNode* v = info.loop_iter_vars[last_spatial];
-  const ir::BufferNode* written =
-      info.block->writes.empty() ? nullptr : info.block->writes[0]->buffer.get();
-  int inputs = 0;
-  for (const ir::BufferRegion& r : info.block->reads) {
-    if (r->buffer.get() == written || r->region.empty()) continue;
-    bool uses = false;
-    ir::PostOrderVisit(r->region.back()->min, [&](const ir::PrimExpr& e) {
-      if (e.get() == v) uses = true;
-    });
-    if (!uses) return false;
-    ++inputs;
-  }
-  return inputs > 0;
+  if (last_spatial < 0) return false;
+  const std::vector<bool> along = InnermostIndexUses(info, info.loop_iter_vars[last_spatial]);
+  return !along.empty() && std::find(along.begin(), along.end(), false) == along.end();
 }
 
 // The innermost spatial loop of constant extent, or -1.
