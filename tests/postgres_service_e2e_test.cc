@@ -137,9 +137,18 @@ TEST(PostgresService, AJobQueuedOnAKilledInstanceRunsWhereTheStandbyTookOver) {
   ASSERT_TRUE(a.ok()) << a.status();
   v1::Job compiled = Finish(**a, (*a)->SubmitCompile(Compile("tests/models/tiny_resnet.onnx")));
   ASSERT_EQ(compiled.state(), v1::JOB_STATE_SUCCEEDED) << compiled.reason();
-  // No agent now: the inference waits in the first instance's queue.
+  // No agent now: the inference waits in the first instance's queue. kilnd notices the dead
+  // agent when its stream breaks, a moment after the process is gone: wait for that, or the
+  // inference could be handed to the dead agent.
   first.agent(*agent).Signal(SIGKILL);
   first.agent(*agent).Wait();
+  bool disconnected = false;
+  for (int i = 0; i < 200 && !disconnected; ++i) {
+    absl::StatusOr<std::vector<v1::Device>> devices = (*a)->ListDevices();
+    disconnected = devices.ok() && devices->size() == 1 && (*devices)[0].agents_connected() == 0;
+    if (!disconnected) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(disconnected) << "kilnd still counts the killed agent after 10 s";
   v1::SubmitInferenceRequest infer;
   infer.mutable_artifact()->set_digest(compiled.artifact_digest());
   infer.set_device_key("cpu");
