@@ -1,4 +1,7 @@
 // VectorizeLoops: `vectorized` loops become Ramp/Broadcast vector code (transform.h).
+#include <numeric>
+
+#include "compiler/arith/analyzer.h"
 #include "compiler/ir/tir_functor.h"
 #include "compiler/tir/transform/transform.h"
 
@@ -65,6 +68,7 @@ class Vectorizer {
         return Make<RampNode>(ra->base * c, ra->stride * c, ra->lanes);
       if (b->kind() == NodeKind::kMul && rc != nullptr && sa)
         return Make<RampNode>(a * rc->base, a * rc->stride, rc->lanes);
+      if (PrimExpr split = DivModOfRamp(b->kind(), ra, c); split.defined()) return split;
       Match(&a, &c);
       return Binary(b->kind(), a, c);
     }
@@ -115,6 +119,27 @@ class Vectorizer {
   }
 
  private:
+  // ramp(base, 1, L) // c and % c, where no lane crosses a multiple of c (base % c + L <= c
+  // for every base the loop can take): base // c and ramp(base % c, 1, L). A fused
+  // loop over (i, j) vectorized by L indexes [ramp // n, ramp % n]; this keeps that a
+  // contiguous row access instead of a gather.
+  PrimExpr DivModOfRamp(NodeKind kind, const RampNode* ramp, const PrimExpr& divisor) {
+    if (ramp == nullptr || (kind != NodeKind::kFloorDiv && kind != NodeKind::kFloorMod)) {
+      return PrimExpr();
+    }
+    const int64_t* stride = AsConstInt(ramp->stride);
+    const int64_t* c = AsConstInt(divisor);
+    if (stride == nullptr || *stride != 1 || c == nullptr || *c <= 0) return PrimExpr();
+    // base = coeff * k + r: base % c is r % g plus a multiple of g = gcd(coeff, c).
+    arith::ModularSet m = arith::Analyzer().Modular(ramp->base);
+    int64_t g = m.coeff == 0 ? *c : std::gcd(m.coeff, *c);
+    int64_t r = ((m.base % g) + g) % g;
+    if (r + ramp->lanes > g) return PrimExpr();
+    // The quotient is the same in every lane: a scalar, which keeps the access's other indices
+    // scalar (what codegen needs for one contiguous load); uses that need a vector broadcast it.
+    if (kind == NodeKind::kFloorDiv) return FloorDiv(ramp->base, divisor);
+    return Make<RampNode>(FloorMod(ramp->base, divisor), ramp->stride, ramp->lanes);
+  }
   PrimExpr Widen(const PrimExpr& e) {
     return e->dtype.lanes() == 1 ? PrimExpr(Make<BroadcastNode>(e, lanes_)) : e;
   }

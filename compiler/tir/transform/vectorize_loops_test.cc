@@ -1,4 +1,5 @@
 // VectorizeLoops alone, and through LowerTir.
+#include "absl/strings/str_replace.h"
 #include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
 #include "compiler/testing/expect_pass.h"
@@ -54,6 +55,33 @@ class Module:
         B[T.Ramp(0, 1, 8)] = A[T.Ramp(0, 1, 8)] + T.Broadcast(T.float32(1), 8)
 )",
                          false));
+}
+
+// A fused (i, j) loop vectorized by 8 indexes [ramp // 24, ramp % 24]: 8 divides 24, so no
+// vector crosses a row, and the access stays one contiguous row segment, not a gather. By 16,
+// which does not divide 24, a vector does cross a row and the division stays per lane.
+TEST(VectorizeLoopsTest, DivisionOfARampThatStaysInOneRowIsARowAccess) {
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((4, 24), "float32"), B: T.Buffer((4, 24), "float32")):
+        for o in range(LANES_OUTER):
+            for v in T.vectorized(LANES):
+                B[(o * LANES + v) // 24, (o * LANES + v) % 24] = A[(o * LANES + v) // 24, (o * LANES + v) % 24]
+)";
+  auto lower = [&](int lanes) {
+    std::string script = absl::StrReplaceAll(
+        text, {{"LANES_OUTER", std::to_string(96 / lanes)}, {"LANES", std::to_string(lanes)}});
+    absl::StatusOr<ir::IRModule> mod = script::ParseScript(script);
+    EXPECT_TRUE(mod.ok()) << mod.status();
+    absl::StatusOr<ir::IRModule> lowered = VectorizeLoopsPass()->Run(*mod);
+    EXPECT_TRUE(lowered.ok()) << lowered.status();
+    return lowered.ok() ? script::PrintScript(*lowered) : std::string();
+  };
+  EXPECT_THAT(lower(8), HasSubstr("B[(o * 8 + 0) // 24, T.Ramp((o * 8 + 0) % 24, 1, 8)]"));
+  std::string crossing = lower(16);
+  EXPECT_THAT(crossing, HasSubstr("B[T.Ramp(o * 16 + 0, 1, 16) // T.Broadcast(24, 16), "));
 }
 
 }  // namespace
