@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -912,38 +913,47 @@ class KernelCodeGen {
   }
 
   // Roughly how many elements a statement computes (a vector store counts its lanes), with
-  // loops of symbolic extent counted as large.
-  static double Work(const ir::Stmt& s) {
+  // loops of symbolic extent counted as large; `exact` turns false when there is one.
+  static double Work(const ir::Stmt& s, bool* exact = nullptr) {
     constexpr double kUnknownExtent = 1024;
     if (!s) return 0;
     if (const auto* f = s.as<ForNode>()) {
       const int64_t* extent = AsConstInt(f->extent);
-      return (extent != nullptr ? static_cast<double>(*extent) : kUnknownExtent) * Work(f->body);
+      if (extent == nullptr && exact != nullptr) *exact = false;
+      return (extent != nullptr ? static_cast<double>(*extent) : kUnknownExtent) *
+             Work(f->body, exact);
     }
     if (const auto* seq = s.as<SeqStmtNode>()) {
       double total = 0;
-      for (const ir::Stmt& child : seq->seq) total += Work(child);
+      for (const ir::Stmt& child : seq->seq) total += Work(child, exact);
       return total;
     }
     if (const auto* store = s.as<BufferStoreNode>()) return store->value->dtype.lanes();
     if (const auto* branch = s.as<IfThenElseNode>())
-      return std::max(Work(branch->then_case), Work(branch->else_case));
-    if (const auto* let = s.as<LetStmtNode>()) return Work(let->body);
-    if (const auto* a = s.as<AllocateNode>()) return Work(a->body);
-    if (const auto* a = s.as<AttrStmtNode>()) return Work(a->body);
-    if (const auto* a = s.as<AssertStmtNode>()) return Work(a->body);
+      return std::max(Work(branch->then_case, exact), Work(branch->else_case, exact));
+    if (const auto* let = s.as<LetStmtNode>()) return Work(let->body, exact);
+    if (const auto* a = s.as<AllocateNode>()) return Work(a->body, exact);
+    if (const auto* a = s.as<AttrStmtNode>()) return Work(a->body, exact);
+    if (const auto* a = s.as<AssertStmtNode>()) return Work(a->body, exact);
     return 1;
   }
 
   void For(const ForNode& f) {
     // A parallel loop with too little work to pay for waking the other threads runs serially
-    // (adaptive grain: a small model must not be slower on two threads than on one).
+    // (adaptive grain: a small model must not be slower on two threads than on one). With a
+    // symbolic extent over a body of known size, the choice is made at run time.
     constexpr double kMinParallelWork = 1 << 15;
-    if (f.for_kind == ForKind::kParallel &&
-        Work(f.body) *
-                (AsConstInt(f.extent) != nullptr ? *AsConstInt(f.extent) : kMinParallelWork) >=
-            kMinParallelWork) {
-      return ParallelLoop(f);
+    if (f.for_kind == ForKind::kParallel) {
+      bool exact = true;
+      double body_work = Work(f.body, &exact);
+      if (const int64_t* extent = AsConstInt(f.extent)) {
+        if (body_work * *extent >= kMinParallelWork) return ParallelLoop(f);
+      } else if (exact && body_work < kMinParallelWork) {
+        return ParallelIfLarge(
+            f, static_cast<int64_t>(std::ceil(kMinParallelWork / std::max(body_work, 1.0))));
+      } else {
+        return ParallelLoop(f);
+      }
     }
     // Short unrolled loops with constant bounds are unrolled here, so that what follows (LICM,
     // register allocation) sees straight-line code.
@@ -993,6 +1003,32 @@ class KernelCodeGen {
       loop->replaceOperandWith(0, loop);
       back->setMetadata(llvm::LLVMContext::MD_loop, loop);
     }
+    b_.SetInsertPoint(done);
+  }
+
+  // A parallel loop of symbolic extent: launched on the pool when the extent reaches
+  // `min_parallel_extent` iterations, else run serially here.
+  void ParallelIfLarge(const ForNode& f, int64_t min_parallel_extent) {
+    llvm::Value* extent = Expr(f.extent);
+    if (!extent) return;
+    llvm::Value* large =
+        b_.CreateICmpSGE(b_.CreateIntCast(extent, i64_, true), b_.getInt64(min_parallel_extent));
+    llvm::BasicBlock* parallel = llvm::BasicBlock::Create(ctx_, "parallel", fn_);
+    llvm::BasicBlock* serial = llvm::BasicBlock::Create(ctx_, "serial", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "parallel_end", fn_);
+    b_.CreateCondBr(large, parallel, serial);
+    b_.SetInsertPoint(parallel);
+    ParallelLoop(f);
+    if (!status_.ok()) return;
+    b_.CreateBr(done);
+    b_.SetInsertPoint(serial);
+    llvm::Value* min = Expr(f.min);
+    if (!min) return;
+    llvm::Type* t = Type(f.loop_var->dtype);
+    min = b_.CreateIntCast(min, t, true);
+    SerialLoop(f, min, b_.CreateAdd(min, b_.CreateIntCast(extent, t, true)));
+    if (!status_.ok()) return;
+    b_.CreateBr(done);
     b_.SetInsertPoint(done);
   }
 

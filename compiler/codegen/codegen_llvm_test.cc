@@ -263,6 +263,11 @@ TEST_F(CodegenTest, AParallelLoopTooSmallToPayForThreadsRunsSerially) {
   Tensor a = Random({64}, 11), b = Make({64}, "float32");
   ASSERT_TRUE(Kernel("small_parallel")({a, b}).ok());
   for (int i = 0; i < 64; ++i) EXPECT_EQ(F(b)[i], F(a)[i] + 1.0f);
+  // A symbolic extent over one element per iteration: the pool is used from 32768 iterations
+  // on, decided at run time (SymbolicSizeBoundFromTheShape runs both sides).
+  const std::string scale = KernelIr("scale");
+  EXPECT_THAT(ir, HasSubstr("@scale_parallel"));
+  EXPECT_THAT(scale, HasSubstr(", 32768"));
 }
 
 TEST_F(CodegenTest, EveryWrongArgumentIsAClearError) {
