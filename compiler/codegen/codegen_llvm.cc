@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -48,8 +49,10 @@ uint32_t PackedDType(DataType t) {
 
 class KernelCodeGen {
  public:
-  KernelCodeGen(llvm::LLVMContext& ctx, llvm::Module* module)
-      : ctx_(ctx), module_(module), b_(ctx) {
+  // `masked_tails`: the target loads and stores a vector's first lanes with one masked
+  // instruction (AVX-512), so a vector of an odd length is one access, not a chain of them.
+  KernelCodeGen(llvm::LLVMContext& ctx, llvm::Module* module, bool masked_tails)
+      : ctx_(ctx), module_(module), b_(ctx), masked_tails_(masked_tails) {
     i1_ = b_.getInt1Ty();
     i8_ = b_.getInt8Ty();
     i32_ = b_.getInt32Ty();
@@ -426,6 +429,60 @@ class KernelCodeGen {
     return FlatIndex(info, scalar);
   }
 
+  // Whether `lanes` elements are better moved as a masked access of the next power of two:
+  // LLVM splits an odd-length vector access (7, 14 or 28 lanes: a 7x7 or 28x28 row) into one
+  // load or store per power-of-two piece, plus inserts.
+  // Not for a stack buffer (an accumulator tile): LLVM keeps those in registers only when
+  // every access is a plain load or store.
+  bool MaskedWidth(const BufferInfo& info, int lanes, int* width) const {
+    *width = static_cast<int>(llvm::PowerOf2Ceil(lanes));
+    return masked_tails_ && lanes > 2 && *width != lanes &&
+           !llvm::isa<llvm::AllocaInst>(info.data->stripPointerCasts());
+  }
+  llvm::Constant* FirstLanes(int lanes, int width) {
+    std::vector<llvm::Constant*> bits;
+    for (int k = 0; k < width; ++k) bits.push_back(b_.getInt1(k < lanes));
+    return llvm::ConstantVector::get(bits);
+  }
+
+  // `lanes` elements of `info` from element `base` on, in memory form.
+  llvm::Value* ContiguousLoad(const BufferInfo& info, llvm::Value* base, int lanes) {
+    llvm::Type* elem = MemType(info.dtype.element_of());
+    llvm::Align align(info.dtype.bytes());
+    int width;
+    if (!MaskedWidth(info, lanes, &width)) {
+      llvm::LoadInst* v =
+          b_.CreateAlignedLoad(llvm::FixedVectorType::get(elem, lanes), Address(info, base), align);
+      Tag(v, info);
+      return v;
+    }
+    // Masked-off lanes are never read, so the access may end past the buffer (no inbounds GEP).
+    llvm::CallInst* wide =
+        b_.CreateMaskedLoad(llvm::FixedVectorType::get(elem, width),
+                            b_.CreateGEP(elem, info.data, base), align, FirstLanes(lanes, width));
+    Tag(wide, info);
+    std::vector<int> first(lanes);
+    std::iota(first.begin(), first.end(), 0);
+    return b_.CreateShuffleVector(wide, first);
+  }
+
+  void ContiguousStore(const BufferInfo& info, llvm::Value* base, llvm::Value* value) {
+    llvm::Type* elem = MemType(info.dtype.element_of());
+    llvm::Align align(info.dtype.bytes());
+    const int lanes =
+        static_cast<int>(llvm::cast<llvm::FixedVectorType>(value->getType())->getNumElements());
+    int width;
+    if (!MaskedWidth(info, lanes, &width)) {
+      Tag(b_.CreateAlignedStore(value, Address(info, base), align), info);
+      return;
+    }
+    std::vector<int> widen(width);
+    for (int k = 0; k < width; ++k) widen[k] = k < lanes ? k : -1;
+    Tag(b_.CreateMaskedStore(b_.CreateShuffleVector(value, widen),
+                             b_.CreateGEP(elem, info.data, base), align, FirstLanes(lanes, width)),
+        info);
+  }
+
   // A vector load whose last index is Ramp(base, s, lanes) with a small constant stride s (a
   // stride-2 convolution's input row): one contiguous load of the (lanes - 1) * s + 1 elements
   // the lanes span, then every s-th element picked by a shuffle, instead of a gather of lanes
@@ -445,10 +502,7 @@ class KernelCodeGen {
     llvm::Value* base = FlatIndex(info, scalar);
     if (!base) return nullptr;
     const int span = (ramp->lanes - 1) * static_cast<int>(stride->value) + 1;
-    llvm::Type* wide = llvm::FixedVectorType::get(MemType(t.element_of()), span);
-    llvm::LoadInst* all =
-        b_.CreateAlignedLoad(wide, Address(info, base), llvm::Align(info.dtype.bytes()));
-    Tag(all, info);
+    llvm::Value* all = ContiguousLoad(info, base, span);
     std::vector<int> picks;
     for (int k = 0; k < ramp->lanes; ++k) picks.push_back(k * static_cast<int>(stride->value));
     return b_.CreateShuffleVector(all, picks);
@@ -697,12 +751,8 @@ class KernelCodeGen {
       if (!info) return nullptr;
       if (t.lanes() > 1) {  // a vector load: contiguous, or a gather
         llvm::Type* vec = MemType(t);
-        if (llvm::Value* base = ContiguousBase(*info, l->indices)) {
-          llvm::LoadInst* v =
-              b_.CreateAlignedLoad(vec, Address(*info, base), llvm::Align(info->dtype.bytes()));
-          Tag(v, *info);
-          return FromMemory(v, t);
-        }
+        if (llvm::Value* base = ContiguousBase(*info, l->indices))
+          return FromMemory(ContiguousLoad(*info, base, t.lanes()), t);
         if (llvm::Value* strided = StridedLoad(*info, l->indices, t)) return strided;
         llvm::Value* flat = FlatIndex(*info, l->indices);
         if (!flat) return nullptr;
@@ -842,11 +892,8 @@ class KernelCodeGen {
       if (st->value->dtype != target) value = Cast(value, st->value->dtype, target);
       if (target.lanes() > 1) {  // a vector store: contiguous, or a scatter
         value = ToMemory(value, target);
-        if (llvm::Value* base = ContiguousBase(*info, st->indices)) {
-          Tag(b_.CreateAlignedStore(value, Address(*info, base), llvm::Align(info->dtype.bytes())),
-              *info);
-          return;
-        }
+        if (llvm::Value* base = ContiguousBase(*info, st->indices))
+          return ContiguousStore(*info, base, value);
         llvm::Value* flat = FlatIndex(*info, st->indices);
         if (!flat) return;
         if (!flat->getType()->isVectorTy()) flat = b_.CreateVectorSplat(target.lanes(), flat);
@@ -1257,6 +1304,7 @@ class KernelCodeGen {
   llvm::LLVMContext& ctx_;
   llvm::Module* module_;
   llvm::IRBuilder<> b_;
+  const bool masked_tails_;
   std::vector<llvm::Value*> heap_;        // this function's heap allocations of constant size
   std::vector<llvm::Value*> heap_slots_;  // and slots of those sized at run time
   llvm::Type *i1_, *i8_, *i32_, *i64_;
@@ -1293,7 +1341,9 @@ absl::StatusOr<std::unique_ptr<llvm::Module>> BuildModule(
   auto module = std::make_unique<llvm::Module>("kiln", ctx);
   module->setTargetTriple(target.triple);
   module->setDataLayout(target.data_layout);
-  KernelCodeGen gen(ctx, module.get());
+  const bool masked_tails = std::find(target.device_features.begin(), target.device_features.end(),
+                                      "avx512f") != target.device_features.end();
+  KernelCodeGen gen(ctx, module.get(), masked_tails);
   for (const auto& [name, entry] : mod->functions) {
     const auto* f = entry.second.as<PrimFuncNode>();
     if (f == nullptr) continue;
