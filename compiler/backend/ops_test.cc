@@ -590,6 +590,30 @@ TEST(OpsTest, Conv2dBlockedKernelLayout) {
   }
 }
 
+// A 1x1 convolution (stride 1, unpadded) over an image of H * W a multiple of 4 runs as a matmul
+// along the flattened image, its vectors crossing image rows: 6 x 6 (vectors longer than a row),
+// 12 x 10, 28 x 28; odd channel counts, batch 2, the kernel as OIHW and as HWIO.
+TEST(OpsTest, Conv2dPointwiseOverTheFlattenedImage) {
+  struct Case {
+    int64_t c, o, h, w;
+  };
+  for (const Case& c : std::vector<Case>{{5, 7, 6, 6}, {24, 20, 12, 10}, {16, 48, 28, 28}}) {
+    SCOPED_TRACE(absl::StrCat("C=", c.c, " O=", c.o, " ", c.h, "x", c.w));
+    Array x = Random({2, c.c, c.h, c.w}, 28), w = Random({c.o, c.c, 1, 1}, 29);
+    Array want = Conv2dRef(x, w, 1, 0, 1, 1);
+    CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(w.shape)),
+            "            y = R.nn.conv2d(x, w)\n", {ToTensor(x), ToTensor(w)}, want);
+    Array w_hwio = Zeros({1, 1, c.c, c.o});
+    for (int64_t i = 0; i < w.size(); ++i) {
+      std::vector<int64_t> idx = w.Unravel(i);
+      w_hwio.at({0, 0, idx[1], idx[0]}) = w.data[i];
+    }
+    CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(w_hwio.shape)),
+            "            y = R.nn.conv2d(x, w, kernel_layout=\"HWIO\")\n",
+            {ToTensor(x), ToTensor(w_hwio)}, want);
+  }
+}
+
 TEST(OpsTest, Pooling) {
   Array x = Random({2, 3, 9, 8}, 24);
   // max_pool2d 3x3 stride 2 pad 1; avg_pool2d 2x2 stride 2 (count_include_pad False, pad 1).

@@ -256,6 +256,20 @@ Buffer PadSpatial(tir::ComputeBuilder& b, const Buffer& x, const Window& w, cons
   return padded;
 }
 
+// A 1x1 convolution, stride 1, unpadded, ungrouped, over an NCHW image whose H * W is a
+// whole number of 16-lane vectors: a matmul over the flattened image.
+bool IsPointwiseOverFlatImage(const ConvShape& conv, const Buffer& data, const Buffer& weight) {
+  const Window& w = conv.window;
+  if (conv.o_block || w.nhwc || conv.groups != 1 || w.padded() || w.stride[0] != 1 ||
+      w.stride[1] != 1)
+    return false;
+  const int64_t* kh = AsConstInt(weight->shape[conv.h]);
+  const int64_t* kw = AsConstInt(weight->shape[conv.w]);
+  const int64_t* h = AsConstInt(data->shape[2]);
+  const int64_t* wd = AsConstInt(data->shape[3]);
+  return kh && kw && h && wd && *kh == 1 && *kw == 1 && (*h * *wd) % 4 == 0;
+}
+
 absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
                             const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
   absl::StatusOr<ConvShape> conv = ParseConv(call);
@@ -288,6 +302,28 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
           return {i[0], i[1] * conv->o_block + i[4], i[2], i[3]};
         },
         [&](const Indices& i) { return Load(packed, i); });
+    return absl::OkStatus();
+  }
+  if (IsPointwiseOverFlatImage(*conv, in[0], weight)) {
+    // A matmul of the weight [O, I] by the image as [I, H * W]: vectors run along the flattened
+    // rows, contiguous in NCHW in and out, whatever the row width (56 is not a multiple of 16).
+    const PrimExpr width = in[0]->shape[3];
+    const std::vector<PrimExpr>& os = out[0]->shape;
+    const PrimExpr pixels = IntImm(os[2]->dtype, *AsConstInt(os[2]) * *AsConstInt(os[3]));
+    Buffer flat = b.Temp("conv2d_flat", t, {os[0], out_c, pixels});
+    b.Reduce("conv2d", flat, {in_c}, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+      Indices wi(4, IntImm(s[0]->dtype, 0));
+      wi[conv->o] = s[1];
+      wi[conv->i] = r[0];
+      return Cast(t, Load(in[0], {s[0], r[0], FloorDiv(s[2], width), FloorMod(s[2], width)})) *
+             Cast(t, Load(weight, wi));
+    });
+    b.ComputeOver(
+        "conv2d_unflatten", out[0], flat->shape,
+        [&](const Indices& i) -> Indices {
+          return {i[0], i[1], FloorDiv(i[2], width), FloorMod(i[2], width)};
+        },
+        [&](const Indices& i) { return Load(flat, i); });
     return absl::OkStatus();
   }
   b.Reduce("conv2d", out[0], {in_c, kh, kw}, Combiner::kSum,

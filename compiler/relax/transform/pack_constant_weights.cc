@@ -74,6 +74,11 @@ Expr PackConv(const CallNode& call) {
       *width >= kWideRow) {
     return Expr();
   }
+  // A 1x1 convolution over an image of whole 16-lane vectors is a matmul along its flattened
+  // rows (LegalizeConv2d), with the weight as it is.
+  const int64_t* height = width ? AsConstInt((*dims)[2]) : nullptr;
+  if (w->shape[2] == 1 && w->shape[3] == 1 && unit_stride && height && (*height * *width) % 4 == 0)
+    return Expr();
   const int64_t block = BlockFor(w->shape[0]);
   if (block == 0) return Expr();
   ObjectRef groups = GetAttr(call.attrs, "groups");

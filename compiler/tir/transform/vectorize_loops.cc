@@ -41,6 +41,7 @@ class Vectorizer {
         return s;
       }
       if (value->dtype.lanes() == 1) value = Make<BroadcastNode>(value, lanes_);
+      ContiguousAcrossRows(st->buffer, &indices);
       return Make<BufferStoreNode>(st->buffer, value, std::move(indices));
     }
     ok = false;
@@ -96,6 +97,7 @@ class Vectorizer {
         indices.push_back(Expr(i));
         lanes = std::max(lanes, indices.back()->dtype.lanes());
       }
+      ContiguousAcrossRows(l->buffer, &indices);
       return Make<BufferLoadNode>(l->dtype.with_lanes(lanes), l->buffer, std::move(indices));
     }
     if (const auto* c = e.as<ir::CallNode>()) {
@@ -119,6 +121,34 @@ class Vectorizer {
   }
 
  private:
+  // [..., ramp // c, ramp % c] into a buffer whose rows hold c elements: consecutive elements
+  // of the (row-major) buffer, even where the ramp crosses a row (a 1x1 convolution's vector
+  // along a flattened 56 x 56 image). Becomes [..., base // c, ramp(base % c, 1, L)], the last
+  // index running past the row: code generation reads that as one contiguous access.
+  static void ContiguousAcrossRows(const Buffer& buffer, std::vector<PrimExpr>* indices) {
+    const size_t n = indices->size();
+    if (n < 2 || buffer->shape.size() != n) return;
+    const auto* div = (*indices)[n - 2].as<BinaryNode>();
+    const auto* mod = (*indices)[n - 1].as<BinaryNode>();
+    if (!div || !mod || div->kind() != NodeKind::kFloorDiv || mod->kind() != NodeKind::kFloorMod)
+      return;
+    const auto* a = div->a.as<RampNode>();
+    const auto* b = mod->a.as<RampNode>();
+    const auto* c1 = div->b.as<BroadcastNode>();
+    const auto* c2 = mod->b.as<BroadcastNode>();
+    if (!a || !b || !c1 || !c2) return;
+    const int64_t* stride = AsConstInt(a->stride);
+    const int64_t* row = AsConstInt(buffer->shape.back());
+    const int64_t* c = AsConstInt(c1->value);
+    const int64_t* c_mod = AsConstInt(c2->value);
+    if (!stride || *stride != 1 || !row || !c || !c_mod || *c != *row || *c_mod != *row ||
+        !arith::Analyzer().CanProveEqual(a->base, b->base) || !AsConstInt(b->stride) ||
+        *AsConstInt(b->stride) != 1)
+      return;
+    (*indices)[n - 2] = FloorDiv(a->base, c1->value);
+    (*indices)[n - 1] = Make<RampNode>(FloorMod(a->base, c1->value), a->stride, a->lanes);
+  }
+
   // ramp(base, 1, L) // c and % c, where no lane crosses a multiple of c (base % c + L <= c
   // for every base the loop can take): base // c and ramp(base % c, 1, L). A fused
   // loop over (i, j) vectorized by L indexes [ramp // n, ramp % n]; this keeps that a

@@ -58,17 +58,20 @@ class Module:
 }
 
 // A fused (i, j) loop vectorized by 8 indexes [ramp // 24, ramp % 24]: 8 divides 24, so no
-// vector crosses a row, and the access stays one contiguous row segment, not a gather. By 16,
-// which does not divide 24, a vector does cross a row and the division stays per lane.
-TEST(VectorizeLoopsTest, DivisionOfARampThatStaysInOneRowIsARowAccess) {
+// vector crosses a row and the row index is one scalar. By 16, vectors cross rows, but the
+// buffer's rows are 24 long, so the lanes are still consecutive elements: [base // 24,
+// ramp(base % 24)], the ramp running past the row. Into rows of another length (C is 4 x 32),
+// the lanes are scattered and keep their per-lane division.
+TEST(VectorizeLoopsTest, DivisionOfARampIsARowAccessWhereItsLanesAreConsecutive) {
   const char* text = R"(
 @I.ir_module
 class Module:
     @T.prim_func
-    def f(A: T.Buffer((4, 24), "float32"), B: T.Buffer((4, 24), "float32")):
+    def f(A: T.Buffer((4, 24), "float32"), B: T.Buffer((4, 24), "float32"), C: T.Buffer((4, 32), "float32")):
         for o in range(LANES_OUTER):
             for v in T.vectorized(LANES):
                 B[(o * LANES + v) // 24, (o * LANES + v) % 24] = A[(o * LANES + v) // 24, (o * LANES + v) % 24]
+                C[(o * LANES + v) // 24, (o * LANES + v) % 24] = A[(o * LANES + v) // 24, (o * LANES + v) % 24]
 )";
   auto lower = [&](int lanes) {
     std::string script = absl::StrReplaceAll(
@@ -80,8 +83,9 @@ class Module:
     return lowered.ok() ? script::PrintScript(*lowered) : std::string();
   };
   EXPECT_THAT(lower(8), HasSubstr("B[(o * 8 + 0) // 24, T.Ramp((o * 8 + 0) % 24, 1, 8)]"));
-  std::string crossing = lower(16);
-  EXPECT_THAT(crossing, HasSubstr("B[T.Ramp(o * 16 + 0, 1, 16) // T.Broadcast(24, 16), "));
+  const std::string crossing = lower(16);
+  EXPECT_THAT(crossing, HasSubstr("B[(o * 16 + 0) // 24, T.Ramp((o * 16 + 0) % 24, 1, 16)]"));
+  EXPECT_THAT(crossing, HasSubstr("C[T.Ramp(o * 16 + 0, 1, 16) // T.Broadcast(24, 16), "));
 }
 
 }  // namespace
