@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -183,8 +184,14 @@ int Compile(const std::string& path, const std::string& target, const std::strin
   kiln::pass::PassTimer timer;
   if (time_passes) options.timer = &timer;
   if (absl::Status s = kiln::backend::CheckDumpAfter(options); !s.ok()) return Fail(s);
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  Clock::time_point step = Clock::now();
   absl::StatusOr<kiln::ir::IRModule> mod = kiln::frontend::ParseModuleFile(path, load_options);
   if (!mod.ok()) return Fail(absl::InvalidArgumentError(Reason(path, mod.status())));
+  timer.Record("Import", seconds_since(step));
   // Dumps go to stderr, or to DIR/NN_PASS.py (NN the pass's position) with --dump-dir.
   int dumps = 0;
   absl::Status dump_status;
@@ -200,27 +207,37 @@ int Compile(const std::string& path, const std::string& target, const std::strin
         absl::StrCat(dump_dir, "/", name, pass, pass == "VMCodegen" ? ".txt" : ".py");
     if (absl::Status s = WriteBytes(file, text); !s.ok() && dump_status.ok()) dump_status = s;
   };
+  step = Clock::now();
+  double recorded = 0;
+  for (const auto& entry : timer.entries()) recorded += entry.seconds;
   absl::StatusOr<std::string> artifact = kiln::backend::BuildArtifact(*mod, target, options);
-  // The pass times go to stderr, so that they never mix with a dump on stdout or the summary.
-  if (time_passes) std::fprintf(stderr, "%s", timer.Report().c_str());
+  // What BuildArtifact spent outside its passes and steps: the artifact's packing and digest.
+  double inside = -recorded;
+  for (const auto& entry : timer.entries()) inside += entry.seconds;
+  timer.Record("Package", seconds_since(step) - inside);
   if (!dump_status.ok()) return Fail(dump_status);
   if (!artifact.ok()) {
     return Fail(absl::InvalidArgumentError(Reason(path, artifact.status(), /*whole=*/true)));
   }
+  step = Clock::now();
   absl::Status written = WriteBytes(output, *artifact);
   if (!written.ok()) return Fail(written);
-  kiln::v1::ArtifactProto parsed;
-  parsed.ParseFromString(*artifact);
+  timer.Record("Write", seconds_since(step));
+  // The times go to stderr, so that they never mix with a dump on stdout or the summary.
+  if (time_passes) std::fprintf(stderr, "%s", timer.Report().c_str());
+  absl::StatusOr<kiln::v1::ArtifactManifest> manifest =
+      kiln::runtime::ReadArtifactManifest(*artifact);
+  if (!manifest.ok()) return Fail(manifest.status());
   std::printf("%s: %zu bytes, target %s, digest %s\n", output.c_str(), artifact->size(),
-              target.c_str(), parsed.manifest().digest().substr(0, 16).c_str());
+              target.c_str(), manifest->digest().substr(0, 16).c_str());
   if (!tuning_db.empty()) {
-    std::printf("  tuned kernels: %d%s%s\n", parsed.manifest().tuned_kernels_size(),
-                parsed.manifest().tuned_kernels_size() ? " (" : "",
-                parsed.manifest().tuned_kernels_size()
-                    ? (absl::StrJoin(parsed.manifest().tuned_kernels(), ", ") + ")").c_str()
+    std::printf("  tuned kernels: %d%s%s\n", manifest->tuned_kernels_size(),
+                manifest->tuned_kernels_size() ? " (" : "",
+                manifest->tuned_kernels_size()
+                    ? (absl::StrJoin(manifest->tuned_kernels(), ", ") + ")").c_str()
                     : "");
   }
-  for (const kiln::v1::EntryFunction& fn : parsed.manifest().functions()) {
+  for (const kiln::v1::EntryFunction& fn : manifest->functions()) {
     if (fn.planned_tensor_bytes() == 0) continue;
     std::printf("  %s: planned memory %lld bytes (%lld bytes of intermediates without reuse)\n",
                 fn.name().c_str(), static_cast<long long>(fn.planned_storage_bytes()),

@@ -28,6 +28,10 @@ std::string SerializeArtifact(kiln::v1::ArtifactProto artifact);
 // Errors name what does not match.
 absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, bool check_host);
 
+// Only the manifest of serialized artifact `bytes`, skipping the executable and the kernels
+// unread and unchecked (what a summary needs of a 50 MB artifact).
+absl::StatusOr<kiln::v1::ArtifactManifest> ReadArtifactManifest(absl::string_view bytes);
+
 // The manifest's entry `name`, or null.
 const kiln::v1::EntryFunction* FindEntryFunction(const kiln::v1::ArtifactManifest& manifest,
                                                  absl::string_view name);

@@ -235,6 +235,12 @@ class Module:
   ASSERT_TRUE(kernels.count("log_softmax")) << a->manifest().DebugString();
   EXPECT_THAT(kernels["log_softmax"]->fused_ops(), ElementsAre("relax.nn.log_softmax"));
   EXPECT_GT(kernels["log_softmax"]->flops(), 0);
+  // The manifest alone, read without the executable and kernels, is the same manifest.
+  absl::StatusOr<kiln::v1::ArtifactManifest> manifest = runtime::ReadArtifactManifest(*bytes);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  EXPECT_EQ(manifest->SerializeAsString(), a->manifest().SerializeAsString());
+  EXPECT_FALSE(runtime::ReadArtifactManifest(bytes->substr(0, 20)).ok());  // cut in the manifest
+  EXPECT_FALSE(runtime::ReadArtifactManifest("garbage bytes").ok());
 }
 
 // The user-facing example of the Relax RFC (seeds/relax_upstreaming_rfc_digest.md §3), in
