@@ -118,8 +118,15 @@ TEST(KilnCompileRunTest, OnnxModelThroughTheCli) {
   ASSERT_EQ(p.rc, 0) << p.err;
   EXPECT_THAT(p.out, HasSubstr("def main(input: R.Tensor((1, 3, 32, 32), dtype=\"float32\"))"));
   EXPECT_THAT(p.out, HasSubstr("R.nn.conv2d("));
-  Result c = Kiln("compile tests/models/tiny_resnet.onnx --target llvm -o " + Tmp("resnet.kiln"));
+  Result c = Kiln("compile tests/models/tiny_resnet.onnx --target llvm --time-passes -o " +
+                  Tmp("resnet.kiln"));
   ASSERT_EQ(c.rc, 0) << c.err;
+  // --time-passes: every step of a cold compile, from reading the ONNX file to writing the
+  // artifact, on stderr.
+  for (const char* step : {"Import", "LegalizeOps", "FuseOps", "LLVM", "Link", "Package", "Write",
+                           "total"}) {
+    EXPECT_THAT(c.err, HasSubstr(std::string("\n") + step + " ")) << step;
+  }
   Result r = Kiln("run " + Tmp("resnet.kiln") +
                   " --input input=tests/models/tiny_resnet.input.npy --output-dir " + Tmp("ro"));
   ASSERT_EQ(r.rc, 0) << r.err;
