@@ -588,6 +588,26 @@ TEST(OpsTest, Conv2dBlockedKernelLayout) {
                      "], padding=[", absl::StrJoin(c.pad, ", "), "], kernel_layout=\"OIHW16o\")\n"),
         {ToTensor(x), ToTensor(blocked)}, want);
   }
+  // A symbolic batch, padded and strided: one kernel for every batch size.
+  Array w = Random({16, 3, 3, 3}, 32);
+  Array blocked = Zeros({1, 3, 3, 3, 16});
+  for (int64_t i = 0; i < w.size(); ++i) {
+    std::vector<int64_t> idx = w.Unravel(i);
+    blocked.at({0, idx[1], idx[2], idx[3], idx[0]}) = w.data[i];
+  }
+  for (int64_t n : {1, 3}) {
+    Array x = Random({n, 3, 9, 9}, 33);
+    Array padded = Zeros({n, 3, 11, 11});
+    for (int64_t i = 0; i < x.size(); ++i) {
+      std::vector<int64_t> idx = x.Unravel(i);
+      padded.at({idx[0], idx[1], idx[2] + 1, idx[3] + 1}) = x.data[i];
+    }
+    CheckOp(
+        absl::StrCat("x: R.Tensor((\"n\", 3, 9, 9), dtype=\"float32\"), w: ", F32(blocked.shape)),
+        "            y = R.nn.conv2d(x, w, strides=[2, 2], padding=[1, 1], "
+        "kernel_layout=\"OIHW16o\")\n",
+        {ToTensor(x), ToTensor(blocked)}, Conv2dRef(padded, w, 2, 0, 1, 1));
+  }
 }
 
 // A 1x1 convolution (stride 1, unpadded) over an image of H * W a multiple of 4 runs as a matmul
@@ -611,6 +631,14 @@ TEST(OpsTest, Conv2dPointwiseOverTheFlattenedImage) {
     CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(w_hwio.shape)),
             "            y = R.nn.conv2d(x, w, kernel_layout=\"HWIO\")\n",
             {ToTensor(x), ToTensor(w_hwio)}, want);
+  }
+  // A symbolic batch: one kernel for every batch size.
+  Array w = Random({12, 8, 1, 1}, 30);
+  for (int64_t n : {1, 3}) {
+    Array x = Random({n, 8, 6, 10}, 31);
+    CheckOp(absl::StrCat("x: R.Tensor((\"n\", 8, 6, 10), dtype=\"float32\"), w: ", F32(w.shape)),
+            "            y = R.nn.conv2d(x, w)\n", {ToTensor(x), ToTensor(w)},
+            Conv2dRef(x, w, 1, 0, 1, 1));
   }
 }
 
