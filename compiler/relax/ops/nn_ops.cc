@@ -256,8 +256,9 @@ Buffer PadSpatial(tir::ComputeBuilder& b, const Buffer& x, const Window& w, cons
   return padded;
 }
 
-// A 1x1 convolution, stride 1, unpadded, ungrouped, over an NCHW image whose H * W is a
-// whole number of 16-lane vectors: a matmul over the flattened image.
+// A 1x1 convolution, stride 1, unpadded, ungrouped, over an NCHW image of H * W a multiple of
+// 4: a matmul over the flattened image. (A 7x7 image, 49 wide, fills vectors badly along it:
+// MobileNetV2's measured 140 GFLOP/s vectorized over output channels, 85 along the image.)
 bool IsPointwiseOverFlatImage(const ConvShape& conv, const Buffer& data, const Buffer& weight) {
   const Window& w = conv.window;
   if (conv.o_block || w.nhwc || conv.groups != 1 || w.padded() || w.stride[0] != 1 ||

@@ -97,6 +97,35 @@ TEST(PackConstantWeightsTest, GroupedAndUnevenChannelCountsAreLeftAlone) {
   }
 }
 
+// A 1x1 convolution (stride 1, unpadded) over an 8 x 8 image runs as a matmul along the
+// flattened image, with its weight as it is; over a 7 x 7 image (49, odd) it is blocked.
+TEST(PackConstantWeightsTest, PointwiseConvolutionsOverFlattenableImagesAreLeftAlone) {
+  const Array w = Random({16, 64, 1, 1}, 13);
+  for (int64_t size : {8, 7}) {
+    const std::string text = absl::StrCat(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 64, )",
+                                          size, ", ", size, R"(), dtype="float32")):
+        with R.dataflow():
+            gv = R.nn.conv2d(x, R.const()",
+                                          Literal(w), R"(, "float32"))
+            R.output(gv)
+        return gv
+)");
+    absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text));
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    const std::string printed = script::PrintScript(*packed);
+    if (size == 8) {
+      EXPECT_THAT(printed, Not(HasSubstr("kernel_layout")));
+    } else {
+      EXPECT_THAT(printed, HasSubstr("kernel_layout=\"OIHW16o\""));
+    }
+    ExpectSameNumbersUnpacked(text, Random({1, 64, size, size}, 14));
+  }
+}
+
 // A Linear layer as ONNX's Gemm arrives: x @ permute_dims(W [N, K]) + b; and x @ W [K, N].
 std::string LinearModule(const Array& w, bool transposed, const std::string& rows = "3") {
   const int64_t k = transposed ? w.shape[1] : w.shape[0];
