@@ -379,6 +379,8 @@ class FunctionCodegen {
       return Arg::Register(r);
     }
     if (name == "relax.shape_of") return emit("vm.builtin.shape_of", call.args, 0);
+    if (name == "relax.shape_to_tensor") return emit("vm.builtin.shape_to_tensor", call.args, 0);
+    if (name == "relax.tensor_to_shape") return emit("vm.builtin.tensor_to_shape", call.args, 0);
     if (name == "relax.null_value") return emit("vm.builtin.null_value", call.args, 0);
     return Error(
         absl::StrCat("the operator '", name, "' must be legalized before VM code generation"));

@@ -187,6 +187,31 @@ void AddShapes(FunctionRegistry* r) {
     if (!t.ok()) return t.status();
     return Value(std::vector<int64_t>(t->shape().begin(), t->shape().end()));
   });
+  // shape_to_tensor(shape): the dimensions as an int64 tensor [ndim].
+  Add(r, "shape_to_tensor", [](Args args) -> absl::StatusOr<Value> {
+    const std::vector<int64_t>* dims = args.empty() ? nullptr : args[0].as_shape();
+    if (dims == nullptr) return Bad("shape_to_tensor", "argument 0 must be a shape");
+    absl::StatusOr<Tensor> t =
+        Tensor::Empty({static_cast<int64_t>(dims->size())}, DLDataType{kDLInt, 64, 1});
+    if (!t.ok()) return t.status();
+    std::copy(dims->begin(), dims->end(), static_cast<int64_t*>(t->data()));
+    return Value(std::move(*t));
+  });
+  // tensor_to_shape(1-D integer tensor): its values as a shape (what match_cast then binds).
+  Add(r, "tensor_to_shape", [](Args args) -> absl::StatusOr<Value> {
+    absl::StatusOr<Tensor> t = TensorArg(args, 0, "tensor_to_shape");
+    if (!t.ok()) return t.status();
+    const DLDataType dt = t->dtype();
+    if (t->ndim() != 1 || dt.code != kDLInt || dt.lanes != 1 || (dt.bits != 64 && dt.bits != 32))
+      return Bad("tensor_to_shape", absl::StrCat("expected a 1-D int64 or int32 tensor, got ",
+                                                 DataTypeToString(dt), " ", ShapeText(t->shape())));
+    std::vector<int64_t> dims(static_cast<size_t>(t->shape()[0]));
+    for (size_t k = 0; k < dims.size(); ++k) {
+      dims[k] = dt.bits == 64 ? static_cast<const int64_t*>(t->data())[k]
+                              : static_cast<const int32_t*>(t->data())[k];
+    }
+    return Value(std::move(dims));
+  });
   // check_tensor_info(value, ndim or -1, dtype or "", where)
   Add(r, "check_tensor_info", [](Args args) -> absl::StatusOr<Value> {
     absl::StatusOr<int64_t> ndim = IntArg(args, 1, "check_tensor_info");

@@ -1,5 +1,6 @@
 #include "compiler/frontend/onnx/convert_context.h"
 
+#include <cctype>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -420,6 +421,43 @@ absl::StatusOr<Expr> Context::Emit(const Expr& expr) {
   absl::StatusOr<ir::relax::Var> var = builder_->Emit(expr);
   if (!var.ok()) return var.status();
   return Expr(*var);
+}
+
+std::string Identifier(const std::string& name) {
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v" + out;
+  return out;
+}
+
+absl::StatusOr<Expr> Context::MatchCast(const Expr& value, const ir::relax::StructInfo& sinfo) {
+  absl::StatusOr<ir::relax::Var> var = builder_->EmitMatchCast(value, sinfo);
+  if (!var.ok()) return var.status();
+  return Expr(*var);
+}
+
+absl::StatusOr<std::vector<PrimExpr>> Context::DimsAtRunTime(const Expr& dims,
+                                                             std::vector<Expr> must_be_zero) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, Shape(dims));
+  const int64_t* n = shape.size() == 1 ? ir::AsConstInt(shape[0]) : nullptr;
+  if (n == nullptr) return Unsupported("a shape input of unknown length");
+  Expr all = dims;
+  if (!must_be_zero.empty()) {
+    must_be_zero.insert(must_be_zero.begin(), dims);
+    KILN_ASSIGN_OR_RETURN(
+        all, Call("relax.concat", {ir::relax::MakeTuple(must_be_zero)}, {{"axis", IntAttr(0)}}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr values, Call("relax.tensor_to_shape", {all}));
+  std::vector<PrimExpr> vars, pattern;
+  const std::string base = node_.output_size() > 0 ? node_.output(0) : node_.op_type();
+  for (int64_t k = 0; k < *n; ++k) {
+    vars.push_back(ir::MakeSizeVar(absl::StrCat(Identifier(base), "_d", k)));
+    pattern.push_back(vars.back());
+  }
+  pattern.resize(pattern.size() + must_be_zero.size() - (must_be_zero.empty() ? 0 : 1),
+                 ir::IntImm(DataType::Int(64), 0));
+  KILN_RETURN_IF_ERROR(MatchCast(values, ir::relax::ShapeSInfo(pattern)).status());
+  return vars;
 }
 
 absl::StatusOr<std::vector<PrimExpr>> Context::Shape(const Expr& e) const {

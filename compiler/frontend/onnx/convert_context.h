@@ -51,6 +51,9 @@ Expr MakeNumericConstant(DataType dtype, std::vector<int64_t> shape,
 // The elements of a Relax constant as numbers (integers exact up to 2^53).
 std::vector<double> ConstantNumbers(const ir::relax::ConstantNode& c);
 
+// An ONNX name as a Python identifier for the printed module: "onnx::MatMul_1" -> onnx_MatMul_1.
+std::string Identifier(const std::string& name);
+
 // Attribute values for Relax calls.
 ir::ObjectRef IntAttr(int64_t v);
 ir::ObjectRef FloatAttr(double v);
@@ -97,6 +100,14 @@ class Context {
   // Emits `op(args, attrs)` and returns the bound variable.
   absl::StatusOr<Expr> Call(const std::string& op, std::vector<Expr> args, ir::Attrs attrs = {});
   absl::StatusOr<Expr> Emit(const Expr& expr);
+  // `R.match_cast(value, sinfo)`: new shape variables in `sinfo` become bound at run time.
+  absl::StatusOr<Expr> MatchCast(const Expr& value, const ir::relax::StructInfo& sinfo);
+  // The values of the 1-D int64 tensor `dims` ([n], n known), computed at run time, as fresh
+  // shape variables. Each of `must_be_zero` (int64 tensors [1]) is checked to be 0 at run time
+  // (the match_cast fails, naming the value), so that a shape that cannot hold stops the run
+  // before a kernel sees it.
+  absl::StatusOr<std::vector<PrimExpr>> DimsAtRunTime(const Expr& dims,
+                                                      std::vector<Expr> must_be_zero = {});
   // The shape and dtype of an emitted tensor expression.
   absl::StatusOr<std::vector<PrimExpr>> Shape(const Expr& e) const;
   DataType DType(const Expr& e) const;

@@ -34,6 +34,27 @@ absl::StatusOr<std::vector<PrimExpr>> InputShape(Context& ctx, size_t i) {
   return ctx.Shape(v.expr);
 }
 
+// Int64 tensor arithmetic for shapes computed at run time.
+struct ShapeMath {
+  Context& ctx;
+  absl::StatusOr<Expr> Call(const char* op, std::vector<Expr> args, ir::Attrs attrs = {}) {
+    return ctx.Call(op, std::move(args), std::move(attrs));
+  }
+  Expr I(int64_t v) { return ctx.Scalar(DataType::Int(64), static_cast<double>(v)); }
+  // `dims` (expressions of shape variables) as an int64 tensor [dims.size()].
+  absl::StatusOr<Expr> Tensor(const std::vector<PrimExpr>& dims) {
+    return Call("relax.shape_to_tensor", {MakeShape(dims)});
+  }
+  absl::StatusOr<Expr> Int64(const Expr& t) {
+    if (ctx.DType(t) == DataType::Int(64)) return t;
+    return Call("relax.astype", {t}, {{"dtype", StrAttr("int64")}});
+  }
+  // Reduces [n] to [1].
+  absl::StatusOr<Expr> Reduce(const char* op, const Expr& t) {
+    return Call(op, {t}, {{"axis", IntsAttr({0})}, {"keepdims", IntAttr(1)}});
+  }
+};
+
 // ---- Values known at import time ----
 
 absl::StatusOr<Outputs> Constant(Context& ctx) {
@@ -293,8 +314,18 @@ absl::StatusOr<Outputs> Identity(Context& ctx) {
 }
 
 absl::StatusOr<Outputs> ConstantOfShape(Context& ctx) {
-  if (!ctx.Elems(0)) return ctx.Unsupported("ConstantOfShape of a shape not known at import time");
-  std::vector<PrimExpr> shape = *ctx.Elems(0);
+  std::vector<PrimExpr> shape;
+  if (std::optional<std::vector<PrimExpr>> known = ctx.Elems(0)) {
+    shape = *known;
+  } else {  // a shape computed at run time, checked to have no negative dimension
+    ShapeMath m{ctx};
+    KILN_ASSIGN_OR_RETURN(Expr given, ctx.Tensor(0));
+    KILN_ASSIGN_OR_RETURN(Expr d, m.Int64(given));
+    KILN_ASSIGN_OR_RETURN(Expr negative, m.Call("relax.less", {d, m.I(0)}));
+    KILN_ASSIGN_OR_RETURN(negative, m.Int64(negative));
+    KILN_ASSIGN_OR_RETURN(Expr negatives, m.Reduce("relax.sum", negative));
+    KILN_ASSIGN_OR_RETURN(shape, ctx.DimsAtRunTime(d, {negatives}));
+  }
   DataType dtype = DataType::Float(32);
   double value = 0;
   if (const onnx::TensorProto* t = ctx.TensorAttr("value")) {
@@ -392,9 +423,49 @@ absl::StatusOr<std::vector<PrimExpr>> ReshapeTarget(Context& ctx, const std::vec
   return to;
 }
 
+// Reshape to a shape computed at run time: its 0s (copy the input's dimension, unless
+// allowzero) and -1 (inferred) resolved by tensor arithmetic, then its values bound as shape
+// variables, checked at run time to keep the element count and to be non-negative.
+absl::StatusOr<Outputs> ReshapeAtRunTime(Context& ctx) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> from, ctx.Shape(x));
+  KILN_ASSIGN_OR_RETURN(Expr spec, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> spec_shape, ctx.Shape(spec));
+  const int64_t* n = spec_shape.size() == 1 ? ir::AsConstInt(spec_shape[0]) : nullptr;
+  if (n == nullptr) return ctx.Unsupported("Reshape to a shape of unknown rank");
+  KILN_ASSIGN_OR_RETURN(Expr d, m.Int64(spec));
+  if (ctx.Int("allowzero", 0) == 0) {
+    std::vector<PrimExpr> copied;
+    for (int64_t k = 0; k < *n; ++k)
+      copied.push_back(k < static_cast<int64_t>(from.size()) ? from[k] : I64(0));
+    KILN_ASSIGN_OR_RETURN(Expr from_t, m.Tensor(copied));
+    KILN_ASSIGN_OR_RETURN(Expr zero, m.Call("relax.equal", {d, m.I(0)}));
+    KILN_ASSIGN_OR_RETURN(d, m.Call("relax.where", {zero, from_t, d}));
+  }
+  PrimExpr total = I64(1);
+  for (const PrimExpr& f : from) total = total * f;
+  KILN_ASSIGN_OR_RETURN(Expr total_t, m.Tensor({ctx.analyzer()->Simplify(total)}));
+  KILN_ASSIGN_OR_RETURN(Expr infer, m.Call("relax.equal", {d, m.I(-1)}));
+  KILN_ASSIGN_OR_RETURN(Expr others, m.Call("relax.where", {infer, m.I(1), d}));
+  KILN_ASSIGN_OR_RETURN(Expr known, m.Reduce("relax.prod", others));
+  KILN_ASSIGN_OR_RETURN(known, m.Call("relax.maximum", {known, m.I(1)}));
+  KILN_ASSIGN_OR_RETURN(Expr inferred, m.Call("relax.floor_divide", {total_t, known}));
+  KILN_ASSIGN_OR_RETURN(d, m.Call("relax.where", {infer, inferred, d}));
+  // What must be 0: the element count's change, and the number of negative dimensions.
+  KILN_ASSIGN_OR_RETURN(Expr count, m.Reduce("relax.prod", d));
+  KILN_ASSIGN_OR_RETURN(Expr count_change, m.Call("relax.subtract", {count, total_t}));
+  KILN_ASSIGN_OR_RETURN(Expr negative, m.Call("relax.less", {d, m.I(0)}));
+  KILN_ASSIGN_OR_RETURN(negative, m.Int64(negative));
+  KILN_ASSIGN_OR_RETURN(Expr negatives, m.Reduce("relax.sum", negative));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> to, ctx.DimsAtRunTime(d, {count_change, negatives}));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.reshape", {x, MakeShape(to)}));
+  return One(y);
+}
+
 absl::StatusOr<Outputs> Reshape(Context& ctx) {
   std::optional<std::vector<PrimExpr>> spec = ctx.Elems(1);
-  if (!spec) return ctx.Unsupported("Reshape to a shape not known at import time");
+  if (!spec) return ReshapeAtRunTime(ctx);
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> from, InputShape(ctx, 0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> to, ReshapeTarget(ctx, from, *spec));
   if (std::optional<std::vector<PrimExpr>> e = ctx.Elems(0)) {
@@ -662,9 +733,42 @@ absl::StatusOr<Outputs> Squeeze(Context& ctx) {
 // Expand: bidirectional broadcasting of the input against `shape`.
 absl::StatusOr<Outputs> Expand(Context& ctx) {
   std::optional<std::vector<PrimExpr>> shape = ctx.Elems(1);
-  if (!shape) return ctx.Unsupported("Expand to a shape not known at import time");
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  if (!shape) {
+    // A shape computed at run time: the result's dimensions are max(input's, shape's) of the
+    // two right-aligned (one of them is 1 where they differ), checked at run time to broadcast
+    // and to be non-negative.
+    ShapeMath m{ctx};
+    KILN_ASSIGN_OR_RETURN(Expr given, ctx.Tensor(1));
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> given_shape, ctx.Shape(given));
+    const int64_t* n = given_shape.size() == 1 ? ir::AsConstInt(given_shape[0]) : nullptr;
+    if (n == nullptr) return ctx.Unsupported("Expand to a shape of unknown rank");
+    KILN_ASSIGN_OR_RETURN(Expr d, m.Int64(given));
+    const int64_t rank = std::max<int64_t>(*n, static_cast<int64_t>(dims.size()));
+    std::vector<PrimExpr> input_dims(rank, I64(1)), ones(rank - *n, I64(1));
+    std::copy(dims.begin(), dims.end(), input_dims.end() - static_cast<int64_t>(dims.size()));
+    if (!ones.empty()) {
+      KILN_ASSIGN_OR_RETURN(Expr lead, m.Tensor(ones));
+      KILN_ASSIGN_OR_RETURN(
+          d, m.Call("relax.concat", {ir::relax::MakeTuple({lead, d})}, {{"axis", IntAttr(0)}}));
+    }
+    KILN_ASSIGN_OR_RETURN(Expr input_t, m.Tensor(input_dims));
+    KILN_ASSIGN_OR_RETURN(d, m.Call("relax.maximum", {d, input_t}));
+    KILN_ASSIGN_OR_RETURN(Expr negative, m.Call("relax.less", {d, m.I(0)}));
+    KILN_ASSIGN_OR_RETURN(negative, m.Int64(negative));
+    KILN_ASSIGN_OR_RETURN(Expr negatives, m.Reduce("relax.sum", negative));
+    // Dimensions that do not broadcast: the input's is not 1 and differs from the result's.
+    KILN_ASSIGN_OR_RETURN(Expr not_one, m.Call("relax.not_equal", {input_t, m.I(1)}));
+    KILN_ASSIGN_OR_RETURN(Expr differs, m.Call("relax.not_equal", {d, input_t}));
+    KILN_ASSIGN_OR_RETURN(not_one, m.Int64(not_one));
+    KILN_ASSIGN_OR_RETURN(differs, m.Int64(differs));
+    KILN_ASSIGN_OR_RETURN(Expr clash, m.Call("relax.multiply", {not_one, differs}));
+    KILN_ASSIGN_OR_RETURN(Expr clashes, m.Reduce("relax.sum", clash));
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, ctx.DimsAtRunTime(d, {negatives, clashes}));
+    KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.broadcast_to", {x, MakeShape(out)}));
+    return One(y);
+  }
   size_t rank = std::max(dims.size(), shape->size());
   std::vector<PrimExpr> out(rank);
   for (size_t k = 0; k < rank; ++k) {

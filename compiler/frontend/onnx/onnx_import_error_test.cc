@@ -93,12 +93,12 @@ TEST(OnnxImportError, UnsupportedElementType) {
               "graph input 'x': tensor element type FLOAT16 is not supported");
 }
 
-TEST(OnnxImportError, RuntimeShapeTensorForReshape) {
+TEST(OnnxImportError, RuntimeRepeatsForTile) {
   GraphBuilder g(13);
-  g.Input("x", kF, {2, 6}).Input("s", onnx::TensorProto::INT64, {2}).Output("y", kF);
-  g.Node("Reshape", {"x", "s"}, {"y"});
+  g.Input("x", kF, {2, 6}).Input("r", onnx::TensorProto::INT64, {2}).Output("y", kF);
+  g.Node("Tile", {"x", "r"}, {"y"});
   ExpectError(Import(g), absl::StatusCode::kUnimplemented,
-              "(Reshape, opset 13): Reshape to a shape not known at import time");
+              "(Tile, opset 13): input 1 ('r') must be a constant");
 }
 
 TEST(OnnxImportError, BadInitializer) {

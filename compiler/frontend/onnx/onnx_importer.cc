@@ -33,14 +33,6 @@ const ConverterTable& Converters() {
   return *table;
 }
 
-// An ONNX name as a Python identifier for the printed module: "onnx::MatMul_1" -> onnx_MatMul_1.
-std::string Identifier(const std::string& name) {
-  std::string out;
-  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v" + out;
-  return out;
-}
-
 // Rewraps `s` with the node's identity, keeping its code.
 absl::Status NodeError(const onnx::NodeProto& node, size_t index, int opset,
                        const absl::Status& s) {

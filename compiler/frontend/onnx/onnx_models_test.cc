@@ -8,6 +8,7 @@
 #include "compiler/backend/build.h"
 #include "compiler/backend/testing/model_test_util.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/frontend/onnx/testing/onnx_builder.h"
 #include "compiler/ir/printer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -111,6 +112,57 @@ TEST(OnnxModels, DynamicBatchIsSymbolic) {
       *mod, {runtime::Value(backend::testing::ToTensor(backend::testing::Zeros({2, 63})))});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("63"), std::string::npos) << bad.status();
+}
+
+// Reshape and Expand to shapes computed at run time (a graph input here; in exported models,
+// Shape -> Gather -> Concat): the right result for values that hold, and an error naming the
+// check, never a kernel reading past its input, for values that do not.
+TEST(OnnxModels, ShapesComputedAtRunTime) {
+  using backend::testing::Array;
+  using backend::testing::FromTensor;
+  using backend::testing::Random;
+  using backend::testing::ToTensor;
+  testing::GraphBuilder reshape(14);
+  reshape.Input("x", onnx::TensorProto::FLOAT, {2, 6})
+      .Input("s", onnx::TensorProto::INT64, {3})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Node("Reshape", {"x", "s"}, {"y"});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(reshape.Serialize(), "reshape.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  const Array x = Random({2, 6}, 41);
+  auto run = [&](const ir::IRModule& m, const Array& in, std::vector<double> shape) {
+    Array s = backend::testing::Zeros({static_cast<int64_t>(shape.size())});
+    s.data = std::move(shape);
+    return backend::testing::CompileModuleAndRun(
+        m, {runtime::Value(ToTensor(in)), runtime::Value(ToTensor(s, "int64"))});
+  };
+  // 0 copies the input's dimension 0, -1 takes what is left: (2, 3, 2), the same elements.
+  absl::StatusOr<runtime::Value> y = run(*mod, x, {0, 3, -1});
+  ASSERT_TRUE(y.ok()) << y.status();
+  Array got = FromTensor(*y->as_tensor());
+  EXPECT_EQ(got.shape, (std::vector<int64_t>{2, 3, 2}));
+  EXPECT_EQ(got.data, x.data);
+  // 5 x 2 x 1 holds 10 elements, not 12; (-2, -6, 1) holds 12 with negative dimensions.
+  for (std::vector<double> bad : {std::vector<double>{5, -1, 1}, {-2, -6, 1}}) {
+    absl::StatusOr<runtime::Value> refused = run(*mod, x, bad);
+    ASSERT_FALSE(refused.ok()) << bad[0];
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  }
+  // Expand of (3, 1) to (2, 1, 4): (2, 3, 4).
+  testing::GraphBuilder expand(13);
+  expand.Input("x", onnx::TensorProto::FLOAT, {3, 1})
+      .Input("s", onnx::TensorProto::INT64, {3})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Node("Expand", {"x", "s"}, {"y"});
+  mod = ImportOnnx(expand.Serialize(), "expand.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  const Array column = Random({3, 1}, 42);
+  y = run(*mod, column, {2, 1, 4});
+  ASSERT_TRUE(y.ok()) << y.status();
+  got = FromTensor(*y->as_tensor());
+  ASSERT_EQ(got.shape, (std::vector<int64_t>{2, 3, 4}));
+  for (int64_t i = 0; i < got.size(); ++i) EXPECT_EQ(got.data[i], column.data[(i / 4) % 3]) << i;
+  EXPECT_FALSE(run(*mod, column, {2, 5, 4}).ok());  // 3 does not broadcast to 5
 }
 
 }  // namespace
