@@ -186,6 +186,8 @@ class KernelCodeGen {
     // With tir.noalias: this buffer's alias scope, and the scopes of the other parameters.
     llvm::MDNode* scope = nullptr;
     llvm::MDNode* noalias = nullptr;
+    // A "local" allocation: an accumulator tile that LLVM should keep in registers.
+    bool register_tile = false;
   };
 
   void Tag(llvm::Instruction* access, const BufferInfo& info) {
@@ -432,12 +434,11 @@ class KernelCodeGen {
   // Whether `lanes` elements are better moved as a masked access of the next power of two:
   // LLVM splits an odd-length vector access (7, 14 or 28 lanes: a 7x7 or 28x28 row) into one
   // load or store per power-of-two piece, plus inserts.
-  // Not for a stack buffer (an accumulator tile): LLVM keeps those in registers only when
-  // every access is a plain load or store.
+  // Not for an accumulator tile ("local"): LLVM keeps those in registers only when every
+  // access is a plain load or store.
   bool MaskedWidth(const BufferInfo& info, int lanes, int* width) const {
     *width = static_cast<int>(llvm::PowerOf2Ceil(lanes));
-    return masked_tails_ && lanes > 2 && *width != lanes &&
-           !llvm::isa<llvm::AllocaInst>(info.data->stripPointerCasts());
+    return masked_tails_ && lanes > 2 && *width != lanes && !info.register_tile;
   }
   llvm::Constant* FirstLanes(int lanes, int width) {
     std::vector<llvm::Constant*> bits;
@@ -1239,6 +1240,7 @@ class KernelCodeGen {
     BufferInfo info;
     info.data = mem;
     info.dtype = buffer->dtype;
+    info.register_tile = buffer->scope == "local";
     int64_t stride = 1;
     info.strides.assign(buffer->shape.size(), nullptr);
     for (int d = static_cast<int>(buffer->shape.size()) - 1; d >= 0; --d) {
