@@ -53,7 +53,101 @@ struct ShapeMath {
   absl::StatusOr<Expr> Reduce(const char* op, const Expr& t) {
     return Call(op, {t}, {{"axis", IntsAttr({0})}, {"keepdims", IntAttr(1)}});
   }
+  // The number of true elements of boolean `t` [n], as an int64 tensor [1].
+  absl::StatusOr<Expr> Count(const Expr& t) {
+    KILN_ASSIGN_OR_RETURN(Expr ints, Int64(t));
+    return Reduce("relax.sum", ints);
+  }
+  // The number of negative values of `d` [n], as an int64 tensor [1].
+  absl::StatusOr<Expr> Negatives(const Expr& d) {
+    KILN_ASSIGN_OR_RETURN(Expr negative, Call("relax.less", {d, I(0)}));
+    return Count(negative);
+  }
+  // [n] as [n, 1].
+  absl::StatusOr<Expr> Column(const Expr& t, int64_t n) {
+    return Call("relax.reshape", {t, MakeShape({I64(n), I64(1)})});
+  }
+  // [r'] of run-time axes: 1 where a normalized axis of `axes` ([k], counting from the end when
+  // negative) names the position, else 0; `*repeats_or_outside` becomes the count of axes that
+  // name no position or one another names too: k minus the positions named.
+  absl::StatusOr<Expr> Named(const Expr& axes, int64_t k, int64_t rank, Expr* repeats_or_outside) {
+    KILN_ASSIGN_OR_RETURN(Expr a, Int64(axes));
+    KILN_ASSIGN_OR_RETURN(Expr negative, Call("relax.less", {a, I(0)}));
+    KILN_ASSIGN_OR_RETURN(Expr shifted, Call("relax.add", {a, I(rank)}));
+    KILN_ASSIGN_OR_RETURN(a, Call("relax.where", {negative, shifted, a}));
+    KILN_ASSIGN_OR_RETURN(Expr column, Column(a, k));
+    KILN_ASSIGN_OR_RETURN(Expr positions, ctx.Iota(rank, {1, rank}));
+    KILN_ASSIGN_OR_RETURN(Expr hit, Call("relax.equal", {column, positions}));
+    KILN_ASSIGN_OR_RETURN(hit, Int64(hit));
+    KILN_ASSIGN_OR_RETURN(Expr named, Call("relax.sum", {hit}, {{"axis", IntsAttr({0})}}));
+    KILN_ASSIGN_OR_RETURN(Expr one, Call("relax.greater", {named, I(0)}));
+    KILN_ASSIGN_OR_RETURN(Expr distinct, Count(one));
+    KILN_ASSIGN_OR_RETURN(*repeats_or_outside, Call("relax.subtract", {I(k), distinct}));
+    return Call("relax.minimum", {named, I(1)});
+  }
+  // out[q] = sum over p of values[p] * (to[p] == q), q < out_n: values [n] moved to positions
+  // `to` [n] (each position at most once; -1 for none).
+  absl::StatusOr<Expr> Scatter(const Expr& values, const Expr& to, int64_t n, int64_t out_n) {
+    KILN_ASSIGN_OR_RETURN(Expr column, Column(to, n));
+    KILN_ASSIGN_OR_RETURN(Expr positions, ctx.Iota(out_n, {1, out_n}));
+    KILN_ASSIGN_OR_RETURN(Expr at, Call("relax.equal", {column, positions}));
+    KILN_ASSIGN_OR_RETURN(at, Int64(at));
+    KILN_ASSIGN_OR_RETURN(Expr value_column, Column(values, n));
+    KILN_ASSIGN_OR_RETURN(Expr placed, Call("relax.multiply", {at, value_column}));
+    return Call("relax.sum", {placed}, {{"axis", IntsAttr({0})}});
+  }
 };
+
+// Unsqueeze and Squeeze by axes computed at run time: the result's rank is known (the axes'
+// count is), its dimensions computed by tensor arithmetic, and the data only reshaped. The axes
+// are checked at run time to be distinct and in range, and a squeezed dimension to be 1.
+absl::StatusOr<Outputs> UnsqueezeOrSqueezeAtRunTime(Context& ctx, bool squeeze) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  KILN_ASSIGN_OR_RETURN(Expr axes, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> axes_shape, ctx.Shape(axes));
+  const int64_t* k = axes_shape.size() == 1 ? ir::AsConstInt(axes_shape[0]) : nullptr;
+  if (k == nullptr) return ctx.Unsupported("axes of unknown count");
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const int64_t out_rank = squeeze ? rank - *k : rank + *k;
+  if (out_rank < 1) return ctx.Unsupported("a result of rank 0 from axes known only at run time");
+  KILN_ASSIGN_OR_RETURN(Expr in_dims, m.Tensor(dims));
+  Expr bad_axes;
+  // Squeeze: positions of the input that go; Unsqueeze: positions of the result that are new.
+  KILN_ASSIGN_OR_RETURN(Expr named, m.Named(axes, *k, squeeze ? rank : out_rank, &bad_axes));
+  KILN_ASSIGN_OR_RETURN(Expr kept, m.Call("relax.subtract", {m.I(1), named}));
+  KILN_ASSIGN_OR_RETURN(Expr is_kept, m.Call("relax.equal", {named, m.I(0)}));
+  // Where each kept dimension goes (squeeze), or comes from (unsqueeze): its rank among the kept.
+  KILN_ASSIGN_OR_RETURN(Expr order, m.Call("relax.cumsum", {kept}, {{"axis", IntAttr(0)}}));
+  KILN_ASSIGN_OR_RETURN(order, m.Call("relax.subtract", {order, m.I(1)}));
+  std::vector<Expr> checks = {bad_axes};
+  Expr out;
+  if (squeeze) {
+    KILN_ASSIGN_OR_RETURN(Expr to, m.Call("relax.where", {is_kept, order, m.I(-1)}));
+    KILN_ASSIGN_OR_RETURN(out, m.Scatter(in_dims, to, rank, out_rank));
+    KILN_ASSIGN_OR_RETURN(Expr not_one, m.Call("relax.not_equal", {in_dims, m.I(1)}));
+    KILN_ASSIGN_OR_RETURN(not_one, m.Int64(not_one));
+    KILN_ASSIGN_OR_RETURN(Expr wrong, m.Call("relax.multiply", {not_one, named}));
+    KILN_ASSIGN_OR_RETURN(Expr wrongs, m.Reduce("relax.sum", wrong));
+    checks.push_back(wrongs);
+  } else {
+    // The input's dimension j goes to the position whose rank among the kept is j.
+    KILN_ASSIGN_OR_RETURN(Expr from, m.Call("relax.where", {is_kept, order, m.I(-1)}));
+    KILN_ASSIGN_OR_RETURN(Expr ids, ctx.Iota(rank, {1, rank}));
+    KILN_ASSIGN_OR_RETURN(Expr column, m.Column(from, out_rank));
+    KILN_ASSIGN_OR_RETURN(Expr at, m.Call("relax.equal", {column, ids}));
+    KILN_ASSIGN_OR_RETURN(at, m.Int64(at));
+    KILN_ASSIGN_OR_RETURN(Expr row,
+                          m.Call("relax.reshape", {in_dims, MakeShape({I64(1), I64(rank)})}));
+    KILN_ASSIGN_OR_RETURN(Expr picked, m.Call("relax.multiply", {at, row}));
+    KILN_ASSIGN_OR_RETURN(picked, m.Call("relax.sum", {picked}, {{"axis", IntsAttr({1})}}));
+    KILN_ASSIGN_OR_RETURN(out, m.Call("relax.where", {is_kept, picked, m.I(1)}));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> to, ctx.DimsAtRunTime(out, checks));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.reshape", {x, MakeShape(to)}));
+  return One(y);
+}
 
 // ---- Values known at import time ----
 
@@ -321,9 +415,7 @@ absl::StatusOr<Outputs> ConstantOfShape(Context& ctx) {
     ShapeMath m{ctx};
     KILN_ASSIGN_OR_RETURN(Expr given, ctx.Tensor(0));
     KILN_ASSIGN_OR_RETURN(Expr d, m.Int64(given));
-    KILN_ASSIGN_OR_RETURN(Expr negative, m.Call("relax.less", {d, m.I(0)}));
-    KILN_ASSIGN_OR_RETURN(negative, m.Int64(negative));
-    KILN_ASSIGN_OR_RETURN(Expr negatives, m.Reduce("relax.sum", negative));
+    KILN_ASSIGN_OR_RETURN(Expr negatives, m.Negatives(d));
     KILN_ASSIGN_OR_RETURN(shape, ctx.DimsAtRunTime(d, {negatives}));
   }
   DataType dtype = DataType::Float(32);
@@ -455,9 +547,7 @@ absl::StatusOr<Outputs> ReshapeAtRunTime(Context& ctx) {
   // What must be 0: the element count's change, and the number of negative dimensions.
   KILN_ASSIGN_OR_RETURN(Expr count, m.Reduce("relax.prod", d));
   KILN_ASSIGN_OR_RETURN(Expr count_change, m.Call("relax.subtract", {count, total_t}));
-  KILN_ASSIGN_OR_RETURN(Expr negative, m.Call("relax.less", {d, m.I(0)}));
-  KILN_ASSIGN_OR_RETURN(negative, m.Int64(negative));
-  KILN_ASSIGN_OR_RETURN(Expr negatives, m.Reduce("relax.sum", negative));
+  KILN_ASSIGN_OR_RETURN(Expr negatives, m.Negatives(d));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> to, ctx.DimsAtRunTime(d, {count_change, negatives}));
   KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.reshape", {x, MakeShape(to)}));
   return One(y);
@@ -669,6 +759,7 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> AxesOf(Context& ctx) {
 }
 
 absl::StatusOr<Outputs> Unsqueeze(Context& ctx) {
+  if (ctx.Has(1) && !ctx.Elems(1)) return UnsqueezeOrSqueezeAtRunTime(ctx, /*squeeze=*/false);
   KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, AxesOf(ctx));
   if (!axes) return ctx.Error("axes are required");
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
@@ -696,6 +787,7 @@ absl::StatusOr<Outputs> Unsqueeze(Context& ctx) {
 }
 
 absl::StatusOr<Outputs> Squeeze(Context& ctx) {
+  if (ctx.Has(1) && !ctx.Elems(1)) return UnsqueezeOrSqueezeAtRunTime(ctx, /*squeeze=*/true);
   KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, AxesOf(ctx));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, InputShape(ctx, 0));
   int64_t rank = static_cast<int64_t>(dims.size());
@@ -755,9 +847,7 @@ absl::StatusOr<Outputs> Expand(Context& ctx) {
     }
     KILN_ASSIGN_OR_RETURN(Expr input_t, m.Tensor(input_dims));
     KILN_ASSIGN_OR_RETURN(d, m.Call("relax.maximum", {d, input_t}));
-    KILN_ASSIGN_OR_RETURN(Expr negative, m.Call("relax.less", {d, m.I(0)}));
-    KILN_ASSIGN_OR_RETURN(negative, m.Int64(negative));
-    KILN_ASSIGN_OR_RETURN(Expr negatives, m.Reduce("relax.sum", negative));
+    KILN_ASSIGN_OR_RETURN(Expr negatives, m.Negatives(d));
     // Dimensions that do not broadcast: the input's is not 1 and differs from the result's.
     KILN_ASSIGN_OR_RETURN(Expr not_one, m.Call("relax.not_equal", {input_t, m.I(1)}));
     KILN_ASSIGN_OR_RETURN(Expr differs, m.Call("relax.not_equal", {d, input_t}));

@@ -114,9 +114,9 @@ TEST(OnnxModels, DynamicBatchIsSymbolic) {
   EXPECT_NE(bad.status().message().find("63"), std::string::npos) << bad.status();
 }
 
-// Reshape and Expand to shapes computed at run time (a graph input here; in exported models,
-// Shape -> Gather -> Concat): the right result for values that hold, and an error naming the
-// check, never a kernel reading past its input, for values that do not.
+// Reshape, Expand, Unsqueeze and Squeeze by shapes and axes computed at run time (a graph input
+// here; in exported models, Shape -> Gather -> Concat): the right result for values that hold, and
+// an error naming the check, never a kernel reading past its input, for values that do not.
 TEST(OnnxModels, ShapesComputedAtRunTime) {
   using backend::testing::Array;
   using backend::testing::FromTensor;
@@ -163,6 +163,32 @@ TEST(OnnxModels, ShapesComputedAtRunTime) {
   ASSERT_EQ(got.shape, (std::vector<int64_t>{2, 3, 4}));
   for (int64_t i = 0; i < got.size(); ++i) EXPECT_EQ(got.data[i], column.data[(i / 4) % 3]) << i;
   EXPECT_FALSE(run(*mod, column, {2, 5, 4}).ok());  // 3 does not broadcast to 5
+  // Unsqueeze of (2, 3) by axes (0, -1): (1, 2, 3, 1); Squeeze of (1, 3, 1) by (0, -1): (3).
+  // Repeated axes, axes out of range and squeezing a dimension that is not 1 are refused.
+  for (bool squeeze : {false, true}) {
+    testing::GraphBuilder g(13);
+    g.Input("x", onnx::TensorProto::FLOAT,
+            squeeze ? std::vector<int64_t>{1, 3, 1} : std::vector<int64_t>{2, 3})
+        .Input("s", onnx::TensorProto::INT64, {2})
+        .Output("y", onnx::TensorProto::FLOAT)
+        .Node(squeeze ? "Squeeze" : "Unsqueeze", {"x", "s"}, {"y"});
+    mod = ImportOnnx(g.Serialize(), "axes.onnx");
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    const Array in =
+        Random(squeeze ? std::vector<int64_t>{1, 3, 1} : std::vector<int64_t>{2, 3}, 43);
+    y = run(*mod, in, {0, -1});
+    ASSERT_TRUE(y.ok()) << y.status();
+    got = FromTensor(*y->as_tensor());
+    const std::vector<int64_t> want =
+        squeeze ? std::vector<int64_t>{3} : std::vector<int64_t>{1, 2, 3, 1};
+    EXPECT_EQ(got.shape, want);
+    EXPECT_EQ(got.data, in.data);
+    EXPECT_FALSE(run(*mod, in, {1, 1}).ok()) << squeeze;  // repeated
+    EXPECT_FALSE(run(*mod, in, {0, 7}).ok()) << squeeze;  // out of range
+    if (squeeze) {
+      EXPECT_FALSE(run(*mod, in, {0, 1}).ok());  // dimension 1 is 3
+    }
+  }
 }
 
 }  // namespace
