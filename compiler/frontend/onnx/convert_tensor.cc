@@ -58,6 +58,18 @@ struct ShapeMath {
     KILN_ASSIGN_OR_RETURN(Expr ints, Int64(t));
     return Reduce("relax.sum", ints);
   }
+  // 0, 1, ..., n - 1 as int64, n a shape variable.
+  absl::StatusOr<Expr> Iota(const PrimExpr& n) {
+    KILN_ASSIGN_OR_RETURN(
+        Expr ones, Call("relax.full", {MakeShape({n}), I(1)}, {{"dtype", StrAttr("int64")}}));
+    KILN_ASSIGN_OR_RETURN(Expr counts, Call("relax.cumsum", {ones}, {{"axis", IntAttr(0)}}));
+    return Call("relax.subtract", {counts, I(1)});
+  }
+  // A scalar (any shape of one element) as int64 [1].
+  absl::StatusOr<Expr> One(const Expr& scalar) {
+    KILN_ASSIGN_OR_RETURN(Expr ints, Int64(scalar));
+    return Call("relax.reshape", {ints, MakeShape({I64(1)})});
+  }
   // The number of negative values of `d` [n], as an int64 tensor [1].
   absl::StatusOr<Expr> Negatives(const Expr& d) {
     KILN_ASSIGN_OR_RETURN(Expr negative, Call("relax.less", {d, I(0)}));
@@ -278,10 +290,24 @@ absl::StatusOr<Outputs> DepthSpace(Context& ctx) {
 // indices count from the end.
 absl::StatusOr<Outputs> OneHot(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(0));
-  KILN_ASSIGN_OR_RETURN(std::vector<double> depth, ctx.ConstFloats(1));
-  if (depth.size() != 1 || !(depth[0] >= 1 && depth[0] < 9e18))
-    return ctx.Error("depth must be a positive scalar");
-  int64_t d = static_cast<int64_t>(depth[0]);
+  // The depth: known at import time, or a shape variable bound at run time (checked >= 1).
+  PrimExpr d;
+  Expr depth_value;
+  ShapeMath m{ctx};
+  if (absl::StatusOr<std::vector<double>> depth = ctx.ConstFloats(1); depth.ok()) {
+    if (depth->size() != 1 || !((*depth)[0] >= 1 && (*depth)[0] < 9e18))
+      return ctx.Error("depth must be a positive scalar");
+    d = I64(static_cast<int64_t>((*depth)[0]));
+    depth_value = ctx.Scalar(DataType::Int(64), (*depth)[0]);
+  } else {
+    KILN_ASSIGN_OR_RETURN(Expr given, ctx.Tensor(1));
+    KILN_ASSIGN_OR_RETURN(Expr one, m.One(given));
+    KILN_ASSIGN_OR_RETURN(Expr below, m.Call("relax.less", {one, m.I(1)}));
+    KILN_ASSIGN_OR_RETURN(Expr too_small, m.Count(below));
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.DimsAtRunTime(one, {too_small}));
+    d = dims[0];
+    depth_value = one;
+  }
   KILN_ASSIGN_OR_RETURN(Expr values, ctx.Tensor(2));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> is, ctx.Shape(indices));
   int64_t rank = static_cast<int64_t>(is.size()) + 1;
@@ -295,15 +321,20 @@ absl::StatusOr<Outputs> OneHot(Context& ctx) {
   }
   KILN_ASSIGN_OR_RETURN(Expr negative,
                         ctx.Call("relax.less", {indices, ctx.Scalar(DataType::Int(64), 0)}));
-  KILN_ASSIGN_OR_RETURN(
-      Expr wrapped,
-      ctx.Call("relax.add", {indices, ctx.Scalar(DataType::Int(64), static_cast<double>(d))}));
+  KILN_ASSIGN_OR_RETURN(Expr wrapped, ctx.Call("relax.add", {indices, depth_value}));
   KILN_ASSIGN_OR_RETURN(indices, ctx.Call("relax.where", {negative, wrapped, indices}));
   KILN_ASSIGN_OR_RETURN(Expr expanded,
                         ctx.Call("relax.expand_dims", {indices}, {{"axis", IntsAttr({axis})}}));
-  std::vector<int64_t> class_shape(static_cast<size_t>(rank), 1);
+  std::vector<PrimExpr> class_shape(static_cast<size_t>(rank), I64(1));
   class_shape[axis] = d;
-  KILN_ASSIGN_OR_RETURN(Expr ids, ctx.Iota(d, class_shape));
+  Expr ids;
+  if (const int64_t* known = ir::AsConstInt(d)) {
+    KILN_ASSIGN_OR_RETURN(ids, ctx.Iota(*known, std::vector<int64_t>(rank, 1)));
+    KILN_ASSIGN_OR_RETURN(ids, ctx.Call("relax.reshape", {ids, MakeShape(class_shape)}));
+  } else {
+    KILN_ASSIGN_OR_RETURN(ids, m.Iota(d));
+    KILN_ASSIGN_OR_RETURN(ids, ctx.Call("relax.reshape", {ids, MakeShape(class_shape)}));
+  }
   KILN_ASSIGN_OR_RETURN(Expr hit, ctx.Call("relax.equal", {expanded, ids}));
   auto value = [&](int64_t k) {
     return ctx.Call("relax.take", {values, ctx.Scalar(DataType::Int(64), static_cast<double>(k))},
@@ -442,7 +473,83 @@ absl::StatusOr<Outputs> ConstantOfShape(Context& ctx) {
   return One(y);
 }
 
+// Range of start, limit and delta computed at run time: max(ceil((limit - start) / delta), 0)
+// elements (delta checked not 0), start + k * delta.
+absl::StatusOr<Outputs> RangeAtRunTime(Context& ctx) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(Expr start, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr limit, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr delta, ctx.Tensor(2));
+  const DataType dtype = ctx.DType(start);
+  auto wide = [&](const Expr& v) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(Expr f, m.Call("relax.astype", {v}, {{"dtype", StrAttr("float64")}}));
+    return m.Call("relax.reshape", {f, MakeShape({I64(1)})});
+  };
+  KILN_ASSIGN_OR_RETURN(Expr s0, wide(start));
+  KILN_ASSIGN_OR_RETURN(Expr s1, wide(limit));
+  KILN_ASSIGN_OR_RETURN(Expr step, wide(delta));
+  KILN_ASSIGN_OR_RETURN(Expr span, m.Call("relax.subtract", {s1, s0}));
+  KILN_ASSIGN_OR_RETURN(Expr zero_step,
+                        m.Call("relax.equal", {step, ctx.Scalar(DataType::Float(64), 0)}));
+  KILN_ASSIGN_OR_RETURN(Expr zero_steps, m.Count(zero_step));
+  KILN_ASSIGN_OR_RETURN(
+      Expr safe_step, m.Call("relax.where", {zero_step, ctx.Scalar(DataType::Float(64), 1), step}));
+  KILN_ASSIGN_OR_RETURN(Expr count, m.Call("relax.divide", {span, safe_step}));
+  KILN_ASSIGN_OR_RETURN(count, m.Call("relax.ceil", {count}));
+  KILN_ASSIGN_OR_RETURN(count,
+                        m.Call("relax.maximum", {count, ctx.Scalar(DataType::Float(64), 0)}));
+  KILN_ASSIGN_OR_RETURN(count, m.Int64(count));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> n, ctx.DimsAtRunTime(count, {zero_steps}));
+  KILN_ASSIGN_OR_RETURN(Expr k, m.Iota(n[0]));
+  KILN_ASSIGN_OR_RETURN(k, m.Call("relax.astype", {k}, {{"dtype", StrAttr(dtype.ToString())}}));
+  KILN_ASSIGN_OR_RETURN(Expr scaled, m.Call("relax.multiply", {k, delta}));
+  KILN_ASSIGN_OR_RETURN(Expr y, m.Call("relax.add", {scaled, start}));
+  return One(y);
+}
+
+// HannWindow, HammingWindow and BlackmanWindow (opset 17): sum over j of a_j cos(2 pi j k / N')
+// for k < size, N' = size when periodic, else size - 1; the size known at import time or not.
+template <const double* kA>
+absl::StatusOr<Outputs> CosineWindow(Context& ctx) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(Expr size, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr n, m.One(size));
+  KILN_ASSIGN_OR_RETURN(Expr negatives, m.Negatives(n));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> length, ctx.DimsAtRunTime(n, {negatives}));
+  KILN_ASSIGN_OR_RETURN(Expr k, m.Iota(length[0]));
+  const DataType f32 = DataType::Float(32);
+  auto as_float = [&](const Expr& v) {
+    return m.Call("relax.astype", {v}, {{"dtype", StrAttr("float32")}});
+  };
+  KILN_ASSIGN_OR_RETURN(k, as_float(k));
+  KILN_ASSIGN_OR_RETURN(Expr period, as_float(n));
+  if (ctx.Int("periodic", 1) == 0) {
+    KILN_ASSIGN_OR_RETURN(period, m.Call("relax.subtract", {period, ctx.Scalar(f32, 1)}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr phase, m.Call("relax.multiply", {k, ctx.Scalar(f32, 2 * M_PI)}));
+  KILN_ASSIGN_OR_RETURN(phase, m.Call("relax.divide", {phase, period}));
+  Expr y = ctx.Scalar(f32, kA[0]);
+  for (int j = 1; j < 3 && kA[j] != 0; ++j) {
+    KILN_ASSIGN_OR_RETURN(Expr angle, m.Call("relax.multiply", {phase, ctx.Scalar(f32, j)}));
+    KILN_ASSIGN_OR_RETURN(Expr term, m.Call("relax.cos", {angle}));
+    KILN_ASSIGN_OR_RETURN(term, m.Call("relax.multiply", {term, ctx.Scalar(f32, kA[j])}));
+    KILN_ASSIGN_OR_RETURN(y, m.Call("relax.add", {y, term}));
+  }
+  KILN_ASSIGN_OR_RETURN(
+      DataType out,
+      DataTypeFromOnnx(static_cast<int>(ctx.Int("output_datatype", onnx::TensorProto::FLOAT))));
+  if (out != f32) {
+    KILN_ASSIGN_OR_RETURN(y, m.Call("relax.astype", {y}, {{"dtype", StrAttr(out.ToString())}}));
+  }
+  return One(y);
+}
+constexpr double kHann[] = {0.5, -0.5, 0};
+constexpr double kHamming[] = {25.0 / 46, -21.0 / 46, 0};
+constexpr double kBlackman[] = {0.42, -0.5, 0.08};
+
 absl::StatusOr<Outputs> Range(Context& ctx) {
+  if (!ctx.ConstFloats(0).ok() || !ctx.ConstFloats(1).ok() || !ctx.ConstFloats(2).ok())
+    return RangeAtRunTime(ctx);
   KILN_ASSIGN_OR_RETURN(std::vector<double> start, ctx.ConstFloats(0));
   KILN_ASSIGN_OR_RETURN(std::vector<double> limit, ctx.ConstFloats(1));
   KILN_ASSIGN_OR_RETURN(std::vector<double> delta, ctx.ConstFloats(2));
@@ -880,7 +987,31 @@ absl::StatusOr<Outputs> Expand(Context& ctx) {
   return One(y);
 }
 
+// Tile by repeats computed at run time: x as [1, d0, 1, d1, ...] broadcast to
+// [r0, d0, r1, d1, ...], then merged to [r0 * d0, r1 * d1, ...] (repeats checked >= 0).
+absl::StatusOr<Outputs> TileAtRunTime(Context& ctx) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  KILN_ASSIGN_OR_RETURN(Expr given, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(Expr repeats, m.Int64(given));
+  KILN_ASSIGN_OR_RETURN(Expr negatives, m.Negatives(repeats));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> r, ctx.DimsAtRunTime(repeats, {negatives}));
+  if (r.size() != dims.size()) return ctx.Error("repeats must have one value per dimension");
+  std::vector<PrimExpr> spread, target, merged;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    spread.insert(spread.end(), {I64(1), dims[k]});
+    target.insert(target.end(), {r[k], dims[k]});
+    merged.push_back(r[k] * dims[k]);
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.reshape", {x, MakeShape(spread)}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.broadcast_to", {y, MakeShape(target)}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.reshape", {y, MakeShape(merged)}));
+  return One(y);
+}
+
 absl::StatusOr<Outputs> Tile(Context& ctx) {
+  if (!ctx.Elems(1)) return TileAtRunTime(ctx);
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, ctx.ConstInts(1));
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.tile", {x}, {{"repeats", IntsAttr(repeats)}}));
@@ -954,6 +1085,9 @@ void RegisterTensorConverters(ConverterTable* t) {
   (*t)["Dropout"] = Identity;
   (*t)["ConstantOfShape"] = ConstantOfShape;
   (*t)["Range"] = Range;
+  (*t)["HannWindow"] = CosineWindow<kHann>;
+  (*t)["HammingWindow"] = CosineWindow<kHamming>;
+  (*t)["BlackmanWindow"] = CosineWindow<kBlackman>;
   (*t)["Reshape"] = Reshape;
   (*t)["Flatten"] = Flatten;
   (*t)["Transpose"] = Transpose;

@@ -93,12 +93,12 @@ TEST(OnnxImportError, UnsupportedElementType) {
               "graph input 'x': tensor element type FLOAT16 is not supported");
 }
 
-TEST(OnnxImportError, RuntimeRepeatsForTile) {
+TEST(OnnxImportError, RuntimePadsForPad) {
   GraphBuilder g(13);
-  g.Input("x", kF, {2, 6}).Input("r", onnx::TensorProto::INT64, {2}).Output("y", kF);
-  g.Node("Tile", {"x", "r"}, {"y"});
+  g.Input("x", kF, {2, 6}).Input("p", onnx::TensorProto::INT64, {4}).Output("y", kF);
+  g.Node("Pad", {"x", "p"}, {"y"});
   ExpectError(Import(g), absl::StatusCode::kUnimplemented,
-              "(Tile, opset 13): input 1 ('r') must be a constant");
+              "(Pad, opset 13): input 1 ('p') must be a constant");
 }
 
 TEST(OnnxImportError, BadInitializer) {

@@ -189,6 +189,85 @@ TEST(OnnxModels, ShapesComputedAtRunTime) {
       EXPECT_FALSE(run(*mod, in, {0, 1}).ok());  // dimension 1 is 3
     }
   }
+  // Tile of (2, 3) by (2, 1): (4, 3); a negative repeat is refused.
+  testing::GraphBuilder tile(13);
+  tile.Input("x", onnx::TensorProto::FLOAT, {2, 3})
+      .Input("s", onnx::TensorProto::INT64, {2})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Node("Tile", {"x", "s"}, {"y"});
+  mod = ImportOnnx(tile.Serialize(), "tile.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  const Array small = Random({2, 3}, 44);
+  y = run(*mod, small, {2, 1});
+  ASSERT_TRUE(y.ok()) << y.status();
+  got = FromTensor(*y->as_tensor());
+  ASSERT_EQ(got.shape, (std::vector<int64_t>{4, 3}));
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(got.data[i], small.data[i % 6]) << i;
+  EXPECT_FALSE(run(*mod, small, {-1, 1}).ok());
+}
+
+// Range, OneHot's depth and a window's size computed at run time; a zero step, a depth of 0
+// and a negative size are refused.
+TEST(OnnxModels, LengthsComputedAtRunTime) {
+  using backend::testing::Array;
+  using backend::testing::FromTensor;
+  using backend::testing::ToTensor;
+  auto scalar = [](double v) {
+    Array a = backend::testing::Zeros({});
+    a.data = {v};
+    return runtime::Value(ToTensor(a, "int64"));
+  };
+  testing::GraphBuilder range(11);
+  range.Input("a", onnx::TensorProto::INT64, {})
+      .Input("b", onnx::TensorProto::INT64, {})
+      .Input("c", onnx::TensorProto::INT64, {})
+      .Output("y", onnx::TensorProto::INT64)
+      .Node("Range", {"a", "b", "c"}, {"y"});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(range.Serialize(), "range.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<runtime::Value> y =
+      backend::testing::CompileModuleAndRun(*mod, {scalar(10), scalar(1), scalar(-4)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(FromTensor(*y->as_tensor()).data, (std::vector<double>{10, 6, 2}));
+  EXPECT_FALSE(backend::testing::CompileModuleAndRun(*mod, {scalar(0), scalar(5), scalar(0)}).ok());
+
+  testing::GraphBuilder one_hot(11);
+  Array values = backend::testing::Zeros({2});
+  values.data = {0, 1};
+  one_hot.Input("i", onnx::TensorProto::INT64, {3})
+      .Input("d", onnx::TensorProto::INT64, {})
+      .Input("v", onnx::TensorProto::FLOAT, {2})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Node("OneHot", {"i", "d", "v"}, {"y"});
+  mod = ImportOnnx(one_hot.Serialize(), "one_hot.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  Array indices = backend::testing::Zeros({3});
+  indices.data = {0, 2, -1};
+  auto run_one_hot = [&](double depth) {
+    return backend::testing::CompileModuleAndRun(
+        *mod, {runtime::Value(ToTensor(indices, "int64")), scalar(depth),
+               runtime::Value(ToTensor(values))});
+  };
+  y = run_one_hot(4);
+  ASSERT_TRUE(y.ok()) << y.status();
+  Array got = FromTensor(*y->as_tensor());
+  EXPECT_EQ(got.shape, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(got.data, (std::vector<double>{1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}));
+  EXPECT_FALSE(run_one_hot(0).ok());
+
+  testing::GraphBuilder window(17);
+  window.Input("n", onnx::TensorProto::INT64, {})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Node("HannWindow", {"n"}, {"y"});
+  mod = ImportOnnx(window.Serialize(), "window.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  y = backend::testing::CompileModuleAndRun(*mod, {scalar(4)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  got = FromTensor(*y->as_tensor());
+  ASSERT_EQ(got.shape, (std::vector<int64_t>{4}));
+  const double want[] = {0, 0.5, 1, 0.5};  // periodic: 0.5 - 0.5 cos(2 pi k / 4)
+  for (int k = 0; k < 4; ++k) EXPECT_NEAR(got.data[k], want[k], 1e-6) << k;
+  EXPECT_FALSE(backend::testing::CompileModuleAndRun(*mod, {scalar(-3)}).ok());
 }
 
 }  // namespace
