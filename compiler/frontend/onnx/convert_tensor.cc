@@ -75,6 +75,13 @@ struct ShapeMath {
     KILN_ASSIGN_OR_RETURN(Expr negative, Call("relax.less", {d, I(0)}));
     return Count(negative);
   }
+  // The length of 1-D tensor `t` when the import knows it.
+  absl::StatusOr<int64_t> Length(const Expr& t, absl::string_view what) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(t));
+    const int64_t* n = shape.size() == 1 ? ir::AsConstInt(shape[0]) : nullptr;
+    if (n == nullptr) return ctx.Unsupported(absl::StrCat(what, " of unknown length"));
+    return *n;
+  }
   // [n] as [n, 1].
   absl::StatusOr<Expr> Column(const Expr& t, int64_t n) {
     return Call("relax.reshape", {t, MakeShape({I64(n), I64(1)})});
@@ -118,16 +125,14 @@ absl::StatusOr<Outputs> UnsqueezeOrSqueezeAtRunTime(Context& ctx, bool squeeze) 
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
   KILN_ASSIGN_OR_RETURN(Expr axes, ctx.Tensor(1));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> axes_shape, ctx.Shape(axes));
-  const int64_t* k = axes_shape.size() == 1 ? ir::AsConstInt(axes_shape[0]) : nullptr;
-  if (k == nullptr) return ctx.Unsupported("axes of unknown count");
+  KILN_ASSIGN_OR_RETURN(int64_t k, m.Length(axes, "axes"));
   const int64_t rank = static_cast<int64_t>(dims.size());
-  const int64_t out_rank = squeeze ? rank - *k : rank + *k;
+  const int64_t out_rank = squeeze ? rank - k : rank + k;
   if (out_rank < 1) return ctx.Unsupported("a result of rank 0 from axes known only at run time");
   KILN_ASSIGN_OR_RETURN(Expr in_dims, m.Tensor(dims));
   Expr bad_axes;
   // Squeeze: positions of the input that go; Unsqueeze: positions of the result that are new.
-  KILN_ASSIGN_OR_RETURN(Expr named, m.Named(axes, *k, squeeze ? rank : out_rank, &bad_axes));
+  KILN_ASSIGN_OR_RETURN(Expr named, m.Named(axes, k, squeeze ? rank : out_rank, &bad_axes));
   KILN_ASSIGN_OR_RETURN(Expr kept, m.Call("relax.subtract", {m.I(1), named}));
   KILN_ASSIGN_OR_RETURN(Expr is_kept, m.Call("relax.equal", {named, m.I(0)}));
   // Where each kept dimension goes (squeeze), or comes from (unsqueeze): its rank among the kept.
@@ -630,13 +635,11 @@ absl::StatusOr<Outputs> ReshapeAtRunTime(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> from, ctx.Shape(x));
   KILN_ASSIGN_OR_RETURN(Expr spec, ctx.Tensor(1));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> spec_shape, ctx.Shape(spec));
-  const int64_t* n = spec_shape.size() == 1 ? ir::AsConstInt(spec_shape[0]) : nullptr;
-  if (n == nullptr) return ctx.Unsupported("Reshape to a shape of unknown rank");
+  KILN_ASSIGN_OR_RETURN(int64_t n, m.Length(spec, "a shape"));
   KILN_ASSIGN_OR_RETURN(Expr d, m.Int64(spec));
   if (ctx.Int("allowzero", 0) == 0) {
     std::vector<PrimExpr> copied;
-    for (int64_t k = 0; k < *n; ++k)
+    for (int64_t k = 0; k < n; ++k)
       copied.push_back(k < static_cast<int64_t>(from.size()) ? from[k] : I64(0));
     KILN_ASSIGN_OR_RETURN(Expr from_t, m.Tensor(copied));
     KILN_ASSIGN_OR_RETURN(Expr zero, m.Call("relax.equal", {d, m.I(0)}));
@@ -940,12 +943,10 @@ absl::StatusOr<Outputs> Expand(Context& ctx) {
     // and to be non-negative.
     ShapeMath m{ctx};
     KILN_ASSIGN_OR_RETURN(Expr given, ctx.Tensor(1));
-    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> given_shape, ctx.Shape(given));
-    const int64_t* n = given_shape.size() == 1 ? ir::AsConstInt(given_shape[0]) : nullptr;
-    if (n == nullptr) return ctx.Unsupported("Expand to a shape of unknown rank");
+    KILN_ASSIGN_OR_RETURN(int64_t n, m.Length(given, "a shape"));
     KILN_ASSIGN_OR_RETURN(Expr d, m.Int64(given));
-    const int64_t rank = std::max<int64_t>(*n, static_cast<int64_t>(dims.size()));
-    std::vector<PrimExpr> input_dims(rank, I64(1)), ones(rank - *n, I64(1));
+    const int64_t rank = std::max<int64_t>(n, static_cast<int64_t>(dims.size()));
+    std::vector<PrimExpr> input_dims(rank, I64(1)), ones(rank - n, I64(1));
     std::copy(dims.begin(), dims.end(), input_dims.end() - static_cast<int64_t>(dims.size()));
     if (!ones.empty()) {
       KILN_ASSIGN_OR_RETURN(Expr lead, m.Tensor(ones));
