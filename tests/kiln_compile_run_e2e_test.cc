@@ -123,8 +123,8 @@ TEST(KilnCompileRunTest, OnnxModelThroughTheCli) {
   ASSERT_EQ(c.rc, 0) << c.err;
   // --time-passes: every step of a cold compile, from reading the ONNX file to writing the
   // artifact, on stderr.
-  for (const char* step : {"Import", "LegalizeOps", "FuseOps", "LLVM", "Link", "Package", "Write",
-                           "total"}) {
+  for (const char* step :
+       {"Import", "LegalizeOps", "FuseOps", "LLVM", "Link", "Package", "Write", "total"}) {
     EXPECT_THAT(c.err, HasSubstr(std::string("\n") + step + " ")) << step;
   }
   Result r = Kiln("run " + Tmp("resnet.kiln") +
