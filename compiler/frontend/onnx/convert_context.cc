@@ -441,6 +441,15 @@ absl::StatusOr<std::vector<PrimExpr>> Context::DimsAtRunTime(const Expr& dims,
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, Shape(dims));
   const int64_t* n = shape.size() == 1 ? ir::AsConstInt(shape[0]) : nullptr;
   if (n == nullptr) return Unsupported("a shape input of unknown length");
+  // One shape of the dimensions followed by the checks: [d0, ..., dn-1, c0, c1, ...], matched
+  // against [v0, ..., vn-1, 0, 0, ...].
+  std::vector<PrimExpr> vars, pattern;
+  const std::string base = node_.output_size() > 0 ? node_.output(0) : node_.op_type();
+  for (int64_t k = 0; k < *n; ++k) {
+    vars.push_back(ir::MakeSizeVar(absl::StrCat(Identifier(base), "_d", k)));
+    pattern.push_back(vars.back());
+  }
+  pattern.resize(pattern.size() + must_be_zero.size(), ir::IntImm(DataType::Int(64), 0));
   Expr all = dims;
   if (!must_be_zero.empty()) {
     must_be_zero.insert(must_be_zero.begin(), dims);
@@ -448,14 +457,6 @@ absl::StatusOr<std::vector<PrimExpr>> Context::DimsAtRunTime(const Expr& dims,
         all, Call("relax.concat", {ir::relax::MakeTuple(must_be_zero)}, {{"axis", IntAttr(0)}}));
   }
   KILN_ASSIGN_OR_RETURN(Expr values, Call("relax.tensor_to_shape", {all}));
-  std::vector<PrimExpr> vars, pattern;
-  const std::string base = node_.output_size() > 0 ? node_.output(0) : node_.op_type();
-  for (int64_t k = 0; k < *n; ++k) {
-    vars.push_back(ir::MakeSizeVar(absl::StrCat(Identifier(base), "_d", k)));
-    pattern.push_back(vars.back());
-  }
-  pattern.resize(pattern.size() + must_be_zero.size() - (must_be_zero.empty() ? 0 : 1),
-                 ir::IntImm(DataType::Int(64), 0));
   KILN_RETURN_IF_ERROR(MatchCast(values, ir::relax::ShapeSInfo(pattern)).status());
   return vars;
 }
