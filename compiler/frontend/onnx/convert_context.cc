@@ -1,6 +1,7 @@
 #include "compiler/frontend/onnx/convert_context.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,34 @@ namespace {
 
 size_t ElementBytes(DataType t) { return t.is_bool() ? 1 : static_cast<size_t>(t.bits() / 8); }
 
+// IEEE binary16 (1 sign, 5 exponent, 10 fraction bits) to and from double; rounding to nearest
+// even, overflow to infinity, NaN kept.
+double HalfToDouble(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f;
+  const double fraction = h & 0x3ff;
+  double v = exponent == 0    ? std::ldexp(fraction, -24)
+             : exponent == 31 ? (fraction != 0 ? std::nan("") : INFINITY)
+                              : std::ldexp(fraction + 1024, exponent - 25);
+  return (h & 0x8000) != 0 ? -v : v;
+}
+uint16_t DoubleToHalf(double v) {
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  if (std::isnan(v)) return 0x7e00;
+  v = std::fabs(v);
+  if (v >= 65520.0) return sign | 0x7c00;  // rounds to infinity
+  // The value in units of the smallest subnormal (2^-24), or of its exponent's ulp.
+  int exponent = v == 0 ? -25 : std::ilogb(v);
+  if (exponent < -14) {
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(v, 24)));  // subnormal or 0
+  }
+  double scaled = std::nearbyint(std::ldexp(v, 10 - exponent));  // 1024 .. 2048
+  if (scaled == 2048) {
+    scaled = 1024;
+    ++exponent;
+  }
+  return sign | static_cast<uint16_t>(((exponent + 15) << 10) | (static_cast<int>(scaled) - 1024));
+}
+
 // Element `i` of little-endian storage of `dtype`, as a double (integers exactly up to 2^53).
 double LoadNumber(const char* data, DataType dtype, int64_t i) {
   const char* p = data + i * ElementBytes(dtype);
@@ -25,6 +54,11 @@ double LoadNumber(const char* data, DataType dtype, int64_t i) {
     return static_cast<double>(v);
   };
   if (dtype.is_bool()) return *p != 0;
+  if (dtype.is_float() && dtype.bits() == 16) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return HalfToDouble(h);
+  }
   if (dtype.is_float()) return dtype.bits() == 64 ? read(double{}) : read(float{});
   if (dtype.is_uint()) {
     switch (dtype.bits()) {
@@ -64,6 +98,8 @@ void StoreNumber(char* data, DataType dtype, int64_t i, double v) {
   auto write = [p](auto value) { std::memcpy(p, &value, sizeof(value)); };
   if (dtype.is_bool()) {
     *p = v != 0;
+  } else if (dtype.is_float() && dtype.bits() == 16) {
+    write(DoubleToHalf(v));
   } else if (dtype.is_float()) {
     dtype.bits() == 64 ? write(v) : write(static_cast<float>(v));
   } else if (dtype.is_uint()) {
@@ -157,6 +193,8 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type) {
       return DataType::Float(32);
     case onnx::TensorProto::DOUBLE:
       return DataType::Float(64);
+    case onnx::TensorProto::FLOAT16:
+      return DataType::Float(16);
     case onnx::TensorProto::INT8:
       return DataType::Int(8);
     case onnx::TensorProto::UINT8:
@@ -182,10 +220,10 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type) {
       onnx::TensorProto::DataType_IsValid(elem_type)
           ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem_type))
           : absl::StrCat("#", elem_type);
-  return absl::UnimplementedError(absl::StrCat(
-      "tensor element type ", name,
-      " is not supported (float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, "
-      "uint64, bool)"));
+  return absl::UnimplementedError(absl::StrCat("tensor element type ", name,
+                                               " is not supported (float16, float32, float64, "
+                                               "int8, int16, int32, int64, uint8, uint16, uint32, "
+                                               "uint64, bool)"));
 }
 
 absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
@@ -216,9 +254,11 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
     bytes = t.raw_data();
   } else {
     // The typed field each type is stored in (onnx.proto): uint32 and uint64 in uint64_data,
-    // the narrower integers and bool in int32_data.
+    // the narrower integers, bool and float16's bit patterns in int32_data.
     bool in_uint64 = dtype->is_uint() && dtype->bits() >= 32;
-    int64_t given = dtype->is_float()
+    bool half_bits = dtype->is_float() && dtype->bits() == 16;
+    int64_t given = half_bits ? t.int32_data_size()
+                    : dtype->is_float()
                         ? (dtype->bits() == 64 ? t.double_data_size() : t.float_data_size())
                     : dtype->is_int() && dtype->bits() == 64 ? t.int64_data_size()
                     : in_uint64                              ? t.uint64_data_size()
@@ -230,7 +270,12 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
       return absl::OkStatus();
     };
     absl::Status s;
-    if (dtype->is_float()) {
+    if (half_bits) {
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h = static_cast<uint16_t>(t.int32_data(i));
+        std::memcpy(&bytes[i * 2], &h, 2);
+      }
+    } else if (dtype->is_float()) {
       s = dtype->bits() == 64 ? fill(t.double_data()) : fill(t.float_data());
     } else if (dtype->is_int() && dtype->bits() == 64) {
       for (int64_t i = 0; i < n; ++i) {

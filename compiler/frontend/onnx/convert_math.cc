@@ -354,9 +354,8 @@ absl::StatusOr<Outputs> Xor(Context& ctx) {
 
 // Mod: fmod = 0 takes the divisor's sign (floor_mod); fmod = 1 the dividend's, as C's fmod:
 // floor_mod(a, b) - b where it is nonzero and a and b differ in sign.
-absl::StatusOr<Outputs> Mod(Context& ctx) {
-  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
-  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+// Mod of a and b, whatever their type.
+absl::StatusOr<Outputs> ModOf(Context& ctx, Expr a, Expr b) {
   bool is_float = ctx.DType(a).is_float();
   if (ctx.Int("fmod", 0) == 0 && is_float)
     return ctx.Error("fmod must be 1 for floating-point inputs");
@@ -378,6 +377,25 @@ absl::StatusOr<Outputs> Mod(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr adjust, ctx.Call("relax.where", {nonzero, signs_differ, nonzero}));
   KILN_ASSIGN_OR_RETURN(Expr shifted, ctx.Call("relax.subtract", {r, b}));
   return OneOf(ctx.Call("relax.where", {adjust, shifted, r}));
+}
+
+absl::StatusOr<Outputs> Mod(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  // float16 is computed in float32 and rounded once, as NumPy's fmod (ONNX's reference) does:
+  // rounding each step to half precision loses the remainder's low bits.
+  if (ctx.DType(a) == DataType::Float(16)) {
+    auto widen = [&](const Expr& v) {
+      return ctx.Call("relax.astype", {v}, {{"dtype", StrAttr("float32")}});
+    };
+    KILN_ASSIGN_OR_RETURN(a, widen(a));
+    KILN_ASSIGN_OR_RETURN(b, widen(b));
+    KILN_ASSIGN_OR_RETURN(Outputs wide, ModOf(ctx, a, b));
+    KILN_ASSIGN_OR_RETURN(
+        Expr y, ctx.Call("relax.astype", {wide[0].expr}, {{"dtype", StrAttr("float16")}}));
+    return One(y);
+  }
+  return ModOf(ctx, a, b);
 }
 
 // Round: to the nearest integer, ties to even.

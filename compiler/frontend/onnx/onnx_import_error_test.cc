@@ -88,9 +88,9 @@ TEST(OnnxImportError, ShapeMismatchNamesTheNode) {
 
 TEST(OnnxImportError, UnsupportedElementType) {
   GraphBuilder g(13);
-  g.Input("x", onnx::TensorProto::FLOAT16, {2}).Output("y", kF).Node("Relu", {"x"}, {"y"});
+  g.Input("x", onnx::TensorProto::BFLOAT16, {2}).Output("y", kF).Node("Relu", {"x"}, {"y"});
   ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
-              "graph input 'x': tensor element type FLOAT16 is not supported");
+              "graph input 'x': tensor element type BFLOAT16 is not supported");
 }
 
 TEST(OnnxImportError, RuntimePadsForPad) {

@@ -1,6 +1,7 @@
 // The shared test models (tests/models, exported from PyTorch) imported, compiled once each and
 // run against PyTorch's reference outputs (rtol = atol = 1e-4); the dynamic-batch model at batch
 // 4, 1 and 7 from one compiled module.
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -268,6 +269,39 @@ TEST(OnnxModels, LengthsComputedAtRunTime) {
   const double want[] = {0, 0.5, 1, 0.5};  // periodic: 0.5 - 0.5 cos(2 pi k / 4)
   for (int k = 0; k < 4; ++k) EXPECT_NEAR(got.data[k], want[k], 1e-6) << k;
   EXPECT_FALSE(backend::testing::CompileModuleAndRun(*mod, {scalar(-3)}).ok());
+}
+
+// float16 in, through operators that make float16 constants of their own (Clip's bounds given
+// as float16 bit patterns in int32_data, LeakyRelu's alpha), and out as float32.
+TEST(OnnxModels, Float16) {
+  auto half = [](const std::string& name, uint16_t bits) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::FLOAT16);
+    t.add_int32_data(bits);
+    return t;
+  };
+  testing::GraphBuilder g(13);
+  g.Input("x", onnx::TensorProto::FLOAT16, {4})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Init(half("low", 0xbc00))   // -1
+      .Init(half("high", 0x3800))  // 0.5
+      .Node("Clip", {"x", "low", "high"}, {"c"})
+      .Node("LeakyRelu", {"c"}, {"l"}, {testing::AttrFloat("alpha", 0.1f)})
+      .Node("Cast", {"l"}, {"y"}, {testing::AttrInt("to", onnx::TensorProto::FLOAT)});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "half.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  runtime::Tensor x = *runtime::Tensor::Empty({4}, *runtime::ParseDataType("float16"));
+  const uint16_t bits[] = {0x3c00, 0xc000, 0x3555, 0x7bff};  // 1, -2, 0.33325, 65504
+  std::memcpy(x.data(), bits, sizeof(bits));
+  absl::StatusOr<runtime::Value> y =
+      backend::testing::CompileModuleAndRun(*mod, {runtime::Value(std::move(x))});
+  ASSERT_TRUE(y.ok()) << y.status();
+  const backend::testing::Array got = backend::testing::FromTensor(*y->as_tensor());
+  // alpha is 0.1 rounded to half precision (0.0999755859375), and -1 * alpha rounds again.
+  const std::vector<double> want = {0.5, -0.0999755859375, 0.333251953125, 0.5};
+  ASSERT_EQ(got.size(), 4);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(got.data[i], want[i], 1e-7) << i;
 }
 
 }  // namespace
