@@ -785,9 +785,104 @@ absl::StatusOr<Outputs> Split(Context& ctx) {
   return out;
 }
 
+// Slice by starts, ends, axes or steps computed at run time: per dimension of x, its start,
+// step and count resolved by tensor arithmetic as ONNX defines them (negative values count from
+// the end, then clamped; an axis not named keeps all of itself), the counts bound as shape
+// variables (steps checked not 0, axes distinct and in range), and x gathered along each
+// dimension at start + k * step.
+absl::StatusOr<Outputs> SliceAtRunTime(Context& ctx) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  KILN_ASSIGN_OR_RETURN(Expr starts, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(starts, m.Int64(starts));
+  KILN_ASSIGN_OR_RETURN(Expr ends, ctx.Tensor(2));
+  KILN_ASSIGN_OR_RETURN(ends, m.Int64(ends));
+  KILN_ASSIGN_OR_RETURN(int64_t k, m.Length(starts, "starts"));
+  Expr axes, steps;
+  if (ctx.Has(3)) {
+    KILN_ASSIGN_OR_RETURN(axes, ctx.Tensor(3));
+  } else {
+    KILN_ASSIGN_OR_RETURN(axes, ctx.Iota(k, {k}));
+  }
+  if (ctx.Has(4)) {
+    KILN_ASSIGN_OR_RETURN(steps, ctx.Tensor(4));
+    KILN_ASSIGN_OR_RETURN(steps, m.Int64(steps));
+  } else {
+    KILN_ASSIGN_OR_RETURN(steps, ctx.Call("relax.full", {MakeShape({I64(k)}), m.I(1)},
+                                          {{"dtype", StrAttr("int64")}}));
+  }
+  // Per dimension: whether it is sliced, and its start, end and step (the value of the entry
+  // naming it, moved there by a one-hot [k, rank] product).
+  Expr bad_axes;
+  KILN_ASSIGN_OR_RETURN(Expr named, m.Named(axes, k, rank, &bad_axes));
+  KILN_ASSIGN_OR_RETURN(Expr a, m.Int64(axes));
+  KILN_ASSIGN_OR_RETURN(Expr negative_axis, m.Call("relax.less", {a, m.I(0)}));
+  KILN_ASSIGN_OR_RETURN(Expr shifted, m.Call("relax.add", {a, m.I(rank)}));
+  KILN_ASSIGN_OR_RETURN(a, m.Call("relax.where", {negative_axis, shifted, a}));
+  KILN_ASSIGN_OR_RETURN(Expr is_named, m.Call("relax.equal", {named, m.I(1)}));
+  auto per_dim = [&](const Expr& values, const Expr& unnamed) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(Expr moved, m.Scatter(values, a, k, rank));
+    return m.Call("relax.where", {is_named, moved, unnamed});
+  };
+  KILN_ASSIGN_OR_RETURN(Expr dim, m.Tensor(dims));
+  KILN_ASSIGN_OR_RETURN(Expr start, per_dim(starts, m.I(0)));
+  KILN_ASSIGN_OR_RETURN(Expr end, per_dim(ends, dim));
+  KILN_ASSIGN_OR_RETURN(Expr step, per_dim(steps, m.I(1)));
+  // Negative positions count from the end; then clamped to [0, dim] going forward and to
+  // [-1, dim - 1] going backward.
+  for (Expr* v : {&start, &end}) {
+    KILN_ASSIGN_OR_RETURN(Expr below, m.Call("relax.less", {*v, m.I(0)}));
+    KILN_ASSIGN_OR_RETURN(Expr from_end, m.Call("relax.add", {*v, dim}));
+    KILN_ASSIGN_OR_RETURN(*v, m.Call("relax.where", {below, from_end, *v}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr backward, m.Call("relax.less", {step, m.I(0)}));
+  KILN_ASSIGN_OR_RETURN(Expr low, m.Call("relax.where", {backward, m.I(-1), m.I(0)}));
+  KILN_ASSIGN_OR_RETURN(Expr last, m.Call("relax.subtract", {dim, m.I(1)}));
+  KILN_ASSIGN_OR_RETURN(Expr high, m.Call("relax.where", {backward, last, dim}));
+  for (Expr* v : {&start, &end}) {
+    KILN_ASSIGN_OR_RETURN(*v, m.Call("relax.maximum", {*v, low}));
+    KILN_ASSIGN_OR_RETURN(*v, m.Call("relax.minimum", {*v, high}));
+  }
+  // count = max(ceil((end - start) / step), 0), in float64 (the clamped values are small).
+  KILN_ASSIGN_OR_RETURN(Expr zero_step, m.Call("relax.equal", {step, m.I(0)}));
+  KILN_ASSIGN_OR_RETURN(Expr zero_steps, m.Count(zero_step));
+  KILN_ASSIGN_OR_RETURN(Expr safe_step, m.Call("relax.where", {zero_step, m.I(1), step}));
+  auto wide = [&](const Expr& v) {
+    return m.Call("relax.astype", {v}, {{"dtype", StrAttr("float64")}});
+  };
+  KILN_ASSIGN_OR_RETURN(Expr span, m.Call("relax.subtract", {end, start}));
+  KILN_ASSIGN_OR_RETURN(span, wide(span));
+  KILN_ASSIGN_OR_RETURN(Expr step_f, wide(safe_step));
+  KILN_ASSIGN_OR_RETURN(Expr count, m.Call("relax.divide", {span, step_f}));
+  KILN_ASSIGN_OR_RETURN(count, m.Call("relax.ceil", {count}));
+  KILN_ASSIGN_OR_RETURN(count,
+                        m.Call("relax.maximum", {count, ctx.Scalar(DataType::Float(64), 0)}));
+  KILN_ASSIGN_OR_RETURN(count, m.Int64(count));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> n, ctx.DimsAtRunTime(count, {zero_steps, bad_axes}));
+  Expr y = x;
+  for (int64_t d = 0; d < rank; ++d) {
+    auto element = [&](const Expr& v) {
+      return m.Call("relax.take", {v, ctx.Scalar(DataType::Int(64), static_cast<double>(d))},
+                    {{"axis", IntAttr(0)}});
+    };
+    KILN_ASSIGN_OR_RETURN(Expr first, element(start));
+    KILN_ASSIGN_OR_RETURN(Expr stride, element(safe_step));
+    KILN_ASSIGN_OR_RETURN(Expr index, m.Iota(n[d]));
+    KILN_ASSIGN_OR_RETURN(index, m.Call("relax.multiply", {index, stride}));
+    KILN_ASSIGN_OR_RETURN(index, m.Call("relax.add", {index, first}));
+    KILN_ASSIGN_OR_RETURN(y, m.Call("relax.take", {y, index}, {{"axis", IntAttr(d)}}));
+  }
+  return One(y);
+}
+
 absl::StatusOr<Outputs> Slice(Context& ctx) {
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.opset() >= 10 && ctx.num_inputs() >= 3) {
+    for (size_t i = 1; i < 5; ++i) {
+      if (ctx.Has(i) && !ctx.ConstInts(i).ok()) return SliceAtRunTime(ctx);
+    }
     KILN_ASSIGN_OR_RETURN(starts, ctx.ConstInts(1));
     KILN_ASSIGN_OR_RETURN(ends, ctx.ConstInts(2));
     if (ctx.Has(3)) {

@@ -207,6 +207,42 @@ TEST(OnnxModels, ShapesComputedAtRunTime) {
   EXPECT_FALSE(run(*mod, small, {-1, 1}).ok());
 }
 
+// Slice by starts, ends, axes and steps all computed at run time: x[1:3, ::-2] of a (4, 5)
+// tensor; a zero step and a repeated axis are refused.
+TEST(OnnxModels, SliceComputedAtRunTime) {
+  using backend::testing::Array;
+  testing::GraphBuilder g(13);
+  g.Input("x", onnx::TensorProto::FLOAT, {4, 5});
+  for (const char* name : {"starts", "ends", "axes", "steps"})
+    g.Input(name, onnx::TensorProto::INT64, {2});
+  g.Output("y", onnx::TensorProto::FLOAT)
+      .Node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "slice.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  const Array x = backend::testing::Random({4, 5}, 45);
+  auto vec = [](std::vector<double> v) {
+    Array a = backend::testing::Zeros({static_cast<int64_t>(v.size())});
+    a.data = std::move(v);
+    return runtime::Value(backend::testing::ToTensor(a, "int64"));
+  };
+  auto run = [&](std::vector<double> starts, std::vector<double> ends, std::vector<double> axes,
+                 std::vector<double> steps) {
+    return backend::testing::CompileModuleAndRun(
+        *mod, {runtime::Value(backend::testing::ToTensor(x)), vec(starts), vec(ends), vec(axes),
+               vec(steps)});
+  };
+  // Rows 1 and 2; columns 4, 2, 0 (from the end, stepping back by 2; -100 clamps to -1).
+  absl::StatusOr<runtime::Value> y = run({1, -1}, {3, -100}, {0, 1}, {1, -2});
+  ASSERT_TRUE(y.ok()) << y.status();
+  const Array got = backend::testing::FromTensor(*y->as_tensor());
+  ASSERT_EQ(got.shape, (std::vector<int64_t>{2, 3}));
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(got.data[r * 3 + c], x.data[(r + 1) * 5 + 4 - 2 * c]);
+  }
+  EXPECT_FALSE(run({0, 0}, {4, 5}, {0, 1}, {1, 0}).ok());   // a zero step
+  EXPECT_FALSE(run({0, 0}, {4, 5}, {1, -1}, {1, 1}).ok());  // axis 1 twice
+}
+
 // Range, OneHot's depth and a window's size computed at run time; a zero step, a depth of 0
 // and a negative size are refused.
 TEST(OnnxModels, LengthsComputedAtRunTime) {
