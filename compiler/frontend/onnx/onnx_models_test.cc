@@ -208,8 +208,8 @@ TEST(OnnxModels, ShapesComputedAtRunTime) {
 }
 
 // Slice by starts, ends, axes and steps all computed at run time: x[1:3, ::-2] of a (4, 5)
-// tensor; a zero step and a repeated axis are refused.
-TEST(OnnxModels, SliceComputedAtRunTime) {
+// tensor; a zero step and a repeated axis are refused. Split by sizes computed at run time.
+TEST(OnnxModels, SliceAndSplitComputedAtRunTime) {
   using backend::testing::Array;
   testing::GraphBuilder g(13);
   g.Input("x", onnx::TensorProto::FLOAT, {4, 5});
@@ -241,6 +241,33 @@ TEST(OnnxModels, SliceComputedAtRunTime) {
   }
   EXPECT_FALSE(run({0, 0}, {4, 5}, {0, 1}, {1, 0}).ok());   // a zero step
   EXPECT_FALSE(run({0, 0}, {4, 5}, {1, -1}, {1, 1}).ok());  // axis 1 twice
+
+  // Split of the 5 columns into parts of sizes computed at run time: 2 and 3; sizes that do not
+  // add up to 5, or are negative, are refused.
+  testing::GraphBuilder split(13);
+  split.Input("x", onnx::TensorProto::FLOAT, {4, 5})
+      .Input("s", onnx::TensorProto::INT64, {2})
+      .Output("a", onnx::TensorProto::FLOAT)
+      .Output("b", onnx::TensorProto::FLOAT)
+      .Node("Split", {"x", "s"}, {"a", "b"}, {testing::AttrInt("axis", 1)});
+  mod = ImportOnnx(split.Serialize(), "split.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  auto run_split = [&](std::vector<double> sizes) {
+    return backend::testing::CompileModuleAndRun(
+        *mod, {runtime::Value(backend::testing::ToTensor(x)), vec(std::move(sizes))});
+  };
+  y = run_split({2, 3});
+  ASSERT_TRUE(y.ok()) << y.status();
+  const runtime::Tuple* parts = y->as_tuple();
+  ASSERT_NE(parts, nullptr);
+  ASSERT_EQ(parts->size(), 2u);
+  const Array second = backend::testing::FromTensor(*(*parts)[1].as_tensor());
+  ASSERT_EQ(second.shape, (std::vector<int64_t>{4, 3}));
+  for (int r = 0; r < 4; ++r) {
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(second.data[r * 3 + c], x.data[r * 5 + 2 + c]);
+  }
+  EXPECT_FALSE(run_split({2, 2}).ok());
+  EXPECT_FALSE(run_split({6, -1}).ok());
 }
 
 // Range, OneHot's depth and a window's size computed at run time; a zero step, a depth of 0
