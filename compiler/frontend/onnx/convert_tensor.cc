@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/frontend/onnx/convert_context.h"
+#include "compiler/frontend/onnx/shape_math.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::frontend::onnx_import {
@@ -33,89 +34,6 @@ absl::StatusOr<std::vector<PrimExpr>> InputShape(Context& ctx, size_t i) {
   }
   return ctx.Shape(v.expr);
 }
-
-// Int64 tensor arithmetic for shapes computed at run time.
-struct ShapeMath {
-  Context& ctx;
-  absl::StatusOr<Expr> Call(const char* op, std::vector<Expr> args, ir::Attrs attrs = {}) {
-    return ctx.Call(op, std::move(args), std::move(attrs));
-  }
-  Expr I(int64_t v) { return ctx.Scalar(DataType::Int(64), static_cast<double>(v)); }
-  // `dims` (expressions of shape variables) as an int64 tensor [dims.size()].
-  absl::StatusOr<Expr> Tensor(const std::vector<PrimExpr>& dims) {
-    return Call("relax.shape_to_tensor", {MakeShape(dims)});
-  }
-  absl::StatusOr<Expr> Int64(const Expr& t) {
-    if (ctx.DType(t) == DataType::Int(64)) return t;
-    return Call("relax.astype", {t}, {{"dtype", StrAttr("int64")}});
-  }
-  // Reduces [n] to [1].
-  absl::StatusOr<Expr> Reduce(const char* op, const Expr& t) {
-    return Call(op, {t}, {{"axis", IntsAttr({0})}, {"keepdims", IntAttr(1)}});
-  }
-  // The number of true elements of boolean `t` [n], as an int64 tensor [1].
-  absl::StatusOr<Expr> Count(const Expr& t) {
-    KILN_ASSIGN_OR_RETURN(Expr ints, Int64(t));
-    return Reduce("relax.sum", ints);
-  }
-  // 0, 1, ..., n - 1 as int64, n a shape variable.
-  absl::StatusOr<Expr> Iota(const PrimExpr& n) {
-    KILN_ASSIGN_OR_RETURN(
-        Expr ones, Call("relax.full", {MakeShape({n}), I(1)}, {{"dtype", StrAttr("int64")}}));
-    KILN_ASSIGN_OR_RETURN(Expr counts, Call("relax.cumsum", {ones}, {{"axis", IntAttr(0)}}));
-    return Call("relax.subtract", {counts, I(1)});
-  }
-  // A scalar (any shape of one element) as int64 [1].
-  absl::StatusOr<Expr> One(const Expr& scalar) {
-    KILN_ASSIGN_OR_RETURN(Expr ints, Int64(scalar));
-    return Call("relax.reshape", {ints, MakeShape({I64(1)})});
-  }
-  // The number of negative values of `d` [n], as an int64 tensor [1].
-  absl::StatusOr<Expr> Negatives(const Expr& d) {
-    KILN_ASSIGN_OR_RETURN(Expr negative, Call("relax.less", {d, I(0)}));
-    return Count(negative);
-  }
-  // The length of 1-D tensor `t` when the import knows it.
-  absl::StatusOr<int64_t> Length(const Expr& t, absl::string_view what) {
-    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(t));
-    const int64_t* n = shape.size() == 1 ? ir::AsConstInt(shape[0]) : nullptr;
-    if (n == nullptr) return ctx.Unsupported(absl::StrCat(what, " of unknown length"));
-    return *n;
-  }
-  // [n] as [n, 1].
-  absl::StatusOr<Expr> Column(const Expr& t, int64_t n) {
-    return Call("relax.reshape", {t, MakeShape({I64(n), I64(1)})});
-  }
-  // [r'] of run-time axes: 1 where a normalized axis of `axes` ([k], counting from the end when
-  // negative) names the position, else 0; `*repeats_or_outside` becomes the count of axes that
-  // name no position or one another names too: k minus the positions named.
-  absl::StatusOr<Expr> Named(const Expr& axes, int64_t k, int64_t rank, Expr* repeats_or_outside) {
-    KILN_ASSIGN_OR_RETURN(Expr a, Int64(axes));
-    KILN_ASSIGN_OR_RETURN(Expr negative, Call("relax.less", {a, I(0)}));
-    KILN_ASSIGN_OR_RETURN(Expr shifted, Call("relax.add", {a, I(rank)}));
-    KILN_ASSIGN_OR_RETURN(a, Call("relax.where", {negative, shifted, a}));
-    KILN_ASSIGN_OR_RETURN(Expr column, Column(a, k));
-    KILN_ASSIGN_OR_RETURN(Expr positions, ctx.Iota(rank, {1, rank}));
-    KILN_ASSIGN_OR_RETURN(Expr hit, Call("relax.equal", {column, positions}));
-    KILN_ASSIGN_OR_RETURN(hit, Int64(hit));
-    KILN_ASSIGN_OR_RETURN(Expr named, Call("relax.sum", {hit}, {{"axis", IntsAttr({0})}}));
-    KILN_ASSIGN_OR_RETURN(Expr one, Call("relax.greater", {named, I(0)}));
-    KILN_ASSIGN_OR_RETURN(Expr distinct, Count(one));
-    KILN_ASSIGN_OR_RETURN(*repeats_or_outside, Call("relax.subtract", {I(k), distinct}));
-    return Call("relax.minimum", {named, I(1)});
-  }
-  // out[q] = sum over p of values[p] * (to[p] == q), q < out_n: values [n] moved to positions
-  // `to` [n] (each position at most once; -1 for none).
-  absl::StatusOr<Expr> Scatter(const Expr& values, const Expr& to, int64_t n, int64_t out_n) {
-    KILN_ASSIGN_OR_RETURN(Expr column, Column(to, n));
-    KILN_ASSIGN_OR_RETURN(Expr positions, ctx.Iota(out_n, {1, out_n}));
-    KILN_ASSIGN_OR_RETURN(Expr at, Call("relax.equal", {column, positions}));
-    KILN_ASSIGN_OR_RETURN(at, Int64(at));
-    KILN_ASSIGN_OR_RETURN(Expr value_column, Column(values, n));
-    KILN_ASSIGN_OR_RETURN(Expr placed, Call("relax.multiply", {at, value_column}));
-    return Call("relax.sum", {placed}, {{"axis", IntsAttr({0})}});
-  }
-};
 
 // Unsqueeze and Squeeze by axes computed at run time: the result's rank is known (the axes'
 // count is), its dimensions computed by tensor arithmetic, and the data only reshaped. The axes
