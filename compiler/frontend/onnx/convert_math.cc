@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/frontend/onnx/convert_context.h"
+#include "compiler/frontend/onnx/shape_math.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::frontend::onnx_import {
@@ -635,8 +636,57 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ReduceAxesOf(Context& ctx) {
   return ctx.Ints("axes");
 }
 
+// `op` over axes computed at run time (ReduceSum's input from opset 13). Each dimension in turn
+// is reduced where the axes name it: reduced with keepdims and broadcast back, so that both
+// choices have one shape for a select. Then index 0 of each reduced dimension is kept, and
+// without keepdims those dimensions are dropped. The axes are checked at run time to be
+// distinct and in range.
+absl::StatusOr<Expr> ReduceAtRunTime(Context& ctx, const char* op, const Expr& x) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  KILN_ASSIGN_OR_RETURN(Expr axes, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(int64_t k, m.Length(axes, "axes"));
+  const bool keepdims = ctx.Int("keepdims", 1) != 0;
+  if (k == 0) {  // no axes: nothing, or everything
+    if (ctx.Int("noop_with_empty_axes", 0) != 0) return x;
+    return ctx.Call(op, {x}, {{"keepdims", IntAttr(keepdims)}});
+  }
+  Expr bad_axes;
+  KILN_ASSIGN_OR_RETURN(Expr named, m.Named(axes, k, rank, &bad_axes));
+  KILN_ASSIGN_OR_RETURN(Expr is_named, m.Call("relax.equal", {named, m.I(1)}));
+  Expr y = x;
+  for (int64_t d = 0; d < rank; ++d) {
+    KILN_ASSIGN_OR_RETURN(Expr reduced,
+                          m.Call(op, {y}, {{"axis", IntsAttr({d})}, {"keepdims", IntAttr(1)}}));
+    KILN_ASSIGN_OR_RETURN(Expr spread,
+                          m.Call("relax.broadcast_to", {reduced, ir::relax::MakeShape(dims)}));
+    KILN_ASSIGN_OR_RETURN(Expr here,
+                          m.Call("relax.take", {is_named, m.I(d)}, {{"axis", IntAttr(0)}}));
+    KILN_ASSIGN_OR_RETURN(y, m.Call("relax.where", {here, spread, y}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr dim, m.Tensor(dims));
+  KILN_ASSIGN_OR_RETURN(Expr kept_dims, m.Call("relax.where", {is_named, m.I(1), dim}));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> e, ctx.DimsAtRunTime(kept_dims, {bad_axes}));
+  for (int64_t d = 0; d < rank; ++d) {
+    KILN_ASSIGN_OR_RETURN(Expr index, m.Iota(e[d]));
+    KILN_ASSIGN_OR_RETURN(y, m.Call("relax.take", {y, index}, {{"axis", IntAttr(d)}}));
+  }
+  if (keepdims) return y;
+  if (rank == k) return m.Call("relax.reshape", {y, ir::relax::MakeShape({})});
+  // The kept dimensions, in order: dimension p goes to its rank among the kept.
+  KILN_ASSIGN_OR_RETURN(Expr kept, m.Call("relax.subtract", {m.I(1), named}));
+  KILN_ASSIGN_OR_RETURN(Expr order, m.Call("relax.cumsum", {kept}, {{"axis", IntAttr(0)}}));
+  KILN_ASSIGN_OR_RETURN(order, m.Call("relax.subtract", {order, m.I(1)}));
+  KILN_ASSIGN_OR_RETURN(Expr to, m.Call("relax.where", {is_named, m.I(-1), order}));
+  KILN_ASSIGN_OR_RETURN(Expr out, m.Scatter(dim, to, rank, rank - k));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out_dims, ctx.DimsAtRunTime(out));
+  return m.Call("relax.reshape", {y, ir::relax::MakeShape(out_dims)});
+}
+
 // `op` over the node's axes of `x` (keepdims, noop_with_empty_axes as the node says).
 absl::StatusOr<Expr> ReduceOf(Context& ctx, const char* op, const Expr& x) {
+  if (ctx.Has(1) && !ctx.ConstInts(1).ok()) return ReduceAtRunTime(ctx, op, x);
   KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, ReduceAxesOf(ctx));
   bool keepdims = ctx.Int("keepdims", 1) != 0;
   if ((!axes || axes->empty()) && ctx.Int("noop_with_empty_axes", 0) != 0) return x;

@@ -270,6 +270,39 @@ TEST(OnnxModels, SliceAndSplitComputedAtRunTime) {
   EXPECT_FALSE(run_split({6, -1}).ok());
 }
 
+// ReduceSum over axes computed at run time, without keepdims: (2, 3, 4) over axes (0, -1) is
+// (3); a repeated axis is refused.
+TEST(OnnxModels, ReduceSumOverAxesComputedAtRunTime) {
+  using backend::testing::Array;
+  testing::GraphBuilder g(13);
+  g.Input("x", onnx::TensorProto::FLOAT, {2, 3, 4})
+      .Input("axes", onnx::TensorProto::INT64, {2})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Node("ReduceSum", {"x", "axes"}, {"y"}, {testing::AttrInt("keepdims", 0)});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "reduce.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  const Array x = backend::testing::Random({2, 3, 4}, 46);
+  auto run = [&](std::vector<double> axes) {
+    Array a = backend::testing::Zeros({2});
+    a.data = std::move(axes);
+    return backend::testing::CompileModuleAndRun(
+        *mod, {runtime::Value(backend::testing::ToTensor(x)),
+               runtime::Value(backend::testing::ToTensor(a, "int64"))});
+  };
+  absl::StatusOr<runtime::Value> y = run({0, -1});
+  ASSERT_TRUE(y.ok()) << y.status();
+  const Array got = backend::testing::FromTensor(*y->as_tensor());
+  ASSERT_EQ(got.shape, (std::vector<int64_t>{3}));
+  for (int j = 0; j < 3; ++j) {
+    double want = 0;
+    for (int i = 0; i < 2; ++i) {
+      for (int l = 0; l < 4; ++l) want += x.data[i * 12 + j * 4 + l];
+    }
+    EXPECT_NEAR(got.data[j], want, 1e-5) << j;
+  }
+  EXPECT_FALSE(run({2, -1}).ok());  // axis 2 twice
+}
+
 // Range, OneHot's depth and a window's size computed at run time; a zero step, a depth of 0
 // and a negative size are refused.
 TEST(OnnxModels, LengthsComputedAtRunTime) {
