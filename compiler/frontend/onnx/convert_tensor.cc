@@ -1065,6 +1065,56 @@ absl::StatusOr<Outputs> Tile(Context& ctx) {
 
 // Pad (opset 11+): pads as an input [begin_0, ..., begin_n, end_0, ..., end_n], an optional
 // constant value, and (opset 18) the axes they apply to.
+// Compress: the slices of x along axis (x flattened without one) where condition is true; as
+// many as the run finds, gathered at their positions.
+absl::StatusOr<Outputs> Compress(Context& ctx) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  int64_t axis = 0;
+  if (ctx.HasAttr("axis")) {
+    KILN_ASSIGN_OR_RETURN(axis, Axis(ctx, ctx.Int("axis", 0), dims.size()));
+  } else {
+    PrimExpr total = I64(1);
+    for (const PrimExpr& d : dims) total = total * d;
+    KILN_ASSIGN_OR_RETURN(
+        x, ctx.Call("relax.reshape", {x, MakeShape({ctx.analyzer()->Simplify(total)})}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr condition, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> length, ctx.Shape(condition));
+  if (length.size() != 1) return ctx.Error("condition must be 1-D");
+  PrimExpr count;
+  KILN_ASSIGN_OR_RETURN(Expr positions, m.TruePositions(condition, length[0], &count));
+  return OneOf(ctx.Call("relax.take", {x, positions}, {{"axis", IntAttr(axis)}}));
+}
+
+// NonZero: the coordinates [rank, count] of x's nonzero elements, in row-major order.
+absl::StatusOr<Outputs> NonZero(Context& ctx) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  PrimExpr total = I64(1);
+  for (const PrimExpr& d : dims) total = total * d;
+  total = ctx.analyzer()->Simplify(total);
+  KILN_ASSIGN_OR_RETURN(Expr flat, ctx.Call("relax.reshape", {x, MakeShape({total})}));
+  KILN_ASSIGN_OR_RETURN(Expr nonzero,
+                        ctx.Call("relax.not_equal", {flat, ctx.Scalar(ctx.DType(x), 0)}));
+  PrimExpr count;
+  KILN_ASSIGN_OR_RETURN(Expr positions, m.TruePositions(nonzero, total, &count));
+  std::vector<Expr> rows;
+  PrimExpr stride = total;
+  for (const PrimExpr& d : dims) {
+    stride = ctx.analyzer()->Simplify(ir::FloorDiv(stride, d));
+    KILN_ASSIGN_OR_RETURN(Expr stride_t, m.Tensor({stride}));
+    KILN_ASSIGN_OR_RETURN(Expr dim_t, m.Tensor({d}));
+    KILN_ASSIGN_OR_RETURN(Expr row, ctx.Call("relax.floor_divide", {positions, stride_t}));
+    KILN_ASSIGN_OR_RETURN(row, ctx.Call("relax.floor_mod", {row, dim_t}));
+    KILN_ASSIGN_OR_RETURN(row, ctx.Call("relax.reshape", {row, MakeShape({I64(1), count})}));
+    rows.push_back(row);
+  }
+  return OneOf(ctx.Call("relax.concat", {ir::relax::MakeTuple(rows)}, {{"axis", IntAttr(0)}}));
+}
+
 absl::StatusOr<Outputs> Pad(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
@@ -1145,6 +1195,8 @@ void RegisterTensorConverters(ConverterTable* t) {
   (*t)["Expand"] = Expand;
   (*t)["Tile"] = Tile;
   (*t)["Pad"] = Pad;
+  (*t)["Compress"] = Compress;
+  (*t)["NonZero"] = NonZero;
 }
 
 }  // namespace kiln::frontend::onnx_import

@@ -87,4 +87,26 @@ absl::StatusOr<Expr> ShapeMath::Scatter(const Expr& values, const Expr& to, int6
   return Call("relax.sum", {placed}, {{"axis", IntsAttr({0})}});
 }
 
+absl::StatusOr<Expr> ShapeMath::TruePositions(const Expr& mask, const PrimExpr& length,
+                                              PrimExpr* count) {
+  KILN_ASSIGN_OR_RETURN(Expr ones, Int64(mask));
+  KILN_ASSIGN_OR_RETURN(Expr total, Reduce("relax.sum", ones));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> n, ctx.DimsAtRunTime(total));
+  *count = n[0];
+  // Position p holds the (cumsum(mask)[p] - 1)-th true element; out[q] = the p with that rank.
+  KILN_ASSIGN_OR_RETURN(Expr rank, Call("relax.cumsum", {ones}, {{"axis", IntAttr(0)}}));
+  KILN_ASSIGN_OR_RETURN(rank, Call("relax.subtract", {rank, I(1)}));
+  KILN_ASSIGN_OR_RETURN(rank, Call("relax.where", {mask, rank, I(-1)}));
+  KILN_ASSIGN_OR_RETURN(Expr rank_column,
+                        Call("relax.reshape", {rank, MakeShape({length, I64(1)})}));
+  KILN_ASSIGN_OR_RETURN(Expr q, Iota(*count));
+  KILN_ASSIGN_OR_RETURN(q, Call("relax.reshape", {q, MakeShape({I64(1), *count})}));
+  KILN_ASSIGN_OR_RETURN(Expr at, Call("relax.equal", {rank_column, q}));
+  KILN_ASSIGN_OR_RETURN(at, Int64(at));
+  KILN_ASSIGN_OR_RETURN(Expr p, Iota(length));
+  KILN_ASSIGN_OR_RETURN(p, Call("relax.reshape", {p, MakeShape({length, I64(1)})}));
+  KILN_ASSIGN_OR_RETURN(Expr placed, Call("relax.multiply", {at, p}));
+  return Call("relax.sum", {placed}, {{"axis", IntsAttr({0})}});
+}
+
 }  // namespace kiln::frontend::onnx_import

@@ -38,6 +38,9 @@ struct ShapeMath {
   // when negative) names the position, else 0; `*repeats_or_outside` becomes the count of axes
   // that name no position or one another names too: k minus the positions named.
   absl::StatusOr<Expr> Named(const Expr& axes, int64_t k, int64_t rank, Expr* repeats_or_outside);
+  // The positions where boolean `mask` [length] is true, in order, as int64 [*count], and
+  // their number `*count`, a shape variable bound at run time.
+  absl::StatusOr<Expr> TruePositions(const Expr& mask, const PrimExpr& length, PrimExpr* count);
   // out[q] = sum over p of values[p] * (to[p] == q), q < out_n: values [n] moved to positions
   // `to` [n] (each position at most once; -1 for none).
   absl::StatusOr<Expr> Scatter(const Expr& values, const Expr& to, int64_t n, int64_t out_n);
