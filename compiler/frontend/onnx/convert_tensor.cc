@@ -1115,11 +1115,82 @@ absl::StatusOr<Outputs> NonZero(Context& ctx) {
   return OneOf(ctx.Call("relax.concat", {ir::relax::MakeTuple(rows)}, {{"axis", IntAttr(0)}}));
 }
 
+// Pad by amounts computed at run time (every axis; pads checked non-negative): each output
+// position along a dimension reads the input at its position minus the leading pad, clamped
+// (edge), reflected (reflect) or clamped and then replaced by the value where it falls outside
+// (constant).
+absl::StatusOr<Outputs> PadAtRunTime(Context& ctx, const std::string& mode) {
+  ShapeMath m{ctx};
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  if (ctx.Has(3)) return ctx.Unsupported("Pad by amounts computed at run time for some axes");
+  KILN_ASSIGN_OR_RETURN(Expr pads, ctx.Tensor(1));
+  KILN_ASSIGN_OR_RETURN(pads, m.Int64(pads));
+  KILN_ASSIGN_OR_RETURN(int64_t n, m.Length(pads, "pads"));
+  if (n != 2 * rank) return ctx.Error(absl::StrCat(n, " pads for rank ", rank));
+  auto half = [&](int64_t from) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(Expr at, ctx.Iota(rank, {rank}));
+    KILN_ASSIGN_OR_RETURN(at, m.Call("relax.add", {at, m.I(from)}));
+    return m.Call("relax.take", {pads, at}, {{"axis", IntAttr(0)}});
+  };
+  KILN_ASSIGN_OR_RETURN(Expr begin, half(0));
+  KILN_ASSIGN_OR_RETURN(Expr end, half(rank));
+  KILN_ASSIGN_OR_RETURN(Expr dim, m.Tensor(dims));
+  KILN_ASSIGN_OR_RETURN(Expr out, m.Call("relax.add", {dim, begin}));
+  KILN_ASSIGN_OR_RETURN(out, m.Call("relax.add", {out, end}));
+  KILN_ASSIGN_OR_RETURN(Expr negatives, m.Negatives(pads));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> o, ctx.DimsAtRunTime(out, {negatives}));
+  Expr y = x, inside;
+  for (int64_t d = 0; d < rank; ++d) {
+    KILN_ASSIGN_OR_RETURN(Expr lead, m.Call("relax.take", {begin, m.I(d)}, {{"axis", IntAttr(0)}}));
+    KILN_ASSIGN_OR_RETURN(Expr last, m.Tensor({dims[d] - 1}));
+    KILN_ASSIGN_OR_RETURN(Expr src, m.Iota(o[d]));
+    KILN_ASSIGN_OR_RETURN(src, m.Call("relax.subtract", {src, lead}));
+    Expr index;
+    if (mode == "reflect") {  // -1 -> 1, dim -> dim - 2 (pads below the extent, as ONNX requires)
+      KILN_ASSIGN_OR_RETURN(Expr mirrored, m.Call("relax.abs", {src}));
+      KILN_ASSIGN_OR_RETURN(Expr twice_last, m.Call("relax.add", {last, last}));
+      KILN_ASSIGN_OR_RETURN(Expr folded, m.Call("relax.subtract", {twice_last, mirrored}));
+      KILN_ASSIGN_OR_RETURN(Expr past, m.Call("relax.greater", {mirrored, last}));
+      KILN_ASSIGN_OR_RETURN(index, m.Call("relax.where", {past, folded, mirrored}));
+    } else {
+      KILN_ASSIGN_OR_RETURN(index, m.Call("relax.maximum", {src, m.I(0)}));
+      KILN_ASSIGN_OR_RETURN(index, m.Call("relax.minimum", {index, last}));
+    }
+    KILN_ASSIGN_OR_RETURN(y, m.Call("relax.take", {y, index}, {{"axis", IntAttr(d)}}));
+    if (mode != "constant") continue;
+    // 1 where this dimension's position falls inside x, shaped to broadcast along d.
+    KILN_ASSIGN_OR_RETURN(Expr here, m.Call("relax.equal", {index, src}));
+    KILN_ASSIGN_OR_RETURN(here, m.Int64(here));
+    std::vector<PrimExpr> shape(rank, I64(1));
+    shape[d] = o[d];
+    KILN_ASSIGN_OR_RETURN(here, m.Call("relax.reshape", {here, MakeShape(shape)}));
+    if (inside) {
+      KILN_ASSIGN_OR_RETURN(inside, m.Call("relax.multiply", {inside, here}));
+    } else {
+      inside = here;
+    }
+  }
+  if (mode != "constant") return One(y);
+  Expr value = ctx.Scalar(ctx.DType(x), 0);
+  if (ctx.Has(2)) {
+    KILN_ASSIGN_OR_RETURN(value, ctx.Tensor(2));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr keep, m.Call("relax.equal", {inside, m.I(1)}));
+  return OneOf(m.Call("relax.where", {keep, y, value}));
+}
+
 absl::StatusOr<Outputs> Pad(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.Shape(x));
   size_t rank = dims.size();
   std::vector<int64_t> pads;
+  const std::string pad_mode = ctx.Str("mode", "constant");
+  if (ctx.Has(1) && !ctx.ConstInts(1).ok() &&
+      (pad_mode == "constant" || pad_mode == "reflect" || pad_mode == "edge")) {
+    return PadAtRunTime(ctx, pad_mode);
+  }
   if (ctx.Has(1)) {
     KILN_ASSIGN_OR_RETURN(pads, ctx.ConstInts(1));
   } else {

@@ -93,12 +93,12 @@ TEST(OnnxImportError, UnsupportedElementType) {
               "graph input 'x': tensor element type BFLOAT16 is not supported");
 }
 
-TEST(OnnxImportError, RuntimePadsForPad) {
+TEST(OnnxImportError, RuntimeScalesForResize) {
   GraphBuilder g(13);
-  g.Input("x", kF, {2, 6}).Input("p", onnx::TensorProto::INT64, {4}).Output("y", kF);
-  g.Node("Pad", {"x", "p"}, {"y"});
+  g.Input("x", kF, {1, 1, 2, 2}).Input("s", kF, {4}).Output("y", kF);
+  g.Node("Resize", {"x", "", "s"}, {"y"});
   ExpectError(Import(g), absl::StatusCode::kUnimplemented,
-              "(Pad, opset 13): input 1 ('p') must be a constant");
+              "(Resize, opset 13): input 2 ('s') must be a constant");
 }
 
 TEST(OnnxImportError, BadInitializer) {

@@ -303,6 +303,42 @@ TEST(OnnxModels, ReduceSumOverAxesComputedAtRunTime) {
   EXPECT_FALSE(run({2, -1}).ok());  // axis 2 twice
 }
 
+// Pad by amounts computed at run time, in its three modes, on [1, 2, 3] padded by 2 before
+// and 1 after; negative pads are refused.
+TEST(OnnxModels, PadComputedAtRunTime) {
+  using backend::testing::Array;
+  for (const char* mode : {"constant", "edge", "reflect"}) {
+    testing::GraphBuilder g(13);
+    onnx::AttributeProto mode_attr;
+    mode_attr.set_name("mode");
+    mode_attr.set_type(onnx::AttributeProto::STRING);
+    mode_attr.set_s(mode);
+    g.Input("x", onnx::TensorProto::FLOAT, {3})
+        .Input("p", onnx::TensorProto::INT64, {2})
+        .Output("y", onnx::TensorProto::FLOAT)
+        .Node("Pad", {"x", "p"}, {"y"}, {mode_attr});
+    absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "pad.onnx");
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    Array x = backend::testing::Zeros({3});
+    x.data = {1, 2, 3};
+    auto run = [&](std::vector<double> pads) {
+      Array p = backend::testing::Zeros({2});
+      p.data = std::move(pads);
+      return backend::testing::CompileModuleAndRun(
+          *mod, {runtime::Value(backend::testing::ToTensor(x)),
+                 runtime::Value(backend::testing::ToTensor(p, "int64"))});
+    };
+    absl::StatusOr<runtime::Value> y = run({2, 1});
+    ASSERT_TRUE(y.ok()) << mode << ": " << y.status();
+    const std::vector<double> want =
+        std::string(mode) == "constant" ? std::vector<double>{0, 0, 1, 2, 3, 0}
+        : std::string(mode) == "edge"   ? std::vector<double>{1, 1, 1, 2, 3, 3}
+                                        : std::vector<double>{3, 2, 1, 2, 3, 2};
+    EXPECT_EQ(backend::testing::FromTensor(*y->as_tensor()).data, want) << mode;
+    EXPECT_FALSE(run({-1, 1}).ok()) << mode;
+  }
+}
+
 // Range, OneHot's depth and a window's size computed at run time; a zero step, a depth of 0
 // and a negative size are refused.
 TEST(OnnxModels, LengthsComputedAtRunTime) {
