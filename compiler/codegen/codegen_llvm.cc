@@ -1014,6 +1014,11 @@ class KernelCodeGen {
       }
       return;
     }
+    SerialLoop(f);
+  }
+
+  // The loop over [min, min + extent) run on this thread.
+  void SerialLoop(const ForNode& f) {
     llvm::Value* min = Expr(f.min);
     llvm::Value* extent = min ? Expr(f.extent) : nullptr;
     if (!extent) return;
@@ -1070,11 +1075,7 @@ class KernelCodeGen {
     if (!status_.ok()) return;
     b_.CreateBr(done);
     b_.SetInsertPoint(serial);
-    llvm::Value* min = Expr(f.min);
-    if (!min) return;
-    llvm::Type* t = Type(f.loop_var->dtype);
-    min = b_.CreateIntCast(min, t, true);
-    SerialLoop(f, min, b_.CreateAdd(min, b_.CreateIntCast(extent, t, true)));
+    SerialLoop(f);
     if (!status_.ok()) return;
     b_.CreateBr(done);
     b_.SetInsertPoint(done);

@@ -67,6 +67,12 @@ std::vector<const OpInfo*> ListOps();
 // count. Fails for an unknown operator.
 absl::StatusOr<StructInfo> InferOpCall(const CallNode& call, const OpInferContext& ctx);
 
+namespace ops {
+// Whether conv2d `call` legalizes to a matmul over the flattened image (a 1x1 convolution that
+// vectorizes along H * W): PackConstantWeights then leaves its weight as it is.
+bool Conv2dIsFlatPointwise(const CallNode& call);
+}  // namespace ops
+
 // The registration entry points of the operator families (op_registry.cc calls them once).
 void RegisterBuiltinOps(std::vector<OpInfo>* ops);  // call_tir, packed calls, shape helpers
 void RegisterTensorOps(std::vector<OpInfo>* ops);   // matmul, reshape, flatten, permute_dims

@@ -256,21 +256,6 @@ Buffer PadSpatial(tir::ComputeBuilder& b, const Buffer& x, const Window& w, cons
   return padded;
 }
 
-// A 1x1 convolution, stride 1, unpadded, ungrouped, over an NCHW image of H * W a multiple of
-// 4: a matmul over the flattened image. (A 7x7 image, 49 wide, fills vectors badly along it:
-// MobileNetV2's measured 140 GFLOP/s vectorized over output channels, 85 along the image.)
-bool IsPointwiseOverFlatImage(const ConvShape& conv, const Buffer& data, const Buffer& weight) {
-  const Window& w = conv.window;
-  if (conv.o_block || w.nhwc || conv.groups != 1 || w.padded() || w.stride[0] != 1 ||
-      w.stride[1] != 1)
-    return false;
-  const int64_t* kh = AsConstInt(weight->shape[conv.h]);
-  const int64_t* kw = AsConstInt(weight->shape[conv.w]);
-  const int64_t* h = AsConstInt(data->shape[2]);
-  const int64_t* wd = AsConstInt(data->shape[3]);
-  return kh && kw && h && wd && *kh == 1 && *kw == 1 && (*h * *wd) % 4 == 0;
-}
-
 absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
                             const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
   absl::StatusOr<ConvShape> conv = ParseConv(call);
@@ -305,7 +290,7 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
         [&](const Indices& i) { return Load(packed, i); });
     return absl::OkStatus();
   }
-  if (IsPointwiseOverFlatImage(*conv, in[0], weight)) {
+  if (Conv2dIsFlatPointwise(call)) {
     // A matmul of the weight [O, I] by the image as [I, H * W]: vectors run along the flattened
     // rows, contiguous in NCHW in and out, whatever the row width (56 is not a multiple of 16).
     const PrimExpr width = in[0]->shape[3];
@@ -957,6 +942,28 @@ absl::Status LegalizeResize2d(const CallNode& call, const std::vector<Buffer>& i
 }
 
 }  // namespace
+
+// A 1x1 convolution, stride 1, unpadded, ungrouped, over an NCHW image of H * W a multiple of
+// 4. (A 7x7 image, 49 wide, fills vectors badly along it: MobileNetV2's measured 140 GFLOP/s
+// vectorized over output channels, 85 along the image.)
+bool Conv2dIsFlatPointwise(const CallNode& call) {
+  absl::StatusOr<ConvShape> conv = ParseConv(call);
+  if (!conv.ok() || call.args.size() != 2) return false;
+  const Window& w = conv->window;
+  if (conv->o_block || w.nhwc || conv->groups != 1 || w.padded() || w.stride[0] != 1 ||
+      w.stride[1] != 1)
+    return false;
+  const auto* x = call.args[0]->struct_info().as<TensorStructInfoNode>();
+  const auto* wt = call.args[1]->struct_info().as<TensorStructInfoNode>();
+  const std::vector<PrimExpr>* xd = x != nullptr ? x->dims() : nullptr;
+  const std::vector<PrimExpr>* wd = wt != nullptr ? wt->dims() : nullptr;
+  if (xd == nullptr || wd == nullptr || xd->size() != 4 || wd->size() != 4) return false;
+  const int64_t* kh = AsConstInt((*wd)[conv->h]);
+  const int64_t* kw = AsConstInt((*wd)[conv->w]);
+  const int64_t* h = AsConstInt((*xd)[2]);
+  const int64_t* width = AsConstInt((*xd)[3]);
+  return kh && kw && h && width && *kh == 1 && *kw == 1 && (*h * *width) % 4 == 0;
+}
 
 void RegisterNNOps(std::vector<OpInfo>* ops) {
   ops->push_back({"relax.nn.linear", -1, InferLinear, true, OpPattern::kOutEWiseFusable,

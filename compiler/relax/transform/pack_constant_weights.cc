@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/relax_functor.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/relax/op_registry.h"
 #include "compiler/relax/transform/transform.h"
 
 namespace kiln::ir::relax {
@@ -63,27 +64,18 @@ Expr PackConv(const CallNode& call) {
   const auto* out = call.struct_info().as<TensorStructInfoNode>();
   const std::vector<PrimExpr>* dims = out != nullptr ? out->dims() : nullptr;
   const int64_t* width = dims != nullptr && dims->size() == 4 ? AsConstInt((*dims)[3]) : nullptr;
-  // Whether every value of list attribute `key` (absent: all defaults) is `value`.
-  auto all_equal = [&](const char* key, int64_t value) {
-    const auto* list = GetAttr(call.attrs, key).as<ir::ArrayNode>();
-    if (list == nullptr) return true;
+  bool unit_stride = true;
+  if (const auto* list = GetAttr(call.attrs, "strides").as<ir::ArrayNode>()) {
     for (const ObjectRef& item : list->items) {
       PrimExpr e = item.as<PrimExprNode>() ? item.as_ref<PrimExprNode>() : PrimExpr();
-      if (!e || AsConstInt(e) == nullptr || *AsConstInt(e) != value) return false;
+      if (!e || AsConstInt(e) == nullptr || *AsConstInt(e) != 1) unit_stride = false;
     }
-    return true;
-  };
-  const bool unit_stride = all_equal("strides", 1);
+  }
   if (w->shape[1] * w->shape[2] * w->shape[3] < kMinReduction && unit_stride && width &&
       *width >= kWideRow) {
     return Expr();
   }
-  // A 1x1 convolution, stride 1 and unpadded, over an image of H * W a multiple of 4 is a
-  // matmul along the flattened image (LegalizeConv2d), with the weight as it is.
-  const int64_t* height = width ? AsConstInt((*dims)[2]) : nullptr;
-  if (w->shape[2] == 1 && w->shape[3] == 1 && unit_stride && all_equal("padding", 0) && height &&
-      (*height * *width) % 4 == 0)
-    return Expr();
+  if (ops::Conv2dIsFlatPointwise(call)) return Expr();  // a matmul along the image, weight as it is
   const int64_t block = BlockFor(w->shape[0]);
   if (block == 0) return Expr();
   ObjectRef groups = GetAttr(call.attrs, "groups");
