@@ -29,6 +29,13 @@ struct JobManager::Entry {
   std::atomic<bool> cancel{false};  // kills a running compile's worker
   bool counted_active = false;      // in active_by_client_
   uint64_t saved_ticket = 0;        // the store's ticket for its latest row
+  // Cluster mode: since when this instance holds it; it is to be released once its input is
+  // saved (no agent of its device here); it runs here no more (HandOverLocked); a compile
+  // thread runs it (so the entry outlives a hand-over until that thread lets go).
+  int64_t held_since_ms = 0;
+  bool awaiting_release = false;
+  bool handed_over = false;
+  bool in_worker = false;
 };
 
 namespace {
@@ -45,7 +52,7 @@ std::string StateName(v1::JobState s) {
 }  // namespace
 
 JobManager::JobManager(JobManagerOptions options, Store* store, ArtifactCache* cache)
-    : options_(std::move(options)), store_(store), cache_(cache) {}
+    : options_(std::move(options)), store_(store), cluster_(store->cluster()), cache_(cache) {}
 
 JobManager::~JobManager() { Drain(0); }
 
@@ -54,6 +61,8 @@ absl::Status JobManager::Start() {
   if (!jobs.ok()) return jobs.status();
   std::lock_guard<std::mutex> lock(mu_);
   for (v1::Job& job : *jobs) {
+    // In a cluster an unfinished job is another instance's, or claimed once its lease runs out.
+    if (cluster_ != nullptr && !Terminal(job.state())) continue;
     auto e = std::make_unique<Entry>();
     bool resume = false;
     if (!Terminal(job.state())) {
@@ -96,6 +105,12 @@ absl::Status JobManager::Start() {
     threads_.emplace_back([this] { CompileLoop(); });
   }
   threads_.emplace_back([this] { MonitorLoop(); });
+  if (cluster_ != nullptr) {
+    threads_.emplace_back([this] { ClusterLoop(); });
+    LogEvent(LogLevel::kInfo, "sharing work with the cluster's instances",
+             {{"instance", cluster_->instance()},
+              {"lease_ms", std::to_string(cluster_->lease_ms())}});
+  }
   return absl::OkStatus();
 }
 
@@ -122,9 +137,21 @@ void JobManager::SaveInput(const Submitted& s, const JobInput& input) {
     LogEvent(LogLevel::kError, "cannot save a job's input",
              {{"job", s.job.id()}, {"error", status.ToString()}});
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(s.job.id());
-  if (it == jobs_.end() || Terminal(it->second->job.state())) inputs_done_.push_back(s.job.id());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(s.job.id());
+    if (it == jobs_.end() || Terminal(it->second->job.state())) {
+      inputs_done_.push_back(s.job.id());
+      return;
+    }
+    if (!it->second->awaiting_release) return;
+    HandOverLocked(*it->second);
+  }
+  // No agent of its device here: an instance that has one claims it, its input now saved.
+  if (absl::Status released = cluster_->ReleaseJobs({s.job.id()}); !released.ok()) {
+    LogEvent(LogLevel::kWarning, "cannot release a job (its lease will run out instead)",
+             {{"job", s.job.id()}, {"error", released.ToString()}});
+  }
 }
 
 std::string JobManager::NewIdLocked() {
@@ -138,10 +165,14 @@ std::string JobManager::NewIdLocked() {
 std::optional<v1::Job> JobManager::FindIdempotent(const std::string& client,
                                                   const std::string& key) {
   if (key.empty()) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = idempotency_.find({client, key});
-  if (it == idempotency_.end()) return std::nullopt;
-  return jobs_.at(it->second)->job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = idempotency_.find({client, key});
+    if (it != idempotency_.end()) return jobs_.at(it->second)->job;
+  }
+  if (cluster_ == nullptr) return std::nullopt;
+  absl::StatusOr<std::optional<v1::Job>> earlier = cluster_->FindIdempotent(client, key);
+  return earlier.ok() ? *earlier : std::nullopt;
 }
 
 int JobManager::ActiveJobsLocked(const std::string& client) const {
@@ -273,7 +304,14 @@ Submitted JobManager::InsertLocked(v1::Job job, std::unique_ptr<Entry> e) {
       const Entry& earlier = *jobs_.at(it->second);
       return Submitted{earlier.job, true, earlier.saved_ticket};
     }
+    if (cluster_ != nullptr) {  // submitted through another instance
+      absl::StatusOr<std::optional<v1::Job>> earlier =
+          cluster_->FindIdempotent(job.client(), job.idempotency_key());
+      if (earlier.ok() && earlier->has_value()) return Submitted{**earlier, true, 0};
+    }
   }
+  e->held_since_ms = NowUnixMs();
+  if (cluster_ != nullptr) job.set_instance(cluster_->instance());
   job.set_id(NewIdLocked());
   ++stored_by_client_[job.client()];
   job.set_created_unix_ms(NowUnixMs());
@@ -286,6 +324,19 @@ Submitted JobManager::InsertLocked(v1::Job job, std::unique_ptr<Entry> e) {
   Entry& entry = *e;
   jobs_[id] = std::move(e);
   return Submitted{entry.job, false, 0};
+}
+
+std::optional<Submitted> JobManager::LostKeyRaceLocked(Entry& e) {
+  if (cluster_ == nullptr || e.job.idempotency_key().empty()) return std::nullopt;
+  if (store_->AwaitSaved(e.saved_ticket).code() != absl::StatusCode::kAlreadyExists) {
+    return std::nullopt;
+  }
+  v1::Job job = e.job;
+  ForgetLocked(job.id());  // nothing runs it yet: it was never queued
+  absl::StatusOr<std::optional<v1::Job>> earlier =
+      cluster_->FindIdempotent(job.client(), job.idempotency_key());
+  if (earlier.ok() && earlier->has_value()) return Submitted{**earlier, true, 0};
+  return std::nullopt;
 }
 
 Submitted JobManager::Saved(std::unique_lock<std::mutex>& lock, Submitted s) {
@@ -305,6 +356,7 @@ Submitted JobManager::AddCacheHit(v1::Job job) {
   Entry& e = *jobs_.at(s.job.id());
   e.job.set_started_unix_ms(e.job.created_unix_ms());
   TransitionLocked(e, v1::JOB_STATE_SUCCEEDED, "served from the artifact cache");
+  if (std::optional<Submitted> earlier = LostKeyRaceLocked(e)) return *earlier;
   s.job = e.job;
   s.saved_ticket = e.saved_ticket;
   return Saved(lock, std::move(s));
@@ -332,8 +384,13 @@ Submitted JobManager::EnqueueForWorker(v1::Job job, std::unique_ptr<Entry> entry
   if (s.deduplicated) return Saved(lock, std::move(s));
   Entry& e = *jobs_.at(s.job.id());
   TransitionLocked(e, v1::JOB_STATE_QUEUED, message);
-  compile_queue_.push_back(e.job.id());
-  compile_ready_.notify_one();
+  if (std::optional<Submitted> earlier = LostKeyRaceLocked(e)) return *earlier;
+  if (RunsHereLocked(e.job)) {
+    compile_queue_.push_back(e.job.id());
+    compile_ready_.notify_one();
+  } else {
+    e.awaiting_release = true;
+  }
   s.job = e.job;
   s.saved_ticket = e.saved_ticket;
   return Saved(lock, std::move(s));
@@ -357,8 +414,13 @@ Submitted JobManager::InsertTask(v1::Job job, v1::Task task) {
   e.task.set_task_id(e.job.id());
   TransitionLocked(e, v1::JOB_STATE_QUEUED,
                    absl::StrCat("queued for an agent of device '", e.job.device_key(), "'"));
-  task_queues_[e.job.device_key()].push_back(e.job.id());
-  DispatchLocked();
+  if (std::optional<Submitted> earlier = LostKeyRaceLocked(e)) return *earlier;
+  if (RunsHereLocked(e.job)) {
+    task_queues_[e.job.device_key()].push_back(e.job.id());
+    DispatchLocked();
+  } else {
+    e.awaiting_release = true;
+  }
   s.job = e.job;
   s.saved_ticket = e.saved_ticket;
   return Saved(lock, std::move(s));
@@ -380,6 +442,7 @@ Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
 }
 
 void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::string& message) {
+  if (e.handed_over) return;  // another instance writes its rows now
   int64_t now = NowUnixMs();
   e.job.set_state(state);
   if (Terminal(state) == e.counted_active) {
@@ -424,7 +487,7 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(id);
-    if (it != jobs_.end()) return it->second->job;
+    if (it != jobs_.end() && !it->second->handed_over) return it->second->job;
   }
   absl::StatusOr<std::optional<v1::Job>> stored = store_->GetJob(id);
   if (!stored.ok()) return stored.status();
@@ -433,13 +496,31 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
 }
 
 absl::StatusOr<std::vector<v1::JobEvent>> JobManager::Events(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
-  return it->second->events;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) return it->second->events;
+    if (cluster_ == nullptr) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
+  }
+  // Held by another instance: its events are there; the job as stored is one.
+  absl::StatusOr<v1::Job> job = Get(id);
+  if (!job.ok()) return job.status();
+  v1::JobEvent event;
+  event.set_job_id(id);
+  event.set_unix_ms(NowUnixMs());
+  event.set_state(job->state());
+  event.set_message(job->reason());
+  *event.mutable_job() = *job;
+  return std::vector<v1::JobEvent>{std::move(event)};
 }
 
 std::vector<v1::Job> JobManager::List(v1::JobState state, int limit, const std::string& client) {
+  if (cluster_ != nullptr) {  // every instance's jobs
+    absl::StatusOr<std::vector<v1::Job>> jobs = cluster_->ListJobs(state, client, limit);
+    if (jobs.ok()) return *std::move(jobs);
+    LogEvent(LogLevel::kWarning, "cannot list the cluster's jobs; listing this instance's",
+             {{"error", jobs.status().ToString()}});
+  }
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<const v1::Job*> matching;
   for (const auto& [id, e] : jobs_) {
@@ -462,14 +543,23 @@ std::vector<v1::Job> JobManager::List(v1::JobState state, int limit, const std::
 }
 
 bool JobManager::HasArtifact(const std::string& client, const std::string& digest) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return artifacts_.count({client, digest}) > 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (artifacts_.count({client, digest}) > 0) return true;
+  }
+  if (cluster_ == nullptr) return false;
+  absl::StatusOr<bool> elsewhere = cluster_->ClientHasArtifact(client, digest);
+  return elsewhere.ok() && *elsewhere;
 }
 
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
+  if (it == jobs_.end() || it->second->handed_over) {
+    if (cluster_ == nullptr) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
+    lock.unlock();
+    return CancelElsewhere(id, reason);
+  }
   Entry& e = *it->second;
   if (Terminal(e.job.state())) {
     return absl::FailedPreconditionError(
@@ -487,12 +577,42 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id, const std::str
   return e.job;
 }
 
+absl::StatusOr<v1::Job> JobManager::CancelElsewhere(const std::string& id,
+                                                    const std::string& reason) {
+  // Nobody live holds it (released, or its instance died): take it and cancel it here.
+  absl::StatusOr<std::optional<v1::Job>> claimed = cluster_->ClaimJob(id);
+  if (!claimed.ok()) return claimed.status();
+  if (claimed->has_value()) {
+    std::unique_lock<std::mutex> lock(mu_);
+    AdoptLocked(**claimed, false, std::nullopt);
+    lock.unlock();
+    return Cancel(id, reason);
+  }
+  absl::StatusOr<v1::Job> job = Get(id);
+  if (!job.ok()) return job.status();
+  if (Terminal(job->state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " already ", StateName(job->state())));
+  }
+  // Its instance cancels it at its next lease renewal; the answer waits for that a while.
+  std::string why = reason.empty() ? "cancelled by the client" : "cancelled: " + reason;
+  if (absl::Status s = cluster_->RequestCancel(id, why); !s.ok()) return s;
+  const int64_t until = NowUnixMs() + cluster_->lease_ms();
+  while (NowUnixMs() < until && !Terminal(job->state())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    absl::StatusOr<v1::Job> now = Get(id);
+    if (!now.ok()) return now.status();
+    job = std::move(now);
+  }
+  return job;
+}
+
 absl::StatusOr<uint64_t> JobManager::Subscribe(const std::string& id,
                                                std::function<void(const v1::JobEvent&)> push) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(id);
-    if (it != jobs_.end()) {
+    if (it != jobs_.end() && !it->second->handed_over) {
       const Entry& e = *it->second;
       v1::JobEvent now;  // the job as it is; later events follow from PublishLocked
       now.set_job_id(id);
@@ -507,15 +627,24 @@ absl::StatusOr<uint64_t> JobManager::Subscribe(const std::string& id,
       return subscription;
     }
   }
-  absl::StatusOr<v1::Job> job = Get(id);  // older than what is kept in memory
+  // Older than what is kept in memory, or held by another instance.
+  absl::StatusOr<v1::Job> job = Get(id);
   if (!job.ok()) return job.status();
   v1::JobEvent event;
   event.set_job_id(id);
-  event.set_unix_ms(job->finished_unix_ms());
+  event.set_unix_ms(Terminal(job->state()) ? job->finished_unix_ms() : NowUnixMs());
   event.set_state(job->state());
   *event.mutable_job() = *job;
+  std::lock_guard<std::mutex> lock(mu_);
   push(event);
-  return 0;
+  if (Terminal(job->state()) || cluster_ == nullptr) return 0;
+  // Followed through the database (PollRemoteWatches) until it finishes or comes here.
+  const uint64_t subscription = next_subscription_++;
+  RemoteWatch& watch = remote_watchers_[id];
+  if (watch.pushes.empty()) watch.last = job->SerializeAsString();
+  watch.pushes.emplace(subscription, std::move(push));
+  watched_job_[subscription] = id;
+  return subscription;
 }
 
 void JobManager::Unsubscribe(uint64_t subscription) {
@@ -526,6 +655,11 @@ void JobManager::Unsubscribe(uint64_t subscription) {
   if (job != watchers_.end()) {
     job->second.erase(subscription);
     if (job->second.empty()) watchers_.erase(job);
+  }
+  auto remote = remote_watchers_.find(it->second);
+  if (remote != remote_watchers_.end()) {
+    remote->second.pushes.erase(subscription);
+    if (remote->second.pushes.empty()) remote_watchers_.erase(remote);
   }
   watched_job_.erase(it);
 }
@@ -551,7 +685,10 @@ void JobManager::CompileLoop() {
       if (stopping_) return;
       id = compile_queue_.front();
       compile_queue_.pop_front();
-      Entry& e = *jobs_.at(id);
+      auto it = jobs_.find(id);
+      if (it == jobs_.end() || it->second->handed_over) continue;
+      Entry& e = *it->second;
+      e.in_worker = true;
       e.job.set_attempts(e.job.attempts() + 1);
       ++workers_busy_;
       tune = e.job.kind() == v1::JOB_KIND_TUNE;
@@ -565,7 +702,13 @@ void JobManager::CompileLoop() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     --workers_busy_;
+    if (auto it = jobs_.find(id); it != jobs_.end()) {
+      it->second->in_worker = false;
+      if (it->second->handed_over) ForgetLocked(id);
+    }
     changed_.notify_all();
+    claim_soon_ = true;  // a worker is free
+    cluster_wake_.notify_all();
   }
 }
 
@@ -897,6 +1040,13 @@ std::shared_ptr<AgentLink> JobManager::RegisterAgent(const v1::RegisterAgent& he
   if (absl::Status s = store_->PutDevice(device); !s.ok()) {
     LogEvent(LogLevel::kError, "cannot save a device", {{"error", s.ToString()}});
   }
+  if (cluster_ != nullptr) {
+    if (absl::Status s = cluster_->PutAgentSession(agent->id, agent->device_key); !s.ok()) {
+      LogEvent(LogLevel::kError, "cannot save an agent session", {{"error", s.ToString()}});
+    }
+    claim_soon_ = true;  // the tasks waiting for its device
+    cluster_wake_.notify_all();
+  }
   LogEvent(LogLevel::kInfo, "agent connected",
            {{"agent", agent->id},
             {"device_key", agent->device_key},
@@ -940,6 +1090,10 @@ void JobManager::AgentResult(const std::shared_ptr<AgentLink>& agent,
     DispatchLocked();
     return;
   }
+  if (cluster_ != nullptr) {  // idle now: maybe a task waits for its device elsewhere
+    claim_soon_ = true;
+    cluster_wake_.notify_all();
+  }
   if (agent->busy_task != result.task_id()) return;  // not the task it was given
   agent->busy_task.clear();
   auto it = jobs_.find(result.task_id());
@@ -964,11 +1118,13 @@ void JobManager::AgentGone(const std::shared_ptr<AgentLink>& agent) {
   agents_.erase(agent->id);
   v1::Device& device = devices_[agent->device_key];
   device.set_agents_connected(std::max(0, device.agents_connected() - 1));
+  if (cluster_ != nullptr) cluster_->DropAgentSession(agent->id).IgnoreError();  // or it expires
   LogEvent(LogLevel::kWarning, "agent disconnected",
            {{"agent", agent->id}, {"device_key", agent->device_key}});
   if (!agent->busy_task.empty()) {
     auto it = jobs_.find(agent->busy_task);
-    if (it != jobs_.end() && it->second->job.state() == v1::JOB_STATE_RUNNING) {
+    if (it != jobs_.end() && !it->second->handed_over &&
+        it->second->job.state() == v1::JOB_STATE_RUNNING) {
       RequeueOrFailLocked(*it->second, absl::StrCat(agent->id, " disappeared"));
     }
     agent->busy_task.clear();
@@ -1020,7 +1176,9 @@ void JobManager::DispatchLocked() {
     while (!queue.empty()) {
       std::string job_id = queue.front();
       queue.pop_front();
-      Entry& e = *jobs_.at(job_id);
+      auto it = jobs_.find(job_id);
+      if (it == jobs_.end() || it->second->handed_over) continue;
+      Entry& e = *it->second;
       if (e.job.state() != v1::JOB_STATE_QUEUED) continue;
       agent->busy_task = job_id;
       e.job.set_agent_id(agent->id);
@@ -1069,6 +1227,18 @@ bool JobManager::NextAgentMessages(const std::shared_ptr<AgentLink>& agent, int 
 }
 
 std::vector<v1::Device> JobManager::Devices() {
+  if (cluster_ != nullptr) {  // every instance's agents and queues
+    absl::StatusOr<std::vector<v1::Device>> devices = store_->LoadDevices();
+    absl::StatusOr<std::map<std::string, int>> agents = cluster_->AgentsByDevice();
+    absl::StatusOr<std::map<std::string, int>> queued = cluster_->TasksQueuedByDevice();
+    if (devices.ok() && agents.ok() && queued.ok()) {
+      for (v1::Device& d : *devices) {
+        d.set_agents_connected(agents->count(d.key()) ? agents->at(d.key()) : 0);
+        d.set_tasks_queued(queued->count(d.key()) ? queued->at(d.key()) : 0);
+      }
+      return *std::move(devices);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::Device> out;
   for (const auto& [key, device] : devices_) {
@@ -1117,8 +1287,10 @@ void JobManager::MonitorLoop() {
       if (!agent->busy_task.empty()) open_tasks.push_back(agent->busy_task);
     }
     for (const std::string& id : open_tasks) {
-      Entry& e = *jobs_.at(id);
-      if (Terminal(e.job.state()) || now < e.deadline_unix_ms) continue;
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) continue;
+      Entry& e = *it->second;
+      if (e.handed_over || Terminal(e.job.state()) || now < e.deadline_unix_ms) continue;
       std::string where =
           e.job.state() == v1::JOB_STATE_QUEUED
               ? absl::StrCat("no agent of device '", e.job.device_key(), "' took it")
@@ -1133,6 +1305,232 @@ void JobManager::MonitorLoop() {
         agent->context->TryCancel();
       }
     }
+  }
+}
+
+// --- sharing work with the cluster's other instances -----------------------------------------
+
+bool JobManager::RunsHereLocked(const v1::Job& job) const {
+  if (cluster_ == nullptr || job.kind() == v1::JOB_KIND_COMPILE || job.device_key().empty()) {
+    return true;
+  }
+  for (const auto& [id, agent] : agents_) {
+    if (!agent->gone && agent->device_key == job.device_key()) return true;
+  }
+  return false;
+}
+
+void JobManager::HandOverLocked(Entry& e) {
+  const std::string id = e.job.id();
+  e.handed_over = true;
+  e.cancel = true;  // a worker running it is killed; its outcome is not written
+  compile_queue_.erase(std::remove(compile_queue_.begin(), compile_queue_.end(), id),
+                       compile_queue_.end());
+  WithdrawTaskLocked(id, e.job.device_key());
+  for (auto& [agent_id, agent] : agents_) {
+    if (agent->busy_task == id) agent->busy_task.clear();
+  }
+  if (!e.in_worker) ForgetLocked(id);
+}
+
+void JobManager::ForgetLocked(const std::string& id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  const v1::Job& job = it->second->job;
+  if (it->second->counted_active) --active_by_client_[job.client()];
+  if (--stored_by_client_[job.client()] <= 0) stored_by_client_.erase(job.client());
+  auto key = idempotency_.find({job.client(), job.idempotency_key()});
+  if (key != idempotency_.end() && key->second == id) idempotency_.erase(key);
+  // Its watchers follow it through the database from now on.
+  if (auto w = watchers_.find(id); w != watchers_.end()) {
+    RemoteWatch& remote = remote_watchers_[id];
+    remote.last = job.SerializeAsString();
+    for (auto& [subscription, push] : w->second) remote.pushes.emplace(subscription, push);
+    watchers_.erase(w);
+  }
+  jobs_.erase(it);
+}
+
+void JobManager::AdoptLocked(v1::Job job, bool interrupted, std::optional<std::string> input) {
+  if (jobs_.count(job.id()) > 0) ForgetLocked(job.id());  // a stale hand-over
+  auto owned = std::make_unique<Entry>();
+  Entry& e = *owned;
+  e.held_since_ms = NowUnixMs();
+  e.deadline_unix_ms = job.created_unix_ms() + job.deadline_ms();
+  ++stored_by_client_[job.client()];
+  if (!job.idempotency_key().empty()) idempotency_[{job.client(), job.idempotency_key()}] = job.id();
+  const std::string id = job.id();
+  job.set_instance(cluster_->instance());
+  e.job = std::move(job);
+  jobs_[id] = std::move(owned);
+  // Its watchers here follow it from memory again.
+  if (auto w = remote_watchers_.find(id); w != remote_watchers_.end()) {
+    for (auto& [subscription, push] : w->second.pushes) watchers_[id].emplace(subscription, push);
+    remote_watchers_.erase(w);
+  }
+  if (!input.has_value()) return;  // taken to be cancelled
+  JobInput parsed;
+  if (!parsed.ParseFromString(*input)) {
+    TransitionLocked(e, v1::JOB_STATE_FAILED,
+                     "interrupted: the instance running it stopped, and its input is unreadable");
+    return;
+  }
+  e.source = std::move(*parsed.mutable_source());
+  e.fingerprint = parsed.fingerprint();
+  e.options = parsed.options();
+  e.task = std::move(*parsed.mutable_task());
+  e.tune = parsed.tune();
+  if (interrupted) {
+    ResumeLocked(e);
+    return;
+  }
+  // Released by the instance it was submitted to, which had no agent of its device.
+  const bool for_worker = e.job.kind() == v1::JOB_KIND_COMPILE || e.job.kind() == v1::JOB_KIND_TUNE;
+  TransitionLocked(e, v1::JOB_STATE_QUEUED,
+                   absl::StrCat("taken by ", cluster_->instance(), ", where an agent of device '",
+                                e.job.device_key(), "' is connected"));
+  if (for_worker) {
+    compile_queue_.push_back(id);
+    compile_ready_.notify_one();
+  } else {
+    e.task.set_task_id(id);
+    task_queues_[e.job.device_key()].push_back(id);
+    DispatchLocked();
+  }
+}
+
+void JobManager::ClusterLoop() {
+  // Leases are renewed a few times per lease. Claims are polled every 100 ms after one found
+  // work, backing off to 500 ms while none does; an agent arriving or a worker freeing up asks
+  // for one at once.
+  const int64_t renew_every = std::max<int64_t>(200, cluster_->lease_ms() / 4);
+  int64_t poll_ms = 100, next_renew = 0, next_claim = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const int64_t now = NowUnixMs();
+    const bool claim = claim_soon_ || now >= next_claim;
+    claim_soon_ = false;
+    lock.unlock();
+    if (now >= next_renew) {
+      RenewLeases();
+      next_renew = now + renew_every;
+    }
+    if (claim) {
+      poll_ms = ClaimJobs() > 0 ? 100 : std::min<int64_t>(500, poll_ms * 2);
+      next_claim = now + poll_ms;
+    }
+    PollRemoteWatches();
+    lock.lock();
+    const int64_t wait_ms = std::max<int64_t>(
+        1, std::min({next_claim, next_renew, remote_watchers_.empty() ? next_claim : now + 100}) -
+               NowUnixMs());
+    cluster_wake_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                           [&] { return stopping_ || claim_soon_; });
+  }
+}
+
+void JobManager::RenewLeases() {
+  const int64_t asked_ms = NowUnixMs();
+  absl::StatusOr<LeaseRenewal> renewal = cluster_->RenewLeases();
+  if (!renewal.ok()) return;  // readiness reports the database; the next round tries again
+  std::set<std::string> held(renewal->held.begin(), renewal->held.end());
+  std::vector<std::string> release;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Entry*> lost, queued_without_agent;
+  for (auto& [id, e] : jobs_) {
+    if (e->handed_over || Terminal(e->job.state())) continue;
+    if (held.count(id) == 0) {
+      // Held by this instance before the renewal asked, yet not renewed: another instance
+      // claimed it (this one was paused or cut off past its lease).
+      if (e->held_since_ms < asked_ms) lost.push_back(e.get());
+    } else if (e->job.state() == v1::JOB_STATE_QUEUED && !RunsHereLocked(e->job)) {
+      queued_without_agent.push_back(e.get());  // its agent left: another instance may have one
+    }
+  }
+  for (Entry* e : lost) {
+    LogEvent(LogLevel::kWarning, "lease lost: another instance holds the job now",
+             {{"job", e->job.id()}});
+    HandOverLocked(*e);
+  }
+  for (Entry* e : queued_without_agent) {
+    release.push_back(e->job.id());
+    HandOverLocked(*e);
+  }
+  for (const auto& [id, why] : renewal->cancel_requests) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->handed_over || Terminal(it->second->job.state())) continue;
+    Entry& e = *it->second;
+    e.cancel = true;
+    compile_queue_.erase(std::remove(compile_queue_.begin(), compile_queue_.end(), id),
+                         compile_queue_.end());
+    WithdrawTaskLocked(id, e.job.device_key());
+    TransitionLocked(e, v1::JOB_STATE_CANCELLED, why);
+  }
+  if (!release.empty()) cluster_->ReleaseJobs(release).IgnoreError();  // or the lease runs out
+}
+
+int JobManager::ClaimJobs() {
+  bool compiles;
+  std::vector<std::string> keys;
+  int limit;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_ || !store_health_.ok()) return 0;
+    const int free_workers = std::max(1, options_.workers) - workers_busy_ -
+                             static_cast<int>(compile_queue_.size());
+    compiles = free_workers > 0;
+    std::set<std::string> idle_keys;
+    for (const auto& [id, agent] : agents_) {
+      if (agent->gone || !agent->busy_task.empty() || !agent->busy_measurement.empty()) continue;
+      if (task_queues_[agent->device_key].empty()) idle_keys.insert(agent->device_key);
+    }
+    keys.assign(idle_keys.begin(), idle_keys.end());
+    limit = std::max<int>(std::max(free_workers, 0), static_cast<int>(keys.size()));
+  }
+  if (limit == 0 || (!compiles && keys.empty())) return 0;
+  absl::StatusOr<std::vector<ClaimedJob>> claimed = cluster_->ClaimJobs(compiles, keys, limit);
+  if (!claimed.ok()) return 0;
+  for (ClaimedJob& c : *claimed) {
+    absl::StatusOr<std::optional<std::string>> input = store_->GetJobInput(c.job.id());
+    std::lock_guard<std::mutex> lock(mu_);
+    LogEvent(LogLevel::kInfo, "job claimed",
+             {{"job", c.job.id()},
+              {"kind", v1::JobKind_Name(c.job.kind())},
+              {"from", c.interrupted ? "an instance whose lease ran out" : "released"}});
+    if (!input.ok() || !input->has_value()) {
+      const std::string id = c.job.id();
+      AdoptLocked(std::move(c.job), false, std::nullopt);
+      TransitionLocked(*jobs_.at(id), v1::JOB_STATE_FAILED,
+                       "interrupted: the instance running it stopped and its input was not kept");
+      continue;
+    }
+    AdoptLocked(std::move(c.job), c.interrupted, std::move(**input));
+  }
+  return static_cast<int>(claimed->size());
+}
+
+void JobManager::PollRemoteWatches() {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, watch] : remote_watchers_) ids.push_back(id);
+  }
+  for (const std::string& id : ids) {
+    absl::StatusOr<std::optional<v1::Job>> stored = store_->GetJob(id);
+    if (!stored.ok() || !stored->has_value()) continue;
+    const v1::Job& job = **stored;
+    std::string row = job.SerializeAsString();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = remote_watchers_.find(id);
+    if (it == remote_watchers_.end() || it->second.last == row) continue;
+    it->second.last = std::move(row);
+    v1::JobEvent event;
+    event.set_job_id(id);
+    event.set_unix_ms(NowUnixMs());
+    event.set_state(job.state());
+    event.set_message(Terminal(job.state()) ? job.reason() : StateName(job.state()));
+    *event.mutable_job() = job;
+    for (auto& [subscription, push] : it->second.pushes) push(event);
   }
 }
 
@@ -1166,8 +1564,20 @@ void JobManager::Drain(int64_t timeout_ms) {
     return false;
   };
   changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return !running(); });
+  std::vector<std::string> handed_back;
+  if (cluster_ != nullptr) {
+    // A draining instance hands its leases back: another instance runs the rest.
+    std::vector<Entry*> unfinished;
+    for (auto& [id, e] : jobs_) {
+      if (!Terminal(e->job.state()) && !e->handed_over) unfinished.push_back(e.get());
+    }
+    for (Entry* e : unfinished) {
+      handed_back.push_back(e->job.id());
+      HandOverLocked(*e);
+    }
+  }
   for (auto& [id, e] : jobs_) {
-    if (Terminal(e->job.state())) continue;
+    if (Terminal(e->job.state()) || e->handed_over) continue;
     e->cancel = true;
     TransitionLocked(*e, v1::JOB_STATE_FAILED,
                      e->job.state() == v1::JOB_STATE_QUEUED
@@ -1180,7 +1590,13 @@ void JobManager::Drain(int64_t timeout_ms) {
   stopping_ = true;
   compile_ready_.notify_all();
   changed_.notify_all();
+  cluster_wake_.notify_all();
   lock.unlock();
+  if (!handed_back.empty()) {
+    absl::Status released = cluster_->ReleaseJobs(handed_back);
+    LogEvent(released.ok() ? LogLevel::kInfo : LogLevel::kWarning, "jobs handed back",
+             {{"jobs", std::to_string(handed_back.size())}, {"status", released.ToString()}});
+  }
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   // The monitor is gone: the inputs of what finished last are deleted here.

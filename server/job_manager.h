@@ -8,6 +8,12 @@
 // that key takes the next task, and a task whose agent disappears goes back to the front of the
 // queue for another agent of the same key. Every state change is saved to the Store and
 // published to watchers.
+//
+// On a store shared by several instances (Store::cluster(), cluster_store.h) each instance runs
+// the jobs it holds: the ones submitted to it — a task or tune only while an agent of its device
+// is here, else it is released — and the ones it claims: compiles whose instance died, tasks and
+// tunes for the devices whose agents it has. A job held elsewhere is read, listed, watched and
+// cancelled through the database, so every instance answers alike.
 #ifndef KILN_SERVER_JOB_MANAGER_H_
 #define KILN_SERVER_JOB_MANAGER_H_
 
@@ -29,6 +35,7 @@
 #include "proto/kiln/v1/agent.pb.h"
 #include "proto/kiln/v1/jobs.pb.h"
 #include "server/artifact_cache.h"
+#include "server/cluster_store.h"
 #include "server/store.h"
 #include "server/worker.pb.h"
 
@@ -229,6 +236,30 @@ class JobManager {
                             bool have_outcome, const std::string& broken, int64_t timeout_ms,
                             const char* what, absl::StatusCode* code);
   void MonitorLoop();
+  // Cluster mode: renews this instance's leases (acting on cancellations asked elsewhere and on
+  // jobs it lost), claims the jobs it may run, releases queued tasks it has no agent for, and
+  // feeds the watchers of jobs held elsewhere.
+  void ClusterLoop();
+  void RenewLeases();
+  int ClaimJobs();  // how many it claimed
+  void PollRemoteWatches();
+  // Whether this instance may run `job`: a compile always, a task or tune while an agent of its
+  // device is here.
+  bool RunsHereLocked(const v1::Job& job) const;
+  // Stops running `e` here without a further row (it is released, or held by another instance
+  // now): its worker or agent is stopped and its watchers follow it through the database. The
+  // entry is forgotten at once, or by its compile thread when a worker still runs it.
+  void HandOverLocked(Entry& e);
+  void ForgetLocked(const std::string& id);
+  // Cancels a job this instance does not hold: claimed and cancelled here when nobody holds it,
+  // else asked of its instance through the database.
+  absl::StatusOr<v1::Job> CancelElsewhere(const std::string& id, const std::string& reason);
+  // Takes a job claimed from the database into this instance: its input is loaded and it is
+  // queued, or failed when no input was kept.
+  void AdoptLocked(v1::Job job, bool interrupted, std::optional<std::string> input);
+  // After a new job's first row: in a cluster another instance may have taken the same
+  // idempotency key a moment earlier (the database refused this row): its job is the answer.
+  std::optional<Submitted> LostKeyRaceLocked(Entry& e);
   int ActiveJobsLocked(const std::string& client) const;
   absl::Status RefuseLocked(const std::string& limit, std::string message);
   // Drops finished jobs past the retention (age, then count) from memory and the store.
@@ -238,6 +269,7 @@ class JobManager {
 
   JobManagerOptions options_;
   Store* store_;
+  ClusterStore* cluster_;  // null for one instance
   ArtifactCache* cache_;
 
   std::mutex mu_;
@@ -245,6 +277,14 @@ class JobManager {
   // Watchers by job: subscription -> push (Subscribe).
   std::map<std::string, std::map<uint64_t, std::function<void(const v1::JobEvent&)>>> watchers_;
   std::map<uint64_t, std::string> watched_job_;  // subscription -> job id
+  // Watchers of jobs held by other instances, fed from the database.
+  struct RemoteWatch {
+    std::string last;  // the job's row as last pushed
+    std::map<uint64_t, std::function<void(const v1::JobEvent&)>> pushes;
+  };
+  std::map<std::string, RemoteWatch> remote_watchers_;
+  std::condition_variable cluster_wake_;  // claim_soon_ or stopping
+  bool claim_soon_ = false;               // an agent arrived or a worker became free
   uint64_t next_subscription_ = 1;
   std::vector<std::string> inputs_done_;
   absl::Status store_health_;  // the store's last answer to Ping   // finished jobs whose stored

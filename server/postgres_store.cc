@@ -1,11 +1,14 @@
 #include "server/postgres_store.h"
 
-#include <chrono>
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
-#include <thread>
+#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace kiln::server {
 namespace {
@@ -22,14 +25,43 @@ const std::vector<std::vector<const char*>>& Migrations() {
        "CREATE INDEX artifacts_by_key ON artifacts (cache_key)"},
       // 2: what an unfinished job needs to run again on the instance that takes over.
       {"CREATE TABLE job_inputs (id TEXT PRIMARY KEY, input BYTEA NOT NULL)"},
+      // 3: several active instances: who holds each unfinished job until when, the columns
+      // every instance queries, and the agents each instance has.
+      {"ALTER TABLE jobs ADD COLUMN state INT NOT NULL DEFAULT 0, "
+       "ADD COLUMN kind INT NOT NULL DEFAULT 0, ADD COLUMN device_key TEXT NOT NULL DEFAULT '', "
+       "ADD COLUMN client TEXT NOT NULL DEFAULT '', "
+       "ADD COLUMN idempotency_key TEXT NOT NULL DEFAULT '', "
+       "ADD COLUMN artifact_digest TEXT NOT NULL DEFAULT '', ADD COLUMN owner TEXT, "
+       "ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0, ADD COLUMN cancel_reason TEXT",
+       "CREATE INDEX jobs_unfinished ON jobs (created_ms) WHERE state IN (1, 2)",
+       "CREATE INDEX jobs_by_owner ON jobs (owner) WHERE state IN (1, 2)",
+       "CREATE INDEX jobs_by_client ON jobs (client, created_ms)",
+       "CREATE UNIQUE INDEX jobs_by_idempotency_key ON jobs (client, idempotency_key) "
+       "WHERE idempotency_key <> ''",
+       "CREATE INDEX jobs_by_artifact ON jobs (artifact_digest, client)",
+       "CREATE TABLE agent_sessions (id TEXT PRIMARY KEY, instance TEXT NOT NULL, "
+       "device_key TEXT NOT NULL, seen_ms BIGINT NOT NULL)"},
   };
   return *migrations;
 }
 
 // Held while migrating: instances starting at once take turns.
 constexpr int64_t kMigrationLock = 0x6b696c6e;  // "kiln"
-// Held by the active instance's session for as long as it lives.
-constexpr int64_t kActiveLock = 0x6b696c6e61;  // "kilna"
+
+// Leases are timed by the database's clock, which every instance shares (theirs may differ).
+constexpr const char* kNowMs = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint";
+// Unfinished: queued or running.
+constexpr const char* kUnfinished = "state IN (1, 2)";
+
+std::string DefaultInstanceName() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::mt19937_64 rng(std::random_device{}());
+  return absl::StrCat(host, ":", getpid(), ":", absl::Hex(rng() & 0xffff, absl::kZeroPad4));
+}
+
+// A list parameter: one element per line (device keys and ids hold no newline).
+std::string Lines(const std::vector<std::string>& items) { return absl::StrJoin(items, "\n"); }
 
 }  // namespace
 
@@ -45,44 +77,18 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
         absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
   }
   std::unique_ptr<PostgresStore> store(new PostgresStore(dir));
+  store->instance_ = options.instance.empty() ? DefaultInstanceName() : options.instance;
+  store->lease_ms_ = std::max<int64_t>(1000, options.lease_ms);
   absl::StatusOr<std::unique_ptr<support::PgConnection>> db = support::PgConnection::Connect(url);
   if (!db.ok()) {
     return absl::Status(db.status().code(), absl::StrCat("store: ", db.status().message()));
   }
   store->db_ = std::move(*db);
   if (absl::Status s = store->Migrate(); !s.ok()) return s;
-  if (!options.take_active_role) return store;
-  bool waiting = false;
-  while (true) {
-    absl::StatusOr<bool> active = store->TryBecomeActive();
-    if (!active.ok()) return active.status();
-    if (*active) return store;
-    if (!waiting && options.on_standby) options.on_standby();
-    waiting = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
+  return store;
 }
 
-absl::StatusOr<bool> PostgresStore::TryBecomeActive() const {
-  absl::StatusOr<support::PgResult> r = db_->Query(
-      "SELECT pg_try_advisory_lock($1::bigint)::int::bigint", {absl::StrCat(kActiveLock)});
-  if (!r.ok()) return r.status();
-  return r->Int(0, 0) == 1;
-}
-
-absl::Status PostgresStore::Ping() {
-  if (absl::StatusOr<support::PgResult> r = db_->Query("SELECT 1", {}); !r.ok()) return r.status();
-  if (db_->TakeReset()) {  // a new session: it holds no lock until it takes it again
-    absl::StatusOr<bool> active = TryBecomeActive();
-    if (!active.ok()) return active.status();
-    if (!*active) lost_active_ = true;
-  }
-  if (lost_active_) {
-    return absl::AbortedError(
-        "store: after reconnecting to PostgreSQL another kilnd is active on this database");
-  }
-  return absl::OkStatus();
-}
+absl::Status PostgresStore::Ping() { return db_->Query("SELECT 1", {}).status(); }
 
 PostgresStore::~PostgresStore() = default;
 
@@ -135,15 +141,30 @@ absl::Status PostgresStore::Migrate() {
 }
 
 uint64_t PostgresStore::SaveJob(const v1::Job& job) {
+  // A new job is held by this instance; a later row is written only while it still holds it.
   absl::StatusOr<support::PgResult> r = db_->Query(
-      "INSERT INTO jobs (id, created_ms, job) VALUES ($1, $2, $3) "
-      "ON CONFLICT (id) DO UPDATE SET job = excluded.job, created_ms = excluded.created_ms",
-      {job.id(), absl::StrCat(job.created_unix_ms()), job.SerializeAsString()},
+      absl::StrCat("INSERT INTO jobs (id, created_ms, job, state, kind, device_key, client, "
+                   "idempotency_key, artifact_digest, owner, lease_until_ms) "
+                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, ",
+                   kNowMs,
+                   " + $11) ON CONFLICT (id) DO UPDATE SET job = excluded.job, "
+                   "created_ms = excluded.created_ms, state = excluded.state, "
+                   "artifact_digest = excluded.artifact_digest "
+                   "WHERE jobs.owner = excluded.owner RETURNING id"),
+      {job.id(), absl::StrCat(job.created_unix_ms()), job.SerializeAsString(),
+       absl::StrCat(static_cast<int>(job.state())), absl::StrCat(static_cast<int>(job.kind())),
+       job.device_key(), job.client(), job.idempotency_key(), job.artifact_digest(), instance_,
+       absl::StrCat(lease_ms_)},
       {false, false, true});
   std::lock_guard<std::mutex> lock(tickets_mu_);
   const uint64_t ticket = ++ticket_;
-  if (!r.ok()) {
-    failed_[ticket] = r.status();
+  absl::Status status = r.status();
+  if (r.ok() && r->rows() == 0) {
+    status = absl::FailedPreconditionError(
+        absl::StrCat("store: job ", job.id(), " is held by another instance now"));
+  }
+  if (!status.ok()) {
+    failed_[ticket] = status;
     if (failed_.size() > 1024) failed_.erase(failed_.begin());  // nobody waits that long
   }
   return ticket;
@@ -170,9 +191,13 @@ absl::StatusOr<std::vector<v1::Job>> PostgresStore::LoadJobs(int limit) {
   absl::StatusOr<support::PgResult> r =
       db_->Query("SELECT job FROM jobs ORDER BY created_ms DESC LIMIT $1", {absl::StrCat(limit)});
   if (!r.ok()) return r.status();
+  return ParseJobs(*r, 0);
+}
+
+std::vector<v1::Job> PostgresStore::ParseJobs(const support::PgResult& r, int column) const {
   std::vector<v1::Job> jobs;
-  for (int i = 0; i < r->rows(); ++i) {
-    if (!jobs.emplace_back().ParseFromString(r->Bytes(i, 0))) jobs.pop_back();
+  for (int i = 0; i < r.rows(); ++i) {
+    if (!jobs.emplace_back().ParseFromString(r.Bytes(i, column))) jobs.pop_back();
   }
   return jobs;
 }
@@ -351,6 +376,159 @@ absl::Status PostgresStore::DeleteJobInputs(const std::vector<std::string>& ids)
     }
   }
   return absl::OkStatus();
+}
+
+// --- work shared between instances --------------------------------------------------------
+
+absl::StatusOr<std::vector<ClaimedJob>> PostgresStore::ClaimJobs(
+    bool compiles, const std::vector<std::string>& device_keys, int limit) {
+  absl::StatusOr<support::PgResult> r = db_->Query(
+      absl::StrCat("WITH free AS (SELECT id, owner FROM jobs WHERE ", kUnfinished,
+                   " AND (owner IS NULL OR lease_until_ms < ", kNowMs,
+                   ") AND ((kind = 1 AND $1 = 1) OR "
+                   "(kind <> 1 AND device_key = ANY(string_to_array($2, E'\\n')))) "
+                   "ORDER BY created_ms LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                   "UPDATE jobs SET owner = $4, lease_until_ms = ",
+                   kNowMs,
+                   " + $5 FROM free WHERE jobs.id = free.id "
+                   "RETURNING jobs.job, (free.owner IS NOT NULL)::int::bigint"),
+      {compiles ? "1" : "0", Lines(device_keys), absl::StrCat(limit), instance_,
+       absl::StrCat(lease_ms_)});
+  if (!r.ok()) return r.status();
+  std::vector<ClaimedJob> claimed;
+  for (int i = 0; i < r->rows(); ++i) {
+    ClaimedJob c;
+    if (!c.job.ParseFromString(r->Bytes(i, 0))) continue;
+    c.interrupted = r->Int(i, 1) == 1;
+    claimed.push_back(std::move(c));
+  }
+  return claimed;
+}
+
+absl::StatusOr<std::optional<v1::Job>> PostgresStore::ClaimJob(const std::string& id) {
+  absl::StatusOr<support::PgResult> r = db_->Query(
+      absl::StrCat("UPDATE jobs SET owner = $2, lease_until_ms = ", kNowMs,
+                   " + $3 WHERE id = $1 AND ", kUnfinished, " AND (owner IS NULL OR owner = $2 OR ",
+                   "lease_until_ms < ", kNowMs, ") RETURNING job"),
+      {id, instance_, absl::StrCat(lease_ms_)});
+  if (!r.ok()) return r.status();
+  std::vector<v1::Job> jobs = ParseJobs(*r, 0);
+  if (jobs.empty()) return std::optional<v1::Job>();
+  return std::optional<v1::Job>(std::move(jobs[0]));
+}
+
+absl::StatusOr<LeaseRenewal> PostgresStore::RenewLeases() {
+  absl::StatusOr<support::PgResult> r = db_->Query(
+      absl::StrCat("UPDATE jobs SET lease_until_ms = ", kNowMs, " + $2 WHERE owner = $1 AND ",
+                   kUnfinished, " RETURNING id, cancel_reason"),
+      {instance_, absl::StrCat(lease_ms_)});
+  if (!r.ok()) return r.status();
+  LeaseRenewal renewal;
+  for (int i = 0; i < r->rows(); ++i) {
+    renewal.held.push_back(r->Bytes(i, 0));
+    if (!r->null(i, 1)) renewal.cancel_requests[r->Bytes(i, 0)] = r->Bytes(i, 1);
+  }
+  // This instance's agents are alive; sessions of instances long gone are forgotten.
+  if (absl::Status s = db_->Query(absl::StrCat("UPDATE agent_sessions SET seen_ms = ", kNowMs,
+                                               " WHERE instance = $1"),
+                                  {instance_})
+                           .status();
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = db_->Query(absl::StrCat("DELETE FROM agent_sessions WHERE seen_ms < ",
+                                               kNowMs, " - 10 * $1::bigint"),
+                                  {absl::StrCat(lease_ms_)})
+                           .status();
+      !s.ok()) {
+    return s;
+  }
+  return renewal;
+}
+
+absl::Status PostgresStore::ReleaseJobs(const std::vector<std::string>& ids) {
+  if (ids.empty()) return absl::OkStatus();
+  return db_
+      ->Query("UPDATE jobs SET owner = NULL WHERE id = ANY(string_to_array($1, E'\\n')) AND "
+              "owner = $2",
+              {Lines(ids), instance_})
+      .status();
+}
+
+absl::Status PostgresStore::RequestCancel(const std::string& id, const std::string& reason) {
+  return db_
+      ->Query(absl::StrCat("UPDATE jobs SET cancel_reason = $2 WHERE id = $1 AND ", kUnfinished),
+              {id, reason})
+      .status();
+}
+
+absl::StatusOr<std::vector<v1::Job>> PostgresStore::ListJobs(v1::JobState state,
+                                                             const std::string& client,
+                                                             int limit) {
+  absl::StatusOr<support::PgResult> r = db_->Query(
+      "SELECT job FROM jobs WHERE ($1 = 0 OR state = $1) AND ($2 = '' OR client = $2) "
+      "ORDER BY created_ms DESC, id DESC LIMIT $3",
+      {absl::StrCat(static_cast<int>(state)), client, absl::StrCat(limit)});
+  if (!r.ok()) return r.status();
+  return ParseJobs(*r, 0);
+}
+
+absl::StatusOr<std::optional<v1::Job>> PostgresStore::FindIdempotent(const std::string& client,
+                                                                     const std::string& key) {
+  absl::StatusOr<support::PgResult> r = db_->Query(
+      "SELECT job FROM jobs WHERE client = $1 AND idempotency_key = $2", {client, key});
+  if (!r.ok()) return r.status();
+  std::vector<v1::Job> jobs = ParseJobs(*r, 0);
+  if (jobs.empty()) return std::optional<v1::Job>();
+  return std::optional<v1::Job>(std::move(jobs[0]));
+}
+
+absl::StatusOr<bool> PostgresStore::ClientHasArtifact(const std::string& client,
+                                                      const std::string& digest) {
+  absl::StatusOr<support::PgResult> r = db_->Query(
+      "SELECT 1::bigint FROM jobs WHERE artifact_digest = $1 AND client = $2 LIMIT 1",
+      {digest, client});
+  if (!r.ok()) return r.status();
+  return r->rows() > 0;
+}
+
+absl::Status PostgresStore::PutAgentSession(const std::string& agent_id,
+                                            const std::string& device_key) {
+  return db_
+      ->Query(absl::StrCat("INSERT INTO agent_sessions (id, instance, device_key, seen_ms) "
+                           "VALUES ($1, $2, $3, ",
+                           kNowMs, ") ON CONFLICT (id) DO UPDATE SET seen_ms = excluded.seen_ms"),
+              {absl::StrCat(instance_, "/", agent_id), instance_, device_key})
+      .status();
+}
+
+absl::Status PostgresStore::DropAgentSession(const std::string& agent_id) {
+  return db_
+      ->Query("DELETE FROM agent_sessions WHERE id = $1", {absl::StrCat(instance_, "/", agent_id)})
+      .status();
+}
+
+absl::StatusOr<std::map<std::string, int>> PostgresStore::AgentsByDevice() {
+  absl::StatusOr<support::PgResult> r =
+      db_->Query(absl::StrCat("SELECT device_key, COUNT(*)::bigint FROM agent_sessions "
+                              "WHERE seen_ms >= ",
+                              kNowMs, " - $1::bigint GROUP BY device_key"),
+                 {absl::StrCat(lease_ms_)});
+  if (!r.ok()) return r.status();
+  std::map<std::string, int> agents;
+  for (int i = 0; i < r->rows(); ++i) agents[r->Bytes(i, 0)] = static_cast<int>(r->Int(i, 1));
+  return agents;
+}
+
+absl::StatusOr<std::map<std::string, int>> PostgresStore::TasksQueuedByDevice() {
+  absl::StatusOr<support::PgResult> r =
+      db_->Query("SELECT device_key, COUNT(*)::bigint FROM jobs WHERE state = 1 AND "
+                 "kind IN (2, 3) GROUP BY device_key",
+                 {});
+  if (!r.ok()) return r.status();
+  std::map<std::string, int> queued;
+  for (int i = 0; i < r->rows(); ++i) queued[r->Bytes(i, 0)] = static_cast<int>(r->Int(i, 1));
+  return queued;
 }
 
 }  // namespace kiln::server

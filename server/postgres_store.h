@@ -8,30 +8,26 @@
 // SaveJob's row is committed when it returns. One connection behind a mutex; a broken
 // connection is reset on the next call.
 //
-// One instance is active on a database at a time: Open waits (a standby) until it holds the
-// "active" advisory lock, which PostgreSQL releases when the active instance's session ends —
-// killed, crashed, cut off — so a standby takes over by itself. Jobs are not yet leased to
-// instances, which is what several active instances would need.
+// Every instance on the database is active and shares the work (ClusterStore): each unfinished
+// job is held by one instance under a lease it renews, and the jobs of an instance that died are
+// claimed by the others once its leases run out (`SELECT ... FOR UPDATE SKIP LOCKED`).
 #ifndef KILN_SERVER_POSTGRES_STORE_H_
 #define KILN_SERVER_POSTGRES_STORE_H_
 
-#include <functional>
 #include <map>
 #include <mutex>
 
 #include "compiler/support/postgres_connection.h"
+#include "server/cluster_store.h"
 #include "server/store.h"
 
 namespace kiln::server {
 
-class PostgresStore final : public Store {
+class PostgresStore final : public Store, public ClusterStore {
  public:
   struct OpenOptions {
-    // Return only once this instance is the active one (kilnd); false opens the store beside
-    // the active instance (tools, tests).
-    bool take_active_role = false;
-    // Called once when another instance is active and Open starts waiting.
-    std::function<void()> on_standby;
+    std::string instance;     // empty: host:pid:random
+    int64_t lease_ms = 10000;  // how long a held job outlives its instance's last renewal
   };
   // `url`: a libpq connection string ("postgresql://kiln@127.0.0.1:5432/kiln" or "host=...").
   static absl::StatusOr<std::unique_ptr<PostgresStore>> Open(const std::string& url,
@@ -64,9 +60,29 @@ class PostgresStore final : public Store {
   absl::Status PutJobInput(const std::string& id, const std::string& input) override;
   absl::StatusOr<std::optional<std::string>> GetJobInput(const std::string& id) override;
   absl::Status DeleteJobInputs(const std::vector<std::string>& ids) override;
-  // Unavailable while the database cannot be reached; Aborted when, reconnected, this instance
-  // finds another one active (it must stop: its jobs are that one's now).
+  // Unavailable while the database cannot be reached.
   absl::Status Ping() override;
+  ClusterStore* cluster() override { return this; }
+
+  const std::string& instance() const override { return instance_; }
+  int64_t lease_ms() const override { return lease_ms_; }
+  absl::StatusOr<std::vector<ClaimedJob>> ClaimJobs(bool compiles,
+                                                    const std::vector<std::string>& device_keys,
+                                                    int limit) override;
+  absl::StatusOr<std::optional<v1::Job>> ClaimJob(const std::string& id) override;
+  absl::StatusOr<LeaseRenewal> RenewLeases() override;
+  absl::Status ReleaseJobs(const std::vector<std::string>& ids) override;
+  absl::Status RequestCancel(const std::string& id, const std::string& reason) override;
+  absl::StatusOr<std::vector<v1::Job>> ListJobs(v1::JobState state, const std::string& client,
+                                                int limit) override;
+  absl::StatusOr<std::optional<v1::Job>> FindIdempotent(const std::string& client,
+                                                        const std::string& key) override;
+  absl::StatusOr<bool> ClientHasArtifact(const std::string& client,
+                                         const std::string& digest) override;
+  absl::Status PutAgentSession(const std::string& agent_id, const std::string& device_key) override;
+  absl::Status DropAgentSession(const std::string& agent_id) override;
+  absl::StatusOr<std::map<std::string, int>> AgentsByDevice() override;
+  absl::StatusOr<std::map<std::string, int>> TasksQueuedByDevice() override;
 
   // The schema version this binary migrates to.
   static int SchemaVersion();
@@ -74,11 +90,11 @@ class PostgresStore final : public Store {
  private:
   explicit PostgresStore(std::string dir) : Store(std::move(dir)) {}
   absl::Status Migrate();
-  // Takes the active lock on the current session; false when another instance holds it.
-  absl::StatusOr<bool> TryBecomeActive() const;
+  std::vector<v1::Job> ParseJobs(const support::PgResult& r, int column) const;
 
   std::unique_ptr<support::PgConnection> db_;
-  bool lost_active_ = false;
+  std::string instance_;
+  int64_t lease_ms_ = 10000;
   std::mutex tickets_mu_;
   uint64_t ticket_ = 0;
   std::map<uint64_t, absl::Status> failed_;  // the saves that failed, by ticket

@@ -3,7 +3,6 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -20,6 +19,7 @@
 #include "server/http_server.h"
 #include "server/kiln_service.h"
 #include "server/log.h"
+#include "server/cluster_store.h"
 #include "server/postgres_store.h"
 #include "server/store.h"
 
@@ -219,13 +219,9 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   if (options.postgres_url.empty()) {
     store = Store::Open(options.store_dir);
   } else {
-    // A standby waits here, not listening, until the active instance's session ends.
     PostgresStore::OpenOptions open;
-    open.take_active_role = true;
-    open.on_standby = [] {
-      LogEvent(LogLevel::kInfo, "standby",
-               {{"reason", "another kilnd is active on this database; waiting to take over"}});
-    };
+    open.instance = options.instance;
+    open.lease_ms = options.lease_ms;
     store = PostgresStore::Open(options.postgres_url, options.store_dir, open);
   }
   if (!store.ok()) return store.status();
@@ -258,7 +254,10 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
     dashboard.cache = p->cache.get();
     dashboard.store = p->store.get();
     dashboard.auth = [&ctx] { return ctx.Auth(); };
-    const std::string instance = absl::StrCat(HostName(), ":", server->port_);
+    // A cluster's instance is named as in its leases (server/cluster_store.h).
+    const std::string instance = p->store->cluster() != nullptr
+                                     ? p->store->cluster()->instance()
+                                     : absl::StrCat(HostName(), ":", server->port_);
     const std::string database = options.postgres_url.empty() ? "sqlite" : "postgresql";
     dashboard.metrics = [p, instance, database] {
       return RenderMetrics(*p->jobs, *p->cache, *p->store, instance, database);
@@ -309,13 +308,6 @@ void KilnServer::ReadinessLoop() {
     }
     absl::Status store = parts_->store->Ping();
     parts_->jobs->SetStoreHealth(store);
-    if (store.code() == absl::StatusCode::kAborted) {
-      // Another instance holds the database now: stop the way an operator would.
-      LogEvent(LogLevel::kError, "no longer the active instance", {{"reason", store.ToString()}});
-      server_->GetHealthCheckService()->SetServingStatus(false);
-      kill(getpid(), SIGTERM);
-      return;
-    }
     if (store.ok() != serving) {
       serving = store.ok();
       server_->GetHealthCheckService()->SetServingStatus(serving);

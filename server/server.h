@@ -23,6 +23,10 @@ struct ServerOptions {
   // A libpq connection string: the state lives in PostgreSQL, shared by every instance that
   // opens the same database (PostgresStore). Empty: the embedded SQLite store.
   std::string postgres_url;
+  // With postgres_url: this instance's name in leases and metrics (empty: host:pid:random), and
+  // how long a job it holds outlives its last renewal (how soon another instance takes over).
+  std::string instance;
+  int64_t lease_ms = 10000;
   // Prometheus metrics at http://metrics_address:metrics_port/metrics; -1 turns them off, 0
   // picks a free port.
   std::string metrics_address = "127.0.0.1";

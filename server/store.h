@@ -25,6 +25,8 @@
 
 namespace kiln::server {
 
+class ClusterStore;
+
 struct ArtifactRecord {
   std::string digest;
   std::string cache_key;  // empty for artifacts uploaded by clients
@@ -76,6 +78,8 @@ class Store {
   virtual absl::Status DeleteJobInputs(const std::vector<std::string>& ids) = 0;
   // OK while the store can be used: what readiness reports (an embedded store always can).
   virtual absl::Status Ping() { return absl::OkStatus(); }
+  // The work this store shares with other instances (cluster_store.h); null for one instance.
+  virtual ClusterStore* cluster() { return nullptr; }
 
   const std::string& dir() const { return dir_; }
   // Where an artifact's bytes live on this machine (whether or not it is stored).

@@ -7,6 +7,7 @@
 #include <postgresql/libpq-fe.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -248,6 +249,119 @@ TEST(PostgresStore, ARestartedServerIsReconnected) {
   absl::StatusOr<std::optional<v1::Job>> back = (*store)->GetJob("job-7");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(back->has_value());
+}
+
+// ---- Several active instances: leases, claims, fencing ----
+
+v1::Job Unfinished(int i, v1::JobKind kind, const std::string& device_key = "") {
+  v1::Job job = MakeJob(i, v1::JOB_STATE_QUEUED);
+  job.set_kind(kind);
+  job.set_device_key(device_key);
+  job.set_client("alice");
+  return job;
+}
+
+std::unique_ptr<PostgresStore> Instance(const std::string& url, const std::string& name) {
+  PostgresStore::OpenOptions options;
+  options.instance = name;
+  options.lease_ms = 1000;
+  absl::StatusOr<std::unique_ptr<PostgresStore>> store =
+      PostgresStore::Open(url, Dir("pg_" + name), options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+std::vector<std::string> Ids(const std::vector<ClaimedJob>& claimed) {
+  std::vector<std::string> ids;
+  for (const ClaimedJob& c : claimed) ids.push_back(c.job.id());
+  return ids;
+}
+
+TEST(PostgresStore, ADeadInstancesJobsAreClaimedOnceItsLeaseRunsOut) {
+  const std::string url = FreshDatabase();
+  std::unique_ptr<PostgresStore> a = Instance(url, "a"), b = Instance(url, "b");
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->AwaitSaved(a->SaveJob(Unfinished(1, v1::JOB_KIND_COMPILE))).ok());
+  // Held by a while it renews.
+  EXPECT_THAT(Ids(*b->ClaimJobs(true, {}, 10)), ::testing::IsEmpty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  absl::StatusOr<LeaseRenewal> renewed = a->RenewLeases();
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  EXPECT_THAT(renewed->held, ::testing::ElementsAre("job-1"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_THAT(Ids(*b->ClaimJobs(true, {}, 10)), ::testing::IsEmpty());
+  // a stops renewing: b takes it, as interrupted, exactly once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  absl::StatusOr<std::vector<ClaimedJob>> claimed = b->ClaimJobs(true, {}, 10);
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  ASSERT_THAT(Ids(*claimed), ::testing::ElementsAre("job-1"));
+  EXPECT_TRUE((*claimed)[0].interrupted);
+  EXPECT_THAT(Ids(*b->ClaimJobs(true, {}, 10)), ::testing::IsEmpty());
+  // a, back from a pause, no longer holds it and may not write it: b's row stands.
+  EXPECT_THAT(a->RenewLeases()->held, ::testing::IsEmpty());
+  v1::Job stale = Unfinished(1, v1::JOB_KIND_COMPILE);
+  stale.set_state(v1::JOB_STATE_FAILED);
+  EXPECT_EQ(a->AwaitSaved(a->SaveJob(stale)).code(), absl::StatusCode::kFailedPrecondition);
+  v1::Job done = Unfinished(1, v1::JOB_KIND_COMPILE);
+  done.set_state(v1::JOB_STATE_SUCCEEDED);
+  ASSERT_TRUE(b->AwaitSaved(b->SaveJob(done)).ok());
+  EXPECT_EQ((*a->GetJob("job-1"))->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_THAT(b->RenewLeases()->held, ::testing::IsEmpty());  // finished: nothing to hold
+}
+
+TEST(PostgresStore, ReleasedTasksGoToAnInstanceWithAnAgentOfTheirDevice) {
+  const std::string url = FreshDatabase();
+  std::unique_ptr<PostgresStore> a = Instance(url, "a"), b = Instance(url, "b");
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->AwaitSaved(a->SaveJob(Unfinished(1, v1::JOB_KIND_INFERENCE, "rpi"))).ok());
+  ASSERT_TRUE(a->AwaitSaved(a->SaveJob(Unfinished(2, v1::JOB_KIND_PROFILE, "jetson"))).ok());
+  ASSERT_TRUE(a->ReleaseJobs({"job-1", "job-2"}).ok());
+  EXPECT_EQ((*b->TasksQueuedByDevice())["rpi"], 1);
+  // Only an instance serving the device takes a task; compiles are not tasks.
+  EXPECT_THAT(Ids(*b->ClaimJobs(true, {"x86"}, 10)), ::testing::IsEmpty());
+  absl::StatusOr<std::vector<ClaimedJob>> claimed = b->ClaimJobs(false, {"rpi", "x86"}, 10);
+  ASSERT_THAT(Ids(*claimed), ::testing::ElementsAre("job-1"));
+  EXPECT_FALSE((*claimed)[0].interrupted);  // released, never started
+  EXPECT_THAT(b->RenewLeases()->held, ::testing::ElementsAre("job-1"));
+  // A cancellation asked through a reaches b at its next renewal.
+  ASSERT_TRUE(a->RequestCancel("job-1", "cancelled by the client").ok());
+  absl::StatusOr<LeaseRenewal> renewal = b->RenewLeases();
+  ASSERT_TRUE(renewal.ok());
+  EXPECT_EQ(renewal->cancel_requests["job-1"], "cancelled by the client");
+  // Nobody holds job-2: a single job can be taken (to cancel it), then it is held.
+  EXPECT_TRUE(b->ClaimJob("job-2")->has_value());
+  EXPECT_FALSE(a->ClaimJob("job-2")->has_value());
+}
+
+TEST(PostgresStore, EveryInstanceAnswersAlike) {
+  const std::string url = FreshDatabase();
+  std::unique_ptr<PostgresStore> a = Instance(url, "a"), b = Instance(url, "b");
+  ASSERT_TRUE(a && b);
+  v1::Job keyed = Unfinished(1, v1::JOB_KIND_COMPILE);
+  keyed.set_idempotency_key("retry-1");
+  keyed.set_artifact_digest("abc");
+  ASSERT_TRUE(a->AwaitSaved(a->SaveJob(keyed)).ok());
+  ASSERT_TRUE(b->AwaitSaved(b->SaveJob(Unfinished(2, v1::JOB_KIND_INFERENCE, "rpi"))).ok());
+  // One key, one job, cluster-wide: a second job with it is refused as AlreadyExists.
+  v1::Job again = Unfinished(3, v1::JOB_KIND_COMPILE);
+  again.set_idempotency_key("retry-1");
+  EXPECT_EQ(b->AwaitSaved(b->SaveJob(again)).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ((*b->FindIdempotent("alice", "retry-1"))->id(), "job-1");
+  EXPECT_FALSE(b->FindIdempotent("bob", "retry-1")->has_value());
+  EXPECT_TRUE(*b->ClientHasArtifact("alice", "abc"));
+  EXPECT_FALSE(*b->ClientHasArtifact("bob", "abc"));
+  absl::StatusOr<std::vector<v1::Job>> alices = a->ListJobs(v1::JOB_STATE_QUEUED, "alice", 10);
+  ASSERT_TRUE(alices.ok()) << alices.status();
+  std::vector<std::string> listed;
+  for (const v1::Job& j : *alices) listed.push_back(j.id());
+  EXPECT_THAT(listed, ::testing::ElementsAre("job-2", "job-1"));  // newest first
+  EXPECT_THAT(*a->ListJobs(v1::JOB_STATE_QUEUED, "bob", 10), ::testing::IsEmpty());
+  // Agents: counted wherever they are connected, until their session ends.
+  ASSERT_TRUE(a->PutAgentSession("agent-1", "rpi").ok());
+  ASSERT_TRUE(b->PutAgentSession("agent-1", "rpi").ok());  // b's own agent-1
+  EXPECT_EQ((*b->AgentsByDevice())["rpi"], 2);
+  ASSERT_TRUE(a->DropAgentSession("agent-1").ok());
+  EXPECT_EQ((*b->AgentsByDevice())["rpi"], 1);
 }
 
 }  // namespace

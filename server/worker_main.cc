@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -43,9 +44,14 @@ void Fail(const absl::Status& status, CompileOutcome* outcome) {
 
 #ifdef KILN_WORKER_TEST_HOOKS
 // Only in the test build (//server:kiln-worker-test-hooks): a module with one of these names
-// makes the front end misbehave, so tests can show what a crashing front end costs.
+// makes the front end misbehave, so tests can show what a crashing front end costs (or slow,
+// so a test can act while a compile surely runs).
 void TestHooks(const std::string& module_name) {
   if (module_name == "kiln-test-abort-in-frontend") std::abort();
+  // Slow, then as usual: a job that is surely running when a test kills its kilnd.
+  if (module_name == "kiln-test-slow-frontend") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  }
   if (module_name == "kiln-test-spin-in-frontend") {
     for (volatile uint64_t i = 0;; i = i + 1) {
     }

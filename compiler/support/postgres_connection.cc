@@ -74,10 +74,13 @@ absl::StatusOr<PgResult> PgConnection::Query(const std::string& sql,
   ExecStatusType status = PQresultStatus(r);
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return PgResult(r);
   std::string message = r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+  const char* sqlstate = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  const bool unique_violation = sqlstate != nullptr && std::string(sqlstate) == "23505";
   PQclear(r);
   while (!message.empty() && message.back() == '\n') message.pop_back();
   std::string what = absl::StrCat("PostgreSQL: ", message, " (in: ", sql.substr(0, 60), ")");
   if (PQstatus(conn_) != CONNECTION_OK) return absl::UnavailableError(what);
+  if (unique_violation) return absl::AlreadyExistsError(what);
   return absl::InternalError(what);
 }
 

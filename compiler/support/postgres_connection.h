@@ -42,7 +42,8 @@ class PgConnection {
   ~PgConnection();
 
   // Runs `sql` with `params` ($1, $2, ...; binary[i] marks bytea ones). Unavailable when the
-  // server cannot be reached, Internal for an error of the statement.
+  // server cannot be reached, AlreadyExists for a violated unique constraint, Internal for another
+  // error of the statement.
   absl::StatusOr<PgResult> Query(const std::string& sql,
                                  const std::vector<std::string>& params = {},
                                  const std::vector<bool>& binary = {}) const;
