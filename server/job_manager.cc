@@ -1382,6 +1382,8 @@ void JobManager::AdoptLocked(v1::Job job, bool interrupted, std::optional<std::s
   e.tune = parsed.tune();
   if (interrupted) {
     ResumeLocked(e);
+    compile_ready_.notify_one();
+    DispatchLocked();
     return;
   }
   // Released by the instance it was submitted to, which had no agent of its device.

@@ -13,6 +13,7 @@
 #include <new>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/backend/build.h"
 #include "compiler/codegen/codegen_llvm.h"
@@ -49,7 +50,7 @@ void Fail(const absl::Status& status, CompileOutcome* outcome) {
 void TestHooks(const std::string& module_name) {
   if (module_name == "kiln-test-abort-in-frontend") std::abort();
   // Slow, then as usual: a job that is surely running when a test kills its kilnd.
-  if (module_name == "kiln-test-slow-frontend") {
+  if (absl::StartsWith(module_name, "kiln-test-slow-frontend")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   }
   if (module_name == "kiln-test-spin-in-frontend") {

@@ -1,12 +1,13 @@
 // kilnd on PostgreSQL (--postgres): the state outlives the instance that wrote it. An instance
-// compiles and runs a model while a second one, with its own local directory, waits as a
-// standby; the first is killed with SIGKILL, the standby takes over by itself and answers for
-// everything the first one did — the jobs, the artifact's bytes, the device — and a resubmit
-// there is a cache hit. Readiness follows the database: NOT_SERVING while it is down, SERVING
-// once it is back.
+// compiles and runs a model while a second one, with its own local directory, serves beside it;
+// the first is killed with SIGKILL, and the second answers for everything the first one did —
+// the jobs, the artifact's bytes, the device, the tuning records — and a resubmit there is a
+// cache hit. A task goes to the instance that has an agent of its device. Readiness follows the
+// database: NOT_SERVING while it is down, SERVING once it is back.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -70,24 +71,12 @@ TEST(PostgresService, AnotherInstanceAnswersForAKilledOne) {
   v1::Job profiled = Finish(**a, (*a)->SubmitProfile(profile));
   ASSERT_EQ(profiled.state(), v1::JOB_STATE_SUCCEEDED) << profiled.reason();
 
-  Cluster second("second");  // another directory: nothing local is shared
-  absl::Status second_started;
-  std::thread standby([&] { second_started = second.StartDaemon({"--postgres", *url}); });
-  const std::string second_log = second.dir() + "/kilnd.0.log";
-  bool waiting = false;
-  for (int i = 0; i < 300 && !waiting; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::ifstream in(second_log);
-    std::stringstream log;
-    log << in.rdbuf();
-    waiting = log.str().find("\"standby\"") != std::string::npos;
-    EXPECT_EQ(log.str().find("listening on port"), std::string::npos);  // not while standby
-  }
-  ASSERT_TRUE(waiting) << "the second instance never reported standby";
+  // A second instance on the same database, with its own directory (nothing local is shared),
+  // serving beside the first; then the first dies.
+  Cluster second("second");
+  ASSERT_TRUE(second.StartDaemon({"--postgres", *url}).ok());
   first.daemon().Signal(SIGKILL);
   first.daemon().Wait();
-  standby.join();  // it takes over once the first one's session is gone
-  ASSERT_TRUE(second_started.ok()) << second_started;
   absl::StatusOr<std::unique_ptr<client::KilnClient>> b = second.Client();
   ASSERT_TRUE(b.ok()) << b.status();
   for (const v1::Job& earlier : {compiled, profiled}) {
@@ -121,25 +110,26 @@ TEST(PostgresService, AnotherInstanceAnswersForAKilledOne) {
   EXPECT_EQ(again.artifact_digest(), compiled.artifact_digest());
 }
 
-// A job queued on an instance that dies runs on the one that takes over: the store kept its
-// input, and the new instance resumes it.
-TEST(PostgresService, AJobQueuedOnAKilledInstanceRunsWhereTheStandbyTookOver) {
+// A task submitted to an instance with no agent of its device runs where one is connected: the
+// first instance releases it, and the second, where the agent is, claims it — even with the
+// first instance dead by then.
+TEST(PostgresService, ATaskRunsOnTheInstanceThatHasAnAgentOfItsDevice) {
   absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> postgres =
       kiln::testing::PostgresServer::Start();
   ASSERT_TRUE(postgres.ok()) << postgres.status();
   absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("kiln");
   ASSERT_TRUE(url.ok()) << url.status();
-  Cluster first("resume_first");
-  ASSERT_TRUE(first.StartDaemon({"--postgres", *url}).ok());
+  Cluster first("task_first");
+  ASSERT_TRUE(first.StartDaemon({"--postgres", *url, "--instance", "first"}).ok());
   absl::StatusOr<std::string> agent = first.StartAgent("cpu");
   ASSERT_TRUE(agent.ok()) << agent.status();
   absl::StatusOr<std::unique_ptr<client::KilnClient>> a = first.Client();
   ASSERT_TRUE(a.ok()) << a.status();
   v1::Job compiled = Finish(**a, (*a)->SubmitCompile(Compile("tests/models/tiny_resnet.onnx")));
   ASSERT_EQ(compiled.state(), v1::JOB_STATE_SUCCEEDED) << compiled.reason();
-  // No agent now: the inference waits in the first instance's queue. kilnd notices the dead
-  // agent when its stream breaks, a moment after the process is gone: wait for that, or the
-  // inference could be handed to the dead agent.
+  EXPECT_EQ(compiled.instance(), "first");
+  // The first instance's agent goes away. kilnd notices when its stream breaks, a moment after
+  // the process is gone: wait for that, or the inference could be handed to the dead agent.
   first.agent(*agent).Signal(SIGKILL);
   first.agent(*agent).Wait();
   bool disconnected = false;
@@ -165,24 +155,60 @@ TEST(PostgresService, AJobQueuedOnAKilledInstanceRunsWhereTheStandbyTookOver) {
   absl::StatusOr<v1::SubmitResponse> queued = (*a)->SubmitInference(infer);
   ASSERT_TRUE(queued.ok()) << queued.status();
   ASSERT_EQ(queued->job().state(), v1::JOB_STATE_QUEUED);
+  // Listed as queued for the device by every instance.
+  absl::StatusOr<std::vector<v1::Device>> devices = (*a)->ListDevices();
+  ASSERT_TRUE(devices.ok() && devices->size() == 1) << devices.status();
+  EXPECT_EQ((*devices)[0].tasks_queued(), 1);
 
-  Cluster second("resume_second");
-  absl::Status second_started;
-  std::thread standby([&] { second_started = second.StartDaemon({"--postgres", *url}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   first.daemon().Signal(SIGKILL);
   first.daemon().Wait();
-  standby.join();
-  ASSERT_TRUE(second_started.ok()) << second_started;
+  Cluster second("task_second");
+  ASSERT_TRUE(second.StartDaemon({"--postgres", *url, "--instance", "second"}).ok());
   ASSERT_TRUE(second.StartAgent("cpu").ok());
   absl::StatusOr<std::unique_ptr<client::KilnClient>> b = second.Client();
   ASSERT_TRUE(b.ok()) << b.status();
   absl::StatusOr<v1::Job> done = (*b)->Wait(queued->job().id());
   ASSERT_TRUE(done.ok()) << done.status();
   ASSERT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->reason();
-  EXPECT_EQ(done->attempts(), 2);  // given to no agent on the first, one on the second
+  EXPECT_EQ(done->instance(), "second");
+  EXPECT_EQ(done->attempts(), 1);  // released before any agent had it
   ASSERT_EQ(done->inference().outputs_size(), 1);
   EXPECT_EQ(done->inference().outputs(0).shape(1), 10);
+}
+
+// A draining instance (SIGTERM) hands back the jobs it could not finish within its drain
+// timeout, and another instance runs them at once, without waiting for a lease to run out.
+TEST(PostgresService, ADrainingInstanceHandsItsJobsBack) {
+  absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> postgres =
+      kiln::testing::PostgresServer::Start();
+  ASSERT_TRUE(postgres.ok()) << postgres.status();
+  absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("kiln");
+  ASSERT_TRUE(url.ok()) << url.status();
+  const std::string hooks = std::filesystem::absolute(TestBinaries().worker_with_test_hooks);
+  Cluster first("drain_first"), second("drain_second");
+  // A long lease: a takeover within it can only come from the hand-back.
+  ASSERT_TRUE(first
+                  .StartDaemon({"--postgres", *url, "--instance", "first", "--worker", hooks,
+                                "--drain-timeout-s", "0", "--lease-ms", "600000"})
+                  .ok());
+  ASSERT_TRUE(second.StartDaemon({"--postgres", *url, "--instance", "second", "--worker", hooks})
+                  .ok());
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> a = first.Client();
+  ASSERT_TRUE(a.ok()) << a.status();
+  v1::SubmitCompileRequest slow = Compile("tests/models/mlp_784_128_10.onnx");
+  slow.mutable_module()->set_name("kiln-test-slow-frontend");
+  absl::StatusOr<v1::SubmitResponse> submitted = (*a)->SubmitCompile(slow);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->job().instance(), "first");
+  EXPECT_EQ(first.StopDaemon(), 0);
+  ASSERT_TRUE(first.daemon().WaitForLog("jobs handed back", 1000).ok()) << first.daemon().Log();
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> b = second.Client();
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::StatusOr<v1::Job> done = (*b)->Wait(submitted->job().id());
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->reason();
+  EXPECT_EQ(done->instance(), "second");
+  EXPECT_EQ(done->attempts(), 2);
 }
 
 grpc::health::v1::HealthCheckResponse::ServingStatus Health(const Cluster& cluster) {
@@ -240,9 +266,9 @@ TEST(PostgresService, AnUnreachableDatabaseIsAClearStartupError) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (argc < 4) {
-    std::fprintf(stderr, "usage: postgres_service_e2e_test KILND KILN_AGENT KILN\n");
+    std::fprintf(stderr, "usage: postgres_service_e2e_test KILND KILN_AGENT KILN WORKER_WITH_TEST_HOOKS\n");
     return 2;
   }
-  kiln::testing::TestBinaries() = {argv[1], argv[2], argv[3], ""};
+  kiln::testing::TestBinaries() = {argv[1], argv[2], argv[3], argc > 4 ? argv[4] : ""};
   return RUN_ALL_TESTS();
 }
