@@ -991,7 +991,7 @@ std::optional<MeasureResults> JobManager::MeasureOnAgents(Entry& e, const Measur
       if (agent->busy_measurement != id) continue;
       v1::ServerMessage cancel;
       cancel.mutable_cancel()->set_task_id(id);
-      agent->outbox.push_back(std::move(cancel));
+      SendLocked(*agent, std::move(cancel));
     }
     measurements_.erase(id);
   }
@@ -1022,9 +1022,11 @@ void JobManager::TuneProgress(Entry& e, const v1::TuneResult& progress) {
 
 std::shared_ptr<AgentLink> JobManager::RegisterAgent(const v1::RegisterAgent& hello,
                                                      const std::string& principal,
-                                                     grpc::ServerContext* context) {
+                                                     grpc::ServerContextBase* context,
+                                                     std::function<void(v1::ServerMessage)> send) {
   std::lock_guard<std::mutex> lock(mu_);
   auto agent = std::make_shared<AgentLink>();
+  agent->send = std::move(send);
   agent->id = absl::StrCat("agent-", next_agent_++);
   agent->device_key = hello.device_key();
   agent->principal = principal;
@@ -1115,6 +1117,7 @@ void JobManager::AgentGone(const std::shared_ptr<AgentLink>& agent) {
   std::lock_guard<std::mutex> lock(mu_);
   if (agent->gone) return;
   agent->gone = true;
+  agent->send = nullptr;  // its stream is ending
   agents_.erase(agent->id);
   v1::Device& device = devices_[agent->device_key];
   device.set_agents_connected(std::max(0, device.agents_connected() - 1));
@@ -1154,7 +1157,7 @@ void JobManager::WithdrawTaskLocked(const std::string& id, const std::string& de
     if (agent->busy_task != id) continue;
     v1::ServerMessage m;
     m.mutable_cancel()->set_task_id(id);
-    agent->outbox.push_back(std::move(m));
+    SendLocked(*agent, std::move(m));
   }
 }
 
@@ -1186,7 +1189,7 @@ void JobManager::DispatchLocked() {
       v1::ServerMessage m;
       *m.mutable_task() = e.task;
       m.mutable_task()->set_timeout_ms(std::max<int64_t>(1, e.deadline_unix_ms - NowUnixMs()));
-      agent->outbox.push_back(std::move(m));
+      SendLocked(*agent, std::move(m));
       TransitionLocked(e, v1::JOB_STATE_RUNNING, absl::StrCat("running on ", agent->id));
       break;
     }
@@ -1206,24 +1209,15 @@ void JobManager::DispatchLocked() {
       task->set_kind(v1::JOB_KIND_TUNE);
       *task->mutable_measure() = m->second.measure;
       task->set_timeout_ms(options_.measure_timeout_ms);
-      agent->outbox.push_back(std::move(message));
+      SendLocked(*agent, std::move(message));
       break;
     }
   }
   changed_.notify_all();
 }
 
-bool JobManager::NextAgentMessages(const std::shared_ptr<AgentLink>& agent, int wait_ms,
-                                   std::vector<v1::ServerMessage>* out) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (agent->outbox.empty() && !agent->gone && !stopping_) {
-    changed_.wait_for(lock, std::chrono::milliseconds(wait_ms));
-  }
-  while (!agent->outbox.empty()) {
-    out->push_back(std::move(agent->outbox.front()));
-    agent->outbox.pop_front();
-  }
-  return !agent->gone && !stopping_;
+void JobManager::SendLocked(AgentLink& agent, v1::ServerMessage message) {
+  if (!agent.gone && agent.send) agent.send(std::move(message));
 }
 
 std::vector<v1::Device> JobManager::Devices() {

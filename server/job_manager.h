@@ -40,7 +40,7 @@
 #include "server/worker.pb.h"
 
 namespace grpc {
-class ServerContext;
+class ServerContextBase;
 }
 namespace kiln::runtime {
 class Child;
@@ -99,14 +99,14 @@ struct JobStats {
   std::map<std::string, int64_t> limit_refusals;  // by limit: "jobs_per_minute", ...
 };
 
-// One connected agent, as the Connect handler and the dispatcher share it.
+// One connected agent, as the Connect stream and the dispatcher share it.
 struct AgentLink {
   std::string id;
   std::string device_key;
   std::string principal;  // the credential that opened the session
-  grpc::ServerContext* context = nullptr;
-  // Written by the dispatcher, drained by the Connect handler (under JobManager's lock).
-  std::deque<v1::ServerMessage> outbox;
+  grpc::ServerContextBase* context = nullptr;
+  // Queues a message for the agent's stream (called under JobManager's lock: it only queues).
+  std::function<void(v1::ServerMessage)> send;
   std::string busy_task;         // the job it runs
   std::string busy_measurement;  // or the tuning candidate it measures; both empty when idle
   int64_t last_seen_ms = 0;
@@ -159,9 +159,12 @@ class JobManager {
   void Unsubscribe(uint64_t subscription);
 
   // Agents.
+  // `send` queues a message on the agent's stream; it is called with the manager's lock held
+  // and never after AgentGone.
   std::shared_ptr<AgentLink> RegisterAgent(const v1::RegisterAgent& hello,
                                            const std::string& principal,
-                                           grpc::ServerContext* context);
+                                           grpc::ServerContextBase* context,
+                                           std::function<void(v1::ServerMessage)> send);
   // Whether the session `agent_id`, opened by `principal`, was given task `task_id` and that
   // task runs the artifact `digest`: the only artifacts an agent may fetch.
   bool AgentMayFetch(const std::string& agent_id, const std::string& principal,
@@ -169,9 +172,6 @@ class JobManager {
   void AgentHeartbeat(const std::shared_ptr<AgentLink>& agent);
   void AgentResult(const std::shared_ptr<AgentLink>& agent, const v1::TaskResult& result);
   void AgentGone(const std::shared_ptr<AgentLink>& agent);
-  // Waits up to `wait_ms` for messages to the agent; false once it is gone or the manager stops.
-  bool NextAgentMessages(const std::shared_ptr<AgentLink>& agent, int wait_ms,
-                         std::vector<v1::ServerMessage>* out);
   std::vector<v1::Device> Devices();
 
   JobStats Stats();
@@ -214,6 +214,7 @@ class JobManager {
   void RequeueOrFailLocked(Entry& e, const std::string& why);
   // Takes a task out of its device queue and tells the agent running it, if any, to stop.
   void WithdrawTaskLocked(const std::string& id, const std::string& device_key);
+  void SendLocked(AgentLink& agent, v1::ServerMessage message);
   void CompileLoop();
   // Compiles in `worker` (a started kiln-worker waiting for input), or in a fresh one.
   void RunCompile(const std::string& id, std::unique_ptr<runtime::Child> worker);

@@ -90,13 +90,14 @@ class KilnService final
   ServiceContext* ctx_;
 };
 
-class AgentServiceImpl final : public kiln::v1::AgentService::Service {
+// Connect runs on gRPC's callback API (a reactor per agent stream, no thread per agent).
+class AgentServiceImpl final
+    : public kiln::v1::AgentService::WithCallbackMethod_Connect<kiln::v1::AgentService::Service> {
  public:
   explicit AgentServiceImpl(ServiceContext* ctx) : ctx_(ctx) {}
 
-  grpc::Status Connect(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<kiln::v1::ServerMessage, kiln::v1::AgentMessage>* stream) override;
+  grpc::ServerBidiReactor<kiln::v1::AgentMessage, kiln::v1::ServerMessage>* Connect(
+      grpc::CallbackServerContext* context) override;
   grpc::Status FetchArtifact(grpc::ServerContext* context,
                              const kiln::v1::FetchArtifactRequest* request,
                              grpc::ServerWriter<kiln::v1::ArtifactChunk>* writer) override;
