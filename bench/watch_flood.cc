@@ -1,8 +1,9 @@
 // Streams at scale: a bounded flood of WatchJob streams held open on one kilnd (loopback), and
 // what the other calls cost meanwhile. WatchJob runs on gRPC's callback API, so an open watcher
 // is a reactor, not a thread. For 0, 1,000, 5,000 and 10,000 open watchers: kilnd's threads,
-// GetServerInfo p50/p99 and a cached compile's p50/p99; then the job ends and the time until every
-// watcher has its last event. Run: bazel run --config=opt //bench:watch_flood
+// GetServerInfo p50/p99 and a cached compile's p50/p99; then the same with 1,000 agents' Connect
+// streams (registered, heartbeating) beside the watchers; then the job ends and the time until
+// every watcher has its last event. Run: bazel run --config=opt //bench:watch_flood
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/kiln_client.h"
+#include "proto/kiln/v1/agent.grpc.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "tests/service_cluster.h"
 
@@ -83,6 +85,55 @@ class Watcher : public grpc::ClientReadReactor<kiln::v1::JobEvent> {
   bool first_ = true;
 };
 
+// One agent's Connect stream: registers, then heartbeats when Beat() is called (one write at a
+// time); counts itself registered once kilnd answers.
+class FloodAgent : public grpc::ClientBidiReactor<kiln::v1::AgentMessage, kiln::v1::ServerMessage> {
+ public:
+  FloodAgent(kiln::v1::AgentService::Stub* stub, int n, Tally* tally) : tally_(tally) {
+    stub->async()->Connect(&context_, this);
+    out_.mutable_register_()->set_device_key(absl::StrCat("flood-", n % 100));
+    writing_ = true;
+    StartWrite(&out_);
+    StartRead(&in_);
+    StartCall();
+  }
+  void OnWriteDone(bool /*ok*/) override { writing_ = false; }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (in_.has_registered() && !registered_) {
+      registered_ = true;
+      std::lock_guard<std::mutex> lock(tally_->mu);
+      ++tally_->started;
+      tally_->cv.notify_all();
+    }
+    StartRead(&in_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    std::lock_guard<std::mutex> lock(tally_->mu);
+    ++tally_->finished;
+    if (!s.ok() && !cancelled_) ++tally_->failed;
+    tally_->cv.notify_all();
+  }
+  void Beat() {
+    if (writing_ || !registered_) return;
+    writing_ = true;
+    out_.Clear();
+    out_.mutable_heartbeat()->set_unix_ms(1);
+    StartWrite(&out_);
+  }
+  void Cancel() {
+    cancelled_ = true;
+    context_.TryCancel();
+  }
+
+ private:
+  grpc::ClientContext context_;
+  kiln::v1::AgentMessage out_;
+  kiln::v1::ServerMessage in_;
+  Tally* tally_;
+  std::atomic<bool> writing_{false}, registered_{false}, cancelled_{false};
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,7 +143,8 @@ int main(int argc, char** argv) {
   }
   kiln::testing::TestBinaries().kilnd = argv[1];
   Cluster cluster("watch_flood");
-  if (!cluster.StartDaemon({"--max-deadline-s", "3600"}).ok()) return 1;
+  // Agents heartbeat every 2 s (and are dropped after 10 s without one).
+  if (!cluster.StartDaemon({"--max-deadline-s", "3600", "--heartbeat-ms", "2000"}).ok()) return 1;
   kiln::runtime::ChannelOptions options;
   options.address = cluster.address();
   auto client = kiln::client::KilnClient::Connect(options);
@@ -129,9 +181,34 @@ int main(int argc, char** argv) {
   std::printf("WatchJob streams held open on one kilnd (loopback, this machine)\n");
   std::printf("%9s %8s %14s %14s %14s %14s %10s\n", "watchers", "threads", "info p50 ms",
               "info p99 ms", "compile p50 ms", "compile p99 ms", "open s");
-  Tally tally;
+  Tally tally, agent_tally;
   std::vector<std::unique_ptr<Watcher>> watchers;
-  for (int target : {0, 1000, 5000, 10000}) {
+  std::vector<std::unique_ptr<FloodAgent>> agents;
+  std::atomic<bool> beating{true};
+  std::thread heartbeats([&] {
+    while (beating) {
+      for (size_t i = 0; i < agents.size(); ++i) agents[i]->Beat();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    }
+  });
+  auto agent_stub = kiln::v1::AgentService::NewStub(
+      grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
+  // The last row adds 1,000 agents (their Connect streams) to the 10,000 watchers.
+  for (int target : {0, 1000, 5000, 10000, -1}) {
+    if (target < 0) {
+      agents.reserve(1000);  // the heartbeat thread reads it: no reallocation
+      for (int i = 0; i < 1000; ++i) {
+        agents.push_back(std::make_unique<FloodAgent>(agent_stub.get(), i, &agent_tally));
+      }
+      std::unique_lock<std::mutex> lock(agent_tally.mu);
+      agent_tally.cv.wait_for(lock, std::chrono::seconds(120),
+                              [&] { return agent_tally.started >= 1000; });
+      if (agent_tally.started < 1000) {
+        std::fprintf(stderr, "only %d of 1000 agents registered\n", agent_tally.started);
+        return 1;
+      }
+      target = 10000;
+    }
     Clock::time_point opening = Clock::now();
     while (static_cast<int>(watchers.size()) < target) {
       watchers.push_back(std::make_unique<Watcher>(stubs[watchers.size() % kChannels].get(),
@@ -164,10 +241,22 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    std::printf("%9d %8d %14.2f %14.2f %14.2f %14.2f %10.1f\n", target,
+    std::printf("%9d%s %8d %14.2f %14.2f %14.2f %14.2f %10.1f\n", target,
+                agents.empty() ? "" : " +1000 agents",
                 Threads(cluster.daemon().pid()), Percentile(info, 0.5), Percentile(info, 0.99),
                 Percentile(cached, 0.5), Percentile(cached, 0.99), open_s);
   }
+  // The agents are still connected (none was dropped for a missed heartbeat).
+  kiln::v1::ListDevicesRequest list;
+  kiln::v1::ListDevicesResponse listed;
+  grpc::ClientContext list_context;
+  info_stub->ListDevices(&list_context, list, &listed);
+  int connected = 0;
+  for (const kiln::v1::Device& d : listed.devices()) connected += d.agents_connected();
+  std::printf("agents connected after the measurements: %d of 1000\n", connected);
+  beating = false;
+  heartbeats.join();
+  for (auto& a : agents) a->Cancel();
   // The job ends: every watcher gets its last event and its stream closes.
   Clock::time_point cancel = Clock::now();
   if (!(*client)->Cancel(job->job().id(), "bench done").ok()) return 1;

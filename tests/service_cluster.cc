@@ -111,10 +111,12 @@ std::string Cluster::TmpPath(const std::string& name) {
 
 absl::Status Cluster::StartDaemon(const std::vector<std::string>& extra_flags, bool same_port) {
   std::string listen = same_port ? address() : "127.0.0.1:0";
-  std::vector<std::string> argv = {
-      TestBinaries().kilnd, "--listen", listen,           "--store", dir_ + "/store",
-      "--metrics-port",     "0",        "--heartbeat-ms", "200"};
-  // A test's own drain timeout replaces the default (kilnd refuses an option given twice).
+  std::vector<std::string> argv = {TestBinaries().kilnd, "--listen", listen, "--store",
+                                   dir_ + "/store", "--metrics-port", "0"};
+  // Defaults a test may replace (kilnd refuses an option given twice).
+  if (std::find(extra_flags.begin(), extra_flags.end(), "--heartbeat-ms") == extra_flags.end()) {
+    argv.insert(argv.end(), {"--heartbeat-ms", "200"});
+  }
   if (std::find(extra_flags.begin(), extra_flags.end(), "--drain-timeout-s") == extra_flags.end()) {
     argv.insert(argv.end(), {"--drain-timeout-s", "30"});
   }
