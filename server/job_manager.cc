@@ -66,8 +66,8 @@ absl::Status JobManager::Start() {
     auto e = std::make_unique<Entry>();
     bool resume = false;
     if (!Terminal(job.state())) {
-      // Lost with the kilnd that ran it (killed, or a standby took over): run it again when the
-      // store kept its input; otherwise the client sees why and can resubmit.
+      // Lost with the kilnd that ran it (killed, or crashed): run it again when the store kept
+      // its input; otherwise the client sees why and can resubmit.
       absl::StatusOr<std::optional<std::string>> input = store_->GetJobInput(job.id());
       if (!input.ok()) return input.status();
       JobInput parsed;

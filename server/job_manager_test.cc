@@ -181,7 +181,7 @@ TEST_F(JobManagerTest, AShutdownFailsWhatWasUnfinishedAndARestartKeepsWhatWasDon
   EXPECT_FALSE(manager_->HasArtifact("bob", std::string(64, 'a')));
 }
 
-// A kilnd killed (or replaced by a standby) leaves unfinished rows: those whose input the store
+// A kilnd killed leaves unfinished rows: those whose input the store
 // kept run again, the others fail with the reason.
 TEST_F(JobManagerTest, AfterACrashUnfinishedJobsWithTheirInputRunAgain) {
   Open("crash");

@@ -208,7 +208,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
         absl::StrCat("no kiln-worker executable at ", jobs.worker_path));
   }
   // One tuning database for the service, beside the store's own: every tune job adds to it.
-  // With PostgreSQL the records live beside the store, where a standby finds them.
+  // With PostgreSQL the records live beside the store, where every instance finds them.
   if (jobs.tuning_db_path.empty() && !options.postgres_url.empty()) {
     jobs.tuning_db_path = options.postgres_url;
   }

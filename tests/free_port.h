@@ -1,5 +1,5 @@
 // A TCP port free on loopback now (bound, read, released): for a server a test must name before
-// it starts, such as a standby kilnd or PostgreSQL.
+// it starts, such as a kilnd behind nginx or PostgreSQL.
 #ifndef KILN_TESTS_FREE_PORT_H_
 #define KILN_TESTS_FREE_PORT_H_
 

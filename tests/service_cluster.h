@@ -64,8 +64,8 @@ class Cluster {
   Process& daemon() { return *daemon_; }
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  // The port the next StartDaemon(..., /*same_port=*/true) listens on, known before it does (a
-  // standby listens only once it is active).
+  // The port the next StartDaemon(..., /*same_port=*/true) listens on, known before it does (so
+  // that nginx can name it, and a restarted instance comes back on it).
   void set_port(int port) { port_ = port; }
   int port() const { return port_; }
   static int FreePort();

@@ -1,7 +1,7 @@
 // The tuning database: what was measured, kept across runs and shared by `kiln tune` (which
 // writes it) and `kiln compile --tuning-db` (which applies its best records). A SQLite file, or
 // the same tables in PostgreSQL (a "postgresql://" location: a cluster's kilnd keeps its records
-// beside its store, so a standby that takes over has every record):
+// beside its store, so every instance of a cluster has every record):
 //
 //   kiln_tuning_meta(key, value)     schema_version = kTuningSchemaVersion
 //   workloads(id, workload_key, target, device_key, module, default_seconds)
