@@ -460,6 +460,12 @@ void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::strin
   if (!e.job.artifact_digest().empty())
     artifacts_.insert({e.job.client(), e.job.artifact_digest()});
   e.saved_ticket = store_->SaveJob(e.job);
+  // A cluster store writes at once: a row it could not write (the database unreachable) is
+  // written again at the next lease renewal, so that other instances see the job as it is.
+  if (cluster_ != nullptr && store_->AwaitSaved(e.saved_ticket).code() ==
+                                 absl::StatusCode::kUnavailable) {
+    unsaved_.insert(e.job.id());
+  }
   LogEvent(
       Terminal(state) && state != v1::JOB_STATE_SUCCEEDED ? LogLevel::kWarning : LogLevel::kInfo,
       "job " + StateName(state),
@@ -813,7 +819,10 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
     cache_->RecordMiss();
     absl::Status stored =
         cache_->Insert(outcome.cache_key(), outcome.digest(), outcome.artifact(), outcome.module());
-    if (!stored.ok()) failure = absl::StrCat("cannot store the artifact: ", stored.message());
+    if (!stored.ok()) {
+      failure = absl::StrCat("cannot store the artifact: ", stored.message());
+      code = stored.code();
+    }
   }
   if (failure.empty()) cache_->RememberFingerprint(e->fingerprint, outcome.digest());
   std::lock_guard<std::mutex> lock(mu_);
@@ -826,6 +835,7 @@ void JobManager::RunCompile(const std::string& id, std::unique_ptr<runtime::Chil
     }
   }
   if (!failure.empty()) {
+    if (RetryLaterLocked(*e, code, failure)) return;
     e->job.set_error_code(static_cast<int>(code));
     TransitionLocked(*e, v1::JOB_STATE_FAILED, failure);
     return;
@@ -873,6 +883,17 @@ std::string JobManager::WorkerFailure(const Entry& e,
   std::string tail(absl::StripAsciiWhitespace(ran->error_tail));
   if (!tail.empty()) absl::StrAppend(&failure, ": ", tail.substr(tail.rfind('\n') + 1));
   return failure;
+}
+
+bool JobManager::RetryLaterLocked(Entry& e, absl::StatusCode code, const std::string& why) {
+  // Only a dependency that was away (the database: its tuning records, the artifact store) and
+  // only while the job has time left; anything else is the job's own failure.
+  constexpr int64_t kRetryDelayMs = 1000;
+  const int64_t at = NowUnixMs() + kRetryDelayMs;
+  if (code != absl::StatusCode::kUnavailable || draining_ || at >= e.deadline_unix_ms) return false;
+  TransitionLocked(e, v1::JOB_STATE_QUEUED, absl::StrCat(why, "; trying again in 1 s"));
+  retries_.emplace(at, e.job.id());
+  return true;
 }
 
 // --- tunes --------------------------------------------------------------------------------
@@ -932,6 +953,7 @@ void JobManager::RunTune(const std::string& id, std::unique_ptr<runtime::Child> 
   if (Terminal(e->job.state())) return;
   if (ran.ok()) e->job.set_compile_seconds(ran->seconds);
   if (!failure.empty()) {
+    if (RetryLaterLocked(*e, code, failure)) return;
     e->job.set_error_code(static_cast<int>(code));
     TransitionLocked(*e, v1::JOB_STATE_FAILED, failure);
     return;
@@ -1271,6 +1293,16 @@ void JobManager::MonitorLoop() {
       }
       lock.lock();
     }
+    // Worker jobs whose store was away, due to try again.
+    while (!retries_.empty() && retries_.begin()->first <= now) {
+      const std::string id = retries_.begin()->second;
+      retries_.erase(retries_.begin());
+      auto it = jobs_.find(id);
+      if (it == jobs_.end() || it->second->handed_over) continue;
+      if (it->second->job.state() != v1::JOB_STATE_QUEUED) continue;
+      compile_queue_.push_back(id);
+      compile_ready_.notify_one();
+    }
     // Agent tasks past their deadline (compiles are killed by their own supervisor). Every
     // unfinished task is in a device queue or on an agent, so finished jobs are never scanned.
     std::vector<std::string> open_tasks;
@@ -1437,8 +1469,9 @@ void JobManager::RenewLeases() {
     if (e->handed_over || Terminal(e->job.state())) continue;
     if (held.count(id) == 0) {
       // Held by this instance before the renewal asked, yet not renewed: another instance
-      // claimed it (this one was paused or cut off past its lease).
-      if (e->held_since_ms < asked_ms) lost.push_back(e.get());
+      // claimed it (this one was paused or cut off past its lease) — unless its row was never
+      // written (the database was unreachable), which is written below.
+      if (e->held_since_ms < asked_ms && unsaved_.count(id) == 0) lost.push_back(e.get());
     } else if (e->job.state() == v1::JOB_STATE_QUEUED && !RunsHereLocked(e->job)) {
       queued_without_agent.push_back(e.get());  // its agent left: another instance may have one
     }
@@ -1451,6 +1484,15 @@ void JobManager::RenewLeases() {
   for (Entry* e : queued_without_agent) {
     release.push_back(e->job.id());
     HandOverLocked(*e);
+  }
+  for (auto it = unsaved_.begin(); it != unsaved_.end();) {
+    auto job = jobs_.find(*it);
+    if (job != jobs_.end() && !job->second->handed_over) {
+      Entry& e = *job->second;
+      e.saved_ticket = store_->SaveJob(e.job);
+      if (store_->AwaitSaved(e.saved_ticket).code() == absl::StatusCode::kUnavailable) break;
+    }
+    it = unsaved_.erase(it);
   }
   for (const auto& [id, why] : renewal->cancel_requests) {
     auto it = jobs_.find(id);

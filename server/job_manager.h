@@ -231,6 +231,9 @@ class JobManager {
   // every result; nullopt when the job was cancelled, passed its deadline or kilnd stops first.
   std::optional<MeasureResults> MeasureOnAgents(Entry& e, const MeasureBatch& batch);
   void TuneProgress(Entry& e, const v1::TuneResult& progress);
+  // Queues a worker job again in a second when it failed only because the store was
+  // unreachable (`code` Unavailable) and its deadline allows; false otherwise.
+  bool RetryLaterLocked(Entry& e, absl::StatusCode code, const std::string& why);
   // Why a worker that ran (or could not start) gave no usable outcome, or "" when it did;
   // `*code` is the status code to report.
   std::string WorkerFailure(const Entry& e, const absl::StatusOr<runtime::ChildResult>& ran,
@@ -284,6 +287,8 @@ class JobManager {
     std::map<uint64_t, std::function<void(const v1::JobEvent&)>> pushes;
   };
   std::map<std::string, RemoteWatch> remote_watchers_;
+  std::set<std::string> unsaved_;  // jobs whose latest row the database did not take
+  std::multimap<int64_t, std::string> retries_;  // unix ms -> worker job to queue again
   std::condition_variable cluster_wake_;  // claim_soon_ or stopping
   bool claim_soon_ = false;               // an agent arrived or a worker became free
   uint64_t next_subscription_ = 1;

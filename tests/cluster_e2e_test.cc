@@ -3,10 +3,11 @@
 // clients of nginx or of any one instance. Compile, inference, profile and tune jobs succeed
 // whichever instance has the agent; every instance answers alike; idempotency keys, watches and
 // cancellations cross instances. Then the instance running a job is killed with SIGKILL, twenty
-// times: another instance finishes each job.
+// times: another instance finishes each job. Then PostgreSQL restarts under load.
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -81,6 +82,7 @@ class ThreeInstances {
   }
   static std::string Name(int i) { return absl::StrCat("kilnd-", i); }
   Cluster& instance(int i) { return *instances_[i]; }
+  PostgresServer& postgres() { return *postgres_; }
   Nginx& nginx() { return *nginx_; }
   std::unique_ptr<client::KilnClient> Client(const std::string& address) {
     runtime::ChannelOptions options;
@@ -305,6 +307,66 @@ TEST(ClusterTest, KilledInstancesLoseNoJob) {
   }
   EXPECT_EQ(succeeded, 20);
   EXPECT_EQ(all->size(), 21u);
+}
+
+// PostgreSQL stopped and started again while compiles keep coming through nginx: every instance
+// reports NOT_SERVING, then SERVING again by itself, and every job that was accepted finishes
+// with the right artifact.
+TEST(ClusterTest, APostgresRestartUnderLoadLosesNothing) {
+  ThreeInstances cluster("pg_restart");
+  ASSERT_TRUE(cluster.ok());
+  std::unique_ptr<client::KilnClient> lb = cluster.ThroughNginx();
+  ASSERT_NE(lb, nullptr);
+  v1::SubmitCompileRequest compile;
+  *compile.mutable_module() = *client::ModuleSourceFromFile("tests/models/mlp_784_128_10.onnx");
+  v1::Job reference = Finish(*lb, lb->SubmitCompile(compile));
+  ASSERT_EQ(reference.state(), v1::JOB_STATE_SUCCEEDED) << reference.reason();
+
+  std::atomic<bool> stop{false};
+  std::vector<std::string> accepted;
+  int refused = 0;
+  std::thread load([&] {
+    std::unique_ptr<client::KilnClient> c = cluster.ThroughNginx();
+    for (int n = 0; !stop; ++n) {
+      compile.mutable_module()->set_name(absl::StrCat("under-load-", n));  // no fingerprint hit
+      absl::StatusOr<v1::SubmitResponse> s = c->SubmitCompile(compile);
+      if (s.ok()) {
+        accepted.push_back(s->job().id());
+      } else {
+        ++refused;  // UNAVAILABLE while the database is away
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_TRUE(cluster.postgres().Stop().ok());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(cluster.instance(i).daemon().WaitForLog("store unreachable: not serving", 15000).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_TRUE(cluster.postgres().StartAgain().ok());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(
+        cluster.instance(i).daemon().WaitForLog("store reachable again: serving", 15000).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  stop = true;
+  load.join();
+  EXPECT_GT(accepted.size(), 10u);
+  for (const std::string& id : accepted) {
+    absl::StatusOr<v1::Job> job = Retry([&] { return lb->GetJob(id); });
+    for (int i = 0; i < 300 && job.ok() && job->state() != v1::JOB_STATE_SUCCEEDED &&
+                    job->state() != v1::JOB_STATE_FAILED;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      job = Retry([&] { return lb->GetJob(id); });
+    }
+    ASSERT_TRUE(job.ok()) << id << ": " << job.status();
+    EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << id << ": " << job->reason();
+    EXPECT_EQ(job->artifact_digest(), reference.artifact_digest()) << id;
+  }
+  std::printf("%zu jobs accepted, %d refused while the database was away\n", accepted.size(),
+              refused);
 }
 
 }  // namespace
