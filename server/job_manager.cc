@@ -304,11 +304,6 @@ Submitted JobManager::InsertLocked(v1::Job job, std::unique_ptr<Entry> e) {
       const Entry& earlier = *jobs_.at(it->second);
       return Submitted{earlier.job, true, earlier.saved_ticket};
     }
-    if (cluster_ != nullptr) {  // submitted through another instance
-      absl::StatusOr<std::optional<v1::Job>> earlier =
-          cluster_->FindIdempotent(job.client(), job.idempotency_key());
-      if (earlier.ok() && earlier->has_value()) return Submitted{**earlier, true, 0};
-    }
   }
   e->held_since_ms = NowUnixMs();
   if (cluster_ != nullptr) job.set_instance(cluster_->instance());
@@ -326,22 +321,21 @@ Submitted JobManager::InsertLocked(v1::Job job, std::unique_ptr<Entry> e) {
   return Submitted{entry.job, false, 0};
 }
 
-std::optional<Submitted> JobManager::LostKeyRaceLocked(Entry& e) {
-  if (cluster_ == nullptr || e.job.idempotency_key().empty()) return std::nullopt;
-  if (store_->AwaitSaved(e.saved_ticket).code() != absl::StatusCode::kAlreadyExists) {
-    return std::nullopt;
-  }
-  v1::Job job = e.job;
-  ForgetLocked(job.id());  // nothing runs it yet: it was never queued
-  absl::StatusOr<std::optional<v1::Job>> earlier =
-      cluster_->FindIdempotent(job.client(), job.idempotency_key());
-  if (earlier.ok() && earlier->has_value()) return Submitted{**earlier, true, 0};
-  return std::nullopt;
-}
-
 Submitted JobManager::Saved(std::unique_lock<std::mutex>& lock, Submitted s) {
   lock.unlock();
-  if (absl::Status status = store_->AwaitSaved(s.saved_ticket); !status.ok()) {
+  absl::Status status = store_->AwaitSaved(s.saved_ticket);
+  if (status.code() == absl::StatusCode::kAlreadyExists && cluster_ != nullptr &&
+      !s.deduplicated) {
+    // Another instance took the same idempotency key a moment earlier (the database's unique
+    // index refused this row): its job is the answer, and this one goes.
+    absl::StatusOr<std::optional<v1::Job>> earlier =
+        cluster_->FindIdempotent(s.job.client(), s.job.idempotency_key());
+    lock.lock();
+    if (auto it = jobs_.find(s.job.id()); it != jobs_.end()) HandOverLocked(*it->second);
+    lock.unlock();
+    if (earlier.ok() && earlier->has_value()) return Submitted{**earlier, true, 0};
+  }
+  if (!status.ok()) {
     LogEvent(LogLevel::kError, "cannot save a job",
              {{"job", s.job.id()}, {"error", status.ToString()}});
   }
@@ -356,7 +350,6 @@ Submitted JobManager::AddCacheHit(v1::Job job) {
   Entry& e = *jobs_.at(s.job.id());
   e.job.set_started_unix_ms(e.job.created_unix_ms());
   TransitionLocked(e, v1::JOB_STATE_SUCCEEDED, "served from the artifact cache");
-  if (std::optional<Submitted> earlier = LostKeyRaceLocked(e)) return *earlier;
   s.job = e.job;
   s.saved_ticket = e.saved_ticket;
   return Saved(lock, std::move(s));
@@ -384,7 +377,6 @@ Submitted JobManager::EnqueueForWorker(v1::Job job, std::unique_ptr<Entry> entry
   if (s.deduplicated) return Saved(lock, std::move(s));
   Entry& e = *jobs_.at(s.job.id());
   TransitionLocked(e, v1::JOB_STATE_QUEUED, message);
-  if (std::optional<Submitted> earlier = LostKeyRaceLocked(e)) return *earlier;
   if (RunsHereLocked(e.job)) {
     compile_queue_.push_back(e.job.id());
     compile_ready_.notify_one();
@@ -414,7 +406,6 @@ Submitted JobManager::InsertTask(v1::Job job, v1::Task task) {
   e.task.set_task_id(e.job.id());
   TransitionLocked(e, v1::JOB_STATE_QUEUED,
                    absl::StrCat("queued for an agent of device '", e.job.device_key(), "'"));
-  if (std::optional<Submitted> earlier = LostKeyRaceLocked(e)) return *earlier;
   if (RunsHereLocked(e.job)) {
     task_queues_[e.job.device_key()].push_back(e.job.id());
     DispatchLocked();
@@ -460,12 +451,6 @@ void JobManager::TransitionLocked(Entry& e, v1::JobState state, const std::strin
   if (!e.job.artifact_digest().empty())
     artifacts_.insert({e.job.client(), e.job.artifact_digest()});
   e.saved_ticket = store_->SaveJob(e.job);
-  // A cluster store writes at once: a row it could not write (the database unreachable) is
-  // written again at the next lease renewal, so that other instances see the job as it is.
-  if (cluster_ != nullptr && store_->AwaitSaved(e.saved_ticket).code() ==
-                                 absl::StatusCode::kUnavailable) {
-    unsaved_.insert(e.job.id());
-  }
   LogEvent(
       Terminal(state) && state != v1::JOB_STATE_SUCCEEDED ? LogLevel::kWarning : LogLevel::kInfo,
       "job " + StateName(state),
@@ -1469,9 +1454,9 @@ void JobManager::RenewLeases() {
     if (e->handed_over || Terminal(e->job.state())) continue;
     if (held.count(id) == 0) {
       // Held by this instance before the renewal asked, yet not renewed: another instance
-      // claimed it (this one was paused or cut off past its lease) — unless its row was never
-      // written (the database was unreachable), which is written below.
-      if (e->held_since_ms < asked_ms && unsaved_.count(id) == 0) lost.push_back(e.get());
+      // claimed it (this one was paused or cut off past its lease). (A row still queued in
+      // the store counts as held.)
+      if (e->held_since_ms < asked_ms) lost.push_back(e.get());
     } else if (e->job.state() == v1::JOB_STATE_QUEUED && !RunsHereLocked(e->job)) {
       queued_without_agent.push_back(e.get());  // its agent left: another instance may have one
     }
@@ -1484,15 +1469,6 @@ void JobManager::RenewLeases() {
   for (Entry* e : queued_without_agent) {
     release.push_back(e->job.id());
     HandOverLocked(*e);
-  }
-  for (auto it = unsaved_.begin(); it != unsaved_.end();) {
-    auto job = jobs_.find(*it);
-    if (job != jobs_.end() && !job->second->handed_over) {
-      Entry& e = *job->second;
-      e.saved_ticket = store_->SaveJob(e.job);
-      if (store_->AwaitSaved(e.saved_ticket).code() == absl::StatusCode::kUnavailable) break;
-    }
-    it = unsaved_.erase(it);
   }
   for (const auto& [id, why] : renewal->cancel_requests) {
     auto it = jobs_.find(id);

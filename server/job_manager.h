@@ -261,9 +261,6 @@ class JobManager {
   // Takes a job claimed from the database into this instance: its input is loaded and it is
   // queued, or failed when no input was kept.
   void AdoptLocked(v1::Job job, bool interrupted, std::optional<std::string> input);
-  // After a new job's first row: in a cluster another instance may have taken the same
-  // idempotency key a moment earlier (the database refused this row): its job is the answer.
-  std::optional<Submitted> LostKeyRaceLocked(Entry& e);
   int ActiveJobsLocked(const std::string& client) const;
   absl::Status RefuseLocked(const std::string& limit, std::string message);
   // Drops finished jobs past the retention (age, then count) from memory and the store.
@@ -287,7 +284,6 @@ class JobManager {
     std::map<uint64_t, std::function<void(const v1::JobEvent&)>> pushes;
   };
   std::map<std::string, RemoteWatch> remote_watchers_;
-  std::set<std::string> unsaved_;  // jobs whose latest row the database did not take
   std::multimap<int64_t, std::string> retries_;  // unix ms -> worker job to queue again
   std::condition_variable cluster_wake_;  // claim_soon_ or stopping
   bool claim_soon_ = false;               // an agent arrived or a worker became free

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -85,12 +87,28 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
   }
   store->db_ = std::move(*db);
   if (absl::Status s = store->Migrate(); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<support::PgConnection>> writer =
+      support::PgConnection::Connect(url);
+  if (!writer.ok()) {
+    return absl::Status(writer.status().code(), absl::StrCat("store: ", writer.status().message()));
+  }
+  store->writer_db_ = std::move(*writer);
+  PostgresStore* raw = store.get();
+  store->writer_ = std::thread([raw] { raw->WriterLoop(); });
   return store;
 }
 
 absl::Status PostgresStore::Ping() { return db_->Query("SELECT 1", {}).status(); }
 
-PostgresStore::~PostgresStore() = default;
+PostgresStore::~PostgresStore() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+    queued_.notify_all();
+    written_.notify_all();
+  }
+  if (writer_.joinable()) writer_.join();  // it writes what is still queued first
+}
 
 absl::Status PostgresStore::Migrate() {
   const std::string lock = absl::StrCat(kMigrationLock);
@@ -141,42 +159,124 @@ absl::Status PostgresStore::Migrate() {
 }
 
 uint64_t PostgresStore::SaveJob(const v1::Job& job) {
-  // A new job is held by this instance; a later row is written only while it still holds it.
-  absl::StatusOr<support::PgResult> r = db_->Query(
-      absl::StrCat("INSERT INTO jobs (id, created_ms, job, state, kind, device_key, client, "
-                   "idempotency_key, artifact_digest, owner, lease_until_ms) "
-                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, ",
-                   kNowMs,
-                   " + $11) ON CONFLICT (id) DO UPDATE SET job = excluded.job, "
-                   "created_ms = excluded.created_ms, state = excluded.state, "
-                   "artifact_digest = excluded.artifact_digest "
-                   "WHERE jobs.owner = excluded.owner RETURNING id"),
-      {job.id(), absl::StrCat(job.created_unix_ms()), job.SerializeAsString(),
-       absl::StrCat(static_cast<int>(job.state())), absl::StrCat(static_cast<int>(job.kind())),
-       job.device_key(), job.client(), job.idempotency_key(), job.artifact_digest(), instance_,
-       absl::StrCat(lease_ms_)},
-      {false, false, true});
-  std::lock_guard<std::mutex> lock(tickets_mu_);
-  const uint64_t ticket = ++ticket_;
-  absl::Status status = r.status();
-  if (r.ok() && r->rows() == 0) {
-    status = absl::FailedPreconditionError(
-        absl::StrCat("store: job ", job.id(), " is held by another instance now"));
-  }
-  if (!status.ok()) {
-    failed_[ticket] = status;
-    if (failed_.size() > 1024) failed_.erase(failed_.begin());  // nobody waits that long
-  }
-  return ticket;
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  QueuedRow& row = queued_jobs_[job.id()];  // replaces an unwritten older row of the job
+  row.ticket = ++queued_ticket_;
+  row.job = job;
+  queued_.notify_one();
+  return row.ticket;
 }
 
 absl::Status PostgresStore::AwaitSaved(uint64_t ticket) {
-  std::lock_guard<std::mutex> lock(tickets_mu_);
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  written_.wait(lock, [&] { return written_ticket_ >= ticket; });
   auto it = failed_.find(ticket);
   return it == failed_.end() ? absl::OkStatus() : it->second;
 }
 
+void PostgresStore::Flush() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  const uint64_t until = queued_ticket_;
+  written_.wait(lock, [&] { return written_ticket_ >= until || stopping_; });
+}
+
+void PostgresStore::WriterLoop() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  int64_t backoff_ms = 0;  // while the database is unreachable
+  while (true) {
+    queued_.wait(lock, [&] { return stopping_ || !queued_jobs_.empty(); });
+    if (queued_jobs_.empty()) return;  // stopping, and nothing left
+    std::map<std::string, QueuedRow> batch;
+    batch.swap(queued_jobs_);
+    uint64_t last = 0;
+    for (const auto& [id, row] : batch) last = std::max(last, row.ticket);
+    lock.unlock();
+    // One transaction for the batch; a row the statement refused is that row's answer alone.
+    std::map<uint64_t, absl::Status> answers;
+    absl::Status batch_status = writer_db_->Query("BEGIN", {}).status();
+    for (const auto& [id, row] : batch) {
+      if (!batch_status.ok()) break;
+      absl::Status written = WriteJob(row.job);
+      if (written.code() == absl::StatusCode::kUnavailable ||
+          written.code() == absl::StatusCode::kInternal) {
+        batch_status = written;
+      } else if (!written.ok()) {
+        answers[row.ticket] = written;
+      }
+    }
+    if (batch_status.ok()) batch_status = writer_db_->Query("COMMIT", {}).status();
+    if (!batch_status.ok()) (void)writer_db_->Query("ROLLBACK", {});
+    lock.lock();
+    if (!batch_status.ok()) {
+      // Nothing of the batch is written: every waiter hears why, and the rows stay queued for
+      // when the database is back (a newer row of the same job wins).
+      for (auto& [id, row] : batch) {
+        answers[row.ticket] = batch_status;
+        queued_jobs_.emplace(id, std::move(row));
+      }
+    }
+    for (auto& [ticket, status] : answers) failed_[ticket] = std::move(status);
+    while (failed_.size() > 1024) failed_.erase(failed_.begin());  // nobody waits that long
+    written_ticket_ = std::max(written_ticket_, last);
+    written_.notify_all();
+    if (batch_status.ok()) {
+      backoff_ms = 0;
+    } else if (!stopping_) {
+      backoff_ms = std::clamp<int64_t>(backoff_ms * 2, 100, 2000);
+      queued_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_; });
+    } else {
+      return;  // stopping with the database away: what is left is lost with this instance
+    }
+  }
+}
+
+absl::Status PostgresStore::WriteJob(const v1::Job& job) {
+  // Most rows change a job this instance holds; a new job is inserted as held by it.
+  absl::StatusOr<support::PgResult> updated = writer_db_->Query(
+      "UPDATE jobs SET job = $2, created_ms = $3, state = $4, artifact_digest = $5 "
+      "WHERE id = $1 AND owner = $6 RETURNING id",
+      {job.id(), job.SerializeAsString(), absl::StrCat(job.created_unix_ms()),
+       absl::StrCat(static_cast<int>(job.state())), job.artifact_digest(), instance_},
+      {false, true});
+  if (!updated.ok()) return updated.status();
+  if (updated->rows() > 0) return absl::OkStatus();
+  const std::vector<std::string> params = {job.id(),
+                                           absl::StrCat(job.created_unix_ms()),
+                                           job.SerializeAsString(),
+                                           absl::StrCat(static_cast<int>(job.state())),
+                                           absl::StrCat(static_cast<int>(job.kind())),
+                                           job.device_key(),
+                                           job.client(),
+                                           job.idempotency_key(),
+                                           job.artifact_digest(),
+                                           instance_,
+                                           absl::StrCat(lease_ms_)};
+  absl::StatusOr<support::PgResult> inserted = writer_db_->Query(
+      absl::StrCat("INSERT INTO jobs (id, created_ms, job, state, kind, device_key, client, "
+                   "idempotency_key, artifact_digest, owner, lease_until_ms) "
+                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, ",
+                   kNowMs, " + $11) ON CONFLICT DO NOTHING RETURNING id"),
+      params, {false, false, true});
+  if (!inserted.ok()) return inserted.status();
+  if (inserted->rows() > 0) return absl::OkStatus();
+  absl::StatusOr<support::PgResult> exists =
+      writer_db_->Query("SELECT 1::bigint FROM jobs WHERE id = $1", {job.id()});
+  if (!exists.ok()) return exists.status();
+  if (exists->rows() > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("store: job ", job.id(), " is held by another instance now"));
+  }
+  return absl::AlreadyExistsError(absl::StrCat("store: another job of client '", job.client(),
+                                               "' has the idempotency key '",
+                                               job.idempotency_key(), "'"));
+}
+
 absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    auto it = queued_jobs_.find(id);
+    if (it != queued_jobs_.end()) return std::optional<v1::Job>(it->second.job);
+  }
   absl::StatusOr<support::PgResult> r = db_->Query("SELECT job FROM jobs WHERE id = $1", {id});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<v1::Job>();
@@ -316,6 +416,7 @@ int64_t PostgresStore::DatabaseBytes() const {
 }
 
 absl::Status PostgresStore::DeleteJobs(const std::vector<std::string>& ids) {
+  Flush();
   for (const std::string& id : ids) {
     for (const char* sql :
          {"DELETE FROM jobs WHERE id = $1", "DELETE FROM job_inputs WHERE id = $1"}) {
@@ -428,6 +529,11 @@ absl::StatusOr<LeaseRenewal> PostgresStore::RenewLeases() {
     renewal.held.push_back(r->Bytes(i, 0));
     if (!r->null(i, 1)) renewal.cancel_requests[r->Bytes(i, 0)] = r->Bytes(i, 1);
   }
+  {
+    // A job whose first row is still queued (the database was away) is held here all the same.
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    for (const auto& [id, row] : queued_jobs_) renewal.held.push_back(id);
+  }
   // This instance's agents are alive; sessions of instances long gone are forgotten.
   if (absl::Status s = db_->Query(absl::StrCat("UPDATE agent_sessions SET seen_ms = ", kNowMs,
                                                " WHERE instance = $1"),
@@ -448,6 +554,7 @@ absl::StatusOr<LeaseRenewal> PostgresStore::RenewLeases() {
 
 absl::Status PostgresStore::ReleaseJobs(const std::vector<std::string>& ids) {
   if (ids.empty()) return absl::OkStatus();
+  Flush();  // their rows first: a release must not be overwritten by a later insert
   return db_
       ->Query("UPDATE jobs SET owner = NULL WHERE id = ANY(string_to_array($1, E'\\n')) AND "
               "owner = $2",

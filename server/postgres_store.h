@@ -4,9 +4,12 @@
 // fetched again from the database when missing or corrupt.
 //
 // The schema is versioned (kiln_schema_migrations) and migrated at open under an advisory lock,
-// so instances starting at once apply each migration exactly once. Writes are synchronous: a
-// SaveJob's row is committed when it returns. One connection behind a mutex; a broken
-// connection is reset on the next call.
+// so instances starting at once apply each migration exactly once. Job rows go through a write
+// queue that one thread commits in batches on a connection of its own (one transaction, one WAL
+// flush for every state change queued meanwhile); AwaitSaved waits for a row's commit. A batch
+// the database could not take (unreachable) stays queued and is written once it is back, unless
+// a newer row of the same job replaced it. Everything else is synchronous, on one connection
+// behind a mutex; a broken connection is reset on the next call.
 //
 // Every instance on the database is active and shares the work (ClusterStore): each unfinished
 // job is held by one instance under a lease it renews, and the jobs of an instance that died are
@@ -14,8 +17,10 @@
 #ifndef KILN_SERVER_POSTGRES_STORE_H_
 #define KILN_SERVER_POSTGRES_STORE_H_
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "compiler/support/postgres_connection.h"
 #include "server/cluster_store.h"
@@ -91,13 +96,31 @@ class PostgresStore final : public Store, public ClusterStore {
   explicit PostgresStore(std::string dir) : Store(std::move(dir)) {}
   absl::Status Migrate();
   std::vector<v1::Job> ParseJobs(const support::PgResult& r, int column) const;
+  void WriterLoop();
+  // Writes one row, fenced (only while this instance holds the job): FailedPrecondition when
+  // another instance holds it, AlreadyExists when another job has its idempotency key.
+  absl::Status WriteJob(const v1::Job& job);
+  // Waits until every row queued so far is written (or refused).
+  void Flush();
 
   std::unique_ptr<support::PgConnection> db_;
+  std::unique_ptr<support::PgConnection> writer_db_;  // the write queue's own connection
   std::string instance_;
   int64_t lease_ms_ = 10000;
-  std::mutex tickets_mu_;
-  uint64_t ticket_ = 0;
-  std::map<uint64_t, absl::Status> failed_;  // the saves that failed, by ticket
+
+  // The write queue, under queue_mu_.
+  struct QueuedRow {
+    uint64_t ticket = 0;
+    v1::Job job;
+  };
+  std::mutex queue_mu_;
+  std::condition_variable queued_, written_;
+  std::map<std::string, QueuedRow> queued_jobs_;  // id -> its newest unwritten row
+  uint64_t queued_ticket_ = 0;   // the last ticket handed out
+  uint64_t written_ticket_ = 0;  // every ticket up to this one is written or refused
+  std::map<uint64_t, absl::Status> failed_;  // refused rows, by ticket (the latest 1024)
+  bool stopping_ = false;
+  std::thread writer_;
 };
 
 }  // namespace kiln::server
