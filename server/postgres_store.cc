@@ -52,6 +52,8 @@ constexpr int64_t kMigrationLock = 0x6b696c6e;  // "kiln"
 
 // Leases are timed by the database's clock, which every instance shares (theirs may differ).
 constexpr const char* kNowMs = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint";
+constexpr size_t kReadConnections = 4;
+
 // Unfinished: queued or running.
 constexpr const char* kUnfinished = "state IN (1, 2)";
 
@@ -85,8 +87,18 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
   if (!db.ok()) {
     return absl::Status(db.status().code(), absl::StrCat("store: ", db.status().message()));
   }
-  store->db_ = std::move(*db);
+  store->db_.push_back(std::move(*db));
   if (absl::Status s = store->Migrate(); !s.ok()) return s;
+  // Reads and claims spread over a few connections, so that concurrent calls do not queue
+  // behind one.
+  while (store->db_.size() < kReadConnections) {
+    absl::StatusOr<std::unique_ptr<support::PgConnection>> more =
+        support::PgConnection::Connect(url);
+    if (!more.ok()) {
+      return absl::Status(more.status().code(), absl::StrCat("store: ", more.status().message()));
+    }
+    store->db_.push_back(std::move(*more));
+  }
   absl::StatusOr<std::unique_ptr<support::PgConnection>> writer =
       support::PgConnection::Connect(url);
   if (!writer.ok()) {
@@ -98,7 +110,7 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
   return store;
 }
 
-absl::Status PostgresStore::Ping() { return db_->Query("SELECT 1", {}).status(); }
+absl::Status PostgresStore::Ping() { return db()->Query("SELECT 1", {}).status(); }
 
 PostgresStore::~PostgresStore() {
   {
@@ -113,16 +125,16 @@ PostgresStore::~PostgresStore() {
 absl::Status PostgresStore::Migrate() {
   const std::string lock = absl::StrCat(kMigrationLock);
   absl::StatusOr<support::PgResult> locked =
-      db_->Query("SELECT pg_advisory_lock($1::bigint)", {lock});
+      db_[0]->Query("SELECT pg_advisory_lock($1::bigint)", {lock});
   if (!locked.ok()) return locked.status();
   auto migrate = [&]() -> absl::Status {
-    absl::StatusOr<support::PgResult> table = db_->Query(
+    absl::StatusOr<support::PgResult> table = db_[0]->Query(
         "CREATE TABLE IF NOT EXISTS kiln_schema_migrations (version INT PRIMARY KEY, "
         "applied_unix_ms BIGINT NOT NULL)",
         {});
     if (!table.ok()) return table.status();
     absl::StatusOr<support::PgResult> current =
-        db_->Query("SELECT COALESCE(MAX(version), 0)::bigint FROM kiln_schema_migrations", {});
+        db_[0]->Query("SELECT COALESCE(MAX(version), 0)::bigint FROM kiln_schema_migrations", {});
     if (!current.ok()) return current.status();
     const int64_t version = current->Int(0, 0);
     if (version > SchemaVersion()) {
@@ -136,25 +148,25 @@ absl::Status PostgresStore::Migrate() {
       std::vector<std::string> statements = {"BEGIN"};
       for (const char* sql : Migrations()[v - 1]) statements.push_back(sql);
       for (const std::string& sql : statements) {
-        if (absl::StatusOr<support::PgResult> r = db_->Query(sql, {}); !r.ok()) {
-          (void)db_->Query("ROLLBACK", {});
+        if (absl::StatusOr<support::PgResult> r = db_[0]->Query(sql, {}); !r.ok()) {
+          (void)db_[0]->Query("ROLLBACK", {});
           return r.status();
         }
       }
-      absl::StatusOr<support::PgResult> done = db_->Query(
+      absl::StatusOr<support::PgResult> done = db_[0]->Query(
           "INSERT INTO kiln_schema_migrations (version, applied_unix_ms) VALUES ($1, $2)",
           {absl::StrCat(v), absl::StrCat(NowUnixMs())});
       if (!done.ok()) {
-        (void)db_->Query("ROLLBACK", {});
+        (void)db_[0]->Query("ROLLBACK", {});
         return done.status();
       }
-      if (absl::StatusOr<support::PgResult> r = db_->Query("COMMIT", {}); !r.ok())
+      if (absl::StatusOr<support::PgResult> r = db_[0]->Query("COMMIT", {}); !r.ok())
         return r.status();
     }
     return absl::OkStatus();
   };
   absl::Status status = migrate();
-  (void)db_->Query("SELECT pg_advisory_unlock($1::bigint)", {lock});
+  (void)db_[0]->Query("SELECT pg_advisory_unlock($1::bigint)", {lock});
   return status;
 }
 
@@ -189,7 +201,10 @@ void PostgresStore::WriterLoop() {
     std::map<std::string, QueuedRow> batch;
     batch.swap(queued_jobs_);
     uint64_t last = 0;
-    for (const auto& [id, row] : batch) last = std::max(last, row.ticket);
+    for (const auto& [id, row] : batch) {
+      last = std::max(last, row.ticket);
+      writing_.insert(id);
+    }
     lock.unlock();
     // One transaction for the batch; a row the statement refused is that row's answer alone.
     std::map<uint64_t, absl::Status> answers;
@@ -207,6 +222,7 @@ void PostgresStore::WriterLoop() {
     if (batch_status.ok()) batch_status = writer_db_->Query("COMMIT", {}).status();
     if (!batch_status.ok()) (void)writer_db_->Query("ROLLBACK", {});
     lock.lock();
+    writing_.clear();
     if (!batch_status.ok()) {
       // Nothing of the batch is written: every waiter hears why, and the rows stay queued for
       // when the database is back (a newer row of the same job wins).
@@ -277,7 +293,7 @@ absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& 
     auto it = queued_jobs_.find(id);
     if (it != queued_jobs_.end()) return std::optional<v1::Job>(it->second.job);
   }
-  absl::StatusOr<support::PgResult> r = db_->Query("SELECT job FROM jobs WHERE id = $1", {id});
+  absl::StatusOr<support::PgResult> r = db()->Query("SELECT job FROM jobs WHERE id = $1", {id});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<v1::Job>();
   v1::Job job;
@@ -289,7 +305,7 @@ absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& 
 
 absl::StatusOr<std::vector<v1::Job>> PostgresStore::LoadJobs(int limit) {
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT job FROM jobs ORDER BY created_ms DESC LIMIT $1", {absl::StrCat(limit)});
+      db()->Query("SELECT job FROM jobs ORDER BY created_ms DESC LIMIT $1", {absl::StrCat(limit)});
   if (!r.ok()) return r.status();
   return ParseJobs(*r, 0);
 }
@@ -303,7 +319,7 @@ std::vector<v1::Job> PostgresStore::ParseJobs(const support::PgResult& r, int co
 }
 
 absl::Status PostgresStore::PutDevice(const v1::Device& device) {
-  return db_
+  return db()
       ->Query(
           "INSERT INTO devices (key, device) VALUES ($1, $2) "
           "ON CONFLICT (key) DO UPDATE SET device = excluded.device",
@@ -312,7 +328,7 @@ absl::Status PostgresStore::PutDevice(const v1::Device& device) {
 }
 
 absl::StatusOr<std::vector<v1::Device>> PostgresStore::LoadDevices() {
-  absl::StatusOr<support::PgResult> r = db_->Query("SELECT device FROM devices ORDER BY key", {});
+  absl::StatusOr<support::PgResult> r = db()->Query("SELECT device FROM devices ORDER BY key", {});
   if (!r.ok()) return r.status();
   std::vector<v1::Device> devices;
   for (int i = 0; i < r->rows(); ++i) {
@@ -324,7 +340,7 @@ absl::StatusOr<std::vector<v1::Device>> PostgresStore::LoadDevices() {
 absl::Status PostgresStore::PutArtifact(const std::string& digest, const std::string& cache_key,
                                         const std::string& bytes, const std::string& module) {
   // The database first (what every instance reads), then this instance's copy.
-  absl::StatusOr<support::PgResult> r = db_->Query(
+  absl::StatusOr<support::PgResult> r = db()->Query(
       "INSERT INTO artifacts (digest, cache_key, size, last_used_ms, bytes, module) "
       "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (digest) DO UPDATE SET "
       "last_used_ms = excluded.last_used_ms, "
@@ -342,7 +358,7 @@ absl::Status PostgresStore::PutArtifact(const std::string& digest, const std::st
 absl::StatusOr<std::optional<ArtifactRecord>> PostgresStore::FindArtifact(
     const std::string& digest) {
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = $1", {digest});
+      db()->Query("SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<ArtifactRecord>();
   return std::optional<ArtifactRecord>(
@@ -359,7 +375,7 @@ absl::StatusOr<std::string> PostgresStore::ReadArtifact(const std::string& diges
     return local;
   }
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT bytes FROM artifacts WHERE digest = $1", {digest});
+      db()->Query("SELECT bytes FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return absl::NotFoundError(absl::StrCat("no artifact ", digest));
   std::string bytes = r->Bytes(0, 0);
@@ -375,7 +391,7 @@ absl::StatusOr<std::string> PostgresStore::ReadArtifact(const std::string& diges
 absl::StatusOr<std::string> PostgresStore::ReadModule(const std::string& digest) {
   if (absl::StatusOr<std::string> local = ReadFile(ModulePath(digest)); local.ok()) return local;
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT module FROM artifacts WHERE digest = $1", {digest});
+      db()->Query("SELECT module FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0 || r->null(0, 0)) {
     return absl::NotFoundError(absl::StrCat("store: no module for artifact ", digest));
@@ -388,7 +404,7 @@ absl::StatusOr<std::string> PostgresStore::ReadModule(const std::string& digest)
 absl::StatusOr<std::vector<std::string>> PostgresStore::FindByCacheKey(
     const std::string& cache_key) {
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT digest FROM artifacts WHERE cache_key = $1", {cache_key});
+      db()->Query("SELECT digest FROM artifacts WHERE cache_key = $1", {cache_key});
   if (!r.ok()) return r.status();
   std::vector<std::string> digests;
   for (int i = 0; i < r->rows(); ++i) digests.push_back(r->Bytes(i, 0));
@@ -396,7 +412,7 @@ absl::StatusOr<std::vector<std::string>> PostgresStore::FindByCacheKey(
 }
 
 void PostgresStore::TouchArtifact(const std::string& digest) {
-  db_->Query("UPDATE artifacts SET last_used_ms = $1 WHERE digest = $2",
+  db()->Query("UPDATE artifacts SET last_used_ms = $1 WHERE digest = $2",
              {absl::StrCat(NowUnixMs()), digest})
       .status()
       .IgnoreError();  // a last-used time is a hint for eviction
@@ -404,14 +420,14 @@ void PostgresStore::TouchArtifact(const std::string& digest) {
 
 absl::StatusOr<int64_t> PostgresStore::TotalArtifactBytes() {
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT COALESCE(SUM(size), 0)::bigint FROM artifacts", {});
+      db()->Query("SELECT COALESCE(SUM(size), 0)::bigint FROM artifacts", {});
   if (!r.ok()) return r.status();
   return r->Int(0, 0);
 }
 
 int64_t PostgresStore::DatabaseBytes() const {
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT pg_database_size(current_database())", {});
+      db()->Query("SELECT pg_database_size(current_database())", {});
   return r.ok() ? r->Int(0, 0) : 0;
 }
 
@@ -420,7 +436,7 @@ absl::Status PostgresStore::DeleteJobs(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
     for (const char* sql :
          {"DELETE FROM jobs WHERE id = $1", "DELETE FROM job_inputs WHERE id = $1"}) {
-      if (absl::Status s = db_->Query(sql, {id}).status(); !s.ok()) return s;
+      if (absl::Status s = db()->Query(sql, {id}).status(); !s.ok()) return s;
     }
   }
   return absl::OkStatus();
@@ -428,7 +444,7 @@ absl::Status PostgresStore::DeleteJobs(const std::vector<std::string>& ids) {
 
 absl::StatusOr<int> PostgresStore::EvictTo(int64_t max_bytes, const std::string& keep) {
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC", {});
+      db()->Query("SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC", {});
   if (!r.ok()) return r.status();
   int64_t total = 0;
   for (int i = 0; i < r->rows(); ++i) total += r->Int(i, 1);
@@ -445,7 +461,7 @@ absl::StatusOr<int> PostgresStore::EvictTo(int64_t max_bytes, const std::string&
 
 absl::Status PostgresStore::DropArtifact(const std::string& digest) {
   absl::StatusOr<support::PgResult> r =
-      db_->Query("DELETE FROM artifacts WHERE digest = $1", {digest});
+      db()->Query("DELETE FROM artifacts WHERE digest = $1", {digest});
   std::error_code ec;
   std::filesystem::remove(ArtifactPath(digest), ec);
   std::filesystem::remove(ModulePath(digest), ec);
@@ -453,7 +469,7 @@ absl::Status PostgresStore::DropArtifact(const std::string& digest) {
 }
 
 absl::Status PostgresStore::PutJobInput(const std::string& id, const std::string& input) {
-  return db_
+  return db()
       ->Query(
           "INSERT INTO job_inputs (id, input) VALUES ($1, $2) "
           "ON CONFLICT (id) DO UPDATE SET input = excluded.input",
@@ -463,7 +479,7 @@ absl::Status PostgresStore::PutJobInput(const std::string& id, const std::string
 
 absl::StatusOr<std::optional<std::string>> PostgresStore::GetJobInput(const std::string& id) {
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT input FROM job_inputs WHERE id = $1", {id});
+      db()->Query("SELECT input FROM job_inputs WHERE id = $1", {id});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<std::string>();
   return std::optional<std::string>(r->Bytes(0, 0));
@@ -471,7 +487,7 @@ absl::StatusOr<std::optional<std::string>> PostgresStore::GetJobInput(const std:
 
 absl::Status PostgresStore::DeleteJobInputs(const std::vector<std::string>& ids) {
   for (const std::string& id : ids) {
-    if (absl::Status s = db_->Query("DELETE FROM job_inputs WHERE id = $1", {id}).status();
+    if (absl::Status s = db()->Query("DELETE FROM job_inputs WHERE id = $1", {id}).status();
         !s.ok()) {
       return s;
     }
@@ -483,7 +499,7 @@ absl::Status PostgresStore::DeleteJobInputs(const std::vector<std::string>& ids)
 
 absl::StatusOr<std::vector<ClaimedJob>> PostgresStore::ClaimJobs(
     bool compiles, const std::vector<std::string>& device_keys, int limit) {
-  absl::StatusOr<support::PgResult> r = db_->Query(
+  absl::StatusOr<support::PgResult> r = db()->Query(
       absl::StrCat("WITH free AS (SELECT id, owner FROM jobs WHERE ", kUnfinished,
                    " AND (owner IS NULL OR lease_until_ms < ", kNowMs,
                    ") AND ((kind = 1 AND $1 = 1) OR "
@@ -507,7 +523,7 @@ absl::StatusOr<std::vector<ClaimedJob>> PostgresStore::ClaimJobs(
 }
 
 absl::StatusOr<std::optional<v1::Job>> PostgresStore::ClaimJob(const std::string& id) {
-  absl::StatusOr<support::PgResult> r = db_->Query(
+  absl::StatusOr<support::PgResult> r = db()->Query(
       absl::StrCat("UPDATE jobs SET owner = $2, lease_until_ms = ", kNowMs,
                    " + $3 WHERE id = $1 AND ", kUnfinished, " AND (owner IS NULL OR owner = $2 OR ",
                    "lease_until_ms < ", kNowMs, ") RETURNING job"),
@@ -519,7 +535,15 @@ absl::StatusOr<std::optional<v1::Job>> PostgresStore::ClaimJob(const std::string
 }
 
 absl::StatusOr<LeaseRenewal> PostgresStore::RenewLeases() {
-  absl::StatusOr<support::PgResult> r = db_->Query(
+  // Rows queued or being written now are held here all the same (taken before the query: a
+  // row committed after this is one the query sees).
+  std::vector<std::string> unwritten;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    for (const auto& [id, row] : queued_jobs_) unwritten.push_back(id);
+    unwritten.insert(unwritten.end(), writing_.begin(), writing_.end());
+  }
+  absl::StatusOr<support::PgResult> r = db()->Query(
       absl::StrCat("UPDATE jobs SET lease_until_ms = ", kNowMs, " + $2 WHERE owner = $1 AND ",
                    kUnfinished, " RETURNING id, cancel_reason"),
       {instance_, absl::StrCat(lease_ms_)});
@@ -529,20 +553,16 @@ absl::StatusOr<LeaseRenewal> PostgresStore::RenewLeases() {
     renewal.held.push_back(r->Bytes(i, 0));
     if (!r->null(i, 1)) renewal.cancel_requests[r->Bytes(i, 0)] = r->Bytes(i, 1);
   }
-  {
-    // A job whose first row is still queued (the database was away) is held here all the same.
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    for (const auto& [id, row] : queued_jobs_) renewal.held.push_back(id);
-  }
+  renewal.held.insert(renewal.held.end(), unwritten.begin(), unwritten.end());
   // This instance's agents are alive; sessions of instances long gone are forgotten.
-  if (absl::Status s = db_->Query(absl::StrCat("UPDATE agent_sessions SET seen_ms = ", kNowMs,
+  if (absl::Status s = db()->Query(absl::StrCat("UPDATE agent_sessions SET seen_ms = ", kNowMs,
                                                " WHERE instance = $1"),
                                   {instance_})
                            .status();
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = db_->Query(absl::StrCat("DELETE FROM agent_sessions WHERE seen_ms < ",
+  if (absl::Status s = db()->Query(absl::StrCat("DELETE FROM agent_sessions WHERE seen_ms < ",
                                                kNowMs, " - 10 * $1::bigint"),
                                   {absl::StrCat(lease_ms_)})
                            .status();
@@ -555,7 +575,7 @@ absl::StatusOr<LeaseRenewal> PostgresStore::RenewLeases() {
 absl::Status PostgresStore::ReleaseJobs(const std::vector<std::string>& ids) {
   if (ids.empty()) return absl::OkStatus();
   Flush();  // their rows first: a release must not be overwritten by a later insert
-  return db_
+  return db()
       ->Query("UPDATE jobs SET owner = NULL WHERE id = ANY(string_to_array($1, E'\\n')) AND "
               "owner = $2",
               {Lines(ids), instance_})
@@ -563,7 +583,7 @@ absl::Status PostgresStore::ReleaseJobs(const std::vector<std::string>& ids) {
 }
 
 absl::Status PostgresStore::RequestCancel(const std::string& id, const std::string& reason) {
-  return db_
+  return db()
       ->Query(absl::StrCat("UPDATE jobs SET cancel_reason = $2 WHERE id = $1 AND ", kUnfinished),
               {id, reason})
       .status();
@@ -572,7 +592,7 @@ absl::Status PostgresStore::RequestCancel(const std::string& id, const std::stri
 absl::StatusOr<std::vector<v1::Job>> PostgresStore::ListJobs(v1::JobState state,
                                                              const std::string& client,
                                                              int limit) {
-  absl::StatusOr<support::PgResult> r = db_->Query(
+  absl::StatusOr<support::PgResult> r = db()->Query(
       "SELECT job FROM jobs WHERE ($1 = 0 OR state = $1) AND ($2 = '' OR client = $2) "
       "ORDER BY created_ms DESC, id DESC LIMIT $3",
       {absl::StrCat(static_cast<int>(state)), client, absl::StrCat(limit)});
@@ -582,7 +602,7 @@ absl::StatusOr<std::vector<v1::Job>> PostgresStore::ListJobs(v1::JobState state,
 
 absl::StatusOr<std::optional<v1::Job>> PostgresStore::FindIdempotent(const std::string& client,
                                                                      const std::string& key) {
-  absl::StatusOr<support::PgResult> r = db_->Query(
+  absl::StatusOr<support::PgResult> r = db()->Query(
       "SELECT job FROM jobs WHERE client = $1 AND idempotency_key = $2", {client, key});
   if (!r.ok()) return r.status();
   std::vector<v1::Job> jobs = ParseJobs(*r, 0);
@@ -592,7 +612,7 @@ absl::StatusOr<std::optional<v1::Job>> PostgresStore::FindIdempotent(const std::
 
 absl::StatusOr<bool> PostgresStore::ClientHasArtifact(const std::string& client,
                                                       const std::string& digest) {
-  absl::StatusOr<support::PgResult> r = db_->Query(
+  absl::StatusOr<support::PgResult> r = db()->Query(
       "SELECT 1::bigint FROM jobs WHERE artifact_digest = $1 AND client = $2 LIMIT 1",
       {digest, client});
   if (!r.ok()) return r.status();
@@ -601,7 +621,7 @@ absl::StatusOr<bool> PostgresStore::ClientHasArtifact(const std::string& client,
 
 absl::Status PostgresStore::PutAgentSession(const std::string& agent_id,
                                             const std::string& device_key) {
-  return db_
+  return db()
       ->Query(absl::StrCat("INSERT INTO agent_sessions (id, instance, device_key, seen_ms) "
                            "VALUES ($1, $2, $3, ",
                            kNowMs, ") ON CONFLICT (id) DO UPDATE SET seen_ms = excluded.seen_ms"),
@@ -610,14 +630,14 @@ absl::Status PostgresStore::PutAgentSession(const std::string& agent_id,
 }
 
 absl::Status PostgresStore::DropAgentSession(const std::string& agent_id) {
-  return db_
+  return db()
       ->Query("DELETE FROM agent_sessions WHERE id = $1", {absl::StrCat(instance_, "/", agent_id)})
       .status();
 }
 
 absl::StatusOr<std::map<std::string, int>> PostgresStore::AgentsByDevice() {
   absl::StatusOr<support::PgResult> r =
-      db_->Query(absl::StrCat("SELECT device_key, COUNT(*)::bigint FROM agent_sessions "
+      db()->Query(absl::StrCat("SELECT device_key, COUNT(*)::bigint FROM agent_sessions "
                               "WHERE seen_ms >= ",
                               kNowMs, " - $1::bigint GROUP BY device_key"),
                  {absl::StrCat(lease_ms_)});
@@ -629,7 +649,7 @@ absl::StatusOr<std::map<std::string, int>> PostgresStore::AgentsByDevice() {
 
 absl::StatusOr<std::map<std::string, int>> PostgresStore::TasksQueuedByDevice() {
   absl::StatusOr<support::PgResult> r =
-      db_->Query("SELECT device_key, COUNT(*)::bigint FROM jobs WHERE state = 1 AND "
+      db()->Query("SELECT device_key, COUNT(*)::bigint FROM jobs WHERE state = 1 AND "
                  "kind IN (2, 3) GROUP BY device_key",
                  {});
   if (!r.ok()) return r.status();

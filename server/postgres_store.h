@@ -8,8 +8,8 @@
 // queue that one thread commits in batches on a connection of its own (one transaction, one WAL
 // flush for every state change queued meanwhile); AwaitSaved waits for a row's commit. A batch
 // the database could not take (unreachable) stays queued and is written once it is back, unless
-// a newer row of the same job replaced it. Everything else is synchronous, on one connection
-// behind a mutex; a broken connection is reset on the next call.
+// a newer row of the same job replaced it. Everything else is synchronous, on a few connections
+// taken in turn; a broken connection is reset on its next call.
 //
 // Every instance on the database is active and shares the work (ClusterStore): each unfinished
 // job is held by one instance under a lease it renews, and the jobs of an instance that died are
@@ -17,9 +17,11 @@
 #ifndef KILN_SERVER_POSTGRES_STORE_H_
 #define KILN_SERVER_POSTGRES_STORE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "compiler/support/postgres_connection.h"
@@ -103,7 +105,11 @@ class PostgresStore final : public Store, public ClusterStore {
   // Waits until every row queued so far is written (or refused).
   void Flush();
 
-  std::unique_ptr<support::PgConnection> db_;
+  // The next of the connections for everything but job rows, in turn.
+  const support::PgConnection* db() const { return db_[next_db_++ % db_.size()].get(); }
+
+  std::vector<std::unique_ptr<support::PgConnection>> db_;
+  mutable std::atomic<size_t> next_db_{0};
   std::unique_ptr<support::PgConnection> writer_db_;  // the write queue's own connection
   std::string instance_;
   int64_t lease_ms_ = 10000;
@@ -116,6 +122,7 @@ class PostgresStore final : public Store, public ClusterStore {
   std::mutex queue_mu_;
   std::condition_variable queued_, written_;
   std::map<std::string, QueuedRow> queued_jobs_;  // id -> its newest unwritten row
+  std::set<std::string> writing_;                // the ids of the batch being written
   uint64_t queued_ticket_ = 0;   // the last ticket handed out
   uint64_t written_ticket_ = 0;  // every ticket up to this one is written or refused
   std::map<uint64_t, absl::Status> failed_;  // refused rows, by ticket (the latest 1024)

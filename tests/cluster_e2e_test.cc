@@ -364,6 +364,14 @@ TEST(ClusterTest, APostgresRestartUnderLoadLosesNothing) {
     ASSERT_TRUE(job.ok()) << id << ": " << job.status();
     EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << id << ": " << job->reason();
     EXPECT_EQ(job->artifact_digest(), reference.artifact_digest()) << id;
+    if (job->state() != v1::JOB_STATE_SUCCEEDED) {  // what the instances logged of it
+      for (int i = 0; i < 3; ++i) {
+        std::istringstream log(cluster.instance(i).daemon().Log());
+        for (std::string line; std::getline(log, line);) {
+          if (line.find(id) != std::string::npos) std::printf("kilnd-%d: %s\n", i, line.c_str());
+        }
+      }
+    }
   }
   std::printf("%zu jobs accepted, %d refused while the database was away\n", accepted.size(),
               refused);

@@ -65,14 +65,22 @@ absl::StatusOr<PgResult> PgConnection::Query(const std::string& sql,
     formats.push_back(i < binary.size() && binary[i] ? 1 : 0);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (PQstatus(conn_) != CONNECTION_OK) {
-    PQreset(conn_);
-    if (PQstatus(conn_) == CONNECTION_OK) reset_ = true;
+  pg_result* r = nullptr;
+  for (int attempt = 0;; ++attempt) {
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      PQreset(conn_);
+      if (PQstatus(conn_) == CONNECTION_OK) reset_ = true;
+    }
+    const bool idle = PQtransactionStatus(conn_) == PQTRANS_IDLE;
+    r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
+                     lengths.data(), formats.data(), /*resultFormat=*/1);
+    ExecStatusType status = PQresultStatus(r);
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return PgResult(r);
+    // A connection that broke while idle (the server restarted since its last use) is found
+    // out only by using it: once more on a new one. Not inside a transaction, which is gone.
+    if (attempt > 0 || !idle || PQstatus(conn_) == CONNECTION_OK) break;
+    PQclear(r);
   }
-  pg_result* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
-                              values.data(), lengths.data(), formats.data(), /*resultFormat=*/1);
-  ExecStatusType status = PQresultStatus(r);
-  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return PgResult(r);
   std::string message = r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
   const char* sqlstate = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   const bool unique_violation = sqlstate != nullptr && std::string(sqlstate) == "23505";

@@ -1,7 +1,8 @@
 // A PostgreSQL connection through libpq, shared by what keeps state in PostgreSQL: the
 // service's store (server/postgres_store) and the tuning database (compiler/tune/database).
 // Parameters go as text (bytea ones as binary), results come back binary; one connection behind
-// a mutex, reset when it broke (the server restarted, say). Connections time out in 5 s and
+// a mutex, reset when it broke (the server restarted, say); a statement that finds it broken
+// outside a transaction runs once more on the new one. Connections time out in 5 s and
 // notice a dead peer within about 10 s (keepalives, tcp_user_timeout) unless the URL says else.
 #ifndef KILN_COMPILER_SUPPORT_POSTGRES_CONNECTION_H_
 #define KILN_COMPILER_SUPPORT_POSTGRES_CONNECTION_H_
