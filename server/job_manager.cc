@@ -117,7 +117,7 @@ absl::Status JobManager::Start() {
 void JobManager::ResumeLocked(Entry& e) {
   e.deadline_unix_ms = e.job.created_unix_ms() + e.job.deadline_ms();
   const bool for_worker = e.job.kind() == v1::JOB_KIND_COMPILE || e.job.kind() == v1::JOB_KIND_TUNE;
-  e.job.set_attempts(e.job.attempts() + 1);
+  // `attempts` counts the workers and agents it is given to, so a resume adds none of its own.
   TransitionLocked(e, v1::JOB_STATE_QUEUED,
                    "resumed: the kilnd running it stopped before it finished");
   if (for_worker) {

@@ -201,7 +201,7 @@ TEST_F(JobManagerTest, AfterACrashUnfinishedJobsWithTheirInputRunAgain) {
   absl::StatusOr<v1::Job> resumed = manager_->Get(queued.job.id());
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(resumed->state(), v1::JOB_STATE_QUEUED);
-  EXPECT_EQ(resumed->attempts(), 1);
+  EXPECT_EQ(resumed->attempts(), 0);  // queued when the crash came: never given to an agent
   absl::StatusOr<std::vector<v1::JobEvent>> events = manager_->Events(queued.job.id());
   ASSERT_TRUE(events.ok());
   EXPECT_THAT(events->back().message(), HasSubstr("resumed"));
