@@ -23,8 +23,8 @@
 namespace {
 
 // A flood of one client's submissions: its per-client limits off.
-const std::vector<std::string> kNoClientLimits = {"--max-jobs-per-minute", "0",
-                                                  "--max-stored-jobs", "0"};
+const std::vector<std::string> kNoClientLimits = {"--max-jobs-per-minute", "0", "--max-stored-jobs",
+                                                  "0"};
 
 std::vector<std::string> With(std::vector<std::string> flags) {
   flags.insert(flags.end(), kNoClientLimits.begin(), kNoClientLimits.end());
@@ -43,8 +43,7 @@ double Percentile(std::vector<double> v, double p) {
 // 8 clients submit the same compile (a cache hit) for `seconds`, each a new job.
 bool Measure(const std::string& label, const std::string& address, int seconds) {
   kiln::v1::SubmitCompileRequest compile;
-  *compile.mutable_module() =
-      *kiln::client::ModuleSourceFromFile("tests/models/tiny_resnet.onnx");
+  *compile.mutable_module() = *kiln::client::ModuleSourceFromFile("tests/models/tiny_resnet.onnx");
   kiln::runtime::ChannelOptions options;
   options.address = address;
   {  // warm: the first compile builds, and each instance sees the request once
@@ -104,8 +103,8 @@ int main(int argc, char** argv) {
   constexpr int kSeconds = 5;
   std::printf("cached compiles from 8 clients, %d s each (this machine: %u cores)\n", kSeconds,
               std::thread::hardware_concurrency());
-  std::printf("%-34s %12s %10s %10s %7s %7s\n", "setup", "compiles/s", "p50 ms", "p99 ms",
-              "misses", "errors");
+  std::printf("%-34s %12s %10s %10s %7s %7s\n", "setup", "compiles/s", "p50 ms", "p99 ms", "misses",
+              "errors");
   {
     Cluster sqlite("cluster_bench_sqlite");
     if (!sqlite.StartDaemon(With({})).ok()) return 1;

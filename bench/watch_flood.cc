@@ -242,9 +242,9 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("%9d%s %8d %14.2f %14.2f %14.2f %14.2f %10.1f\n", target,
-                agents.empty() ? "" : " +1000 agents",
-                Threads(cluster.daemon().pid()), Percentile(info, 0.5), Percentile(info, 0.99),
-                Percentile(cached, 0.5), Percentile(cached, 0.99), open_s);
+                agents.empty() ? "" : " +1000 agents", Threads(cluster.daemon().pid()),
+                Percentile(info, 0.5), Percentile(info, 0.99), Percentile(cached, 0.5),
+                Percentile(cached, 0.99), open_s);
   }
   // The agents are still connected (none was dropped for a missed heartbeat).
   kiln::v1::ListDevicesRequest list;

@@ -107,9 +107,9 @@ absl::Status JobManager::Start() {
   threads_.emplace_back([this] { MonitorLoop(); });
   if (cluster_ != nullptr) {
     threads_.emplace_back([this] { ClusterLoop(); });
-    LogEvent(LogLevel::kInfo, "sharing work with the cluster's instances",
-             {{"instance", cluster_->instance()},
-              {"lease_ms", std::to_string(cluster_->lease_ms())}});
+    LogEvent(
+        LogLevel::kInfo, "sharing work with the cluster's instances",
+        {{"instance", cluster_->instance()}, {"lease_ms", std::to_string(cluster_->lease_ms())}});
   }
   return absl::OkStatus();
 }
@@ -324,8 +324,7 @@ Submitted JobManager::InsertLocked(v1::Job job, std::unique_ptr<Entry> e) {
 Submitted JobManager::Saved(std::unique_lock<std::mutex>& lock, Submitted s) {
   lock.unlock();
   absl::Status status = store_->AwaitSaved(s.saved_ticket);
-  if (status.code() == absl::StatusCode::kAlreadyExists && cluster_ != nullptr &&
-      !s.deduplicated) {
+  if (status.code() == absl::StatusCode::kAlreadyExists && cluster_ != nullptr && !s.deduplicated) {
     // Another instance took the same idempotency key a moment earlier (the database's unique
     // index refused this row): its job is the answer, and this one goes.
     absl::StatusOr<std::optional<v1::Job>> earlier =
@@ -1369,7 +1368,8 @@ void JobManager::AdoptLocked(v1::Job job, bool interrupted, std::optional<std::s
   e.held_since_ms = NowUnixMs();
   e.deadline_unix_ms = job.created_unix_ms() + job.deadline_ms();
   ++stored_by_client_[job.client()];
-  if (!job.idempotency_key().empty()) idempotency_[{job.client(), job.idempotency_key()}] = job.id();
+  if (!job.idempotency_key().empty())
+    idempotency_[{job.client(), job.idempotency_key()}] = job.id();
   const std::string id = job.id();
   job.set_instance(cluster_->instance());
   e.job = std::move(job);
@@ -1490,8 +1490,8 @@ int JobManager::ClaimJobs() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_ || !store_health_.ok()) return 0;
-    const int free_workers = std::max(1, options_.workers) - workers_busy_ -
-                             static_cast<int>(compile_queue_.size());
+    const int free_workers =
+        std::max(1, options_.workers) - workers_busy_ - static_cast<int>(compile_queue_.size());
     compiles = free_workers > 0;
     std::set<std::string> idle_keys;
     for (const auto& [id, agent] : agents_) {

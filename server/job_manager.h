@@ -285,8 +285,8 @@ class JobManager {
   };
   std::map<std::string, RemoteWatch> remote_watchers_;
   std::multimap<int64_t, std::string> retries_;  // unix ms -> worker job to queue again
-  std::condition_variable cluster_wake_;  // claim_soon_ or stopping
-  bool claim_soon_ = false;               // an agent arrived or a worker became free
+  std::condition_variable cluster_wake_;         // claim_soon_ or stopping
+  bool claim_soon_ = false;                      // an agent arrived or a worker became free
   uint64_t next_subscription_ = 1;
   std::vector<std::string> inputs_done_;
   absl::Status store_health_;  // the store's last answer to Ping   // finished jobs whose stored

@@ -729,10 +729,10 @@ class AgentReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
       return Invalid(absl::StrCat("device key '", key, "': use 1 to 64 of [A-Za-z0-9._-]"));
     }
     if (!principal_.MayServe(key)) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          absl::StrCat("agent credential '", principal_.name,
-                                       "' may not serve device key '", key, "' (it may serve: ",
-                                       absl::StrJoin(principal_.device_keys, ", "), ")"));
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("agent credential '", principal_.name, "' may not serve device key '", key,
+                       "' (it may serve: ", absl::StrJoin(principal_.device_keys, ", "), ")"));
     }
     // The registration reply goes out first: the manager may send a task as it registers.
     v1::ServerMessage registered;

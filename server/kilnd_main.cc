@@ -58,8 +58,9 @@ int main(int argc, char** argv) {
   app.add_option("--postgres", options.postgres_url,
                  "keep jobs, devices and artifacts in this PostgreSQL database (a libpq URL, "
                  "postgresql://USER@HOST:PORT/DB), shared by every kilnd that names it");
-  app.add_option("--instance", options.instance,
-                 "this instance's name in a cluster's leases and metrics (default host:pid:random)");
+  app.add_option(
+      "--instance", options.instance,
+      "this instance's name in a cluster's leases and metrics (default host:pid:random)");
   app.add_option("--lease-ms", options.lease_ms,
                  "with --postgres: how long a job this instance holds outlives its last lease "
                  "renewal, i.e. how soon another instance takes over after this one dies")

@@ -283,8 +283,8 @@ absl::Status PostgresStore::WriteJob(const v1::Job& job) {
         absl::StrCat("store: job ", job.id(), " is held by another instance now"));
   }
   return absl::AlreadyExistsError(absl::StrCat("store: another job of client '", job.client(),
-                                               "' has the idempotency key '",
-                                               job.idempotency_key(), "'"));
+                                               "' has the idempotency key '", job.idempotency_key(),
+                                               "'"));
 }
 
 absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& id) {
@@ -357,8 +357,8 @@ absl::Status PostgresStore::PutArtifact(const std::string& digest, const std::st
 
 absl::StatusOr<std::optional<ArtifactRecord>> PostgresStore::FindArtifact(
     const std::string& digest) {
-  absl::StatusOr<support::PgResult> r =
-      db()->Query("SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = $1", {digest});
+  absl::StatusOr<support::PgResult> r = db()->Query(
+      "SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<ArtifactRecord>();
   return std::optional<ArtifactRecord>(
@@ -413,7 +413,7 @@ absl::StatusOr<std::vector<std::string>> PostgresStore::FindByCacheKey(
 
 void PostgresStore::TouchArtifact(const std::string& digest) {
   db()->Query("UPDATE artifacts SET last_used_ms = $1 WHERE digest = $2",
-             {absl::StrCat(NowUnixMs()), digest})
+              {absl::StrCat(NowUnixMs()), digest})
       .status()
       .IgnoreError();  // a last-used time is a hint for eviction
 }
@@ -499,18 +499,18 @@ absl::Status PostgresStore::DeleteJobInputs(const std::vector<std::string>& ids)
 
 absl::StatusOr<std::vector<ClaimedJob>> PostgresStore::ClaimJobs(
     bool compiles, const std::vector<std::string>& device_keys, int limit) {
-  absl::StatusOr<support::PgResult> r = db()->Query(
-      absl::StrCat("WITH free AS (SELECT id, owner FROM jobs WHERE ", kUnfinished,
-                   " AND (owner IS NULL OR lease_until_ms < ", kNowMs,
-                   ") AND ((kind = 1 AND $1 = 1) OR "
-                   "(kind <> 1 AND device_key = ANY(string_to_array($2, E'\\n')))) "
-                   "ORDER BY created_ms LIMIT $3 FOR UPDATE SKIP LOCKED) "
-                   "UPDATE jobs SET owner = $4, lease_until_ms = ",
-                   kNowMs,
-                   " + $5 FROM free WHERE jobs.id = free.id "
-                   "RETURNING jobs.job, (free.owner IS NOT NULL)::int::bigint"),
-      {compiles ? "1" : "0", Lines(device_keys), absl::StrCat(limit), instance_,
-       absl::StrCat(lease_ms_)});
+  absl::StatusOr<support::PgResult> r =
+      db()->Query(absl::StrCat("WITH free AS (SELECT id, owner FROM jobs WHERE ", kUnfinished,
+                               " AND (owner IS NULL OR lease_until_ms < ", kNowMs,
+                               ") AND ((kind = 1 AND $1 = 1) OR "
+                               "(kind <> 1 AND device_key = ANY(string_to_array($2, E'\\n')))) "
+                               "ORDER BY created_ms LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                               "UPDATE jobs SET owner = $4, lease_until_ms = ",
+                               kNowMs,
+                               " + $5 FROM free WHERE jobs.id = free.id "
+                               "RETURNING jobs.job, (free.owner IS NOT NULL)::int::bigint"),
+                  {compiles ? "1" : "0", Lines(device_keys), absl::StrCat(limit), instance_,
+                   absl::StrCat(lease_ms_)});
   if (!r.ok()) return r.status();
   std::vector<ClaimedJob> claimed;
   for (int i = 0; i < r->rows(); ++i) {
@@ -556,15 +556,15 @@ absl::StatusOr<LeaseRenewal> PostgresStore::RenewLeases() {
   renewal.held.insert(renewal.held.end(), unwritten.begin(), unwritten.end());
   // This instance's agents are alive; sessions of instances long gone are forgotten.
   if (absl::Status s = db()->Query(absl::StrCat("UPDATE agent_sessions SET seen_ms = ", kNowMs,
-                                               " WHERE instance = $1"),
-                                  {instance_})
+                                                " WHERE instance = $1"),
+                                   {instance_})
                            .status();
       !s.ok()) {
     return s;
   }
   if (absl::Status s = db()->Query(absl::StrCat("DELETE FROM agent_sessions WHERE seen_ms < ",
-                                               kNowMs, " - 10 * $1::bigint"),
-                                  {absl::StrCat(lease_ms_)})
+                                                kNowMs, " - 10 * $1::bigint"),
+                                   {absl::StrCat(lease_ms_)})
                            .status();
       !s.ok()) {
     return s;
@@ -576,9 +576,10 @@ absl::Status PostgresStore::ReleaseJobs(const std::vector<std::string>& ids) {
   if (ids.empty()) return absl::OkStatus();
   Flush();  // their rows first: a release must not be overwritten by a later insert
   return db()
-      ->Query("UPDATE jobs SET owner = NULL WHERE id = ANY(string_to_array($1, E'\\n')) AND "
-              "owner = $2",
-              {Lines(ids), instance_})
+      ->Query(
+          "UPDATE jobs SET owner = NULL WHERE id = ANY(string_to_array($1, E'\\n')) AND "
+          "owner = $2",
+          {Lines(ids), instance_})
       .status();
 }
 
@@ -590,8 +591,7 @@ absl::Status PostgresStore::RequestCancel(const std::string& id, const std::stri
 }
 
 absl::StatusOr<std::vector<v1::Job>> PostgresStore::ListJobs(v1::JobState state,
-                                                             const std::string& client,
-                                                             int limit) {
+                                                             const std::string& client, int limit) {
   absl::StatusOr<support::PgResult> r = db()->Query(
       "SELECT job FROM jobs WHERE ($1 = 0 OR state = $1) AND ($2 = '' OR client = $2) "
       "ORDER BY created_ms DESC, id DESC LIMIT $3",
@@ -602,8 +602,8 @@ absl::StatusOr<std::vector<v1::Job>> PostgresStore::ListJobs(v1::JobState state,
 
 absl::StatusOr<std::optional<v1::Job>> PostgresStore::FindIdempotent(const std::string& client,
                                                                      const std::string& key) {
-  absl::StatusOr<support::PgResult> r = db()->Query(
-      "SELECT job FROM jobs WHERE client = $1 AND idempotency_key = $2", {client, key});
+  absl::StatusOr<support::PgResult> r =
+      db()->Query("SELECT job FROM jobs WHERE client = $1 AND idempotency_key = $2", {client, key});
   if (!r.ok()) return r.status();
   std::vector<v1::Job> jobs = ParseJobs(*r, 0);
   if (jobs.empty()) return std::optional<v1::Job>();
@@ -612,9 +612,9 @@ absl::StatusOr<std::optional<v1::Job>> PostgresStore::FindIdempotent(const std::
 
 absl::StatusOr<bool> PostgresStore::ClientHasArtifact(const std::string& client,
                                                       const std::string& digest) {
-  absl::StatusOr<support::PgResult> r = db()->Query(
-      "SELECT 1::bigint FROM jobs WHERE artifact_digest = $1 AND client = $2 LIMIT 1",
-      {digest, client});
+  absl::StatusOr<support::PgResult> r =
+      db()->Query("SELECT 1::bigint FROM jobs WHERE artifact_digest = $1 AND client = $2 LIMIT 1",
+                  {digest, client});
   if (!r.ok()) return r.status();
   return r->rows() > 0;
 }
@@ -638,9 +638,9 @@ absl::Status PostgresStore::DropAgentSession(const std::string& agent_id) {
 absl::StatusOr<std::map<std::string, int>> PostgresStore::AgentsByDevice() {
   absl::StatusOr<support::PgResult> r =
       db()->Query(absl::StrCat("SELECT device_key, COUNT(*)::bigint FROM agent_sessions "
-                              "WHERE seen_ms >= ",
-                              kNowMs, " - $1::bigint GROUP BY device_key"),
-                 {absl::StrCat(lease_ms_)});
+                               "WHERE seen_ms >= ",
+                               kNowMs, " - $1::bigint GROUP BY device_key"),
+                  {absl::StrCat(lease_ms_)});
   if (!r.ok()) return r.status();
   std::map<std::string, int> agents;
   for (int i = 0; i < r->rows(); ++i) agents[r->Bytes(i, 0)] = static_cast<int>(r->Int(i, 1));
@@ -648,10 +648,10 @@ absl::StatusOr<std::map<std::string, int>> PostgresStore::AgentsByDevice() {
 }
 
 absl::StatusOr<std::map<std::string, int>> PostgresStore::TasksQueuedByDevice() {
-  absl::StatusOr<support::PgResult> r =
-      db()->Query("SELECT device_key, COUNT(*)::bigint FROM jobs WHERE state = 1 AND "
-                 "kind IN (2, 3) GROUP BY device_key",
-                 {});
+  absl::StatusOr<support::PgResult> r = db()->Query(
+      "SELECT device_key, COUNT(*)::bigint FROM jobs WHERE state = 1 AND "
+      "kind IN (2, 3) GROUP BY device_key",
+      {});
   if (!r.ok()) return r.status();
   std::map<std::string, int> queued;
   for (int i = 0; i < r->rows(); ++i) queued[r->Bytes(i, 0)] = static_cast<int>(r->Int(i, 1));

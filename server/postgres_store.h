@@ -33,7 +33,7 @@ namespace kiln::server {
 class PostgresStore final : public Store, public ClusterStore {
  public:
   struct OpenOptions {
-    std::string instance;     // empty: host:pid:random
+    std::string instance;      // empty: host:pid:random
     int64_t lease_ms = 10000;  // how long a held job outlives its instance's last renewal
   };
   // `url`: a libpq connection string ("postgresql://kiln@127.0.0.1:5432/kiln" or "host=...").
@@ -122,9 +122,9 @@ class PostgresStore final : public Store, public ClusterStore {
   std::mutex queue_mu_;
   std::condition_variable queued_, written_;
   std::map<std::string, QueuedRow> queued_jobs_;  // id -> its newest unwritten row
-  std::set<std::string> writing_;                // the ids of the batch being written
-  uint64_t queued_ticket_ = 0;   // the last ticket handed out
-  uint64_t written_ticket_ = 0;  // every ticket up to this one is written or refused
+  std::set<std::string> writing_;                 // the ids of the batch being written
+  uint64_t queued_ticket_ = 0;                    // the last ticket handed out
+  uint64_t written_ticket_ = 0;              // every ticket up to this one is written or refused
   std::map<uint64_t, absl::Status> failed_;  // refused rows, by ticket (the latest 1024)
   bool stopping_ = false;
   std::thread writer_;

@@ -15,11 +15,11 @@
 #include "runtime/agent/channel.h"
 #include "runtime/support/subprocess.h"
 #include "server/artifact_cache.h"
+#include "server/cluster_store.h"
 #include "server/dashboard.h"
 #include "server/http_server.h"
 #include "server/kiln_service.h"
 #include "server/log.h"
-#include "server/cluster_store.h"
 #include "server/postgres_store.h"
 #include "server/store.h"
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -132,6 +133,24 @@ v1::Job Finish(client::KilnClient& c, const absl::StatusOr<v1::SubmitResponse>& 
   return done.value_or(v1::Job());
 }
 
+bool Finished(const v1::Job& job) {
+  return job.state() == v1::JOB_STATE_SUCCEEDED || job.state() == v1::JOB_STATE_FAILED ||
+         job.state() == v1::JOB_STATE_CANCELLED;
+}
+
+// Reads the job through `read` every 50 ms until `done` holds of it, a read fails, or
+// `timeout_ms` passes; the last read.
+absl::StatusOr<v1::Job> PollJob(const std::function<absl::StatusOr<v1::Job>()>& read,
+                                const std::function<bool(const v1::Job&)>& done,
+                                int timeout_ms = 15000) {
+  absl::StatusOr<v1::Job> job = read();
+  for (int waited = 0; job.ok() && !done(*job) && waited < timeout_ms; waited += 50) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    job = read();
+  }
+  return job;
+}
+
 TEST(ClusterTest, ThreeInstancesBehindNginxShareJobsDevicesAndArtifacts) {
   ThreeInstances cluster("share");
   ASSERT_TRUE(cluster.ok());
@@ -172,8 +191,8 @@ TEST(ClusterTest, ThreeInstancesBehindNginxShareJobsDevicesAndArtifacts) {
   for (int i = 0; i < 3; ++i) {
     std::unique_ptr<client::KilnClient> direct = cluster.Client(cluster.instance(i).address());
     for (const std::string board : {"board-a", "board-c"}) {
-      v1::Job inferred =
-          Finish(*direct, direct->SubmitInference(TinyResnetInference(compiled.artifact_digest(), board)));
+      v1::Job inferred = Finish(
+          *direct, direct->SubmitInference(TinyResnetInference(compiled.artifact_digest(), board)));
       ExpectTinyResnetReference(inferred);
       EXPECT_EQ(inferred.instance(), board == "board-a" ? "kilnd-0" : "kilnd-2");
       tasks.push_back(inferred);
@@ -206,8 +225,7 @@ TEST(ClusterTest, ThreeInstancesBehindNginxShareJobsDevicesAndArtifacts) {
                 ::testing::HasSubstr(absl::StrCat("instance=\"", ThreeInstances::Name(i), "\"")));
   }
   // A resubmit through another instance is a cache hit.
-  const std::string other =
-      cluster.instance(compiled.instance() == "kilnd-0" ? 1 : 0).address();
+  const std::string other = cluster.instance(compiled.instance() == "kilnd-0" ? 1 : 0).address();
   std::unique_ptr<client::KilnClient> elsewhere = cluster.Client(other);
   v1::Job again = Finish(*elsewhere, elsewhere->SubmitCompile(compile));
   ASSERT_EQ(again.state(), v1::JOB_STATE_SUCCEEDED) << again.reason();
@@ -272,26 +290,20 @@ TEST(ClusterTest, KilledInstancesLoseNoJob) {
     // Slow in the front end (1.5 s): surely running when its instance is killed. A new name
     // each round, so that no instance answers it from the request's fingerprint.
     compile.mutable_module()->set_name(absl::StrCat("kiln-test-slow-frontend-", round));
-    absl::StatusOr<v1::SubmitResponse> submitted = Retry([&] { return lb->SubmitCompile(compile); });
+    absl::StatusOr<v1::SubmitResponse> submitted =
+        Retry([&] { return lb->SubmitCompile(compile); });
     ASSERT_TRUE(submitted.ok()) << submitted.status();
     const std::string id = submitted->job().id();
     ids.insert(id);
-    absl::StatusOr<v1::Job> job = submitted->job();
-    for (int i = 0; i < 100 && job.ok() && job->state() != v1::JOB_STATE_RUNNING; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      job = Retry([&] { return lb->GetJob(id); });
-    }
+    auto read = [&] { return Retry([&] { return lb->GetJob(id); }); };
+    absl::StatusOr<v1::Job> job =
+        PollJob(read, [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; });
     ASSERT_TRUE(job.ok()) << job.status();
     ASSERT_EQ(job->state(), v1::JOB_STATE_RUNNING);
     const int victim = job->instance().back() - '0';
     cluster.instance(victim).daemon().Signal(SIGKILL);
     cluster.instance(victim).daemon().Wait();
-    for (int i = 0; i < 200 && job.ok() && job->state() != v1::JOB_STATE_SUCCEEDED &&
-                    job->state() != v1::JOB_STATE_FAILED;
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      job = Retry([&] { return lb->GetJob(id); });
-    }
+    job = PollJob(read, Finished);
     ASSERT_TRUE(job.ok()) << job.status();
     ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->reason();
     EXPECT_EQ(job->artifact_digest(), reference.artifact_digest());
@@ -342,13 +354,9 @@ TEST(ClusterTest, AKilledInstancesTuneFinishesElsewhereKeepingItsRecords) {
   ASSERT_EQ(submitted->job().instance(), "kilnd-1");
   const std::string id = submitted->job().id();
   // Some records measured, then the instance dies.
-  absl::StatusOr<v1::Job> job = submitted->job();
-  for (int i = 0; i < 600 && job.ok() && job->tune().trials() < 4 &&
-                  job->state() != v1::JOB_STATE_SUCCEEDED;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    job = on1->GetJob(id);
-  }
+  absl::StatusOr<v1::Job> job =
+      PollJob([&] { return on1->GetJob(id); },
+              [](const v1::Job& j) { return j.tune().trials() >= 4 || Finished(j); }, 30000);
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_EQ(job->state(), v1::JOB_STATE_RUNNING) << "the tune ended before the kill";
   cluster.instance(1).daemon().Signal(SIGKILL);
@@ -356,12 +364,7 @@ TEST(ClusterTest, AKilledInstancesTuneFinishesElsewhereKeepingItsRecords) {
   const int before = TuningRecords(cluster.url());
   EXPECT_GE(before, 4);
   std::unique_ptr<client::KilnClient> on2 = cluster.Client(cluster.instance(2).address());
-  for (int i = 0; i < 1200 && job.ok() && job->state() != v1::JOB_STATE_SUCCEEDED &&
-                  job->state() != v1::JOB_STATE_FAILED;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    job = on2->GetJob(id);
-  }
+  job = PollJob([&] { return on2->GetJob(id); }, Finished, 60000);
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->reason();
   EXPECT_EQ(job->instance(), "kilnd-2");
@@ -402,7 +405,8 @@ TEST(ClusterTest, APostgresRestartUnderLoadLosesNothing) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
   ASSERT_TRUE(cluster.postgres().Stop().ok());
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(cluster.instance(i).daemon().WaitForLog("store unreachable: not serving", 15000).ok());
+    EXPECT_TRUE(
+        cluster.instance(i).daemon().WaitForLog("store unreachable: not serving", 15000).ok());
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));
   ASSERT_TRUE(cluster.postgres().StartAgain().ok());
@@ -415,13 +419,8 @@ TEST(ClusterTest, APostgresRestartUnderLoadLosesNothing) {
   load.join();
   EXPECT_GT(accepted.size(), 10u);
   for (const std::string& id : accepted) {
-    absl::StatusOr<v1::Job> job = Retry([&] { return lb->GetJob(id); });
-    for (int i = 0; i < 300 && job.ok() && job->state() != v1::JOB_STATE_SUCCEEDED &&
-                    job->state() != v1::JOB_STATE_FAILED;
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      job = Retry([&] { return lb->GetJob(id); });
-    }
+    absl::StatusOr<v1::Job> job =
+        PollJob([&] { return Retry([&] { return lb->GetJob(id); }); }, Finished);
     ASSERT_TRUE(job.ok()) << id << ": " << job.status();
     EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << id << ": " << job->reason();
     EXPECT_EQ(job->artifact_digest(), reference.artifact_digest()) << id;

@@ -34,9 +34,9 @@ Nginx::Nginx(const std::vector<int>& upstream_ports, const std::string& dir)
   std::string conf = absl::StrCat(
       geteuid() == 0 ? "user root;\n" : "", "daemon off;\nworker_processes 1;\npid ", dir,
       "/nginx.pid;\nerror_log ", dir, "/error.log info;\nevents { worker_connections 4096; }\n",
-      "http {\n  access_log off;\n  client_body_temp_path ", dir, "/body;\n",
-      "  proxy_temp_path ", dir, "/proxy;\n  fastcgi_temp_path ", dir, "/fastcgi;\n",
-      "  uwsgi_temp_path ", dir, "/uwsgi;\n  scgi_temp_path ", dir, "/scgi;\n", site, "}\n");
+      "http {\n  access_log off;\n  client_body_temp_path ", dir, "/body;\n", "  proxy_temp_path ",
+      dir, "/proxy;\n  fastcgi_temp_path ", dir, "/fastcgi;\n", "  uwsgi_temp_path ", dir,
+      "/uwsgi;\n  scgi_temp_path ", dir, "/scgi;\n", site, "}\n");
   std::ofstream(dir + "/nginx.conf") << conf;
   process_ = std::make_unique<Process>(
       std::vector<std::string>{"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-p", dir},

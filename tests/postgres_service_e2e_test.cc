@@ -191,8 +191,8 @@ TEST(PostgresService, ADrainingInstanceHandsItsJobsBack) {
                   .StartDaemon({"--postgres", *url, "--instance", "first", "--worker", hooks,
                                 "--drain-timeout-s", "0", "--lease-ms", "600000"})
                   .ok());
-  ASSERT_TRUE(second.StartDaemon({"--postgres", *url, "--instance", "second", "--worker", hooks})
-                  .ok());
+  ASSERT_TRUE(
+      second.StartDaemon({"--postgres", *url, "--instance", "second", "--worker", hooks}).ok());
   absl::StatusOr<std::unique_ptr<client::KilnClient>> a = first.Client();
   ASSERT_TRUE(a.ok()) << a.status();
   v1::SubmitCompileRequest slow = Compile("tests/models/mlp_784_128_10.onnx");
@@ -266,7 +266,8 @@ TEST(PostgresService, AnUnreachableDatabaseIsAClearStartupError) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (argc < 4) {
-    std::fprintf(stderr, "usage: postgres_service_e2e_test KILND KILN_AGENT KILN WORKER_WITH_TEST_HOOKS\n");
+    std::fprintf(stderr,
+                 "usage: postgres_service_e2e_test KILND KILN_AGENT KILN WORKER_WITH_TEST_HOOKS\n");
     return 2;
   }
   kiln::testing::TestBinaries() = {argv[1], argv[2], argv[3], argc > 4 ? argv[4] : ""};

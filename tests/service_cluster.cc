@@ -111,8 +111,8 @@ std::string Cluster::TmpPath(const std::string& name) {
 
 absl::Status Cluster::StartDaemon(const std::vector<std::string>& extra_flags, bool same_port) {
   std::string listen = same_port ? address() : "127.0.0.1:0";
-  std::vector<std::string> argv = {TestBinaries().kilnd, "--listen", listen, "--store",
-                                   dir_ + "/store", "--metrics-port", "0"};
+  std::vector<std::string> argv = {TestBinaries().kilnd, "--listen",       listen, "--store",
+                                   dir_ + "/store",      "--metrics-port", "0"};
   // Defaults a test may replace (kilnd refuses an option given twice).
   if (std::find(extra_flags.begin(), extra_flags.end(), "--heartbeat-ms") == extra_flags.end()) {
     argv.insert(argv.end(), {"--heartbeat-ms", "200"});
