@@ -81,6 +81,23 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
         absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
   }
   std::unique_ptr<PostgresStore> store(new PostgresStore(dir));
+  store->local_max_bytes_ = options.local_copies_max_bytes;
+  // The local copies a previous run left, least recently modified first.
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> copies;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/artifacts", ec)) {
+    if (entry.path().extension() == ".kiln")
+      copies.push_back({entry.last_write_time(ec), entry.path()});
+  }
+  std::sort(copies.begin(), copies.end());
+  for (const auto& [time, path] : copies) {
+    std::error_code size_ec;
+    int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(path, size_ec));
+    std::filesystem::path module = path;
+    module.replace_extension(".module");
+    bytes += static_cast<int64_t>(std::filesystem::file_size(module, size_ec));
+    if (size_ec) size_ec.clear();
+    store->KeptLocally(path.stem().string(), bytes);
+  }
   store->instance_ = options.instance.empty() ? DefaultInstanceName() : options.instance;
   store->lease_ms_ = std::max<int64_t>(1000, options.lease_ms);
   absl::StatusOr<std::unique_ptr<support::PgConnection>> db = support::PgConnection::Connect(url);
@@ -351,8 +368,38 @@ absl::Status PostgresStore::PutArtifact(const std::string& digest, const std::st
       {false, false, false, false, true, true});
   if (!r.ok()) return r.status();
   if (absl::Status s = WriteFileAtomically(ArtifactPath(digest), bytes); !s.ok()) return s;
-  if (!module.empty()) return WriteFileAtomically(ModulePath(digest), module);
+  if (!module.empty()) {
+    if (absl::Status s = WriteFileAtomically(ModulePath(digest), module); !s.ok()) return s;
+  }
+  KeptLocally(digest, static_cast<int64_t>(bytes.size() + module.size()));
   return absl::OkStatus();
+}
+
+void PostgresStore::KeptLocally(const std::string& digest, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(local_mu_);
+  auto [it, added] = local_.try_emplace(digest, LocalCopy{0, 0});
+  local_bytes_ += bytes - it->second.bytes;
+  it->second = LocalCopy{bytes, ++local_clock_};
+  if (local_max_bytes_ <= 0) return;
+  // Least recently used first; never the one just kept.
+  while (local_bytes_ > local_max_bytes_ && local_.size() > 1) {
+    auto oldest = local_.end();
+    for (auto c = local_.begin(); c != local_.end(); ++c) {
+      if (c->first != digest && (oldest == local_.end() || c->second.used < oldest->second.used)) {
+        oldest = c;
+      }
+    }
+    std::error_code ec;
+    std::filesystem::remove(ArtifactPath(oldest->first), ec);
+    std::filesystem::remove(ModulePath(oldest->first), ec);
+    local_bytes_ -= oldest->second.bytes;
+    local_.erase(oldest);
+  }
+}
+
+void PostgresStore::UsedLocally(const std::string& digest) {
+  std::lock_guard<std::mutex> lock(local_mu_);
+  if (auto it = local_.find(digest); it != local_.end()) it->second.used = ++local_clock_;
 }
 
 absl::StatusOr<std::optional<ArtifactRecord>> PostgresStore::FindArtifact(
@@ -372,6 +419,7 @@ absl::StatusOr<std::string> PostgresStore::ReadArtifact(const std::string& diges
   // This instance's copy when it is intact; otherwise the database's, copied here again.
   if (absl::StatusOr<std::string> local = ReadFile(ArtifactPath(digest));
       local.ok() && VerifyArtifact(*local, digest).ok()) {
+    UsedLocally(digest);
     return local;
   }
   absl::StatusOr<support::PgResult> r =
@@ -384,7 +432,9 @@ absl::StatusOr<std::string> PostgresStore::ReadArtifact(const std::string& diges
     return absl::DataLossError(absl::StrCat("artifact ", digest, " is corrupt in the database (",
                                             verdict.message(), "); it was removed from the store"));
   }
-  WriteFileAtomically(ArtifactPath(digest), bytes).IgnoreError();  // a cache: best effort
+  if (WriteFileAtomically(ArtifactPath(digest), bytes).ok()) {  // a cache: best effort
+    KeptLocally(digest, static_cast<int64_t>(bytes.size()));
+  }
   return bytes;
 }
 
@@ -465,6 +515,13 @@ absl::Status PostgresStore::DropArtifact(const std::string& digest) {
   std::error_code ec;
   std::filesystem::remove(ArtifactPath(digest), ec);
   std::filesystem::remove(ModulePath(digest), ec);
+  {
+    std::lock_guard<std::mutex> lock(local_mu_);
+    if (auto it = local_.find(digest); it != local_.end()) {
+      local_bytes_ -= it->second.bytes;
+      local_.erase(it);
+    }
+  }
   return r.status();
 }
 

@@ -1,7 +1,8 @@
 // A cluster's shared state in PostgreSQL (through libpq): jobs, devices and artifacts — their
 // index and their bytes — in one database that every kilnd instance opens. DIR holds only this
-// instance's local copies of artifact bytes, each verified by its digest before it is served and
-// fetched again from the database when missing or corrupt.
+// instance's local copies of artifact bytes (least recently used evicted past a bound), each
+// verified by its digest before it is served and fetched again from the database when missing
+// or corrupt.
 //
 // The schema is versioned (kiln_schema_migrations) and migrated at open under an advisory lock,
 // so instances starting at once apply each migration exactly once. Job rows go through a write
@@ -35,6 +36,9 @@ class PostgresStore final : public Store, public ClusterStore {
   struct OpenOptions {
     std::string instance;      // empty: host:pid:random
     int64_t lease_ms = 10000;  // how long a held job outlives its instance's last renewal
+    // This instance's copies of artifacts under DIR, least recently used evicted beyond it
+    // (0: unbounded). The database keeps every artifact regardless.
+    int64_t local_copies_max_bytes = int64_t{1} << 30;
   };
   // `url`: a libpq connection string ("postgresql://kiln@127.0.0.1:5432/kiln" or "host=...").
   static absl::StatusOr<std::unique_ptr<PostgresStore>> Open(const std::string& url,
@@ -99,6 +103,9 @@ class PostgresStore final : public Store, public ClusterStore {
   absl::Status Migrate();
   std::vector<v1::Job> ParseJobs(const support::PgResult& r, int column) const;
   void WriterLoop();
+  // This instance's copy of `digest` (its bytes, with the module's) is on disk now / was read.
+  void KeptLocally(const std::string& digest, int64_t bytes);
+  void UsedLocally(const std::string& digest);
   // Writes one row, fenced (only while this instance holds the job): FailedPrecondition when
   // another instance holds it, AlreadyExists when another job has its idempotency key.
   absl::Status WriteJob(const v1::Job& job);
@@ -113,6 +120,17 @@ class PostgresStore final : public Store, public ClusterStore {
   std::unique_ptr<support::PgConnection> writer_db_;  // the write queue's own connection
   std::string instance_;
   int64_t lease_ms_ = 10000;
+
+  // The local copies, under local_mu_: digest -> size and last use (a counter).
+  struct LocalCopy {
+    int64_t bytes = 0;
+    uint64_t used = 0;
+  };
+  std::mutex local_mu_;
+  std::map<std::string, LocalCopy> local_;
+  int64_t local_bytes_ = 0;
+  int64_t local_max_bytes_ = 0;
+  uint64_t local_clock_ = 0;
 
   // The write queue, under queue_mu_.
   struct QueuedRow {

@@ -222,6 +222,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
     PostgresStore::OpenOptions open;
     open.instance = options.instance;
     open.lease_ms = options.lease_ms;
+    open.local_copies_max_bytes = options.cache_max_bytes;
     store = PostgresStore::Open(options.postgres_url, options.store_dir, open);
   }
   if (!store.ok()) return store.status();

@@ -208,6 +208,31 @@ TEST(PostgresStore, TwoInstancesShareJobsAndArtifacts) {
   EXPECT_EQ(*(*b)->ReadModule(digest), "module");
 }
 
+TEST(PostgresStore, LocalCopiesAreBoundedLeastRecentlyUsedFirst) {
+  const std::string url = FreshDatabase();
+  std::vector<std::string> artifacts, digests;
+  for (int i = 0; i < 3; ++i) {
+    artifacts.push_back(MakeArtifact(std::string(1000, static_cast<char>('a' + i))));
+    digests.push_back(DigestOf(artifacts.back()));
+  }
+  PostgresStore::OpenOptions options;
+  options.local_copies_max_bytes = static_cast<int64_t>(artifacts[0].size() * 2 + 100);
+  absl::StatusOr<std::unique_ptr<PostgresStore>> store =
+      PostgresStore::Open(url, Dir("pg_local"), options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->PutArtifact(digests[0], "k0", artifacts[0], "").ok());
+  ASSERT_TRUE((*store)->PutArtifact(digests[1], "k1", artifacts[1], "").ok());
+  ASSERT_TRUE((*store)->ReadArtifact(digests[0]).ok());  // 0 used after 1
+  ASSERT_TRUE((*store)->PutArtifact(digests[2], "k2", artifacts[2], "").ok());
+  EXPECT_TRUE(std::filesystem::exists((*store)->ArtifactPath(digests[0])));
+  EXPECT_FALSE(std::filesystem::exists((*store)->ArtifactPath(digests[1])));  // evicted
+  EXPECT_TRUE(std::filesystem::exists((*store)->ArtifactPath(digests[2])));
+  // Still served, from the database, and copied here again (evicting the least recent, 0).
+  EXPECT_EQ(*(*store)->ReadArtifact(digests[1]), artifacts[1]);
+  EXPECT_TRUE(std::filesystem::exists((*store)->ArtifactPath(digests[1])));
+  EXPECT_FALSE(std::filesystem::exists((*store)->ArtifactPath(digests[0])));
+}
+
 TEST(PostgresStore, MigrationsRunOnceWhenInstancesStartTogether) {
   const std::string url = FreshDatabase();
   std::vector<std::thread> starts;
