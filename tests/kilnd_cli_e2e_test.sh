@@ -7,6 +7,9 @@ KILND="$1"
 KILN="$2"
 WORK="${TEST_TMPDIR:-$(mktemp -d)}"
 
+# The log exists before kilnd starts: the loop below may read it before the shell that starts
+# kilnd has opened it.
+: >"$WORK/kilnd.log"
 "$KILND" --listen 127.0.0.1:0 --store "$WORK/store" >"$WORK/kilnd.log" 2>&1 &
 KILND_PID=$!
 trap 'kill "$KILND_PID" 2>/dev/null || true' EXIT
@@ -38,6 +41,7 @@ trap - EXIT
 [ "$rc" -eq 0 ] || { echo "FAIL: kilnd exited $rc after SIGTERM"; exit 1; }
 grep -q '^kilnd: stopped$' "$WORK/kilnd.log" || { echo "FAIL: kilnd did not drain"; exit 1; }
 # A crash leaves a last line with the signal and a stack trace.
+: >"$WORK/crash.log"
 "$KILND" --listen 127.0.0.1:0 --store "$WORK/store2" >"$WORK/crash.log" 2>&1 &
 CRASH_PID=$!
 for _ in $(seq 1 100); do grep -q '^kilnd: listening' "$WORK/crash.log" && break; sleep 0.1; done

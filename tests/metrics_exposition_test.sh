@@ -8,6 +8,7 @@ KILND="$1"
 KILN="$2"
 WORK="${TEST_TMPDIR:-$(mktemp -d)}"
 
+: >"$WORK/kilnd.log"  # before kilnd starts: the loop below may read it first
 "$KILND" --listen 127.0.0.1:0 --metrics-port 0 --store "$WORK/store" >"$WORK/kilnd.log" 2>&1 &
 KILND_PID=$!
 trap 'kill "$KILND_PID" 2>/dev/null || true' EXIT

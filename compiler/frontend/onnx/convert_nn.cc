@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/frontend/onnx/convert_context.h"
+#include "compiler/frontend/onnx/shape_math.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::frontend::onnx_import {
@@ -488,6 +489,48 @@ absl::StatusOr<Outputs> LayerNorm(Context& ctx) {
 
 // ---- Resize ----
 
+// Resize by sizes or scales only the run knows (a graph input, or computed): the output's
+// spatial extents are bound at run time — checked to keep N and C, and to be at least 1 — and
+// run-time scales go to the kernel, which reads its coordinate scale from them.
+// `scales_input` and `sizes_input` are where the node has them (-1: it has none).
+absl::StatusOr<Outputs> ResizeAtRunTime(Context& ctx, const Expr& x, const std::vector<int64_t>& in,
+                                        ir::Attrs attrs, int scales_input, int sizes_input) {
+  ShapeMath m{ctx};
+  std::vector<Expr> args = {x};
+  Expr sizes, scales;
+  if (sizes_input >= 0 && ctx.Has(sizes_input)) {
+    KILN_ASSIGN_OR_RETURN(Expr given, ctx.Tensor(sizes_input));
+    KILN_ASSIGN_OR_RETURN(int64_t n, m.Length(given, "sizes"));
+    if (n != 4) return ctx.Error("sizes must have 4 values");
+    KILN_ASSIGN_OR_RETURN(sizes, m.Int64(given));
+  } else {
+    KILN_ASSIGN_OR_RETURN(scales, ctx.Tensor(scales_input));
+    KILN_ASSIGN_OR_RETURN(int64_t n, m.Length(scales, "scales"));
+    if (n != 4) return ctx.Error("scales must have 4 values");
+    if (ctx.DType(scales) != DataType::Float(32)) {
+      KILN_ASSIGN_OR_RETURN(scales, m.Call("relax.astype", {scales}, {{"dtype", StrAttr("float32")}}));
+    }
+    // The output size is floor(input size x scale), as ONNX defines it.
+    KILN_ASSIGN_OR_RETURN(Expr in_dims, m.Tensor({I64(in[0]), I64(in[1]), I64(in[2]), I64(in[3])}));
+    KILN_ASSIGN_OR_RETURN(Expr in_f, m.Call("relax.astype", {in_dims}, {{"dtype", StrAttr("float32")}}));
+    KILN_ASSIGN_OR_RETURN(Expr scaled, m.Call("relax.multiply", {in_f, scales}));
+    KILN_ASSIGN_OR_RETURN(scaled, m.Call("relax.floor", {scaled}));
+    KILN_ASSIGN_OR_RETURN(sizes, m.Int64(scaled));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr kept, m.Tensor({I64(in[0]), I64(in[1]), I64(1), I64(1)}));
+  KILN_ASSIGN_OR_RETURN(Expr diff, m.Call("relax.subtract", {sizes, kept}));
+  KILN_ASSIGN_OR_RETURN(Expr moved, m.Call("relax.not_equal", {diff, m.I(0)}));
+  KILN_ASSIGN_OR_RETURN(moved, m.Int64(moved));
+  KILN_ASSIGN_OR_RETURN(Expr batch_channel, m.Tensor({I64(1), I64(1), I64(0), I64(0)}));
+  KILN_ASSIGN_OR_RETURN(moved, m.Call("relax.multiply", {moved, batch_channel}));
+  KILN_ASSIGN_OR_RETURN(Expr nc_changed, m.Reduce("relax.sum", moved));
+  KILN_ASSIGN_OR_RETURN(Expr empty, m.Negatives(diff));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, ctx.DimsAtRunTime(sizes, {nc_changed, empty}));
+  args.push_back(MakeShape({out[2], out[3]}));
+  if (scales.defined()) args.push_back(scales);
+  return OneOf(ctx.Call("relax.image.resize2d", args, attrs));
+}
+
 // Resize of the two innermost axes of an NCHW tensor: nearest, (bi)linear or (bi)cubic.
 absl::StatusOr<Outputs> Resize(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
@@ -502,7 +545,17 @@ absl::StatusOr<Outputs> Resize(Context& ctx) {
   if (ctx.HasAttr("axes")) return ctx.Unsupported("Resize with axes");
   std::string transform = ctx.Str("coordinate_transformation_mode", "half_pixel");
   if (transform == "tf_crop_and_resize") return ctx.Unsupported("tf_crop_and_resize");
+  ir::Attrs common = {
+      {"method", StrAttr(mode == "nearest" ? "nearest_neighbor" : mode)},
+      {"cubic_alpha", FloatAttr(ctx.Float("cubic_coeff_a", -0.75))},
+      {"cubic_exclude", IntAttr(ctx.Int("exclude_outside", 0))},
+      {"coordinate_transformation_mode", StrAttr(transform)},
+      {"rounding_method", StrAttr(ctx.Str("nearest_mode", "round_prefer_floor"))}};
   // Inputs: X, roi, scales, sizes (opset 11+); sizes wins when given.
+  if ((ctx.Has(3) && !ctx.ConstInts(3).ok()) ||
+      (!ctx.Has(3) && ctx.Has(2) && !ctx.ConstFloats(2).ok())) {
+    return ResizeAtRunTime(ctx, x, in, common, /*scales_input=*/2, /*sizes_input=*/3);
+  }
   double scale[2];
   int64_t out[2];
   if (ctx.Has(3)) {
@@ -529,14 +582,49 @@ absl::StatusOr<Outputs> Resize(Context& ctx) {
   if (out[0] <= 0 || out[1] <= 0) return ctx.Error("the output would be empty");
   ir::Attrs attrs = {{"size", IntsAttr({out[0], out[1]})},
                      {"scale_h", FloatAttr(scale[0])},
-                     {"scale_w", FloatAttr(scale[1])},
-                     {"method", StrAttr(mode == "nearest" ? "nearest_neighbor" : mode)},
-                     {"cubic_alpha", FloatAttr(ctx.Float("cubic_coeff_a", -0.75))},
-                     {"cubic_exclude", IntAttr(ctx.Int("exclude_outside", 0))},
-                     {"coordinate_transformation_mode", StrAttr(transform)},
-                     {"rounding_method", StrAttr(ctx.Str("nearest_mode", "round_prefer_floor"))}};
+                     {"scale_w", FloatAttr(scale[1])}};
+  attrs.insert(attrs.end(), common.begin(), common.end());
   KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.image.resize2d", {x}, attrs));
   return One(y);
+}
+
+// Upsample (opsets 7 and 9, deprecated for Resize): scales as an attribute (7) or an input
+// (9), nearest or linear, with Resize's asymmetric coordinates (nearest rounds down).
+absl::StatusOr<Outputs> Upsample(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() != 4) return ctx.Unsupported("Upsample of a tensor that is not 4-D (NCHW)");
+  std::vector<int64_t> in = ConstDims(xs);
+  if (in[2] < 0 || in[3] < 0) return ctx.Unsupported("Upsample needs static spatial dimensions");
+  std::string mode = ctx.Str("mode", "nearest");
+  if (mode == "bilinear") mode = "linear";
+  if (mode != "nearest" && mode != "linear")
+    return ctx.Unsupported(absl::StrCat("Upsample mode \"", mode, "\" (nearest, linear)"));
+  ir::Attrs attrs = {{"method", StrAttr(mode == "nearest" ? "nearest_neighbor" : mode)},
+                     {"coordinate_transformation_mode", StrAttr("asymmetric")},
+                     {"rounding_method", StrAttr("floor")}};
+  std::vector<double> scales;
+  if (std::optional<std::vector<double>> attr = ctx.Floats("scales")) {
+    scales = *attr;
+  } else if (!ctx.Has(1)) {
+    return ctx.Error("needs scales");
+  } else if (absl::StatusOr<std::vector<double>> known = ctx.ConstFloats(1); known.ok()) {
+    scales = *known;
+  } else {
+    return ResizeAtRunTime(ctx, x, in, attrs, /*scales_input=*/1, /*sizes_input=*/-1);
+  }
+  if (scales.size() != 4) return ctx.Error("scales must have 4 values");
+  if (scales[0] != 1 || scales[1] != 1)
+    return ctx.Unsupported("Upsample of the batch or channel axis");
+  int64_t out[2];
+  for (int d = 0; d < 2; ++d) {
+    out[d] = static_cast<int64_t>(std::floor(static_cast<double>(in[2 + d]) * scales[2 + d]));
+    if (out[d] <= 0) return ctx.Error("the output would be empty");
+  }
+  attrs.push_back({"size", IntsAttr({out[0], out[1]})});
+  attrs.push_back({"scale_h", FloatAttr(scales[2])});
+  attrs.push_back({"scale_w", FloatAttr(scales[3])});
+  return OneOf(ctx.Call("relax.image.resize2d", {x}, attrs));
 }
 
 // MaxUnpool(X, I, output_shape): X's values scattered into zeros at the flat indices MaxPool
@@ -766,6 +854,7 @@ void RegisterNNConverters(ConverterTable* t) {
   (*t)["LRN"] = Lrn;
   (*t)["LayerNormalization"] = LayerNorm;
   (*t)["Resize"] = Resize;
+  (*t)["Upsample"] = Upsample;
   (*t)["MaxUnpool"] = MaxUnpool;
   (*t)["NegativeLogLikelihoodLoss"] = NegativeLogLikelihoodLoss;
   (*t)["SoftmaxCrossEntropyLoss"] = SoftmaxCrossEntropyLoss;

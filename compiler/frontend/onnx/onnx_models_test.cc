@@ -339,6 +339,72 @@ TEST(OnnxModels, PadComputedAtRunTime) {
   }
 }
 
+// Resize by scales or sizes that only the run knows, against the same resize with constants;
+// sizes that would change N or C, or empty the image, stop the run. Upsample (opset 9) alike.
+TEST(OnnxModels, ResizeComputedAtRunTime) {
+  using backend::testing::Array;
+  using backend::testing::FromTensor;
+  using backend::testing::ToTensor;
+  Array x = backend::testing::Zeros({1, 1, 2, 3});
+  x.data = {1, 2, 3, 4, 5, 6};
+  auto vector = [](std::vector<double> v, const char* dtype) {
+    Array a = backend::testing::Zeros({static_cast<int64_t>(v.size())});
+    a.data = std::move(v);
+    return runtime::Value(ToTensor(a, dtype));
+  };
+  auto run_graph = [&](testing::GraphBuilder& g, std::vector<runtime::Value> inputs) {
+    absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "resize.onnx");
+    EXPECT_TRUE(mod.ok()) << mod.status();
+    if (!mod.ok()) return absl::StatusOr<runtime::Value>(mod.status());
+    inputs.insert(inputs.begin(), runtime::Value(ToTensor(x)));
+    return backend::testing::CompileModuleAndRun(*mod, inputs);
+  };
+  for (const char* mode : {"nearest", "linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    const std::vector<double> scales = {1, 1, 1.5, 0.7};
+    // The reference: the same scales as a constant.
+    testing::GraphBuilder fixed(13);
+    fixed.Input("x", onnx::TensorProto::FLOAT, {1, 1, 2, 3})
+        .Output("y", onnx::TensorProto::FLOAT)
+        .Init(testing::FloatTensor("s", {4}, {1, 1, 1.5f, 0.7f}))
+        .Node("Resize", {"x", "", "s"}, {"y"}, {testing::AttrString("mode", mode)});
+    absl::StatusOr<runtime::Value> want = run_graph(fixed, {});
+    ASSERT_TRUE(want.ok()) << want.status();
+    testing::GraphBuilder by_scales(13);
+    by_scales.Input("x", onnx::TensorProto::FLOAT, {1, 1, 2, 3})
+        .Input("s", onnx::TensorProto::FLOAT, {4})
+        .Output("y", onnx::TensorProto::FLOAT)
+        .Node("Resize", {"x", "", "s"}, {"y"}, {testing::AttrString("mode", mode)});
+    absl::StatusOr<runtime::Value> got = run_graph(by_scales, {vector(scales, "float32")});
+    ASSERT_TRUE(got.ok()) << got.status();
+    Array w = FromTensor(*want->as_tensor()), g = FromTensor(*got->as_tensor());
+    EXPECT_EQ(g.shape, (std::vector<int64_t>{1, 1, 3, 2}));
+    ASSERT_EQ(g.data.size(), w.data.size());
+    for (size_t i = 0; i < w.data.size(); ++i) EXPECT_NEAR(g.data[i], w.data[i], 1e-5) << i;
+    // By sizes: the same output size, scales taken as output / input.
+    testing::GraphBuilder by_sizes(13);
+    by_sizes.Input("x", onnx::TensorProto::FLOAT, {1, 1, 2, 3})
+        .Input("n", onnx::TensorProto::INT64, {4})
+        .Output("y", onnx::TensorProto::FLOAT)
+        .Node("Resize", {"x", "", "", "n"}, {"y"}, {testing::AttrString("mode", mode)});
+    absl::StatusOr<runtime::Value> sized = run_graph(by_sizes, {vector({1, 1, 4, 6}, "int64")});
+    ASSERT_TRUE(sized.ok()) << sized.status();
+    EXPECT_EQ(FromTensor(*sized->as_tensor()).shape, (std::vector<int64_t>{1, 1, 4, 6}));
+    EXPECT_FALSE(run_graph(by_sizes, {vector({1, 2, 4, 6}, "int64")}).ok());  // C changed
+    EXPECT_FALSE(run_graph(by_sizes, {vector({1, 1, 0, 6}, "int64")}).ok());  // empty
+  }
+  testing::GraphBuilder upsample(9);
+  upsample.Input("x", onnx::TensorProto::FLOAT, {1, 1, 2, 3})
+      .Input("s", onnx::TensorProto::FLOAT, {4})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Node("Upsample", {"x", "s"}, {"y"});
+  absl::StatusOr<runtime::Value> up = run_graph(upsample, {vector({1, 1, 2, 2}, "float32")});
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(FromTensor(*up->as_tensor()).data,
+            (std::vector<double>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3,  //
+                                 4, 4, 5, 5, 6, 6, 4, 4, 5, 5, 6, 6}));
+}
+
 // Range, OneHot's depth and a window's size computed at run time; a zero step, a depth of 0
 // and a negative size are refused.
 TEST(OnnxModels, LengthsComputedAtRunTime) {

@@ -14,11 +14,6 @@ using tir::Combiner;
 using tir::Indices;
 using tir::Load;
 
-const std::vector<PrimExpr>* ShapeArg(const CallNode& call, size_t index) {
-  const auto* s = call.args[index]->struct_info().as<ShapeStructInfoNode>();
-  return s != nullptr && s->values ? &*s->values : nullptr;
-}
-
 absl::Status Copy(tir::ComputeBuilder& b, const char* name, const Buffer& out,
                   const std::function<Indices(const Indices&)>& source, const Buffer& x) {
   b.Compute(name, out, [&](const Indices& i) { return Load(x, source(i)); });

@@ -2,6 +2,7 @@
 // stride, padding, dilation, groups), max/avg/adaptive-avg pooling, batch_norm (inference) and
 // layer_norm.
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -766,13 +767,16 @@ absl::Status LegalizeLayerNorm(const CallNode& call, const std::vector<Buffer>& 
   return absl::OkStatus();
 }
 
-// ---- image.resize2d(x, size=[oh, ow], scale_h, scale_w, method, coordinate_transformation_mode,
-// rounding_method, cubic_alpha, cubic_exclude): NCHW resize of the two spatial axes, nearest,
-// bilinear or bicubic, with ONNX's coordinate conventions (TVM's attribute names). Spatial
-// extents must be static. ----
+// ---- image.resize2d(x[, size_shape[, scales]], size=[oh, ow], scale_h, scale_w, method,
+// coordinate_transformation_mode, rounding_method, cubic_alpha, cubic_exclude): NCHW resize of
+// the two spatial axes, nearest, bilinear or bicubic, with ONNX's coordinate conventions (TVM's
+// attribute names). The input's spatial extents must be static. The output size is the `size`
+// attribute, or a shape argument [oh, ow] whose values may be known only at run time; the
+// coordinate scales are the attributes (0: output / input), or a float32 tensor [4] read at run
+// time (ONNX's scales, spatial at 2 and 3). ----
 
 struct Resize {
-  int64_t size[2];
+  int64_t size[2];  // -1 where the shape argument gives the output size
   double scale[2];
   std::string method;  // nearest_neighbor, linear or cubic
   std::string transform, rounding;
@@ -782,12 +786,18 @@ struct Resize {
 
 absl::StatusOr<Resize> ParseResize(const CallNode& call) {
   Resize r;
+  if (call.args.empty() || call.args.size() > 3) {
+    return OpError(call, "takes x, then optionally the output size (a shape) and scales");
+  }
   absl::StatusOr<std::optional<std::vector<int64_t>>> size = IntListAttr(call, "size");
   if (!size.ok()) return size.status();
-  if (!size->has_value() || (*size)->size() != 2) return OpError(call, "needs size=[oh, ow]");
+  const bool size_arg = call.args.size() >= 2;
+  if (!size_arg && (!size->has_value() || (*size)->size() != 2)) {
+    return OpError(call, "needs size=[oh, ow] or the output size as a shape argument");
+  }
   for (int d = 0; d < 2; ++d) {
-    r.size[d] = (**size)[d];
-    if (r.size[d] < 1) return OpError(call, "size must be >= 1");
+    r.size[d] = size_arg ? -1 : (**size)[d];
+    if (!size_arg && r.size[d] < 1) return OpError(call, "size must be >= 1");
     absl::StatusOr<double> s = FloatAttr(call, d == 0 ? "scale_h" : "scale_w", 0);
     if (!s.ok()) return s.status();
     r.scale[d] = *s;
@@ -834,6 +844,22 @@ absl::StatusOr<StructInfo> InferResize2d(const CallNode& call, const OpInferCont
   for (int d = 0; d < 2; ++d) {
     if (AsConstInt((*dims)[2 + d]) == nullptr) return OpError(call, "needs static spatial extents");
   }
+  if (call.args.size() == 3) {
+    const auto* scales = call.args[2]->struct_info().as<TensorStructInfoNode>();
+    if (scales == nullptr || scales->dtype != DataType::Float(32)) {
+      return OpError(call, "argument 2 (scales) must be a float32 tensor");
+    }
+    const std::vector<PrimExpr>* sd = scales->dims();
+    if (sd != nullptr && (sd->size() != 1 || (AsConstInt((*sd)[0]) && *AsConstInt((*sd)[0]) != 4)))
+      return OpError(call, "argument 2 (scales) must have 4 values");
+  }
+  if (call.args.size() >= 2) {
+    const std::vector<PrimExpr>* size = ShapeArg(call, 1);
+    if (size == nullptr || size->size() != 2) {
+      return OpError(call, "argument 1 must be the output size, a shape of 2 values");
+    }
+    return TensorSInfo({(*dims)[0], (*dims)[1], (*size)[0], (*size)[1]}, t);
+  }
   return TensorSInfo({(*dims)[0], (*dims)[1], Int64(r->size[0]), Int64(r->size[1])}, t);
 }
 
@@ -845,21 +871,44 @@ absl::Status LegalizeResize2d(const CallNode& call, const std::vector<Buffer>& i
   DataType f = DataType::Float(32);  // coordinates in float32, as ONNX Runtime computes them
   DataType i64 = DataType::Int(64);
   auto c = [&](double v) { return MakeConst(f, v); };
+  // Known at compile time: the output size and the scales, unless the run gives them.
+  const std::optional<Buffer> run_scales =
+      in.size() > 1 ? std::optional<Buffer>(in[1]) : std::nullopt;
+  const bool static_size = AsConstInt(out[0]->shape[2]) && AsConstInt(out[0]->shape[3]);
   // The source coordinate of output index `o` along spatial axis d.
   auto source = [&](const PrimExpr& o, int d) -> PrimExpr {
-    int64_t n_in = *AsConstInt(x->shape[2 + d]), n_out = r->size[d];
-    double scale = r->scale[d] > 0 ? r->scale[d] : static_cast<double>(n_out) / n_in;
+    const int64_t n_in = *AsConstInt(x->shape[2 + d]);
     PrimExpr v = Cast(f, o);
-    if (r->transform == "asymmetric") return Div(v, c(scale));
-    if (r->transform == "tf_half_pixel_for_nn") return Div(v + c(0.5), c(scale));
-    if (r->transform == "align_corners") {
-      // ONNX's output width here is scale x input, not rounded: 0.8 x 4 = 3.2 for 3 outputs.
-      const double width = static_cast<double>(n_in) * scale;
-      if (n_out == 1 || width == 1) return c(0);
-      return v * c(static_cast<double>(n_in - 1) / (width - 1));
+    if (static_size && !run_scales) {
+      const int64_t n_out = *AsConstInt(out[0]->shape[2 + d]);
+      double scale = r->scale[d] > 0 ? r->scale[d] : static_cast<double>(n_out) / n_in;
+      if (r->transform == "asymmetric") return Div(v, c(scale));
+      if (r->transform == "tf_half_pixel_for_nn") return Div(v + c(0.5), c(scale));
+      if (r->transform == "align_corners") {
+        // ONNX's output width here is scale x input, not rounded: 0.8 x 4 = 3.2 for 3 outputs.
+        const double width = static_cast<double>(n_in) * scale;
+        if (n_out == 1 || width == 1) return c(0);
+        return v * c(static_cast<double>(n_in - 1) / (width - 1));
+      }
+      if (r->transform == "pytorch_half_pixel" && n_out == 1) return c(0);
+      return Div(v + c(0.5), c(scale)) - c(0.5);  // half_pixel
     }
-    if (r->transform == "pytorch_half_pixel" && n_out == 1) return c(0);
-    return Div(v + c(0.5), c(scale)) - c(0.5);  // half_pixel
+    // The same with the output size or the scale known only at run time.
+    const PrimExpr n_out = out[0]->shape[2 + d];
+    const PrimExpr scale = run_scales ? Load(*run_scales, {IntImm(i64, 2 + d)})
+                           : r->scale[d] > 0 ? c(r->scale[d])
+                                             : Div(Cast(f, n_out), c(static_cast<double>(n_in)));
+    const PrimExpr one_out = Binary(NodeKind::kEQ, n_out, IntImm(n_out->dtype, 1));
+    if (r->transform == "asymmetric") return Div(v, scale);
+    if (r->transform == "tf_half_pixel_for_nn") return Div(v + c(0.5), scale);
+    if (r->transform == "align_corners") {
+      PrimExpr width = c(static_cast<double>(n_in)) * scale;
+      PrimExpr degenerate = Binary(NodeKind::kOr, one_out, Binary(NodeKind::kEQ, width, c(1)));
+      return Select(degenerate, c(0), v * Div(c(static_cast<double>(n_in - 1)), width - c(1)));
+    }
+    PrimExpr half_pixel = Div(v + c(0.5), scale) - c(0.5);
+    if (r->transform == "pytorch_half_pixel") return Select(one_out, c(0), half_pixel);
+    return half_pixel;
   };
   auto clamp = [&](const PrimExpr& v, int d) {
     return Min(Max(v, IntImm(i64, 0)), IntImm(i64, *AsConstInt(x->shape[2 + d]) - 1));
@@ -988,9 +1037,9 @@ void RegisterNNOps(std::vector<OpInfo>* ops) {
                   "batch normalization with moving statistics (inference)", LegalizeBatchNorm});
   ops->push_back({"relax.nn.layer_norm", 3, InferLayerNorm, true, OpPattern::kOpaque,
                   "layer normalization over axes with gamma and beta", LegalizeLayerNorm});
-  ops->push_back({"relax.image.resize2d", 1, InferResize2d, true, OpPattern::kInjective,
-                  "NCHW resize to size=[oh, ow], nearest_neighbor, linear or cubic (ONNX "
-                  "coordinates)",
+  ops->push_back({"relax.image.resize2d", -1, InferResize2d, true, OpPattern::kInjective,
+                  "NCHW resize to size=[oh, ow] or a shape argument (and run-time scales), "
+                  "nearest_neighbor, linear or cubic (ONNX coordinates)",
                   LegalizeResize2d});
 }
 

@@ -36,6 +36,11 @@ const std::vector<PrimExpr>* DimsOf(const TensorStructInfoNode& t) {
   return nullptr;
 }
 
+const std::vector<PrimExpr>* ShapeArg(const CallNode& call, size_t index) {
+  const auto* s = call.args[index]->struct_info().as<ShapeStructInfoNode>();
+  return s != nullptr && s->values ? &*s->values : nullptr;
+}
+
 absl::StatusOr<std::vector<PrimExpr>> KnownDims(const CallNode& call, size_t index) {
   absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, index);
   if (!t.ok()) return t.status();

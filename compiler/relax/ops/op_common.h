@@ -23,6 +23,8 @@ absl::StatusOr<const TensorStructInfoNode*> TensorArg(const CallNode& call, size
 const std::vector<PrimExpr>* DimsOf(const TensorStructInfoNode& t);
 // The dimensions of tensor argument `index`, or an error when they are unknown.
 absl::StatusOr<std::vector<PrimExpr>> KnownDims(const CallNode& call, size_t index);
+// The values of shape argument `index` when known (each may be a shape variable); else null.
+const std::vector<PrimExpr>* ShapeArg(const CallNode& call, size_t index);
 PrimExpr Product(const std::vector<PrimExpr>& dims, arith::Analyzer* ana);
 PrimExpr Int64(int64_t value);
 
