@@ -1457,8 +1457,11 @@ void JobManager::RenewLeases() {
       // claimed it (this one was paused or cut off past its lease). (A row still queued in
       // the store counts as held.)
       if (e->held_since_ms < asked_ms) lost.push_back(e.get());
-    } else if (e->job.state() == v1::JOB_STATE_QUEUED && !RunsHereLocked(e->job)) {
-      queued_without_agent.push_back(e.get());  // its agent left: another instance may have one
+    } else if (e->job.state() == v1::JOB_STATE_QUEUED && !e->awaiting_release &&
+               !RunsHereLocked(e->job)) {
+      // Its agent left: another instance may have one. (A job awaiting release is released by
+      // SaveInput once its input is saved: released before, another instance would find none.)
+      queued_without_agent.push_back(e.get());
     }
   }
   for (Entry* e : lost) {
