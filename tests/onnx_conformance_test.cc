@@ -100,12 +100,27 @@ std::string OutOfScope(const onnx::ModelProto& model) {
   return "";
 }
 
+// Cases whose expected outputs contradict their own model, each checked by recomputing ONNX's
+// reference formula: not counted either way.
+const std::map<std::string, std::string>& ContradictoryCases() {
+  static const auto* cases = new std::map<std::string, std::string>{
+      {"test_adam_multiple",
+       "ONNX's expected outputs use epsilon = 0.01, which the model does not set (its default "
+       "is 1e-6; ONNX's formula with 1e-6 gives kiln's result)"},
+  };
+  return *cases;
+}
+
 // Imports, compiles and runs one case in this process.
 Outcome RunCase(const fs::path& dir) {
   std::string model_bytes = ReadFile(dir / "model.onnx");
   onnx::ModelProto model;
   if (!model.ParseFromString(model_bytes)) return {"refused", "model.onnx does not parse"};
   if (std::string why = OutOfScope(model); !why.empty()) return {"out_of_scope", why};
+  if (auto bad = ContradictoryCases().find(dir.filename().string());
+      bad != ContradictoryCases().end()) {
+    return {"out_of_scope", bad->second};
+  }
 
   absl::StatusOr<ir::IRModule> mod = frontend::ImportOnnx(model_bytes, "model.onnx");
   if (!mod.ok()) return {"refused", OneLine(mod.status().message())};

@@ -154,6 +154,9 @@ void RegisterRecurrentConverters(ConverterTable* table);  // RNN, GRU, LSTM
 void RegisterGridSampleConverter(ConverterTable* table);
 void RegisterDftConverter(ConverterTable* table);
 void RegisterDetConverter(ConverterTable* table);
+// The optimizers of ONNX's training domain, registered as "DOMAIN.OpType".
+inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+void RegisterTrainingConverters(ConverterTable* table);  // Adagrad, Momentum, Adam
 
 // ONNX's Conv of `x` and `weight` (1-, 2- or 3-D, the node's window attributes), plus `bias`
 // per channel when given: Conv's converter and ConvInteger's.

@@ -508,11 +508,13 @@ absl::StatusOr<Outputs> ResizeAtRunTime(Context& ctx, const Expr& x, const std::
     KILN_ASSIGN_OR_RETURN(int64_t n, m.Length(scales, "scales"));
     if (n != 4) return ctx.Error("scales must have 4 values");
     if (ctx.DType(scales) != DataType::Float(32)) {
-      KILN_ASSIGN_OR_RETURN(scales, m.Call("relax.astype", {scales}, {{"dtype", StrAttr("float32")}}));
+      KILN_ASSIGN_OR_RETURN(scales,
+                            m.Call("relax.astype", {scales}, {{"dtype", StrAttr("float32")}}));
     }
     // The output size is floor(input size x scale), as ONNX defines it.
     KILN_ASSIGN_OR_RETURN(Expr in_dims, m.Tensor({I64(in[0]), I64(in[1]), I64(in[2]), I64(in[3])}));
-    KILN_ASSIGN_OR_RETURN(Expr in_f, m.Call("relax.astype", {in_dims}, {{"dtype", StrAttr("float32")}}));
+    KILN_ASSIGN_OR_RETURN(Expr in_f,
+                          m.Call("relax.astype", {in_dims}, {{"dtype", StrAttr("float32")}}));
     KILN_ASSIGN_OR_RETURN(Expr scaled, m.Call("relax.multiply", {in_f, scales}));
     KILN_ASSIGN_OR_RETURN(scaled, m.Call("relax.floor", {scaled}));
     KILN_ASSIGN_OR_RETURN(sizes, m.Int64(scaled));
@@ -545,12 +547,11 @@ absl::StatusOr<Outputs> Resize(Context& ctx) {
   if (ctx.HasAttr("axes")) return ctx.Unsupported("Resize with axes");
   std::string transform = ctx.Str("coordinate_transformation_mode", "half_pixel");
   if (transform == "tf_crop_and_resize") return ctx.Unsupported("tf_crop_and_resize");
-  ir::Attrs common = {
-      {"method", StrAttr(mode == "nearest" ? "nearest_neighbor" : mode)},
-      {"cubic_alpha", FloatAttr(ctx.Float("cubic_coeff_a", -0.75))},
-      {"cubic_exclude", IntAttr(ctx.Int("exclude_outside", 0))},
-      {"coordinate_transformation_mode", StrAttr(transform)},
-      {"rounding_method", StrAttr(ctx.Str("nearest_mode", "round_prefer_floor"))}};
+  ir::Attrs common = {{"method", StrAttr(mode == "nearest" ? "nearest_neighbor" : mode)},
+                      {"cubic_alpha", FloatAttr(ctx.Float("cubic_coeff_a", -0.75))},
+                      {"cubic_exclude", IntAttr(ctx.Int("exclude_outside", 0))},
+                      {"coordinate_transformation_mode", StrAttr(transform)},
+                      {"rounding_method", StrAttr(ctx.Str("nearest_mode", "round_prefer_floor"))}};
   // Inputs: X, roi, scales, sizes (opset 11+); sizes wins when given.
   if ((ctx.Has(3) && !ctx.ConstInts(3).ok()) ||
       (!ctx.Has(3) && ctx.Has(2) && !ctx.ConstFloats(2).ok())) {

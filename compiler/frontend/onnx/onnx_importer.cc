@@ -28,6 +28,7 @@ const ConverterTable& Converters() {
     RegisterGridSampleConverter(t);
     RegisterDftConverter(t);
     RegisterDetConverter(t);
+    RegisterTrainingConverters(t);
     return t;
   }();
   return *table;
@@ -113,9 +114,13 @@ class Importer {
 
   absl::Status ReadOpset(const onnx::ModelProto& model) {
     opset_ = -1;
+    bool training = false;
     for (const onnx::OperatorSetIdProto& id : model.opset_import()) {
       if (id.domain().empty() || id.domain() == "ai.onnx") opset_ = static_cast<int>(id.version());
+      training = training || id.domain() == kTrainingDomain;
     }
+    // A model of training operators alone needs no default-domain opset.
+    if (opset_ < 0 && training) opset_ = kMaxOnnxOpset;
     if (opset_ < 0)
       return Error(absl::StatusCode::kInvalidArgument, "the model imports no default-domain opset");
     if (opset_ < kMinOnnxOpset || opset_ > kMaxOnnxOpset) {
@@ -155,14 +160,16 @@ class Importer {
   }
 
   absl::Status Convert(const onnx::NodeProto& node) {
-    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    const bool training = node.domain() == kTrainingDomain;
+    if (!node.domain().empty() && node.domain() != "ai.onnx" && !training) {
       return absl::UnimplementedError(
           absl::StrCat("operators of domain '", node.domain(), "' are not supported"));
     }
-    auto it = Converters().find(node.op_type());
+    const std::string op =
+        training ? absl::StrCat(kTrainingDomain, ".", node.op_type()) : node.op_type();
+    auto it = Converters().find(op);
     if (it == Converters().end()) {
-      return absl::UnimplementedError(
-          absl::StrCat("operator ", node.op_type(), " is not supported"));
+      return absl::UnimplementedError(absl::StrCat("operator ", op, " is not supported"));
     }
     std::vector<const Value*> inputs;
     for (const std::string& name : node.input()) {

@@ -1,6 +1,7 @@
 // The shared test models (tests/models, exported from PyTorch) imported, compiled once each and
 // run against PyTorch's reference outputs (rtol = atol = 1e-4); the dynamic-batch model at batch
 // 4, 1 and 7 from one compiled module.
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -403,6 +404,126 @@ TEST(OnnxModels, ResizeComputedAtRunTime) {
   EXPECT_EQ(FromTensor(*up->as_tensor()).data,
             (std::vector<double>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3,  //
                                  4, 4, 5, 5, 6, 6, 4, 4, 5, 5, 6, 6}));
+}
+
+// The training domain's optimizers (a model importing only that domain), one step each, against
+// ONNX's formulas computed here in double: Adagrad over two tensors, Nesterov momentum, and Adam
+// with its bias correction (T = 2) and a post-update decay.
+TEST(OnnxModels, TrainingOptimizers) {
+  using backend::testing::Array;
+  using backend::testing::FromTensor;
+  using backend::testing::ToTensor;
+  auto tensor = [](std::vector<double> v) {
+    Array a = backend::testing::Zeros({static_cast<int64_t>(v.size())});
+    a.data = std::move(v);
+    return runtime::Value(ToTensor(a));
+  };
+  auto scalar = [](double v, const char* dtype) {
+    Array a = backend::testing::Zeros({});
+    a.data = {v};
+    return runtime::Value(ToTensor(a, dtype));
+  };
+  // One node of the training domain over R, T and `tensors` float [2] inputs.
+  auto run = [&](const std::string& op, const std::vector<std::string>& tensors, int outputs,
+                 const std::vector<onnx::AttributeProto>& attrs, double r, double t,
+                 const std::vector<std::vector<double>>& values) {
+    testing::GraphBuilder g(17);
+    g.Input("R", onnx::TensorProto::FLOAT, {}).Input("T", onnx::TensorProto::INT64, {});
+    for (const std::string& name : tensors) g.Input(name, onnx::TensorProto::FLOAT, {2});
+    std::vector<std::string> inputs = {"R", "T"}, outs;
+    inputs.insert(inputs.end(), tensors.begin(), tensors.end());
+    for (int k = 0; k < outputs; ++k) {
+      outs.push_back(absl::StrCat("out", k));
+      g.Output(outs.back(), onnx::TensorProto::FLOAT);
+    }
+    g.Node(op, inputs, outs, attrs);
+    onnx::ModelProto model = g.model();
+    model.mutable_graph()->mutable_node(0)->set_domain("ai.onnx.preview.training");
+    model.clear_opset_import();
+    onnx::OperatorSetIdProto* training = model.add_opset_import();
+    training->set_domain("ai.onnx.preview.training");
+    training->set_version(1);
+    absl::StatusOr<ir::IRModule> mod = ImportOnnx(model.SerializeAsString(), "train.onnx");
+    EXPECT_TRUE(mod.ok()) << mod.status();
+    std::vector<runtime::Value> args = {scalar(r, "float32"), scalar(t, "int64")};
+    for (const std::vector<double>& v : values) args.push_back(tensor(v));
+    absl::StatusOr<runtime::Value> out = mod.ok()
+                                             ? backend::testing::CompileModuleAndRun(*mod, args)
+                                             : absl::StatusOr<runtime::Value>(mod.status());
+    EXPECT_TRUE(out.ok()) << out.status();
+    std::vector<std::vector<double>> results;
+    if (!out.ok()) return results;
+    for (const runtime::Value& field : *out->as_tuple()) {
+      results.push_back(FromTensor(*field.as_tensor()).data);
+    }
+    return results;
+  };
+  auto expect_near = [](const std::vector<double>& got, const std::vector<double>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+  };
+  {  // Adagrad over two tensors: outputs X1', X2', H1', H2'.
+    const double r = 0.1, t = 3, decay = 0.1, eps = 1e-6, norm = 0.01;
+    std::vector<std::vector<double>> x = {{1, 2}, {-1, 0.5}}, g = {{0.1, -0.2}, {0.3, 0.4}},
+                                     h = {{0.5, 1}, {2, 0.25}};
+    std::vector<std::vector<double>> out =
+        run("Adagrad", {"X1", "X2", "G1", "G2", "H1", "H2"}, 4,
+            {testing::AttrFloat("decay_factor", decay), testing::AttrFloat("epsilon", eps),
+             testing::AttrFloat("norm_coefficient", norm)},
+            r, t, {x[0], x[1], g[0], g[1], h[0], h[1]});
+    ASSERT_EQ(out.size(), 4u);
+    for (int k = 0; k < 2; ++k) {
+      std::vector<double> x_new, h_new;
+      for (int i = 0; i < 2; ++i) {
+        const double reg = norm * x[k][i] + g[k][i], hn = h[k][i] + reg * reg;
+        h_new.push_back(hn);
+        x_new.push_back(x[k][i] - r / (1 + t * decay) * reg / (std::sqrt(hn) + eps));
+      }
+      expect_near(out[k], x_new);
+      expect_near(out[2 + k], h_new);
+    }
+  }
+  {  // Nesterov momentum at T = 0: beta does not apply yet.
+    const double r = 0.1, alpha = 0.9, beta = 0.5, norm = 0.0;
+    std::vector<double> x = {1, 2}, g = {0.5, -1}, v = {0.2, 0.1};
+    std::vector<std::vector<double>> out =
+        run("Momentum", {"X", "G", "V"}, 2,
+            {testing::AttrFloat("alpha", alpha), testing::AttrFloat("beta", beta),
+             testing::AttrFloat("norm_coefficient", norm), testing::AttrString("mode", "nesterov")},
+            r, 0, {x, g, v});
+    ASSERT_EQ(out.size(), 2u);
+    std::vector<double> x_new, v_new;
+    for (int i = 0; i < 2; ++i) {
+      const double vn = alpha * v[i] + 1.0 * g[i];
+      v_new.push_back(vn);
+      x_new.push_back(x[i] - r * (g[i] + alpha * vn));
+    }
+    expect_near(out[0], x_new);
+    expect_near(out[1], v_new);
+  }
+  {  // Adam at T = 2 with norm_coefficient_post.
+    const double r = 0.1, t = 2, alpha = 0.9, beta = 0.99, eps = 1e-3, norm = 0.01, post = 0.1;
+    std::vector<double> x = {1, -2}, g = {0.3, 0.2}, v = {0.1, -0.1}, h = {0.05, 0.02};
+    std::vector<std::vector<double>> out =
+        run("Adam", {"X", "G", "V", "H"}, 3,
+            {testing::AttrFloat("alpha", alpha), testing::AttrFloat("beta", beta),
+             testing::AttrFloat("epsilon", eps), testing::AttrFloat("norm_coefficient", norm),
+             testing::AttrFloat("norm_coefficient_post", post)},
+            r, t, {x, g, v, h});
+    ASSERT_EQ(out.size(), 3u);
+    std::vector<double> x_new, v_new, h_new;
+    const double rate = r * std::sqrt(1 - std::pow(beta, t)) / (1 - std::pow(alpha, t));
+    for (int i = 0; i < 2; ++i) {
+      const double reg = norm * x[i] + g[i];
+      const double vn = alpha * v[i] + (1 - alpha) * reg, hn = beta * h[i] + (1 - beta) * reg * reg;
+      v_new.push_back(vn);
+      h_new.push_back(hn);
+      x_new.push_back((1 - post) * (x[i] - rate * vn / (std::sqrt(hn) + eps)));
+    }
+    expect_near(out[0], x_new);
+    expect_near(out[1], v_new);
+    expect_near(out[2], h_new);
+  }
 }
 
 // Range, OneHot's depth and a window's size computed at run time; a zero step, a depth of 0

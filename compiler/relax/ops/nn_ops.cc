@@ -895,7 +895,7 @@ absl::Status LegalizeResize2d(const CallNode& call, const std::vector<Buffer>& i
     }
     // The same with the output size or the scale known only at run time.
     const PrimExpr n_out = out[0]->shape[2 + d];
-    const PrimExpr scale = run_scales ? Load(*run_scales, {IntImm(i64, 2 + d)})
+    const PrimExpr scale = run_scales        ? Load(*run_scales, {IntImm(i64, 2 + d)})
                            : r->scale[d] > 0 ? c(r->scale[d])
                                              : Div(Cast(f, n_out), c(static_cast<double>(n_in)));
     const PrimExpr one_out = Binary(NodeKind::kEQ, n_out, IntImm(n_out->dtype, 1));
