@@ -491,17 +491,19 @@ constexpr BinarySpec kGreater = {"relax.greater", FoldGreater, true};
 constexpr BinarySpec kLessEqual = {"relax.less_equal", nullptr, true};
 constexpr BinarySpec kGreaterEqual = {"relax.greater_equal", nullptr, true};
 
-// Div: ONNX integer division truncates toward zero, which is not floor division for negative
-// operands; run-time integer division is refused rather than computed differently.
+// Div: ONNX integer division truncates toward zero, as relax.divide of integers does (TIR's
+// Div: LLVM's sdiv/udiv). A zero divisor, undefined in ONNX, gives 0 here rather than a trap.
 absl::StatusOr<Outputs> Div(Context& ctx) {
   if (std::optional<Value> v = FoldBinary(ctx, FoldDiv, ctx.In(0).elems_dtype))
     return Outputs{std::move(*v)};
   KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
-  if (!ctx.DType(a).is_float())
-    return ctx.Unsupported("integer Div of tensors not known at import time");
-  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.divide", {a, b}));
-  return One(y);
+  if (ctx.DType(a).is_float()) return OneOf(ctx.Call("relax.divide", {a, b}));
+  const DataType t = ctx.DType(b);
+  KILN_ASSIGN_OR_RETURN(Expr zero, ctx.Call("relax.equal", {b, ctx.Scalar(t, 0)}));
+  KILN_ASSIGN_OR_RETURN(Expr divisor, ctx.Call("relax.where", {zero, ctx.Scalar(t, 1), b}));
+  KILN_ASSIGN_OR_RETURN(Expr q, ctx.Call("relax.divide", {a, divisor}));
+  return OneOf(ctx.Call("relax.where", {zero, ctx.Scalar(ctx.DType(a), 0), q}));
 }
 
 // Pow: a constant exponent of 2, 1 or 0.5 becomes a multiply, nothing or a sqrt.

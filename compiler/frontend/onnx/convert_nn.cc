@@ -338,11 +338,12 @@ absl::StatusOr<Outputs> Gemm(Context& ctx) {
 
 // ---- Normalizations ----
 
-// BatchNormalization (inference): y = x * s + (B - mean * s) with s = scale / sqrt(var + eps);
+// BatchNormalization: y = x * s + (B - mean * s) with s = scale / sqrt(var + eps). In inference
 // s and the shift are constants for a trained model, folded at compile time, and the two
-// broadcast ops fuse into the producing convolution.
+// broadcast ops fuse into the producing convolution. In training mode (opset 14+) the mean and
+// variance are the batch's, over every axis but the channels', and the running statistics come
+// out updated: running = input * momentum + batch * (1 - momentum).
 absl::StatusOr<Outputs> BatchNorm(Context& ctx) {
-  if (ctx.Int("training_mode", 0) != 0) return ctx.Unsupported("training_mode=1");
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
   if (xs.size() < 2) return ctx.Error("needs an input of rank >= 2");
@@ -351,17 +352,39 @@ absl::StatusOr<Outputs> BatchNorm(Context& ctx) {
     KILN_ASSIGN_OR_RETURN(in[i], ctx.Tensor(i + 1));
   }
   DataType t = ctx.DType(x);
+  const bool training = ctx.Int("training_mode", 0) != 0;
+  Expr mean = in[2], var = in[3];
+  if (training) {
+    std::vector<int64_t> axes = {0};
+    for (size_t k = 2; k < xs.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+    KILN_ASSIGN_OR_RETURN(mean, ctx.Call("relax.mean", {x}, {{"axis", IntsAttr(axes)}}));
+    KILN_ASSIGN_OR_RETURN(Expr centered_mean, PerChannel(ctx, mean, xs.size()));
+    KILN_ASSIGN_OR_RETURN(Expr centered, ctx.Call("relax.subtract", {x, centered_mean}));
+    KILN_ASSIGN_OR_RETURN(Expr squared, ctx.Call("relax.multiply", {centered, centered}));
+    KILN_ASSIGN_OR_RETURN(var, ctx.Call("relax.mean", {squared}, {{"axis", IntsAttr(axes)}}));
+  }
   KILN_ASSIGN_OR_RETURN(Expr var_eps,
-                        ctx.Call("relax.add", {in[3], ctx.Scalar(t, ctx.Float("epsilon", 1e-5))}));
+                        ctx.Call("relax.add", {var, ctx.Scalar(t, ctx.Float("epsilon", 1e-5))}));
   KILN_ASSIGN_OR_RETURN(Expr root, ctx.Call("relax.sqrt", {var_eps}));
   KILN_ASSIGN_OR_RETURN(Expr s, ctx.Call("relax.divide", {in[0], root}));
-  KILN_ASSIGN_OR_RETURN(Expr ms, ctx.Call("relax.multiply", {in[2], s}));
+  KILN_ASSIGN_OR_RETURN(Expr ms, ctx.Call("relax.multiply", {mean, s}));
   KILN_ASSIGN_OR_RETURN(Expr shift, ctx.Call("relax.subtract", {in[1], ms}));
   KILN_ASSIGN_OR_RETURN(s, PerChannel(ctx, s, xs.size()));
   KILN_ASSIGN_OR_RETURN(shift, PerChannel(ctx, shift, xs.size()));
   KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.multiply", {x, s}));
   KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, shift}));
-  return One(y);
+  if (!training) return One(y);
+  const double momentum = ctx.Float("momentum", 0.9);
+  Outputs out = One(y);
+  for (const auto& [running, batch] : {std::pair{in[2], mean}, std::pair{in[3], var}}) {
+    KILN_ASSIGN_OR_RETURN(Expr kept,
+                          ctx.Call("relax.multiply", {running, ctx.Scalar(t, momentum)}));
+    KILN_ASSIGN_OR_RETURN(Expr added,
+                          ctx.Call("relax.multiply", {batch, ctx.Scalar(t, 1 - momentum)}));
+    KILN_ASSIGN_OR_RETURN(Expr updated, ctx.Call("relax.add", {kept, added}));
+    out.push_back(One(updated)[0]);
+  }
+  return out;
 }
 
 // InstanceNormalization: per sample and channel over the spatial axes.

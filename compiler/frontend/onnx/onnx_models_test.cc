@@ -406,6 +406,73 @@ TEST(OnnxModels, ResizeComputedAtRunTime) {
                                  4, 4, 5, 5, 6, 6, 4, 4, 5, 5, 6, 6}));
 }
 
+// Integer Div of run-time tensors truncates toward zero, as ONNX says (not floor division), and a
+// zero divisor gives 0 instead of a trap.
+TEST(OnnxModels, IntegerDivTruncates) {
+  using backend::testing::Array;
+  testing::GraphBuilder g(14);
+  g.Input("a", onnx::TensorProto::INT32, {4})
+      .Input("b", onnx::TensorProto::INT32, {4})
+      .Output("y", onnx::TensorProto::INT32)
+      .Node("Div", {"a", "b"}, {"y"});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "div.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  Array a = backend::testing::Zeros({4}), b = backend::testing::Zeros({4});
+  a.data = {-7, 7, -7, 5};
+  b.data = {2, -2, -2, 0};
+  absl::StatusOr<runtime::Value> y = backend::testing::CompileModuleAndRun(
+      *mod, {runtime::Value(backend::testing::ToTensor(a, "int32")),
+             runtime::Value(backend::testing::ToTensor(b, "int32"))});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(backend::testing::FromTensor(*y->as_tensor()).data,
+            (std::vector<double>{-3, -3, 3, 0}));
+}
+
+// BatchNormalization in training mode: normalized by the batch's statistics (over N and the
+// spatial axes), the running mean and variance updated with the momentum.
+TEST(OnnxModels, BatchNormTrainingMode) {
+  using backend::testing::Array;
+  using backend::testing::FromTensor;
+  using backend::testing::ToTensor;
+  testing::GraphBuilder g(15);
+  g.Input("x", onnx::TensorProto::FLOAT, {2, 2, 1, 2})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Output("m", onnx::TensorProto::FLOAT)
+      .Output("v", onnx::TensorProto::FLOAT)
+      .Init(testing::FloatTensor("scale", {2}, {1, 2}))
+      .Init(testing::FloatTensor("bias", {2}, {0, 1}))
+      .Init(testing::FloatTensor("mean", {2}, {0.5, -0.5}))
+      .Init(testing::FloatTensor("var", {2}, {1, 4}))
+      .Node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y", "m", "v"},
+            {testing::AttrInt("training_mode", 1), testing::AttrFloat("momentum", 0.8f),
+             testing::AttrFloat("epsilon", 1e-5f)});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "bn.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  Array x = backend::testing::Zeros({2, 2, 1, 2});
+  x.data = {1, 3, 10, 20, 5, 7, 30, 40};  // channel 0: 1 3 5 7; channel 1: 10 20 30 40
+  absl::StatusOr<runtime::Value> out =
+      backend::testing::CompileModuleAndRun(*mod, {runtime::Value(ToTensor(x))});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<runtime::Value>& fields = *out->as_tuple();
+  ASSERT_EQ(fields.size(), 3u);
+  const double batch_mean[2] = {4, 25}, batch_var[2] = {5, 125};  // population variance
+  const double scale[2] = {1, 2}, bias[2] = {0, 1}, mean[2] = {0.5, -0.5}, var[2] = {1, 4};
+  std::vector<double> y = FromTensor(*fields[0].as_tensor()).data;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const int c = static_cast<int>(i / 2) % 2;
+    EXPECT_NEAR(y[i],
+                (x.data[i] - batch_mean[c]) / std::sqrt(batch_var[c] + 1e-5) * scale[c] + bias[c],
+                1e-4)
+        << i;
+  }
+  std::vector<double> m = FromTensor(*fields[1].as_tensor()).data;
+  std::vector<double> v = FromTensor(*fields[2].as_tensor()).data;
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_NEAR(m[c], mean[c] * 0.8 + batch_mean[c] * 0.2, 1e-4);
+    EXPECT_NEAR(v[c], var[c] * 0.8 + batch_var[c] * 0.2, 1e-3);
+  }
+}
+
 // The training domain's optimizers (a model importing only that domain), one step each, against
 // ONNX's formulas computed here in double: Adagrad over two tensors, Nesterov momentum, and Adam
 // with its bias correction (T = 2) and a post-update decay.
