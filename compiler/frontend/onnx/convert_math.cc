@@ -838,6 +838,74 @@ absl::StatusOr<Expr> RoundHalfEven(Context& ctx, const Expr& x) {
   return ctx.Call("relax.where", {above, up, not_above});
 }
 
+// TopK along an axis of static length n: each element's rank is the number of elements that
+// come before it (greater, or smaller when largest=0; an equal one at a lower index first), and
+// output position p takes the element ranked p. O(n^2) comparisons, no sort kernel: for the
+// short axes TopK sees in models. K may be known only at run time (checked to be 0 to n).
+absl::StatusOr<Outputs> TopK(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  int64_t axis = ctx.Int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return ctx.Error("axis out of range");
+  const int64_t* n = ir::AsConstInt(xs[axis]);
+  if (n == nullptr) return ctx.Unsupported("TopK along an axis whose length is not known");
+  const bool largest = ctx.Int("largest", 1) != 0;
+  ShapeMath m{ctx};
+  // K: known, or bound at run time.
+  PrimExpr k;
+  if (absl::StatusOr<std::vector<int64_t>> known = ctx.ConstInts(1); known.ok()) {
+    if (known->size() != 1 || (*known)[0] < 0 || (*known)[0] > *n) {
+      return ctx.Error(absl::StrCat("K must be one value from 0 to ", *n));
+    }
+    k = I64((*known)[0]);
+  } else {
+    KILN_ASSIGN_OR_RETURN(Expr given, ctx.Tensor(1));
+    KILN_ASSIGN_OR_RETURN(Expr k_t, m.Int64(given));
+    KILN_ASSIGN_OR_RETURN(k_t, m.Call("relax.reshape", {k_t, ir::relax::MakeShape({I64(1)})}));
+    KILN_ASSIGN_OR_RETURN(Expr below, m.Negatives(k_t));
+    KILN_ASSIGN_OR_RETURN(Expr n_t, m.Tensor({I64(*n)}));
+    KILN_ASSIGN_OR_RETURN(Expr room, m.Call("relax.subtract", {n_t, k_t}));
+    KILN_ASSIGN_OR_RETURN(Expr above, m.Negatives(room));
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, ctx.DimsAtRunTime(k_t, {below, above}));
+    k = dims[0];
+  }
+  // An index along a new axis at `at` of a rank + 1 tensor: [1, ..., len, ..., 1].
+  auto index_along = [&](const PrimExpr& len, int64_t at) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(Expr iota, m.Iota(len));
+    std::vector<PrimExpr> shape(static_cast<size_t>(rank + 1), I64(1));
+    shape[static_cast<size_t>(at)] = len;
+    return m.Call("relax.reshape", {iota, ir::relax::MakeShape(shape)});
+  };
+  auto expand = [&](const Expr& e, int64_t at) {
+    return m.Call("relax.expand_dims", {e}, {{"axis", IntsAttr({at})}});
+  };
+  // Element i along `axis`, element j along axis + 1.
+  KILN_ASSIGN_OR_RETURN(Expr xi, expand(x, axis + 1));
+  KILN_ASSIGN_OR_RETURN(Expr xj, expand(x, axis));
+  KILN_ASSIGN_OR_RETURN(Expr before, m.Call(largest ? "relax.greater" : "relax.less", {xj, xi}));
+  KILN_ASSIGN_OR_RETURN(Expr equal, m.Call("relax.equal", {xj, xi}));
+  KILN_ASSIGN_OR_RETURN(Expr ii, index_along(I64(*n), axis));
+  KILN_ASSIGN_OR_RETURN(Expr jj, index_along(I64(*n), axis + 1));
+  KILN_ASSIGN_OR_RETURN(Expr lower, m.Call("relax.less", {jj, ii}));
+  KILN_ASSIGN_OR_RETURN(Expr tie, m.Call("relax.where", {equal, lower, equal}));  // and
+  KILN_ASSIGN_OR_RETURN(before, m.Call("relax.where", {before, before, tie}));      // or
+  KILN_ASSIGN_OR_RETURN(before, m.Int64(before));
+  KILN_ASSIGN_OR_RETURN(Expr ranks, m.Call("relax.sum", {before}, {{"axis", IntsAttr({axis + 1})}}));
+  // Position p (along axis + 1) takes the element (along axis) ranked p.
+  KILN_ASSIGN_OR_RETURN(Expr ranked, expand(ranks, axis + 1));
+  KILN_ASSIGN_OR_RETURN(Expr p, index_along(k, axis + 1));
+  KILN_ASSIGN_OR_RETURN(Expr at, m.Call("relax.equal", {ranked, p}));
+  KILN_ASSIGN_OR_RETURN(Expr picked, m.Call("relax.where", {at, xi, ctx.Scalar(ctx.DType(x), 0)}));
+  KILN_ASSIGN_OR_RETURN(Expr values, m.Call("relax.sum", {picked}, {{"axis", IntsAttr({axis})}}));
+  KILN_ASSIGN_OR_RETURN(Expr where_i, m.Call("relax.where", {at, ii, m.I(0)}));
+  KILN_ASSIGN_OR_RETURN(Expr indices, m.Call("relax.sum", {where_i}, {{"axis", IntsAttr({axis})}}));
+  Outputs out = One(values);
+  out.push_back(One(indices)[0]);
+  return out;
+}
+
 void RegisterMathConverters(ConverterTable* t) {
   (*t)["Sqrt"] = Unary<kSqrt>;
   (*t)["Exp"] = Unary<kExp>;
@@ -915,6 +983,7 @@ void RegisterMathConverters(ConverterTable* t) {
   (*t)["ReduceLogSum"] = ReduceComposite<kReduceLogSum>;
   (*t)["ReduceLogSumExp"] = ReduceComposite<kReduceLogSumExp>;
   (*t)["ArgMax"] = Arg<kArgMax>;
+  (*t)["TopK"] = TopK;
   (*t)["ArgMin"] = Arg<kArgMin>;
   (*t)["Softmax"] = Softmax<kSoftmax>;
   (*t)["LogSoftmax"] = Softmax<kLogSoftmax>;

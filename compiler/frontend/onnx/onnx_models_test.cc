@@ -473,6 +473,40 @@ TEST(OnnxModels, BatchNormTrainingMode) {
   }
 }
 
+// TopK with K known only at run time: ties go to the lower index, smallest first when
+// largest=0, and a K past the axis stops the run.
+TEST(OnnxModels, TopKComputedAtRunTime) {
+  using backend::testing::Array;
+  using backend::testing::FromTensor;
+  using backend::testing::ToTensor;
+  for (int largest : {1, 0}) {
+    testing::GraphBuilder g(11);
+    g.Input("x", onnx::TensorProto::FLOAT, {1, 4})
+        .Input("k", onnx::TensorProto::INT64, {1})
+        .Output("values", onnx::TensorProto::FLOAT)
+        .Output("indices", onnx::TensorProto::INT64)
+        .Node("TopK", {"x", "k"}, {"values", "indices"}, {testing::AttrInt("largest", largest)});
+    absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "topk.onnx");
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    Array x = backend::testing::Zeros({1, 4});
+    x.data = {3, 1, 3, 2};
+    auto run = [&](double k) {
+      Array kk = backend::testing::Zeros({1});
+      kk.data = {k};
+      return backend::testing::CompileModuleAndRun(
+          *mod, {runtime::Value(ToTensor(x)), runtime::Value(ToTensor(kk, "int64"))});
+    };
+    absl::StatusOr<runtime::Value> out = run(3);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<runtime::Value>& fields = *out->as_tuple();
+    EXPECT_EQ(FromTensor(*fields[0].as_tensor()).data,
+              largest ? std::vector<double>({3, 3, 2}) : std::vector<double>({1, 2, 3}));
+    EXPECT_EQ(FromTensor(*fields[1].as_tensor()).data,
+              largest ? std::vector<double>({0, 2, 3}) : std::vector<double>({1, 3, 0}));
+    EXPECT_FALSE(run(5).ok());
+  }
+}
+
 // The training domain's optimizers (a model importing only that domain), one step each, against
 // ONNX's formulas computed here in double: Adagrad over two tensors, Nesterov momentum, and Adam
 // with its bias correction (T = 2) and a post-update decay.
