@@ -890,9 +890,10 @@ absl::StatusOr<Outputs> TopK(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr jj, index_along(I64(*n), axis + 1));
   KILN_ASSIGN_OR_RETURN(Expr lower, m.Call("relax.less", {jj, ii}));
   KILN_ASSIGN_OR_RETURN(Expr tie, m.Call("relax.where", {equal, lower, equal}));  // and
-  KILN_ASSIGN_OR_RETURN(before, m.Call("relax.where", {before, before, tie}));      // or
+  KILN_ASSIGN_OR_RETURN(before, m.Call("relax.where", {before, before, tie}));    // or
   KILN_ASSIGN_OR_RETURN(before, m.Int64(before));
-  KILN_ASSIGN_OR_RETURN(Expr ranks, m.Call("relax.sum", {before}, {{"axis", IntsAttr({axis + 1})}}));
+  KILN_ASSIGN_OR_RETURN(Expr ranks,
+                        m.Call("relax.sum", {before}, {{"axis", IntsAttr({axis + 1})}}));
   // Position p (along axis + 1) takes the element (along axis) ranked p.
   KILN_ASSIGN_OR_RETURN(Expr ranked, expand(ranks, axis + 1));
   KILN_ASSIGN_OR_RETURN(Expr p, index_along(k, axis + 1));

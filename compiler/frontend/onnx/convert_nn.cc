@@ -653,7 +653,7 @@ absl::StatusOr<Outputs> Upsample(Context& ctx) {
 
 // MaxUnpool(X, I, output_shape): X's values scattered into zeros at the flat indices MaxPool
 // gave (((n * C + c) * H + h) * W + w); the output's size is MaxPool's input size (from the window
-// attributes) or a constant output_shape.
+// attributes) or output_shape, known at import time or only at run time.
 absl::StatusOr<Outputs> MaxUnpool(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr indices, ctx.Tensor(1));
@@ -666,30 +666,69 @@ absl::StatusOr<Outputs> MaxUnpool(Context& ctx) {
     if (d < 0) return ctx.Unsupported("MaxUnpool over sizes not known at import time");
     count *= d;
   }
-  std::vector<int64_t> out;
-  if (ctx.Has(2)) {
-    absl::StatusOr<std::vector<int64_t>> shape = ctx.ConstInts(2);
-    if (!shape.ok()) return ctx.Unsupported("an output_shape known only at run time");
-    out = *shape;
+  // The indices are flat into MaxPool's input, whose size the window gives.
+  std::vector<int64_t> pooled_from = ConstDims(xs);
+  const size_t spatial = xs.size() - 2;
+  for (size_t k = 0; k < spatial; ++k) {
+    pooled_from[2 + k] =
+        (pooled_from[2 + k] - 1) * w.strides[k] + w.kernel[k] - w.pads[k] - w.pads[spatial + k];
+  }
+  // The output: that size, or output_shape (known at import time or only at run time), which
+  // holds it at its origin, zeros beyond.
+  ShapeMath m{ctx};
+  std::vector<PrimExpr> out_shape;
+  if (ctx.Has(2) && !ctx.ConstInts(2).ok()) {
+    KILN_ASSIGN_OR_RETURN(Expr given, ctx.Tensor(2));
+    KILN_ASSIGN_OR_RETURN(int64_t rank, m.Length(given, "output_shape"));
+    if (rank != static_cast<int64_t>(xs.size()))
+      return ctx.Error("output_shape has the wrong rank");
+    KILN_ASSIGN_OR_RETURN(Expr dims, m.Int64(given));
+    std::vector<PrimExpr> pooled_dims;
+    for (int64_t d : pooled_from) pooled_dims.push_back(I64(d));
+    KILN_ASSIGN_OR_RETURN(Expr inferred, m.Tensor(pooled_dims));
+    KILN_ASSIGN_OR_RETURN(Expr room, m.Call("relax.subtract", {dims, inferred}));
+    KILN_ASSIGN_OR_RETURN(Expr too_small, m.Negatives(room));  // it must hold MaxPool's input
+    KILN_ASSIGN_OR_RETURN(out_shape, ctx.DimsAtRunTime(dims, {too_small}));
   } else {
-    std::vector<int64_t> in = ConstDims(xs);
-    out = {in[0], in[1]};
-    const size_t spatial = xs.size() - 2;
-    for (size_t k = 0; k < spatial; ++k) {
-      out.push_back((in[2 + k] - 1) * w.strides[k] + w.kernel[k] - w.pads[k] - w.pads[spatial + k]);
+    std::vector<int64_t> out = pooled_from;
+    if (ctx.Has(2)) {
+      KILN_ASSIGN_OR_RETURN(out, ctx.ConstInts(2));
+      if (out.size() != xs.size()) return ctx.Error("output_shape has the wrong rank");
+    }
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (out[k] <= 0) return ctx.Error("the output shape must be positive");
+      if (out[k] < pooled_from[k]) return ctx.Error("output_shape is smaller than MaxPool's input");
+      out_shape.push_back(I64(out[k]));
     }
   }
-  int64_t total = 1;
-  std::vector<PrimExpr> out_shape;
-  for (int64_t d : out) {
-    if (d <= 0) return ctx.Error("the output shape must be positive");
-    total *= d;
-    out_shape.push_back(I64(d));
-  }
-  KILN_ASSIGN_OR_RETURN(Expr zeros, ctx.Call("relax.zeros", {MakeShape({I64(total)})},
-                                             {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
+  PrimExpr total = I64(1);
+  for (const PrimExpr& d : out_shape) total = total * d;
   KILN_ASSIGN_OR_RETURN(Expr flat_x, ctx.Call("relax.reshape", {x, MakeShape({I64(count)})}));
   KILN_ASSIGN_OR_RETURN(Expr flat_i, ctx.Call("relax.reshape", {indices, MakeShape({I64(count)})}));
+  KILN_ASSIGN_OR_RETURN(flat_i, m.Int64(flat_i));
+  bool same = true;
+  for (size_t k = 0; k < out_shape.size(); ++k) {
+    const int64_t* d = ir::AsConstInt(out_shape[k]);
+    same = same && d != nullptr && *d == pooled_from[k];
+  }
+  if (!same) {
+    // Each index's coordinates in MaxPool's input, flattened again over the output's shape.
+    Expr placed = m.I(0);
+    int64_t in_stride = 1;
+    PrimExpr out_stride = I64(1);
+    for (size_t k = out_shape.size(); k-- > 0;) {
+      KILN_ASSIGN_OR_RETURN(Expr coord, m.Call("relax.floor_divide", {flat_i, m.I(in_stride)}));
+      KILN_ASSIGN_OR_RETURN(coord, m.Call("relax.floor_mod", {coord, m.I(pooled_from[k])}));
+      KILN_ASSIGN_OR_RETURN(Expr stride, m.Tensor({out_stride}));
+      KILN_ASSIGN_OR_RETURN(coord, m.Call("relax.multiply", {coord, stride}));
+      KILN_ASSIGN_OR_RETURN(placed, m.Call("relax.add", {placed, coord}));
+      in_stride *= pooled_from[k];
+      out_stride = out_stride * out_shape[k];
+    }
+    flat_i = placed;
+  }
+  KILN_ASSIGN_OR_RETURN(Expr zeros, ctx.Call("relax.zeros", {MakeShape({total})},
+                                             {{"dtype", StrAttr(ctx.DType(x).ToString())}}));
   KILN_ASSIGN_OR_RETURN(Expr scattered, ctx.Call("relax.scatter_elements", {zeros, flat_i, flat_x},
                                                  {{"axis", IntAttr(0)}}));
   return OneOf(ctx.Call("relax.reshape", {scattered, MakeShape(out_shape)}));
@@ -739,7 +778,13 @@ absl::StatusOr<Outputs> ConvTranspose(Context& ctx) {
       int64_t target = output_shape ? (*output_shape)[d] : *in * strides[d];
       int64_t total =
           strides[d] * (*in - 1) + out_pad[d] + (kernel[d] - 1) * dilations[d] + 1 - target;
-      if (total < 0) return ctx.Unsupported("an output_shape larger than the full transposed size");
+      if (total < 0) {
+        // Larger than the full transposed size: the extra rows and columns come at the end, as
+        // ONNX's reference makes them (output padding, where no input contributes).
+        out_pad[d] -= total;
+        pads[d] = pads[d + spatial] = 0;
+        continue;
+      }
       int64_t half = total / 2;
       pads[d] = auto_pad == "SAME_UPPER" ? half : total - half;
       pads[d + spatial] = total - pads[d];
