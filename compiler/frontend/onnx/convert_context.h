@@ -26,6 +26,10 @@ using ir::relax::Expr;
 struct Value {
   // The Relax tensor. Null for a value known only by its elements; Context::Tensor makes one.
   Expr expr;
+  // A sequence (SequenceConstruct and its family): its tensors, their number known at import
+  // time (positions may be known only at run time: convert_sequence).
+  bool is_sequence = false;
+  std::vector<Value> sequence;
   // The elements of a small integer tensor known at import time, row-major: constants, or
   // expressions of symbolic dimensions (Shape of a dynamic-batch tensor gives [n, 64]).
   std::optional<std::vector<PrimExpr>> elems;
@@ -154,9 +158,16 @@ void RegisterRecurrentConverters(ConverterTable* table);  // RNN, GRU, LSTM
 void RegisterGridSampleConverter(ConverterTable* table);
 void RegisterDftConverter(ConverterTable* table);
 void RegisterDetConverter(ConverterTable* table);
+void RegisterSequenceConverters(ConverterTable* table);  // SequenceConstruct and its family
 // The optimizers of ONNX's training domain, registered as "DOMAIN.OpType".
 inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 void RegisterTrainingConverters(ConverterTable* table);  // Adagrad, Momentum, Adam
+
+// Split and SplitToSequence by sizes (input 1) computed at run time: part j gathers x along the
+// axis at offset_j + k, the sizes bound as shape variables and checked to be non-negative and to
+// add up to the axis's `extent`. `parts_expected` (-1: any) is how many sizes there must be.
+absl::StatusOr<Outputs> SplitAtRunTime(Context& ctx, const Expr& x, const PrimExpr& extent,
+                                       int64_t axis, int64_t parts_expected);
 
 // ONNX's Conv of `x` and `weight` (1-, 2- or 3-D, the node's window attributes), plus `bias`
 // per channel when given: Conv's converter and ConvInteger's.

@@ -29,6 +29,7 @@ const ConverterTable& Converters() {
     RegisterDftConverter(t);
     RegisterDetConverter(t);
     RegisterTrainingConverters(t);
+    RegisterSequenceConverters(t);
     return t;
   }();
   return *table;

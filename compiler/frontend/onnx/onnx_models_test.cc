@@ -507,6 +507,56 @@ TEST(OnnxModels, TopKComputedAtRunTime) {
   }
 }
 
+// Sequences: built, inserted into and read at positions known only at run time (a position out
+// of range stops the run), stacked, and split with their count known.
+TEST(OnnxModels, SequencesWithPositionsComputedAtRunTime) {
+  using backend::testing::Array;
+  using backend::testing::FromTensor;
+  using backend::testing::ToTensor;
+  testing::GraphBuilder g(12);
+  g.Input("a", onnx::TensorProto::FLOAT, {2})
+      .Input("b", onnx::TensorProto::FLOAT, {2})
+      .Input("c", onnx::TensorProto::FLOAT, {2})
+      .Input("insert_at", onnx::TensorProto::INT64, {})
+      .Input("read_at", onnx::TensorProto::INT64, {})
+      .Output("picked", onnx::TensorProto::FLOAT)
+      .Output("stacked", onnx::TensorProto::FLOAT)
+      .Output("count", onnx::TensorProto::INT64)
+      .Node("SequenceConstruct", {"a", "b"}, {"s1"})
+      .Node("SequenceInsert", {"s1", "c", "insert_at"}, {"s2"})
+      .Node("SequenceAt", {"s2", "read_at"}, {"picked"})
+      .Node("ConcatFromSequence", {"s2"}, {"stacked"},
+            {testing::AttrInt("axis", 0), testing::AttrInt("new_axis", 1)})
+      .Node("SplitToSequence", {"stacked"}, {"rows"},
+            {testing::AttrInt("axis", 1), testing::AttrInt("keepdims", 0)})
+      .Node("SequenceLength", {"rows"}, {"count"});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "sequence.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  auto vec = [](std::vector<double> v) {
+    Array a = backend::testing::Zeros({2});
+    a.data = std::move(v);
+    return runtime::Value(ToTensor(a));
+  };
+  auto scalar = [](double v) {
+    Array a = backend::testing::Zeros({});
+    a.data = {v};
+    return runtime::Value(ToTensor(a, "int64"));
+  };
+  auto run = [&](double insert_at, double read_at) {
+    return backend::testing::CompileModuleAndRun(
+        *mod, {vec({1, 2}), vec({3, 4}), vec({5, 6}), scalar(insert_at), scalar(read_at)});
+  };
+  // c inserted at -1 (before the last, as Python's list.insert): the sequence is a, c, b.
+  absl::StatusOr<runtime::Value> out = run(-1, 1);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<runtime::Value>& fields = *out->as_tuple();
+  EXPECT_EQ(FromTensor(*fields[0].as_tensor()).data, (std::vector<double>{5, 6}));
+  EXPECT_EQ(FromTensor(*fields[1].as_tensor()).data, (std::vector<double>{1, 2, 5, 6, 3, 4}));
+  EXPECT_EQ(FromTensor(*fields[2].as_tensor()).data, (std::vector<double>{2}));
+  EXPECT_FALSE(run(3, 0).ok());  // inserting past the end
+  EXPECT_FALSE(run(0, 3).ok());  // reading past the end
+}
+
 // The training domain's optimizers (a model importing only that domain), one step each, against
 // ONNX's formulas computed here in double: Adagrad over two tensors, Nesterov momentum, and Adam
 // with its bias correction (T = 2) and a post-update decay.
