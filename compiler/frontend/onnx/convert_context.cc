@@ -335,8 +335,9 @@ Context::Context(const onnx::NodeProto& node, int opset, std::vector<const Value
 
 absl::StatusOr<Expr> Materialize(const Value& v) {
   if (v.is_sequence) {
-    return absl::UnimplementedError("a sequence where a tensor is expected (sequences stay inside "
-                                    "the graph: graph inputs and outputs are tensors)");
+    return absl::UnimplementedError(
+        "a sequence where a tensor is expected (sequences stay inside "
+        "the graph: graph inputs and outputs are tensors)");
   }
   if (v.expr) return v.expr;
   if (!v.elems) return absl::InvalidArgumentError("a value is missing");
