@@ -32,6 +32,9 @@ constexpr DataTypeName kDataTypeNames[] = {
 }  // namespace
 
 absl::StatusOr<DLDataType> ParseDataType(absl::string_view name) {
+  // The names a model's every call parses (alloc_tensor, check_tensor_info) first.
+  if (name == "float32") return DLDataType{kDLFloat, 32, 1};
+  if (name == "int64") return DLDataType{kDLInt, 64, 1};
   if (name == "bool") return DLDataType{kDLUInt, 1, 1};
   for (const DataTypeName& entry : kDataTypeNames) {
     absl::string_view rest = name;

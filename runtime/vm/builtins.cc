@@ -18,27 +18,28 @@ absl::StatusOr<int64_t> IntArg(Args args, size_t i, absl::string_view builtin) {
   return *args[i].as_int();
 }
 
-absl::StatusOr<std::string> StringArg(Args args, size_t i, absl::string_view builtin) {
+// The arguments themselves, not copies: these run on every call of a model.
+absl::StatusOr<const std::string*> StringArg(Args args, size_t i, absl::string_view builtin) {
   if (i >= args.size() || !args[i].as_string())
     return Bad(builtin, absl::StrCat("argument ", i, " must be a string"));
-  return *args[i].as_string();
+  return args[i].as_string();
 }
 
-absl::StatusOr<Tensor> TensorArg(Args args, size_t i, absl::string_view builtin) {
+absl::StatusOr<const Tensor*> TensorArg(Args args, size_t i, absl::string_view builtin) {
   if (i >= args.size() || !args[i].as_tensor())
     return Bad(builtin, absl::StrCat("argument ", i, " must be a tensor"));
-  return *args[i].as_tensor();
+  return args[i].as_tensor();
 }
 
 // The shape heap: an int64 tensor of one dimension.
 absl::StatusOr<int64_t*> HeapArg(Args args, size_t i, absl::string_view builtin, int64_t* size) {
-  absl::StatusOr<Tensor> heap = TensorArg(args, i, builtin);
+  absl::StatusOr<const Tensor*> heap = TensorArg(args, i, builtin);
   if (!heap.ok()) return heap.status();
-  DLDataType d = heap->dtype();
-  if (d.code != kDLInt || d.bits != 64 || heap->ndim() != 1)
+  DLDataType d = (*heap)->dtype();
+  if (d.code != kDLInt || d.bits != 64 || (*heap)->ndim() != 1)
     return Bad(builtin, "the shape heap must be a 1-D int64 tensor");
-  *size = heap->shape()[0];
-  return static_cast<int64_t*>(heap->data());
+  *size = (*heap)->shape()[0];
+  return static_cast<int64_t*>((*heap)->data());
 }
 
 std::string ShapeText(absl::Span<const int64_t> dims) {
@@ -61,27 +62,27 @@ void AddAllocation(FunctionRegistry* r) {
   });
   // alloc_tensor(storage, byte_offset, shape, dtype) -> a view of the storage.
   Add(r, "alloc_tensor", [](Args args) -> absl::StatusOr<Value> {
-    absl::StatusOr<Tensor> storage = TensorArg(args, 0, "alloc_tensor");
+    absl::StatusOr<const Tensor*> storage = TensorArg(args, 0, "alloc_tensor");
     absl::StatusOr<int64_t> offset = IntArg(args, 1, "alloc_tensor");
-    absl::StatusOr<std::string> dtype_name = StringArg(args, 3, "alloc_tensor");
+    absl::StatusOr<const std::string*> dtype_name = StringArg(args, 3, "alloc_tensor");
     if (!storage.ok()) return storage.status();
     if (!offset.ok()) return offset.status();
     if (!dtype_name.ok()) return dtype_name.status();
     if (args.size() < 3 || !args[2].as_shape())
       return Bad("alloc_tensor", "argument 2 must be a shape");
-    absl::StatusOr<DLDataType> dtype = ParseDataType(*dtype_name);
+    absl::StatusOr<DLDataType> dtype = ParseDataType(**dtype_name);
     if (!dtype.ok()) return dtype.status();
     if (*offset < 0) return Bad("alloc_tensor", "a negative offset");
-    absl::StatusOr<Tensor> t = storage->View(*offset, *args[2].as_shape(), *dtype);
+    absl::StatusOr<Tensor> t = (*storage)->View(*offset, *args[2].as_shape(), *dtype);
     if (!t.ok()) return t.status();
     return Value(*t);
   });
   // empty(shape, dtype) -> a fresh tensor (unplanned allocation).
   Add(r, "empty", [](Args args) -> absl::StatusOr<Value> {
-    absl::StatusOr<std::string> dtype_name = StringArg(args, 1, "empty");
+    absl::StatusOr<const std::string*> dtype_name = StringArg(args, 1, "empty");
     if (!dtype_name.ok()) return dtype_name.status();
     if (args.empty() || !args[0].as_shape()) return Bad("empty", "argument 0 must be a shape");
-    absl::StatusOr<DLDataType> dtype = ParseDataType(*dtype_name);
+    absl::StatusOr<DLDataType> dtype = ParseDataType(**dtype_name);
     if (!dtype.ok()) return dtype.status();
     absl::StatusOr<Tensor> t = Tensor::Empty(*args[0].as_shape(), *dtype);
     if (!t.ok()) return t.status();
@@ -134,7 +135,7 @@ void AddShapes(FunctionRegistry* r) {
   Add(r, "match_shape", [](Args args) -> absl::StatusOr<Value> {
     int64_t size = 0;
     absl::StatusOr<int64_t*> heap = HeapArg(args, 1, "match_shape", &size);
-    absl::StatusOr<std::string> where = StringArg(args, 2, "match_shape");
+    absl::StatusOr<const std::string*> where = StringArg(args, 2, "match_shape");
     if (!heap.ok()) return heap.status();
     if (!where.ok()) return where.status();
     std::vector<int64_t> dims;
@@ -144,12 +145,12 @@ void AddShapes(FunctionRegistry* r) {
       dims = *s;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat(*where, ": expected a tensor or a shape, got a ", args[0].kind_name()));
+          absl::StrCat(**where, ": expected a tensor or a shape, got a ", args[0].kind_name()));
     }
     size_t rank = (args.size() - 3) / 2;
     if (args.size() % 2 != 1 || dims.size() != rank) {
       return absl::InvalidArgumentError(
-          absl::StrCat(*where, ": expected rank ", rank, ", got shape ", ShapeText(dims)));
+          absl::StrCat(**where, ": expected rank ", rank, ", got shape ", ShapeText(dims)));
     }
     for (size_t d = 0; d < rank; ++d) {
       absl::StatusOr<int64_t> code = IntArg(args, 3 + 2 * d, "match_shape");
@@ -175,7 +176,7 @@ void AddShapes(FunctionRegistry* r) {
           return Bad("match_shape", absl::StrCat("bad dimension code ", *code));
       }
       if (dims[d] != expected) {
-        return absl::InvalidArgumentError(absl::StrCat(*where, ": dimension ", d, " is ", dims[d],
+        return absl::InvalidArgumentError(absl::StrCat(**where, ": dimension ", d, " is ", dims[d],
                                                        ", expected ", expected, " (shape ",
                                                        ShapeText(dims), ")"));
       }
@@ -183,9 +184,9 @@ void AddShapes(FunctionRegistry* r) {
     return Value();
   });
   Add(r, "shape_of", [](Args args) -> absl::StatusOr<Value> {
-    absl::StatusOr<Tensor> t = TensorArg(args, 0, "shape_of");
+    absl::StatusOr<const Tensor*> t = TensorArg(args, 0, "shape_of");
     if (!t.ok()) return t.status();
-    return Value(std::vector<int64_t>(t->shape().begin(), t->shape().end()));
+    return Value(std::vector<int64_t>((*t)->shape().begin(), (*t)->shape().end()));
   });
   // shape_to_tensor(shape): the dimensions as an int64 tensor [ndim].
   Add(r, "shape_to_tensor", [](Args args) -> absl::StatusOr<Value> {
@@ -199,8 +200,9 @@ void AddShapes(FunctionRegistry* r) {
   });
   // tensor_to_shape(1-D integer tensor): its values as a shape (what match_cast then binds).
   Add(r, "tensor_to_shape", [](Args args) -> absl::StatusOr<Value> {
-    absl::StatusOr<Tensor> t = TensorArg(args, 0, "tensor_to_shape");
-    if (!t.ok()) return t.status();
+    absl::StatusOr<const Tensor*> arg = TensorArg(args, 0, "tensor_to_shape");
+    if (!arg.ok()) return arg.status();
+    const Tensor* t = *arg;
     const DLDataType dt = t->dtype();
     if (t->ndim() != 1 || dt.code != kDLInt || dt.lanes != 1 || (dt.bits != 64 && dt.bits != 32))
       return Bad("tensor_to_shape", absl::StrCat("expected a 1-D int64 or int32 tensor, got ",
@@ -215,36 +217,42 @@ void AddShapes(FunctionRegistry* r) {
   // check_tensor_info(value, ndim or -1, dtype or "", where)
   Add(r, "check_tensor_info", [](Args args) -> absl::StatusOr<Value> {
     absl::StatusOr<int64_t> ndim = IntArg(args, 1, "check_tensor_info");
-    absl::StatusOr<std::string> dtype = StringArg(args, 2, "check_tensor_info");
-    absl::StatusOr<std::string> where = StringArg(args, 3, "check_tensor_info");
+    absl::StatusOr<const std::string*> dtype = StringArg(args, 2, "check_tensor_info");
+    absl::StatusOr<const std::string*> where = StringArg(args, 3, "check_tensor_info");
     if (!ndim.ok()) return ndim.status();
     if (!dtype.ok()) return dtype.status();
     if (!where.ok()) return where.status();
     const Tensor* t = args[0].as_tensor();
     if (t == nullptr)
       return absl::InvalidArgumentError(
-          absl::StrCat(*where, ": expected a tensor, got a ", args[0].kind_name()));
+          absl::StrCat(**where, ": expected a tensor, got a ", args[0].kind_name()));
     if (*ndim >= 0 && t->ndim() != *ndim)
       return absl::InvalidArgumentError(
-          absl::StrCat(*where, ": expected rank ", *ndim, ", got shape ", ShapeText(t->shape())));
-    if (!dtype->empty() && DataTypeToString(t->dtype()) != *dtype)
-      return absl::InvalidArgumentError(absl::StrCat(*where, ": expected dtype ", *dtype, ", got ",
-                                                     DataTypeToString(t->dtype())));
+          absl::StrCat(**where, ": expected rank ", *ndim, ", got shape ", ShapeText(t->shape())));
+    if (!(*dtype)->empty()) {
+      absl::StatusOr<DLDataType> want = ParseDataType(**dtype);
+      const DLDataType got = t->dtype();
+      if (!want.ok() || want->code != got.code || want->bits != got.bits ||
+          want->lanes != got.lanes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(**where, ": expected dtype ", **dtype, ", got ", DataTypeToString(got)));
+      }
+    }
     return Value();
   });
   // check_shape_info(value, ndim or -1, where)
   Add(r, "check_shape_info", [](Args args) -> absl::StatusOr<Value> {
     absl::StatusOr<int64_t> ndim = IntArg(args, 1, "check_shape_info");
-    absl::StatusOr<std::string> where = StringArg(args, 2, "check_shape_info");
+    absl::StatusOr<const std::string*> where = StringArg(args, 2, "check_shape_info");
     if (!ndim.ok()) return ndim.status();
     if (!where.ok()) return where.status();
     const auto* s = args[0].as_shape();
     if (s == nullptr)
       return absl::InvalidArgumentError(
-          absl::StrCat(*where, ": expected a shape, got a ", args[0].kind_name()));
+          absl::StrCat(**where, ": expected a shape, got a ", args[0].kind_name()));
     if (*ndim >= 0 && static_cast<int64_t>(s->size()) != *ndim)
       return absl::InvalidArgumentError(
-          absl::StrCat(*where, ": expected ", *ndim, " dimensions, got ", ShapeText(*s)));
+          absl::StrCat(**where, ": expected ", *ndim, " dimensions, got ", ShapeText(*s)));
     return Value();
   });
 }
@@ -266,13 +274,13 @@ void AddTuples(FunctionRegistry* r) {
   // check_tuple_info(value, size, where)
   Add(r, "check_tuple_info", [](Args args) -> absl::StatusOr<Value> {
     absl::StatusOr<int64_t> size = IntArg(args, 1, "check_tuple_info");
-    absl::StatusOr<std::string> where = StringArg(args, 2, "check_tuple_info");
+    absl::StatusOr<const std::string*> where = StringArg(args, 2, "check_tuple_info");
     if (!size.ok()) return size.status();
     if (!where.ok()) return where.status();
     const Tuple* t = args[0].as_tuple();
     if (t == nullptr || static_cast<int64_t>(t->size()) != *size)
       return absl::InvalidArgumentError(absl::StrCat(
-          *where, ": expected a ", *size, "-tuple, got ",
+          **where, ": expected a ", *size, "-tuple, got ",
           t ? absl::StrCat("a ", t->size(), "-tuple") : absl::StrCat("a ", args[0].kind_name())));
     return Value();
   });
