@@ -574,9 +574,12 @@ absl::StatusOr<v1::Job> JobManager::CancelElsewhere(const std::string& id,
   if (!claimed.ok()) return claimed.status();
   if (claimed->has_value()) {
     std::unique_lock<std::mutex> lock(mu_);
-    AdoptLocked(**claimed, false, std::nullopt);
+    const bool adopted = AdoptLocked(**claimed, false, std::nullopt);
     lock.unlock();
-    return Cancel(id, reason);
+    if (adopted) return Cancel(id, reason);
+    cluster_->ReleaseJobs({id}).IgnoreError();
+    return absl::UnavailableError(
+        absl::StrCat("job ", id, " is changing hands; cancel it again in a moment"));
   }
   absl::StatusOr<v1::Job> job = Get(id);
   if (!job.ok()) return job.status();
@@ -1361,8 +1364,13 @@ void JobManager::ForgetLocked(const std::string& id) {
   jobs_.erase(it);
 }
 
-void JobManager::AdoptLocked(v1::Job job, bool interrupted, std::optional<std::string> input) {
-  if (jobs_.count(job.id()) > 0) ForgetLocked(job.id());  // a stale hand-over
+bool JobManager::AdoptLocked(v1::Job job, bool interrupted, std::optional<std::string> input) {
+  if (auto stale = jobs_.find(job.id()); stale != jobs_.end()) {
+    // This instance ran it before losing its lease: its compile thread may still hold the old
+    // entry, which must go first. Until then the job is not taken (the caller gives it back).
+    if (stale->second->in_worker) return false;
+    ForgetLocked(job.id());
+  }
   auto owned = std::make_unique<Entry>();
   Entry& e = *owned;
   e.held_since_ms = NowUnixMs();
@@ -1379,12 +1387,12 @@ void JobManager::AdoptLocked(v1::Job job, bool interrupted, std::optional<std::s
     for (auto& [subscription, push] : w->second.pushes) watchers_[id].emplace(subscription, push);
     remote_watchers_.erase(w);
   }
-  if (!input.has_value()) return;  // taken to be cancelled
+  if (!input.has_value()) return true;  // taken to be cancelled
   JobInput parsed;
   if (!parsed.ParseFromString(*input)) {
     TransitionLocked(e, v1::JOB_STATE_FAILED,
                      "interrupted: the instance running it stopped, and its input is unreadable");
-    return;
+    return true;
   }
   e.source = std::move(*parsed.mutable_source());
   e.fingerprint = parsed.fingerprint();
@@ -1395,7 +1403,7 @@ void JobManager::AdoptLocked(v1::Job job, bool interrupted, std::optional<std::s
     ResumeLocked(e);
     compile_ready_.notify_one();
     DispatchLocked();
-    return;
+    return true;
   }
   // Released by the instance it was submitted to, which had no agent of its device.
   const bool for_worker = e.job.kind() == v1::JOB_KIND_COMPILE || e.job.kind() == v1::JOB_KIND_TUNE;
@@ -1410,6 +1418,7 @@ void JobManager::AdoptLocked(v1::Job job, bool interrupted, std::optional<std::s
     task_queues_[e.job.device_key()].push_back(id);
     DispatchLocked();
   }
+  return true;
 }
 
 void JobManager::ClusterLoop() {
@@ -1507,6 +1516,7 @@ int JobManager::ClaimJobs() {
   if (limit == 0 || (!compiles && keys.empty())) return 0;
   absl::StatusOr<std::vector<ClaimedJob>> claimed = cluster_->ClaimJobs(compiles, keys, limit);
   if (!claimed.ok()) return 0;
+  std::vector<std::string> give_back;  // still held by one of this instance's compile threads
   for (ClaimedJob& c : *claimed) {
     absl::StatusOr<std::optional<std::string>> input = store_->GetJobInput(c.job.id());
     std::lock_guard<std::mutex> lock(mu_);
@@ -1514,15 +1524,23 @@ int JobManager::ClaimJobs() {
              {{"job", c.job.id()},
               {"kind", v1::JobKind_Name(c.job.kind())},
               {"from", c.interrupted ? "an instance whose lease ran out" : "released"}});
-    if (!input.ok() || !input->has_value()) {
-      const std::string id = c.job.id();
-      AdoptLocked(std::move(c.job), false, std::nullopt);
-      TransitionLocked(*jobs_.at(id), v1::JOB_STATE_FAILED,
-                       "interrupted: the instance running it stopped and its input was not kept");
+    const std::string id = c.job.id();
+    if (!input.ok()) {  // the database is away: another round will take it
+      give_back.push_back(id);
       continue;
     }
-    AdoptLocked(std::move(c.job), c.interrupted, std::move(**input));
+    if (!input->has_value()) {
+      if (AdoptLocked(std::move(c.job), false, std::nullopt)) {
+        TransitionLocked(*jobs_.at(id), v1::JOB_STATE_FAILED,
+                         "interrupted: the instance running it stopped and its input was not kept");
+      } else {
+        give_back.push_back(id);
+      }
+      continue;
+    }
+    if (!AdoptLocked(std::move(c.job), c.interrupted, std::move(**input))) give_back.push_back(id);
   }
+  if (!give_back.empty()) cluster_->ReleaseJobs(give_back).IgnoreError();
   return static_cast<int>(claimed->size());
 }
 

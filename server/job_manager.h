@@ -259,8 +259,9 @@ class JobManager {
   // else asked of its instance through the database.
   absl::StatusOr<v1::Job> CancelElsewhere(const std::string& id, const std::string& reason);
   // Takes a job claimed from the database into this instance: its input is loaded and it is
-  // queued, or failed when no input was kept.
-  void AdoptLocked(v1::Job job, bool interrupted, std::optional<std::string> input);
+  // queued, or failed when no input was kept. False (nothing taken) while a compile thread here
+  // still holds the job from before this instance lost it.
+  bool AdoptLocked(v1::Job job, bool interrupted, std::optional<std::string> input);
   int ActiveJobsLocked(const std::string& client) const;
   absl::Status RefuseLocked(const std::string& limit, std::string message);
   // Drops finished jobs past the retention (age, then count) from memory and the store.
