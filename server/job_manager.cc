@@ -1520,11 +1520,11 @@ int JobManager::ClaimJobs() {
   for (ClaimedJob& c : *claimed) {
     absl::StatusOr<std::optional<std::string>> input = store_->GetJobInput(c.job.id());
     std::lock_guard<std::mutex> lock(mu_);
+    const std::string id = c.job.id();
     LogEvent(LogLevel::kInfo, "job claimed",
-             {{"job", c.job.id()},
+             {{"job", id},
               {"kind", v1::JobKind_Name(c.job.kind())},
               {"from", c.interrupted ? "an instance whose lease ran out" : "released"}});
-    const std::string id = c.job.id();
     if (!input.ok()) {  // the database is away: another round will take it
       give_back.push_back(id);
       continue;

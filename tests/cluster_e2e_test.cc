@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -29,15 +28,8 @@
 namespace kiln::testing {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 runtime::Tensor Npy(const std::string& path) {
-  absl::StatusOr<runtime::Tensor> t = runtime::ReadNpy(ReadAll(path), path);
+  absl::StatusOr<runtime::Tensor> t = runtime::ReadNpy(ReadFileBytes(path), path);
   EXPECT_TRUE(t.ok()) << t.status();
   return *t;
 }

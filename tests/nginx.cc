@@ -4,25 +4,14 @@
 
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 
 namespace kiln::testing {
-namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 Nginx::Nginx(const std::vector<int>& upstream_ports, const std::string& dir)
     : port_(Cluster::FreePort()) {
-  std::string site = ReadAll("deploy/nginx/kiln.conf");
+  std::string site = ReadFileBytes("deploy/nginx/kiln.conf");
   std::string servers;
   for (int p : upstream_ports) {
     absl::StrAppend(&servers, "    server 127.0.0.1:", p, " max_fails=1 fail_timeout=2s;\n");
@@ -46,6 +35,6 @@ Nginx::Nginx(const std::vector<int>& upstream_ports, const std::string& dir)
 
 std::string Nginx::address() const { return absl::StrCat("127.0.0.1:", port_); }
 
-std::string Nginx::Log() const { return ReadAll(error_log_); }
+std::string Nginx::Log() const { return ReadFileBytes(error_log_); }
 
 }  // namespace kiln::testing

@@ -8,8 +8,6 @@
 #include <signal.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -142,14 +140,8 @@ TEST(PostgresService, ATaskRunsOnTheInstanceThatHasAnAgentOfItsDevice) {
   v1::SubmitInferenceRequest infer;
   infer.mutable_artifact()->set_digest(compiled.artifact_digest());
   infer.set_device_key("cpu");
-  absl::StatusOr<runtime::Tensor> input = runtime::ReadNpy(
-      [] {
-        std::ifstream in("tests/models/tiny_resnet.input.npy", std::ios::binary);
-        std::stringstream s;
-        s << in.rdbuf();
-        return s.str();
-      }(),
-      "input");
+  absl::StatusOr<runtime::Tensor> input =
+      runtime::ReadNpy(ReadFileBytes("tests/models/tiny_resnet.input.npy"), "input");
   ASSERT_TRUE(input.ok()) << input.status();
   runtime::TensorToProto(*input, "", infer.add_inputs());
   absl::StatusOr<v1::SubmitResponse> queued = (*a)->SubmitInference(infer);

@@ -51,12 +51,14 @@ Process::~Process() {
   }
 }
 
-std::string Process::Log() const {
-  std::ifstream in(log_path_);
+std::string ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
+
+std::string Process::Log() const { return ReadFileBytes(log_path_); }
 
 absl::StatusOr<std::string> Process::WaitForLog(const std::string& needle, int timeout_ms) const {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

@@ -41,6 +41,9 @@ struct Binaries {
 };
 Binaries& TestBinaries();
 
+// The whole file (binary-safe); empty when it cannot be read.
+std::string ReadFileBytes(const std::string& path);
+
 class Cluster {
  public:
   // `name` names the directory of this cluster's store and logs.

@@ -51,8 +51,7 @@ absl::StatusOr<Position> ReadPosition(Context& ctx, size_t i, int64_t n, bool en
   KILN_ASSIGN_OR_RETURN(Expr room, m.Call("relax.subtract", {m.I(last), p}));
   KILN_ASSIGN_OR_RETURN(Expr beyond, m.Negatives(room));
   KILN_ASSIGN_OR_RETURN(Expr below, m.Negatives(p));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> bound, ctx.DimsAtRunTime(p, {beyond, below}));
-  (void)bound;
+  KILN_RETURN_IF_ERROR(ctx.DimsAtRunTime(p, {beyond, below}).status());
   KILN_ASSIGN_OR_RETURN(p, m.Call("relax.reshape", {p, ir::relax::MakeShape({})}));
   return Position{std::nullopt, p};
 }
