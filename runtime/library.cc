@@ -8,10 +8,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 
 namespace kiln::runtime {
 namespace {
+
+constexpr size_t kInlineKernelArgs = 16;
 
 struct CallState {
   KilnContext ctx;
@@ -161,11 +164,20 @@ absl::StatusOr<Function> KernelLibrary::GetFunction(absl::string_view symbol,
 
 absl::Status CallKernel(KilnKernelFn kernel, absl::Span<const Value> args, ThreadPool* pool,
                         absl::string_view what) {
-  std::vector<KilnValue> values(args.size());
-  std::vector<int32_t> kinds(args.size());
-  std::vector<DLTensor> tensors(args.size());  // kernels get mutable DLTensor views
+  absl::InlinedVector<const Value*, kInlineKernelArgs> pointers(args.size());
+  for (size_t i = 0; i < args.size(); ++i) pointers[i] = &args[i];
+  return CallKernel(kernel, pointers, pool, what);
+}
+
+absl::Status CallKernel(KilnKernelFn kernel, absl::Span<const Value* const> args, ThreadPool* pool,
+                        absl::string_view what) {
+  // On the stack for the usual few arguments: a small model calls a kernel every microsecond.
+  absl::InlinedVector<KilnValue, kInlineKernelArgs> values(args.size());
+  absl::InlinedVector<int32_t, kInlineKernelArgs> kinds(args.size());
+  absl::InlinedVector<DLTensor, kInlineKernelArgs> tensors(
+      args.size());  // kernels get mutable views
   for (size_t i = 0; i < args.size(); ++i) {
-    const Value& a = args[i];
+    const Value& a = *args[i];
     if (const int64_t* v = a.as_int()) {
       values[i].v_int64 = *v;
       kinds[i] = KILN_ARG_INT;

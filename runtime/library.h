@@ -44,6 +44,9 @@ class KernelLibrary : public std::enable_shared_from_this<KernelLibrary> {
 // the kernel's message, prefixed with `what`.
 absl::Status CallKernel(KilnKernelFn kernel, absl::Span<const Value> args, ThreadPool* pool,
                         absl::string_view what);
+// The same with the arguments where they are (the VM's registers and constants), uncopied.
+absl::Status CallKernel(KilnKernelFn kernel, absl::Span<const Value* const> args, ThreadPool* pool,
+                        absl::string_view what);
 
 }  // namespace kiln::runtime
 

@@ -162,6 +162,13 @@ class FunctionCodegen {
 
   // A shape value from dimensions that are constants or bound shape variables.
   absl::StatusOr<Arg> MakeShape(const std::vector<ir::PrimExpr>& dims) {
+    std::vector<int64_t> constant;  // a shape known now is a constant, not built per call
+    for (const ir::PrimExpr& d : dims) {
+      const int64_t* c = ir::AsConstInt(d);
+      if (c == nullptr) break;
+      constant.push_back(*c);
+    }
+    if (constant.size() == dims.size()) return Arg::Constant(b_.AddConstant(Value(constant)));
     std::vector<Arg> args = {Arg::Register(heap_)};
     for (const ir::PrimExpr& d : dims) {
       if (const int64_t* c = ir::AsConstInt(d)) {

@@ -50,7 +50,8 @@ absl::Status ConstantToProto(const Value& v, size_t index, kiln::v1::VMConstantP
   } else if (const auto* s = v.as_string()) {
     out->set_string_value(*s);
   } else if (const auto* s = v.as_shape()) {
-    for (int64_t d : *s) out->mutable_shape()->add_dims(d);
+    auto* shape = out->mutable_shape();  // set even for a scalar's shape, which has no dims
+    for (int64_t d : *s) shape->add_dims(d);
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("constant ", index, " is a ", v.kind_name(), ", which cannot be serialized"));

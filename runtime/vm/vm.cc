@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/vm/builtins.h"
 
@@ -39,6 +40,14 @@ absl::StatusOr<bool> Truth(const Value& v) {
 
 }  // namespace
 
+absl::Status VirtualMachine::InstructionError(const FunctionInfo& f, int64_t pc,
+                                              const Instruction& in,
+                                              const absl::Status& status) const {
+  return absl::Status(status.code(),
+                      absl::StrCat("in '", f.name, "' at instruction ", pc - f.start, " (",
+                                   exec_->functions[in.func].name, "): ", status.message()));
+}
+
 absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
     std::shared_ptr<const Executable> exec, std::shared_ptr<KernelLibrary> kernels,
     std::shared_ptr<ThreadPool> pool, const FunctionRegistry* user) {
@@ -50,6 +59,10 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
   vm->packed_.resize(exec->functions.size());
   vm->is_closure_builtin_.resize(exec->functions.size(), kNone);
   vm->is_kernel_.resize(exec->functions.size(), 0);
+  vm->kernel_fn_.resize(exec->functions.size(), nullptr);
+  vm->kernel_what_.resize(exec->functions.size());
+  vm->pool_ = pool;
+  int64_t alloc_tensor = -1;  // the builtin's index, unless a kernel or user function shadows it
   for (size_t i = 0; i < exec->functions.size(); ++i) {
     const FunctionInfo& f = exec->functions[i];
     vm->index_.emplace(f.name, static_cast<int64_t>(i));
@@ -59,9 +72,11 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
       continue;
     }
     if (kernels) {
-      if (absl::StatusOr<Function> k = kernels->GetFunction(f.name, pool); k.ok()) {
-        vm->packed_[i] = std::move(*k);
+      if (absl::StatusOr<KilnKernelFn> fn = kernels->Lookup(f.name); fn.ok()) {
+        vm->packed_[i] = *kernels->GetFunction(f.name, pool);
         vm->is_kernel_[i] = 1;
+        vm->kernel_fn_[i] = *fn;
+        vm->kernel_what_[i] = absl::StrCat(kernels->name(), ":", f.name);
         continue;
       }
     }
@@ -78,6 +93,23 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
           "', which is neither a kernel of the library, a registered function nor a builtin"));
     }
     vm->packed_[i] = std::move(*b);
+    if (f.name == "vm.builtin.alloc_tensor") alloc_tensor = static_cast<int64_t>(i);
+  }
+  vm->view_dtype_.resize(exec->code.size(), DLDataType{0, 0, 0});
+  for (size_t pc = 0; pc < exec->code.size(); ++pc) {
+    const Instruction& in = exec->code[pc];
+    if (in.op != Instruction::Op::kCall || in.func != alloc_tensor || in.args.size() != 4) continue;
+    const std::vector<Arg>& a = in.args;
+    if (a[0].kind != Arg::Kind::kRegister || a[1].kind != Arg::Kind::kImmediate ||
+        a[2].kind != Arg::Kind::kConstant || a[3].kind != Arg::Kind::kConstant ||
+        exec->constants[a[2].value].as_shape() == nullptr) {
+      continue;
+    }
+    const std::string* dtype = exec->constants[a[3].value].as_string();
+    if (dtype == nullptr) continue;
+    if (absl::StatusOr<DLDataType> d = ParseDataType(*dtype); d.ok() && d->bits != 0) {
+      vm->view_dtype_[pc] = *d;
+    }
   }
   return vm;
 }
@@ -147,6 +179,51 @@ absl::StatusOr<Value> VirtualMachine::CallClosure(const Closure& c, absl::Span<c
   return Call(*func, all, depth);
 }
 
+absl::Status VirtualMachine::CallKernelInFrame(const Instruction& in,
+                                               const std::vector<Value>& regs) const {
+  absl::InlinedVector<const Value*, 16> args(in.args.size());
+  absl::InlinedVector<Value, 16> immediates(in.args.size());  // where pointers to them can live
+  for (size_t i = 0; i < in.args.size(); ++i) {
+    const Arg& a = in.args[i];
+    switch (a.kind) {
+      case Arg::Kind::kRegister:
+        args[i] = &regs[a.value];
+        break;
+      case Arg::Kind::kConstant:
+        args[i] = &exec_->constants[a.value];
+        break;
+      case Arg::Kind::kImmediate:
+        immediates[i] = Value(a.value);
+        args[i] = &immediates[i];
+        break;
+      case Arg::Kind::kFunction:  // a closure: CallKernel names it as what kernels do not take
+        immediates[i] =
+            Value(std::make_shared<const Closure>(Closure{exec_->functions[a.value].name, {}}));
+        args[i] = &immediates[i];
+        break;
+    }
+  }
+  if (t_kernel_times == nullptr) {
+    return CallKernel(kernel_fn_[in.func], args, pool_.get(), kernel_what_[in.func]);
+  }
+  auto start = std::chrono::steady_clock::now();
+  absl::Status status = CallKernel(kernel_fn_[in.func], args, pool_.get(), kernel_what_[in.func]);
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  t_kernel_times->seconds[exec_->functions[in.func].name].push_back(took.count());
+  return status;
+}
+
+std::optional<Value> VirtualMachine::ViewInFrame(const Instruction& in, DLDataType dtype,
+                                                 const std::vector<Value>& regs) const {
+  const Tensor* storage = regs[in.args[0].value].as_tensor();
+  int64_t offset = in.args[1].value;
+  if (storage == nullptr || offset < 0) return std::nullopt;
+  absl::StatusOr<Tensor> view =
+      storage->View(offset, *exec_->constants[in.args[2].value].as_shape(), dtype);
+  if (!view.ok()) return std::nullopt;
+  return Value(*std::move(view));
+}
+
 absl::StatusOr<Value> VirtualMachine::Run(int64_t func, absl::Span<const Value> args,
                                           int depth) const {
   const FunctionInfo& f = exec_->functions[func];
@@ -167,6 +244,20 @@ absl::StatusOr<Value> VirtualMachine::Run(int64_t func, absl::Span<const Value> 
     const Instruction& in = code[pc];
     switch (in.op) {
       case Instruction::Op::kCall: {
+        if (is_kernel_[in.func]) {
+          absl::Status status = CallKernelInFrame(in, regs);
+          if (!status.ok()) return InstructionError(f, pc, in, status);
+          if (in.dst != kDiscard) regs[in.dst] = Value();
+          ++pc;
+          break;
+        }
+        if (view_dtype_[pc].bits != 0) {
+          if (std::optional<Value> view = ViewInFrame(in, view_dtype_[pc], regs)) {
+            if (in.dst != kDiscard) regs[in.dst] = *std::move(view);
+            ++pc;
+            break;
+          }
+        }
         call_args.clear();
         for (const Arg& a : in.args) {
           switch (a.kind) {
@@ -186,12 +277,7 @@ absl::StatusOr<Value> VirtualMachine::Run(int64_t func, absl::Span<const Value> 
           }
         }
         absl::StatusOr<Value> result = Call(in.func, call_args, depth + 1);
-        if (!result.ok()) {
-          return absl::Status(
-              result.status().code(),
-              absl::StrCat("in '", f.name, "' at instruction ", pc - f.start, " (",
-                           exec_->functions[in.func].name, "): ", result.status().message()));
-        }
+        if (!result.ok()) return InstructionError(f, pc, in, result.status());
         if (in.dst != kDiscard) regs[in.dst] = std::move(*result);
         ++pc;
         break;

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,16 @@ class VirtualMachine {
   absl::StatusOr<Value> Run(int64_t func, absl::Span<const Value> args, int depth) const;
   absl::StatusOr<Value> CallClosure(const Closure& c, absl::Span<const Value> args,
                                     int depth) const;
+  // The two calls every model makes many times a run, done without copying their arguments
+  // out of the frame: a kernel of the library, and alloc_tensor of a planned view.
+  absl::Status CallKernelInFrame(const Instruction& in, const std::vector<Value>& regs) const;
+  // A view for `in` (an alloc_tensor of constant shape and dtype), or nullopt where the
+  // builtin itself must run (it reports what is wrong).
+  std::optional<Value> ViewInFrame(const Instruction& in, DLDataType dtype,
+                                   const std::vector<Value>& regs) const;
+  // `status` of the call `in` at `pc` of `f`, prefixed with where it happened.
+  absl::Status InstructionError(const FunctionInfo& f, int64_t pc, const Instruction& in,
+                                const absl::Status& status) const;
   // The function table index of `name`: a map, since every Invoke and closure call looks up.
   absl::StatusOr<int64_t> Index(absl::string_view name) const;
 
@@ -56,6 +67,12 @@ class VirtualMachine {
   std::map<std::string, int64_t, std::less<>> index_;  // function name -> table index
   std::vector<uint8_t> is_closure_builtin_;  // make_closure and invoke_closure need the VM
   std::vector<uint8_t> is_kernel_;           // packed functions from the kernel library
+  std::vector<KilnKernelFn> kernel_fn_;      // by function index, for is_kernel_
+  std::vector<std::string> kernel_what_;     // "library:symbol", prefixing a kernel's errors
+  std::shared_ptr<ThreadPool> pool_;
+  // By instruction: the dtype of an alloc_tensor whose shape and dtype are constants (bits 0
+  // for every other instruction).
+  std::vector<DLDataType> view_dtype_;
 };
 
 }  // namespace kiln::runtime::vm

@@ -231,6 +231,67 @@ TEST(VMTest, PlannedStorageSymbolicShapesAndAKernel) {
               HasSubstr("does not fit in 4096 bytes of storage"));
 }
 
+// Views of constant shape and dtype (what compiled models allocate), carved by the VM itself
+// and kernels called with arguments read in place: the same results and refusals as the
+// builtin's, and a scalar's empty shape survives serialization.
+TEST(VMTest, ConstantShapeViewsAndKernelCallsInPlace) {
+  absl::StatusOr<std::shared_ptr<KernelLibrary>> lib =
+      KernelLibrary::LoadFromMemory(ReadFile("runtime/libtest_kernels.so"), "test_kernels");
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  ExecBuilder b;
+  int64_t f32 = b.AddConstant(Value(std::string("float32")));
+  int64_t shape3 = b.AddConstant(Value(std::vector<int64_t>{3}));
+  int64_t scalar = b.AddConstant(Value(std::vector<int64_t>{}));
+  b.BeginFunction("main", {"a", "offset"});
+  int64_t storage = b.NewRegister(), c = b.NewRegister(), s = b.NewRegister(), t = b.NewRegister();
+  b.EmitCall(storage, "vm.builtin.alloc_storage", {Arg::Immediate(256)});
+  b.EmitCall(
+      c, "vm.builtin.alloc_tensor",
+      {Arg::Register(storage), Arg::Immediate(128), Arg::Constant(shape3), Arg::Constant(f32)});
+  b.EmitCall(
+      s, "vm.builtin.alloc_tensor",
+      {Arg::Register(storage), Arg::Immediate(192), Arg::Constant(scalar), Arg::Constant(f32)});
+  b.EmitCall(kDiscard, "add_f32", {Arg::Register(0), Arg::Register(0), Arg::Register(c)});
+  // A view past the storage's end: refused with the builtin's message.
+  b.EmitCall(t, "test.less", {Arg::Immediate(0), Arg::Register(1)});
+  int64_t jump = b.EmitIf(t);
+  b.EmitCall(
+      kDiscard, "vm.builtin.alloc_tensor",
+      {Arg::Register(storage), Arg::Immediate(256), Arg::Constant(shape3), Arg::Constant(f32)});
+  b.SetJumpTarget(jump);
+  b.EmitCall(t, "vm.builtin.make_tuple", {Arg::Register(c), Arg::Register(s)});
+  b.EmitRet(t);
+  b.EndFunction();
+  absl::StatusOr<Executable> built = b.Build();
+  ASSERT_TRUE(built.ok()) << built.status();
+  absl::StatusOr<std::string> bytes = built->Serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<Executable> exec = Executable::Deserialize(*bytes);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  ASSERT_NE(exec->constants[scalar].as_shape(), nullptr);
+  EXPECT_TRUE(exec->constants[scalar].as_shape()->empty());
+  absl::StatusOr<std::unique_ptr<VirtualMachine>> vm = VirtualMachine::Create(
+      std::make_shared<const Executable>(*std::move(exec)), *lib, nullptr, &IntFunctions());
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  Tensor a = *Tensor::Empty({3}, *ParseDataType("float32"));
+  for (int i = 0; i < 3; ++i) static_cast<float*>(a.data())[i] = 1.5f * i;
+  absl::StatusOr<Value> out = (*vm)->Invoke("main", {Value(a), Value(int64_t{0})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor* ct = out->as_tuple()->at(0).as_tensor();
+  const Tensor* st = out->as_tuple()->at(1).as_tensor();
+  ASSERT_TRUE(ct != nullptr && st != nullptr);
+  ASSERT_EQ(ct->shape().size(), 1u);
+  EXPECT_EQ(ct->shape()[0], 3);
+  EXPECT_EQ(st->ndim(), 0);
+  EXPECT_EQ(static_cast<const char*>(st->data()) - static_cast<const char*>(ct->data()), 64);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(static_cast<const float*>(ct->data())[i], 3.0f * i);
+  EXPECT_THAT((*vm)->Invoke("main", {Value(a), Value(int64_t{5})}).status().message(),
+              HasSubstr("does not fit in 256 bytes of storage"));
+  // A kernel given a wrong argument names it, with where it was called.
+  EXPECT_THAT((*vm)->Invoke("main", {Value(int64_t{1}), Value(int64_t{0})}).status().message(),
+              HasSubstr("in 'main' at instruction 3 (add_f32): test_kernels:add_f32"));
+}
+
 TEST(VMTest, SerializationRoundTripsAndRejectsBadBytes) {
   ExecBuilder b;
   BuildMulAdd(b);
