@@ -373,13 +373,20 @@ void PrintTuneResult(const v1::TuneResult& result, bool json) {
   std::printf("%-40s %6s %6s %12s %12s %8s\n", "task", "weight", "trials", "default ms", "best ms",
               "speedup");
   for (const v1::TuneTaskResult& t : result.tasks()) {
+    // "best" is what a compile with the database runs: no record slower than the untuned
+    // kernel is applied, so such a task keeps its default (and says so).
+    double best = t.best_seconds();
+    std::string note = t.error().empty() ? "" : "  " + t.error();
+    if (t.default_seconds() > 0 && best > t.default_seconds()) {
+      note = absl::StrCat("  default kept (best record ", Ms(best), " ms)", note);
+      best = t.default_seconds();
+    }
     std::string speedup = "-";
-    if (t.default_seconds() > 0 && t.best_seconds() > 0) {
-      speedup = absl::StrFormat("%.2fx", t.default_seconds() / t.best_seconds());
+    if (t.default_seconds() > 0 && best > 0) {
+      speedup = absl::StrFormat("%.2fx", t.default_seconds() / best);
     }
     std::printf("%-40s %6d %6d %12s %12s %8s%s\n", t.name().c_str(), t.weight(), t.trials(),
-                Ms(t.default_seconds()).c_str(), Ms(t.best_seconds()).c_str(), speedup.c_str(),
-                t.error().empty() ? "" : ("  " + t.error()).c_str());
+                Ms(t.default_seconds()).c_str(), Ms(best).c_str(), speedup.c_str(), note.c_str());
   }
   if (result.curve_size() == 0) return;
   const v1::TuneCurvePoint& first = result.curve(0);
