@@ -162,6 +162,39 @@ TEST(BuildTest, SymbolicBatchRunsForEverySize) {
 
 // The .kiln artifact: one file that loads and runs, with a manifest describing the entry points;
 // corruption and a foreign target are refused.
+// A shape known at compile time is a constant of the executable, not built by make_shape on
+// every call; a symbolic one is built from the shape heap.
+TEST(BuildTest, StaticShapesAreConstantsOfTheExecutable) {
+  auto disassemble = [](const std::string& text, const std::string& name) -> std::string {
+    absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, name);
+    EXPECT_TRUE(mod.ok()) << mod.status();
+    if (!mod.ok()) return "";
+    absl::StatusOr<BuiltModule> built = Build(*mod, "llvm");
+    EXPECT_TRUE(built.ok()) << built.status();
+    if (!built.ok()) return "";
+    auto exec = runtime::vm::Executable::Deserialize(built->executable);
+    EXPECT_TRUE(exec.ok()) << exec.status();
+    return exec.ok() ? exec->AsText() : "";
+  };
+  std::string symbolic = disassemble(kSymbolic, "symbolic");
+  EXPECT_THAT(symbolic, HasSubstr("make_shape"));
+  EXPECT_THAT(symbolic, HasSubstr("vm.builtin.empty"));
+  std::string static_text = disassemble(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32")):
+        with R.dataflow():
+            y = R.add(x, x)
+            z = R.multiply(y, x)
+            R.output(z)
+        return z
+)",
+                                        "static");
+  EXPECT_THAT(static_text, ::testing::Not(HasSubstr("make_shape")));
+  EXPECT_THAT(static_text, HasSubstr("shape(2, 3)"));
+}
+
 TEST(BuildTest, ArtifactLoadsRunsAndIsVerified) {
   absl::StatusOr<ir::IRModule> mod = script::ParseScript(kSymbolic, "symbolic.py");
   ASSERT_TRUE(mod.ok()) << mod.status();
