@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -171,11 +173,25 @@ absl::Status CallKernel(KilnKernelFn kernel, absl::Span<const Value> args, Threa
 
 absl::Status CallKernel(KilnKernelFn kernel, absl::Span<const Value* const> args, ThreadPool* pool,
                         absl::string_view what) {
-  // On the stack for the usual few arguments: a small model calls a kernel every microsecond.
-  absl::InlinedVector<KilnValue, kInlineKernelArgs> values(args.size());
-  absl::InlinedVector<int32_t, kInlineKernelArgs> kinds(args.size());
-  absl::InlinedVector<DLTensor, kInlineKernelArgs> tensors(
-      args.size());  // kernels get mutable views
+  // On the stack for the usual few arguments (a small model calls a kernel every microsecond),
+  // on the heap past them.
+  std::array<KilnValue, kInlineKernelArgs> values_here{};
+  std::array<int32_t, kInlineKernelArgs> kinds_here{};
+  std::array<DLTensor, kInlineKernelArgs> tensors_here;  // kernels get mutable views
+  std::vector<KilnValue> values_heap;
+  std::vector<int32_t> kinds_heap;
+  std::vector<DLTensor> tensors_heap;
+  KilnValue* values = values_here.data();
+  int32_t* kinds = kinds_here.data();
+  DLTensor* tensors = tensors_here.data();
+  if (args.size() > kInlineKernelArgs) {
+    values_heap.resize(args.size());
+    kinds_heap.resize(args.size());
+    tensors_heap.resize(args.size());
+    values = values_heap.data();
+    kinds = kinds_heap.data();
+    tensors = tensors_heap.data();
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     const Value& a = *args[i];
     if (const int64_t* v = a.as_int()) {
@@ -198,7 +214,7 @@ absl::Status CallKernel(KilnKernelFn kernel, absl::Span<const Value* const> args
   state.ctx.parallel_for = ParallelFor;
   state.ctx.runtime = nullptr;
   state.pool = pool;
-  int32_t rc = kernel(values.data(), kinds.data(), static_cast<int32_t>(args.size()), &state.ctx);
+  int32_t rc = kernel(values, kinds, static_cast<int32_t>(args.size()), &state.ctx);
   if (rc != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": ", state.error.empty() ? absl::StrCat("failed with code ", rc) : state.error));

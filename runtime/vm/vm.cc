@@ -73,7 +73,6 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(
     }
     if (kernels) {
       if (absl::StatusOr<KilnKernelFn> fn = kernels->Lookup(f.name); fn.ok()) {
-        vm->packed_[i] = *kernels->GetFunction(f.name, pool);
         vm->is_kernel_[i] = 1;
         vm->kernel_fn_[i] = *fn;
         vm->kernel_what_[i] = absl::StrCat(kernels->name(), ":", f.name);
@@ -158,15 +157,26 @@ absl::StatusOr<Value> VirtualMachine::Call(int64_t func, absl::Span<const Value>
       return CallClosure(*c, args.subspan(1), depth);
     }
     default:
-      if (t_kernel_times != nullptr && is_kernel_[func]) {
-        auto start = std::chrono::steady_clock::now();
-        absl::StatusOr<Value> result = packed_[func](args);
-        std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-        t_kernel_times->seconds[exec_->functions[func].name].push_back(took.count());
-        return result;
+      if (is_kernel_[func]) {
+        absl::InlinedVector<const Value*, 16> pointers(args.size());
+        for (size_t i = 0; i < args.size(); ++i) pointers[i] = &args[i];
+        absl::Status status = RunKernel(func, pointers);
+        if (!status.ok()) return status;
+        return Value();
       }
       return packed_[func](args);
   }
+}
+
+absl::Status VirtualMachine::RunKernel(int64_t func, absl::Span<const Value* const> args) const {
+  if (t_kernel_times == nullptr) {
+    return CallKernel(kernel_fn_[func], args, pool_.get(), kernel_what_[func]);
+  }
+  auto start = std::chrono::steady_clock::now();
+  absl::Status status = CallKernel(kernel_fn_[func], args, pool_.get(), kernel_what_[func]);
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  t_kernel_times->seconds[exec_->functions[func].name].push_back(took.count());
+  return status;
 }
 
 absl::StatusOr<Value> VirtualMachine::CallClosure(const Closure& c, absl::Span<const Value> args,
@@ -203,14 +213,7 @@ absl::Status VirtualMachine::CallKernelInFrame(const Instruction& in,
         break;
     }
   }
-  if (t_kernel_times == nullptr) {
-    return CallKernel(kernel_fn_[in.func], args, pool_.get(), kernel_what_[in.func]);
-  }
-  auto start = std::chrono::steady_clock::now();
-  absl::Status status = CallKernel(kernel_fn_[in.func], args, pool_.get(), kernel_what_[in.func]);
-  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  t_kernel_times->seconds[exec_->functions[in.func].name].push_back(took.count());
-  return status;
+  return RunKernel(in.func, args);
 }
 
 std::optional<Value> VirtualMachine::ViewInFrame(const Instruction& in, DLDataType dtype,

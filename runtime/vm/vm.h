@@ -48,6 +48,8 @@ class VirtualMachine {
   absl::StatusOr<Value> Run(int64_t func, absl::Span<const Value> args, int depth) const;
   absl::StatusOr<Value> CallClosure(const Closure& c, absl::Span<const Value> args,
                                     int depth) const;
+  // Calls kernel `func` of the library (timed when the Invoke is instrumented).
+  absl::Status RunKernel(int64_t func, absl::Span<const Value* const> args) const;
   // The two calls every model makes many times a run, done without copying their arguments
   // out of the frame: a kernel of the library, and alloc_tensor of a planned view.
   absl::Status CallKernelInFrame(const Instruction& in, const std::vector<Value>& regs) const;
@@ -62,8 +64,8 @@ class VirtualMachine {
   absl::StatusOr<int64_t> Index(absl::string_view name) const;
 
   std::shared_ptr<const Executable> exec_;
-  std::shared_ptr<KernelLibrary> kernels_;
-  std::vector<Function> packed_;  // by function index; empty for bytecode functions
+  std::shared_ptr<KernelLibrary> kernels_;  // keeps kernel_fn_ loaded
+  std::vector<Function> packed_;  // by function index; empty for bytecode functions and kernels
   std::map<std::string, int64_t, std::less<>> index_;  // function name -> table index
   std::vector<uint8_t> is_closure_builtin_;  // make_closure and invoke_closure need the VM
   std::vector<uint8_t> is_kernel_;           // packed functions from the kernel library

@@ -287,6 +287,13 @@ TEST(VMTest, ConstantShapeViewsAndKernelCallsInPlace) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(static_cast<const float*>(ct->data())[i], 3.0f * i);
   EXPECT_THAT((*vm)->Invoke("main", {Value(a), Value(int64_t{5})}).status().message(),
               HasSubstr("does not fit in 256 bytes of storage"));
+  // A kernel invoked by name, outside any frame, runs the same way.
+  Tensor twice = *Tensor::Empty({3}, *ParseDataType("float32"));
+  ASSERT_TRUE((*vm)->Invoke("add_f32", {Value(a), Value(a), Value(twice)}).ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(static_cast<const float*>(twice.data())[i], 3.0f * i);
+  EXPECT_THAT(
+      (*vm)->Invoke("add_f32", {Value(a), Value(int64_t{2}), Value(twice)}).status().message(),
+      HasSubstr("test_kernels:add_f32"));
   // A kernel given a wrong argument names it, with where it was called.
   EXPECT_THAT((*vm)->Invoke("main", {Value(int64_t{1}), Value(int64_t{0})}).status().message(),
               HasSubstr("in 'main' at instruction 3 (add_f32): test_kernels:add_f32"));
