@@ -758,6 +758,20 @@ class KernelCodeGen {
         llvm::Value* flat = FlatIndex(*info, l->indices);
         if (!flat) return nullptr;
         if (!flat->getType()->isVectorTy()) flat = b_.CreateVectorSplat(t.lanes(), flat);
+        if (info->register_tile && !t.is_bool()) {
+          // Lanes across an accumulator tile (a packed convolution's write-back, reading one
+          // output channel of each pixel): element loads LLVM turns into shuffles of the
+          // registers the tile lives in, where a gather would go through memory.
+          llvm::Type* elem = MemType(info->dtype.element_of());
+          llvm::Value* lanes = llvm::PoisonValue::get(vec);
+          for (int k = 0; k < t.lanes(); ++k) {
+            llvm::Value* at = b_.CreateGEP(elem, info->data, b_.CreateExtractElement(flat, k));
+            llvm::LoadInst* one = b_.CreateLoad(elem, at);
+            Tag(one, *info);
+            lanes = b_.CreateInsertElement(lanes, one, k);
+          }
+          return FromMemory(lanes, t);
+        }
         return FromMemory(
             b_.CreateMaskedGather(vec, Address(*info, flat), llvm::Align(info->dtype.bytes())), t);
       }

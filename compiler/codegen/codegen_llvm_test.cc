@@ -79,6 +79,16 @@ class Module:
                 B[i, j] = A[i, j * 2 + 1]
 
     @T.prim_func
+    def tile_transpose(A: T.Buffer((4, 16), "float32"), B: T.Buffer((16, 4), "float32")):
+        with T.decl_buffer((64,), "float32", scope="local") as L:
+            for i in range(4):
+                for j in T.vectorized(16):
+                    L[i * 16 + j] = A[i, j]
+            for c in range(16):
+                for i in T.vectorized(4):
+                    B[c, i] = L[i * 16 + c]
+
+    @T.prim_func
     def rows_of_seven(A: T.Buffer((4, 7), "float32"), B: T.Buffer((4, 7), "float32")):
         for i in range(4):
             for j in T.vectorized(7):
@@ -248,6 +258,17 @@ TEST_F(CodegenTest, AStrideTwoVectorLoadIsOneLoadAndAShuffle) {
   EXPECT_THAT(kernel,
               HasSubstr(HostHasAvx512() ? "@llvm.masked.load.v32f32" : "load <31 x float>"));
   EXPECT_THAT(kernel, ::testing::Not(HasSubstr("gather")));
+}
+
+TEST_F(CodegenTest, LanesAcrossAnAccumulatorTileAreElementLoadsNotAGather) {
+  // A packed convolution's write-back: each output channel's row segment read 16 apart in the
+  // local tile, which LLVM keeps in registers.
+  Tensor a = Random({4, 16}, 13), b = Make({16, 4}, "float32");
+  ASSERT_TRUE(Kernel("tile_transpose")({a, b}).ok());
+  for (int c = 0; c < 16; ++c) {
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(F(b)[c * 4 + i], F(a)[i * 16 + c]) << c << ", " << i;
+  }
+  EXPECT_THAT(KernelIr("tile_transpose"), ::testing::Not(HasSubstr("gather")));
 }
 
 TEST_F(CodegenTest, AnOddLengthVectorIsOneMaskedAccessWithAvx512) {

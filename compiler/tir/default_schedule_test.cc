@@ -102,6 +102,45 @@ class Module:
   EXPECT_THAT(text, HasSubstr("T.max(C_local[T.Ramp("));
 }
 
+// A convolution accumulated in blocks of 16 output channels (PackConstantWeights' layout) and
+// unpacked into NCHW: its write-back stores whole row segments of each channel plane, not one
+// lane per plane (a scatter), and reads the lanes across the accumulator tile.
+TEST(DefaultScheduleTest, APackedConvolutionWritesBackRowsNotScatteredLanes) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def conv1x1(X: T.Buffer((1, 8, 8, 16), "float32"), W: T.Buffer((2, 8, 16), "float32"), Y: T.Buffer((1, 32, 8, 16), "float32")):
+        with T.block("root"):
+            P = T.alloc_buffer((1, 2, 8, 16, 16), "float32")
+            for n, o, h, w, b, k in T.grid(1, 2, 8, 16, 16, 8):
+                with T.block("conv2d"):
+                    vn, vo, vh, vw, vb, vk = T.axis.remap("SSSSSR", [n, o, h, w, b, k])
+                    T.reads(X[vn, vk, vh, vw], W[vo, vk, vb])
+                    T.writes(P[vn, vo, vh, vw, vb])
+                    with T.init():
+                        P[vn, vo, vh, vw, vb] = T.float32(0)
+                    P[vn, vo, vh, vw, vb] = P[vn, vo, vh, vw, vb] + X[vn, vk, vh, vw] * W[vo, vk, vb]
+            for n, o, h, w, b in T.grid(1, 2, 8, 16, 16):
+                with T.block("conv2d_unpack"):
+                    vn, vo, vh, vw, vb = T.axis.remap("SSSSS", [n, o, h, w, b])
+                    T.reads(P[vn, vo, vh, vw, vb])
+                    T.writes(Y[vn, vo * 16 + vb, vh, vw])
+                    Y[vn, vo * 16 + vb, vh, vw] = P[vn, vo, vh, vw, vb]
+)");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  std::string text = script::PrintScript(*lowered);
+  // Each channel (ax2_1, a scalar index) stores a 4-wide segment of its row; the lanes are read
+  // 16 apart in the accumulator tile.
+  EXPECT_THAT(text, HasSubstr("for ax0_1, ax2_1 in T.grid(2, 16):\n"));
+  EXPECT_THAT(text, HasSubstr("Y[n_0 + n_1, o_0 * 16 + o_1 * 16 + b_0 * 16 + b_1 * 16 + ax2_1, "
+                              "h_0 * 2 + h_1 * 2 + ax0_1, T.Ramp(w_0 * 16 + w_1 * 4, 1, 4)] = "
+                              "P_local[T.Ramp("));
+  EXPECT_THAT(text, HasSubstr(", 16, 4)]\n"));
+}
+
 TEST(DefaultScheduleTest, RowReductionsAccumulateVectorsOfPartialResults) {
   // Softmax's row max and row sum (64 wide) run 16 lanes of partial results each (AddRFactor),
   // the rows in parallel, and compute what the unscheduled function computes.

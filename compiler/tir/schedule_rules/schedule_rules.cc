@@ -19,6 +19,7 @@ using ir::IterKind;
 struct BlockInfo {
   std::string name;
   const ir::BlockNode* block = nullptr;
+  const ir::BlockRealizeNode* realize = nullptr;
   std::vector<const ForNode*> loops;
   // Per loop: the kind of the iter var it alone drives, or kOpaque when the block's iter values
   // are not plain loop variables; and that iter var.
@@ -62,6 +63,7 @@ class BlockCollector : public ir::StmtExprVisitor {
     BlockInfo info;
     info.name = block.name;
     info.block = &block;
+    info.realize = &realize;
     info.loops = loops_;
     info.loop_kinds.assign(loops_.size(), IterKind::kOpaque);
     info.loop_iter_vars.assign(loops_.size(), nullptr);
@@ -365,6 +367,57 @@ absl::StatusOr<std::string> PackPanels(Schedule& sch, BlockRV block, const Panel
   return sch.BlockName(*copy);
 }
 
+// Vectorizes a write-back placed under `at` along the rows of what it writes. Its innermost
+// loop may instead walk a packed convolution's block of output channels, unpacked into NCHW:
+// one lane per channel plane, a scatter. Then the innermost loop under `at` that walks the
+// output's rows is moved innermost and vectorized: whole row segments are stored, each lane
+// read from the accumulator tile (shuffles of registers).
+void VectorizeWriteBack(Schedule& sch, BlockRV block, LoopRV at) {
+  absl::StatusOr<std::vector<LoopRV>> loops = sch.GetLoops(block);
+  absl::StatusOr<std::string> at_name = sch.LoopName(at);
+  absl::StatusOr<std::string> name = sch.BlockName(block);
+  if (!loops.ok() || loops->empty() || !at_name.ok() || !name.ok()) return;
+  std::vector<LoopRV> inner;  // the loops under `at`, outermost first (loop names are unique)
+  for (size_t k = loops->size(); k-- > 0;) {
+    absl::StatusOr<std::string> loop = sch.LoopName((*loops)[k]);
+    if (!loop.ok() || *loop == *at_name) break;
+    inner.insert(inner.begin(), (*loops)[k]);
+  }
+  const std::vector<BlockInfo> all = Blocks(sch);
+  const BlockInfo* info = Find(all, *name);
+  // The loops the output's row index uses, through the block's bindings.
+  std::set<std::string> row_loops;
+  if (info != nullptr && !info->block->writes.empty()) {
+    ir::PostOrderVisit(info->block->writes[0]->region.back()->min, [&](const ir::PrimExpr& e) {
+      for (size_t k = 0; k < info->block->iter_vars.size(); ++k) {
+        if (info->block->iter_vars[k]->var.get() != e.get()) continue;
+        ir::PostOrderVisit(info->realize->iter_values[k], [&](const ir::PrimExpr& x) {
+          if (const auto* v = x.as<ir::VarNode>()) row_loops.insert(v->name);
+        });
+      }
+    });
+  }
+  auto walks_row = [&](size_t k) {
+    absl::StatusOr<std::string> loop = sch.LoopName(inner[k]);
+    const int64_t* extent = ConstExtent(info->loops[info->loops.size() - inner.size() + k]);
+    return loop.ok() && row_loops.count(*loop) > 0 && extent != nullptr && *extent > 1;
+  };
+  if (!inner.empty() && !row_loops.empty() && !walks_row(inner.size() - 1)) {
+    for (size_t k = inner.size() - 1; k-- > 0;) {
+      if (!walks_row(k)) continue;
+      std::vector<LoopRV> order = inner;
+      order.erase(order.begin() + static_cast<std::ptrdiff_t>(k));
+      order.push_back(inner[k]);
+      if (sch.Reorder(order).ok()) {
+        (void)sch.Vectorize(inner[k]);
+        return;
+      }
+      break;
+    }
+  }
+  (void)sch.Vectorize(loops->back());
+}
+
 // MultiLevelTiling of one block (see schedule_rules.h); returns the names of the blocks it
 // placed.
 absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& sampler,
@@ -459,8 +512,7 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
   for (std::optional<BlockRV> b : {write_back, epilogue}) {
     if (!b || !sch.ReverseComputeAt(*b, at).ok()) continue;
     placed.insert(*sch.BlockName(*b));
-    absl::StatusOr<std::vector<LoopRV>> inner = sch.GetLoops(*b);
-    if (inner.ok() && !inner->empty()) (void)sch.Vectorize(inner->back());
+    VectorizeWriteBack(sch, *b, at);
   }
   if (!symbolic_reduce.empty() || !r_tiles[0].empty()) {
     LoopRV first_reduce = !symbolic_reduce.empty() ? symbolic_reduce.front() : r_tiles[0].front();
