@@ -22,13 +22,25 @@ std::string Sha256Hex(absl::string_view bytes) {
 namespace {
 
 // SHA-256 of the executable bytes followed by the kernel bytes, fed in turn (no 50 MB copy).
+// The code and what decides where it may run: the same kernels compiled for a board without
+// SVE and for one with it are two artifacts (two digests, two cache entries), and a manifest
+// edited to claim fewer CPU features no longer matches its digest. Each field is
+// length-prefixed, so no two different artifacts hash the same bytes.
 std::string ContentDigest(const kiln::v1::ArtifactProto& a) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  EVP_DigestUpdate(ctx, a.executable().data(), a.executable().size());
-  EVP_DigestUpdate(ctx, a.kernels().data(), a.kernels().size());
+  auto add = [&](const std::string& field) {
+    const uint64_t length = field.size();
+    EVP_DigestUpdate(ctx, &length, sizeof(length));
+    EVP_DigestUpdate(ctx, field.data(), field.size());
+  };
+  add(a.executable());
+  add(a.kernels());
+  add(a.manifest().target());
+  add(a.manifest().target_triple());
+  for (const std::string& feature : a.manifest().cpu_features()) add(feature);
   EVP_DigestFinal_ex(ctx, digest, &size);
   EVP_MD_CTX_free(ctx);
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));

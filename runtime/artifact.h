@@ -15,7 +15,8 @@
 
 namespace kiln::runtime {
 
-inline constexpr uint32_t kArtifactFormatVersion = 1;
+// 2: the digest covers the target and CPU features as well as the code.
+inline constexpr uint32_t kArtifactFormatVersion = 2;
 
 // SHA-256 of `bytes`, lowercase hex.
 std::string Sha256Hex(absl::string_view bytes);

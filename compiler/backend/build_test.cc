@@ -236,6 +236,19 @@ TEST(BuildTest, ArtifactLoadsRunsAndIsVerified) {
   EXPECT_THAT(foreign.message(), HasSubstr("compiled for aarch64"));
   // Without the host check the file still parses and verifies.
   EXPECT_TRUE(runtime::ParseArtifact(*arm, /*check_host=*/false).ok());
+  // The digest covers where the code may run: the same kernels for a board with SVE are another
+  // artifact, and a manifest edited to claim fewer CPU features no longer verifies.
+  absl::StatusOr<std::string> sve =
+      BuildArtifact(*mod, "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+sve");
+  ASSERT_TRUE(sve.ok()) << sve.status();
+  absl::StatusOr<kiln::v1::ArtifactProto> a72 = runtime::ParseArtifact(*arm, false);
+  absl::StatusOr<kiln::v1::ArtifactProto> with_sve = runtime::ParseArtifact(*sve, false);
+  ASSERT_TRUE(a72.ok() && with_sve.ok());
+  EXPECT_NE(a72->manifest().digest(), with_sve->manifest().digest());
+  kiln::v1::ArtifactProto edited = *with_sve;
+  edited.mutable_manifest()->clear_cpu_features();
+  absl::Status tampered = runtime::ParseArtifact(edited.SerializeAsString(), false).status();
+  EXPECT_EQ(tampered.code(), absl::StatusCode::kDataLoss) << tampered;
 }
 
 TEST(BuildTest, TheManifestNamesEveryKernelItsOperatorsAndItsWork) {
