@@ -70,13 +70,18 @@ std::vector<tir::Schedule> TaskSearch::Propose(int n, const CostModel& model) {
       pool.push_back(*std::move(sch));
     }
   };
-  for (int i = 0; i < options_.population; ++i) add(GenerateSchedule(task_, Next()));
   const bool guided = options_.use_cost_model && model.trained();
   // Neighbours of the best measured schedules (from the first round on, the default's); random
-  // search, the baseline, samples only.
-  for (size_t p = 0; options_.use_cost_model && p < parents_.size() && p < kParents; ++p) {
-    add(Mutate(task_, parents_[p].second, Next(), Next()));
+  // search, the baseline, samples only. Until the model is trained they are proposed first:
+  // the default is a good point, most random samples of a convolution's space are not (2 to
+  // 20 times slower), and a task given a few trials should spend them near the best.
+  if (options_.use_cost_model && !parents_.empty()) {
+    const size_t neighbours = guided ? std::min(parents_.size(), kParents) : static_cast<size_t>(n);
+    for (size_t k = 0; k < neighbours; ++k) {
+      add(Mutate(task_, parents_[k % std::min(parents_.size(), kParents)].second, Next(), Next()));
+    }
   }
+  for (int i = 0; i < options_.population; ++i) add(GenerateSchedule(task_, Next()));
   if (guided) {
     for (int g = 0; g < options_.generations; ++g) {
       std::vector<float> scores = model.Predict(pool_features);

@@ -4,6 +4,8 @@
 
 #include "compiler/testing/schedule_workloads.h"
 #include "compiler/testing/temp_path.h"
+#include "compiler/tir/default_schedule.h"
+#include "compiler/tir/schedule_rules/schedule_rules.h"
 #include "compiler/tune/features.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -104,6 +106,41 @@ TEST(TunerTest, SameSeedSameDatabaseSameProposals) {
   for (const std::string& k : Keys(ga)) {
     for (const std::string& measured : Keys(pa)) EXPECT_NE(k, measured);
   }
+}
+
+// Before the cost model has learned anything, a task's first candidates are neighbours of the
+// best it knows (the default schedule): each differs from it in few decisions, where random
+// samples of the space differ in most.
+TEST(TunerTest, FirstProposalsAreNeighboursOfTheDefault) {
+  std::vector<TuneTask> tasks = MatmulTasks();
+  TuneOptions options;
+  CostModel untrained;
+  absl::StatusOr<tir::Schedule> fallback = tir::DefaultSchedule(tasks[0].mod, tasks[0].name);
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  const tir::Decisions base = tir::DecisionsOf(fallback->trace());
+  auto changed = [&](const tir::Schedule& sch) {
+    const tir::Decisions d = tir::DecisionsOf(sch.trace());
+    size_t n = d.size() > base.size() ? d.size() - base.size() : base.size() - d.size();
+    for (size_t k = 0; k < std::min(d.size(), base.size()); ++k) n += d[k] != base[k];
+    return n;
+  };
+  TaskSearch near(tasks[0], options, 3);
+  near.StartFrom(*fallback, 1e-3);
+  TuneOptions random = options;
+  random.use_cost_model = false;
+  TaskSearch far(tasks[0], random, 3);
+  far.StartFrom(*fallback, 1e-3);
+  // A neighbour resamples one decision; a tiling's later decisions may follow it.
+  size_t near_changes = 0, far_changes = 0, close = 0;
+  std::vector<tir::Schedule> proposed = near.Propose(6, untrained);
+  ASSERT_EQ(proposed.size(), 6u);
+  for (const tir::Schedule& sch : proposed) {
+    near_changes += changed(sch);
+    close += changed(sch) <= 2;
+  }
+  for (const tir::Schedule& sch : far.Propose(6, untrained)) far_changes += changed(sch);
+  EXPECT_GE(close, 3u);
+  EXPECT_LT(near_changes, far_changes);
 }
 
 TEST(TunerTest, FailingBuildsAreRecordedAndAStopIsClean) {
