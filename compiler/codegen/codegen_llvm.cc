@@ -311,6 +311,10 @@ class KernelCodeGen {
       if (!want) return;
       Check(b_.CreateICmpEQ(actual, want),
             absl::StrCat(what, " dimension ", d, " must be ", DebugPrint(expected)));
+      // Past the check the two are equal: a constant extent makes the strides constants, which
+      // fold into addressing modes (a row stride held in a register became a chain of adds, one
+      // per row of a tile, that serialized a pointwise convolution's multiply-adds).
+      if (llvm::isa<llvm::Constant>(want)) dims.back() = want;
     }
     BufferInfo info;
     info.dtype = buffer->dtype;
@@ -1130,7 +1134,10 @@ class KernelCodeGen {
         continue;
       buffers.push_back(bn);
       fields.push_back(ptr_);
-      for (size_t d = 0; d < buffers_[bn].strides.size(); ++d) fields.push_back(i64_);
+      // A constant stride stays a constant in the task (folded into its addressing modes).
+      for (llvm::Value* stride : buffers_[bn].strides) {
+        if (!llvm::isa<llvm::Constant>(stride)) fields.push_back(i64_);
+      }
     }
     llvm::StructType* closure_ty = llvm::StructType::get(ctx_, fields);
     llvm::AllocaInst* closure;
@@ -1148,7 +1155,9 @@ class KernelCodeGen {
     for (const Object* v : vars) store(vars_[v]);
     for (const Object* bn : buffers) {
       store(buffers_[bn].data);
-      for (llvm::Value* stride : buffers_[bn].strides) store(stride);
+      for (llvm::Value* stride : buffers_[bn].strides) {
+        if (!llvm::isa<llvm::Constant>(stride)) store(stride);
+      }
     }
     // At most 64 tasks: enough to balance the pool, few enough to amortize the launch.
     llvm::Value* num_tasks =
@@ -1185,7 +1194,9 @@ class KernelCodeGen {
     for (const Object* bn : buffers) {
       BufferInfo info = saved_buffers[bn];
       info.data = load(ptr_);
-      for (llvm::Value*& stride : info.strides) stride = load(i64_);
+      for (llvm::Value*& stride : info.strides) {
+        if (!llvm::isa<llvm::Constant>(stride)) stride = load(i64_);
+      }
       buffers_[bn] = info;
     }
     llvm::Value* index = task->getArg(0);

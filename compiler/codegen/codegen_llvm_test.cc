@@ -317,6 +317,18 @@ TEST_F(CodegenTest, AParallelLoopTooSmallToPayForThreadsRunsSerially) {
   EXPECT_THAT(scale, HasSubstr(", 32768"));
 }
 
+TEST_F(CodegenTest, ConstantShapesGiveAParallelTaskConstantStrides) {
+  // The closure carries the context, the task's range and each buffer's data pointer; the
+  // buffers' strides (1024 floats a row) stay constants that fold into addressing, not values
+  // loaded from the closure (a stride in a register became a chain of dependent adds).
+  const std::string ir = KernelIr("");
+  EXPECT_NE(ir.find("alloca { ptr, i64, i64, ptr, ptr }"), std::string::npos)
+      << "the closure of large_parallel carries more than its buffers' data pointers";
+  Tensor a = Random({256, 1024}, 14), b = Make({256, 1024}, "float32");
+  ASSERT_TRUE(Kernel("large_parallel")({a, b}).ok());
+  for (int i = 0; i < 256 * 1024; i += 1021) EXPECT_EQ(F(b)[i], F(a)[i] + 1.0f) << i;
+}
+
 TEST_F(CodegenTest, EveryWrongArgumentIsAClearError) {
   Function add = Kernel("add_bias");
   Tensor a = Random({4, 8}, 1), b = Random({8}, 2), c = Make({4, 8}, "float32");
