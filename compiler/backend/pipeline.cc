@@ -17,6 +17,7 @@ namespace relax = ir::relax;
 
 std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
   std::vector<pass::PassPtr> passes = {relax::CanonicalizeBindingsPass()};
+  if (options.nhwc_convs) passes.push_back(relax::ConvertConvLayoutPass());
   if (options.pack_weights) passes.push_back(relax::PackConstantWeightsPass());
   passes.push_back(relax::LegalizeOpsPass());
   if (options.fold_constants) passes.push_back(relax::FoldConstantPass(options.fold_limits));

@@ -46,6 +46,7 @@ struct BuildOptions {
   bool fuse = true;            // FuseOps (off: one kernel per operator)
   bool fold_constants = true;  // FoldConstant
   bool pack_weights = true;    // PackConstantWeights (conv2d and matmul weights in 16-wide blocks)
+  bool nhwc_convs = true;      // ConvertConvLayout (NCHW convolutions computed in NHWC)
   ir::relax::FoldLimits fold_limits;
   // Pass names to dump after ("all" for every pass); each dump goes to `dump` as text.
   std::vector<std::string> dump_after;

@@ -98,7 +98,7 @@ class Module:
   // C is never materialized: the tile accumulates locally and is stored through the ReLU.
   EXPECT_THAT(text, Not(HasSubstr(" as C:")));
   EXPECT_THAT(text, HasSubstr("scope=\"local\") as C_local:"));
-  EXPECT_THAT(text, HasSubstr("D[i_0 * 16 + i_1 * 4 + ax0_2, T.Ramp("));
+  EXPECT_THAT(text, HasSubstr("D[i_0 * 16 + i_1 * 8 + ax0_2, T.Ramp("));
   EXPECT_THAT(text, HasSubstr("T.max(C_local[T.Ramp("));
 }
 

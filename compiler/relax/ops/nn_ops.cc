@@ -145,6 +145,11 @@ struct ConvShape {
   // "OIHW<b>o": the output channels in blocks of b, innermost ([O / b, I, H, W, b]), the layout
   // PackConstantWeights gives a constant weight so that a vector of b output channels is one load.
   int64_t o_block = 0;
+  // out_layout (default: data_layout): ConvertConvLayout's first NHWC convolution reads NCHW
+  // data and writes NHWC, each input value a broadcast whatever its layout.
+  bool out_nhwc = false;
+  int out_h_axis() const { return out_nhwc ? 1 : 2; }
+  int out_c_axis() const { return out_nhwc ? 3 : 1; }
 };
 
 absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
@@ -176,6 +181,15 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
   c.groups = *groups;
   if (c.o_block && c.groups != 1) return OpError(call, "a blocked kernel_layout needs groups=1");
   if (c.window.ceil_mode) return OpError(call, "ceil_mode is for pooling");
+  absl::StatusOr<std::string> out_layout =
+      StringAttr(call, "out_layout", c.window.nhwc ? "NHWC" : "NCHW");
+  if (!out_layout.ok()) return out_layout.status();
+  if (*out_layout != "NCHW" && *out_layout != "NHWC") {
+    return OpError(call,
+                   absl::StrCat("out_layout \"", *out_layout, "\" is not supported (NCHW, NHWC)"));
+  }
+  c.out_nhwc = *out_layout == "NHWC";
+  if (c.o_block && c.out_nhwc) return OpError(call, "a blocked kernel_layout writes NCHW");
   return c;
 }
 
@@ -225,8 +239,8 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContex
     if (c != nullptr && *c < 1) return OpError(call, "the kernel is larger than the padded input");
   }
   PrimExpr n = (*xd)[0];
-  std::vector<PrimExpr> out =
-      win.nhwc ? std::vector<PrimExpr>{n, oh, ow, out_c} : std::vector<PrimExpr>{n, out_c, oh, ow};
+  std::vector<PrimExpr> out = conv->out_nhwc ? std::vector<PrimExpr>{n, oh, ow, out_c}
+                                             : std::vector<PrimExpr>{n, out_c, oh, ow};
   return TensorSInfo(std::move(out), dtype);
 }
 
@@ -313,9 +327,10 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
         [&](const Indices& i) { return Load(flat, i); });
     return absl::OkStatus();
   }
+  const int oh = conv->out_h_axis();
   b.Reduce("conv2d", out[0], {in_c, kh, kw}, Combiner::kSum,
            [&](const Indices& s, const Indices& r) {
-             PrimExpr oc = s[c];
+             PrimExpr oc = s[conv->out_c_axis()];
              // A depthwise convolution (one output channel per group) reads its own channel: an
              // index affine in the loops, which compute-at of the padding needs.
              const int64_t* oc_total = AsConstInt(out_c);
@@ -327,8 +342,8 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
              Indices xi(4);
              xi[0] = s[0];
              xi[c] = ic;
-             xi[h] = s[h] * w.stride[0] + r[1] * w.dilation[0];
-             xi[h + 1] = s[h + 1] * w.stride[1] + r[2] * w.dilation[1];
+             xi[h] = s[oh] * w.stride[0] + r[1] * w.dilation[0];
+             xi[h + 1] = s[oh + 1] * w.stride[1] + r[2] * w.dilation[1];
              Indices wi(4);
              wi[conv->o] = oc;
              wi[conv->i] = r[0];
@@ -999,8 +1014,8 @@ bool Conv2dIsFlatPointwise(const CallNode& call) {
   absl::StatusOr<ConvShape> conv = ParseConv(call);
   if (!conv.ok() || call.args.size() != 2) return false;
   const Window& w = conv->window;
-  if (conv->o_block || w.nhwc || conv->groups != 1 || w.padded() || w.stride[0] != 1 ||
-      w.stride[1] != 1)
+  if (conv->o_block || w.nhwc || conv->out_nhwc || conv->groups != 1 || w.padded() ||
+      w.stride[0] != 1 || w.stride[1] != 1)
     return false;
   const auto* x = call.args[0]->struct_info().as<TensorStructInfoNode>();
   const auto* wt = call.args[1]->struct_info().as<TensorStructInfoNode>();

@@ -10,6 +10,10 @@ pass::PassPtr CanonicalizeBindingsPass() {
   return MakeModulePass("CanonicalizeBindings", CanonicalizeBindings, {}, IRLevel::kRelaxFunction);
 }
 
+pass::PassPtr ConvertConvLayoutPass() {
+  return MakeModulePass("ConvertConvLayout", ConvertConvLayout, {}, IRLevel::kRelaxFunction);
+}
+
 pass::PassPtr PackConstantWeightsPass() {
   return MakeModulePass("PackConstantWeights", PackConstantWeights, {}, IRLevel::kRelaxFunction);
 }

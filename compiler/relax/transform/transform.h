@@ -30,6 +30,18 @@ absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod);
 //     contiguous stream, read at memory bandwidth when x has few rows.
 absl::StatusOr<IRModule> PackConstantWeights(const IRModule& mod);
 
+// ConvertConvLayout: an NCHW conv2d with a constant OIHW weight is computed in NHWC with the
+// weight as HWIO (the layout whose kernels vectorize over output channels contiguous in both
+// the data and the weight, with no repacking of either), and the elementwise and broadcast
+// code it feeds follows it into NHWC (a constant bias [C, 1, 1] becomes [1, 1, 1, C]):
+//   lv = R.nn.conv2d(x, W); lv1 = R.add(lv, b); lv2 = R.clip(lv1, 0, 6); lv3 = R.nn.conv2d(lv2, W2)
+// becomes
+//   xt = R.permute_dims(x, [0, 2, 3, 1]); t = R.nn.conv2d(xt, W', "NHWC", "HWIO")
+//   t1 = R.add(t, b'); t2 = R.clip(t1, 0, 6); t3 = R.nn.conv2d(t2, W2', "NHWC", "HWIO") ...
+// A value something else reads (a reshape, a block's output) is transposed back to NCHW where
+// it is read; a spatial mean reads the NHWC value directly.
+absl::StatusOr<IRModule> ConvertConvLayout(const IRModule& mod);
+
 // LegalizeOps lowers every high-level operator call to a TIR kernel. A binding
 //   lv = R.add(x, y)
 // becomes
@@ -95,6 +107,7 @@ PlannedMemory PlannedMemoryOf(const FunctionNode& f);
 
 // Each pass above as a pass object (compiler/pass/pass.h), with its IR level and requirements.
 pass::PassPtr CanonicalizeBindingsPass();
+pass::PassPtr ConvertConvLayoutPass();
 pass::PassPtr PackConstantWeightsPass();
 pass::PassPtr LegalizeOpsPass();
 pass::PassPtr DeadCodeEliminationPass();

@@ -1,0 +1,349 @@
+// ConvertConvLayout (transform.h): NCHW convolutions with constant weights computed in NHWC,
+// and the elementwise code between them following, so that the layout changes only where the
+// graph leaves the convolutions.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "compiler/ir/relax_functor.h"
+#include "compiler/relax/block_builder.h"
+#include "compiler/relax/op_registry.h"
+#include "compiler/relax/transform/transform.h"
+
+namespace kiln::ir::relax {
+namespace {
+
+// Output rows this wide or wider fill NCHW vectors well (MobileNetV2's 112- and 56-wide stages
+// ran as fast or faster in NCHW); narrower ones (28, 14, 7) run faster in NHWC, vectorized over
+// channels: its 14x14 expansions 430 -> 330 us, its 7x7 and 14x14 depthwise convolutions a
+// third faster.
+constexpr int64_t kWideRow = 32;
+
+const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+
+const char* OpName(const CallNode* call) {
+  const auto* op = call != nullptr ? call->op.as<OpNode>() : nullptr;
+  return op != nullptr ? op->name.c_str() : "";
+}
+
+ObjectRef Ints(const std::vector<int64_t>& values) {
+  std::vector<ObjectRef> items;
+  for (int64_t v : values) items.push_back(IntImm(DataType::Int(64), v));
+  return Make<ir::ArrayNode>(std::move(items));
+}
+
+std::string StringAttrOr(const Attrs& attrs, const char* key, const std::string& fallback) {
+  ObjectRef v = GetAttr(attrs, key);
+  const auto* s = v ? v.as<ir::StringImmNode>() : nullptr;
+  return s ? s->value : fallback;
+}
+
+// The constant integers of a list attribute; false when it is absent or not constant.
+bool IntList(const Attrs& attrs, const char* key, std::vector<int64_t>* out) {
+  ObjectRef v = GetAttr(attrs, key);
+  const auto* list = v ? v.as<ir::ArrayNode>() : nullptr;
+  if (list == nullptr) return false;
+  out->clear();
+  for (const ObjectRef& item : list->items) {
+    if (!item.as<PrimExprNode>()) return false;
+    const PrimExpr e = item.as_ref<PrimExprNode>();
+    const int64_t* c = AsConstInt(e);
+    if (c == nullptr) return false;
+    out->push_back(*c);
+  }
+  return true;
+}
+
+// The static shape of a tensor-typed expression, or empty.
+std::vector<int64_t> StaticShape(const Expr& e) {
+  const auto* t = e->struct_info() ? e->struct_info().as<TensorStructInfoNode>() : nullptr;
+  const std::vector<PrimExpr>* dims = t != nullptr ? t->dims() : nullptr;
+  std::vector<int64_t> shape;
+  if (dims == nullptr) return shape;
+  for (const PrimExpr& d : *dims) {
+    const int64_t* c = AsConstInt(d);
+    if (c == nullptr) return {};
+    shape.push_back(*c);
+  }
+  return shape;
+}
+
+// `bytes` of a row-major tensor of `shape` (elements of `size` bytes), its axes permuted: output
+// axis k is input axis perm[k].
+std::string Permute(const std::string& bytes, const std::vector<int64_t>& shape,
+                    const std::vector<int64_t>& perm, size_t size) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> in_strides(rank, 1), out_shape(rank);
+  for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * shape[d];
+  int64_t n = 1;
+  for (size_t k = 0; k < rank; ++k) {
+    out_shape[k] = shape[perm[k]];
+    n *= out_shape[k];
+  }
+  std::string out(bytes.size(), '\0');
+  std::vector<int64_t> index(rank, 0);  // the output element's index
+  for (int64_t flat = 0; flat < n; ++flat) {
+    int64_t src = 0;
+    for (size_t k = 0; k < rank; ++k) src += index[k] * in_strides[perm[k]];
+    std::memcpy(&out[flat * size], &bytes[src * size], size);
+    for (size_t k = rank; k-- > 0;) {
+      if (++index[k] < out_shape[k]) break;
+      index[k] = 0;
+    }
+  }
+  return out;
+}
+
+class LayoutRewriter {
+ public:
+  explicit LayoutRewriter(const IRModule& mod) : bb_(mod) {}
+
+  BindingBlock Rewrite(const BindingBlock& block) {
+    dataflow_ = block->is_dataflow();
+    out_.clear();
+    nhwc_.clear();  // a twin is a variable of the block that bound it
+    for (const Binding& b : block->bindings) {
+      const auto* vb = b.as<VarBindingNode>();
+      if (vb != nullptr) bound_[vb->var.get()] = vb->value;
+      if (vb == nullptr || !Convert(vb->var, vb->value)) {
+        MaterializeUses(b);
+        out_.push_back(b);
+      }
+    }
+    return Make<BindingBlockNode>(block->is_dataflow(), out_);
+  }
+
+ private:
+  // Rewrites `var = value` in NHWC when it can: returns false to keep it as it is.
+  bool Convert(const Var& var, const Expr& value) {
+    const auto* call = value.as<CallNode>();
+    if (call == nullptr) return false;
+    const std::string op = OpName(call);
+    Var twin;
+    if (op == "relax.nn.conv2d") {
+      call_var_ = var;
+      twin = ConvertConv(*call, var->name_hint);
+    } else if (op == "relax.mean") {
+      return ConvertMean(var, *call);
+    } else if (const OpInfo* info = LookupOp(op);
+               info != nullptr && info->pattern <= OpPattern::kBroadcast) {
+      twin = ConvertElementwise(*call, var);
+    }
+    if (!twin) return false;
+    nhwc_[var.get()] = twin;
+    // A value the block exports is needed as it was.
+    if (!var->is_dataflow()) Materialize(var);
+    return true;
+  }
+
+  // conv2d(x, W) in NCHW/OIHW with W constant -> conv2d(x', W as HWIO) in NHWC.
+  Var ConvertConv(const CallNode& call, const std::string& name) {
+    if (call.args.size() != 2 || StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
+        StringAttrOr(call.attrs, "kernel_layout", "OIHW") != "OIHW" ||
+        !StringAttrOr(call.attrs, "out_dtype", "").empty()) {
+      return Var();
+    }
+    const ConstantNode* w = ConstantOf(call.args[1]);
+    const std::vector<int64_t> out = StaticShape(call_var_);
+    if (w == nullptr || w->shape.size() != 4 || StaticShape(call.args[0]).size() != 4 ||
+        out.size() != 4 || out[3] >= kWideRow) {
+      return Var();
+    }
+    // NHWC data where it is already; else the NCHW data is read as it is (each input value is
+    // a broadcast) and only the output is NHWC: no transpose.
+    const auto* v = call.args[0].as<VarNode>();
+    auto twin = v != nullptr ? nhwc_.find(v) : nhwc_.end();
+    const bool nhwc_in = twin != nhwc_.end();
+    // A grouped convolution reads its own channels: vectors of them from NCHW data would be
+    // gathers (a depthwise convolution went from 79 to 291 us).
+    ObjectRef groups = GetAttr(call.attrs, "groups");
+    const auto* g = groups ? groups.as<IntImmNode>() : nullptr;
+    if (!nhwc_in && groups && (g == nullptr || g->value != 1)) return Var();
+    Expr x = nhwc_in ? Expr(twin->second) : call.args[0];
+    const size_t size = w->dtype.bytes();
+    if (size == 0 || w->bytes->size() != size * static_cast<size_t>(Elements(w->shape)))
+      return Var();
+    // OIHW -> HWIO: output axis k is input axis {2, 3, 1, 0}[k].
+    const std::vector<int64_t> perm = {2, 3, 1, 0};
+    Expr hwio = MakeConstant(w->dtype, {w->shape[2], w->shape[3], w->shape[1], w->shape[0]},
+                             Permute(*w->bytes, w->shape, perm, size));
+    Attrs attrs =
+        WithAttr(call.attrs, "data_layout", Make<ir::StringImmNode>(nhwc_in ? "NHWC" : "NCHW"));
+    attrs = WithAttr(attrs, "kernel_layout", Make<ir::StringImmNode>("HWIO"));
+    attrs = WithAttr(attrs, "out_layout", Make<ir::StringImmNode>("NHWC"));
+    return Emit(MakeCall(call.op, {x, hwio}, call.sinfo_args, attrs), name + "_nhwc");
+  }
+
+  // An elementwise or broadcast operator of a rank-4 result, reading at least one value that
+  // has an NHWC twin. Its other tensors are constants that broadcast, or values of the result's
+  // shape, transposed (a residual connection from NCHW code: the transpose would otherwise be
+  // of the twin, and the code after it would stay NCHW).
+  Var ConvertElementwise(const CallNode& call, const Var& var) {
+    const std::vector<int64_t> shape = StaticShape(var);
+    if (shape.size() != 4) return Var();
+    enum Kind { kKept, kTwin, kConstant, kTransposed };
+    std::vector<Kind> kinds;
+    for (const Expr& arg : call.args) {
+      const auto* t = arg->struct_info() ? arg->struct_info().as<TensorStructInfoNode>() : nullptr;
+      const auto* v = arg.as<VarNode>();
+      if (t == nullptr) {
+        kinds.push_back(kKept);  // a PrimValue operand, a shape
+      } else if (v != nullptr && nhwc_.count(v)) {
+        kinds.push_back(kTwin);
+      } else if (ConstantOf(arg) != nullptr) {
+        kinds.push_back(kConstant);
+      } else if (StaticShape(arg) == shape) {
+        kinds.push_back(kTransposed);
+      } else {
+        return Var();
+      }
+    }
+    if (std::find(kinds.begin(), kinds.end(), kTwin) == kinds.end()) return Var();
+    std::vector<Expr> args;
+    for (size_t k = 0; k < call.args.size(); ++k) {
+      const Expr& arg = call.args[k];
+      Expr converted = kinds[k] == kKept       ? arg
+                       : kinds[k] == kTwin     ? Expr(nhwc_.at(arg.as<VarNode>()))
+                       : kinds[k] == kConstant ? BroadcastConstant(arg)
+                                               : Transposed(arg);
+      if (!converted) return Var();
+      args.push_back(converted);
+    }
+    return Emit(MakeCall(call.op, args, call.sinfo_args, call.attrs), var->name_hint + "_nhwc");
+  }
+
+  // An NCHW value transposed to NHWC, bound once and made its twin.
+  Expr Transposed(const Expr& x) {
+    const auto* v = x.as<VarNode>();
+    if (v == nullptr) return Expr();
+    Var t = Emit(MakeCall(GetOp("relax.permute_dims"), {x}, {}, {{"axes", Ints(kToNhwc)}}),
+                 v->name_hint + "_nhwc");
+    if (t) {
+      nhwc_[v] = t;
+      materialized_.insert(v);  // the NCHW value exists already
+    }
+    return t;
+  }
+
+  // mean(x, axis=[2, 3]) of an NHWC twin: mean over [1, 2], reshaped to the NCHW result (its
+  // spatial dimensions are gone or 1, so the data's order is the same).
+  bool ConvertMean(const Var& var, const CallNode& call) {
+    const auto* v = call.args.size() == 1 ? call.args[0].as<VarNode>() : nullptr;
+    auto it = v != nullptr ? nhwc_.find(v) : nhwc_.end();
+    std::vector<int64_t> axes;
+    if (it == nhwc_.end() || !IntList(call.attrs, "axis", &axes) || axes.size() != 2) return false;
+    for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+    if (!((axes[0] == 2 && axes[1] == 3) || (axes[0] == 3 && axes[1] == 2))) return false;
+    const std::vector<int64_t> shape = StaticShape(var);
+    if (shape.empty()) return false;
+    Attrs attrs = WithAttr(call.attrs, "axis", Ints({1, 2}));
+    Var mean =
+        Emit(MakeCall(call.op, {it->second}, call.sinfo_args, attrs), var->name_hint + "_nhwc");
+    if (!mean) return false;
+    std::vector<PrimExpr> dims;
+    for (int64_t d : shape) dims.push_back(IntImm(DataType::Int(64), d));
+    Expr reshape = MakeCall(GetOp("relax.reshape"), {mean, MakeShape(dims)});
+    absl::StatusOr<Expr> normalized = bb_.Normalize(reshape);
+    if (!normalized.ok()) return false;
+    out_.push_back(MakeBinding(var, *normalized));
+    return true;
+  }
+
+  // A constant operand of a broadcast (a bias [C, 1, 1], a scalar) as it broadcasts against
+  // NHWC: right-aligned to rank 4, then transposed. Null when the operand is not constant.
+  Expr BroadcastConstant(const Expr& arg) {
+    const ConstantNode* c = ConstantOf(arg);
+    std::vector<int64_t> shape = StaticShape(arg);
+    if (c == nullptr || shape.size() > 4 ||
+        c->bytes->size() != static_cast<size_t>(c->dtype.bytes() * Elements(shape)))
+      return Expr();
+    if (Elements(shape) == 1) return MakeConstant(c->dtype, shape, *c->bytes);
+    while (shape.size() < 4) shape.insert(shape.begin(), 1);
+    return MakeConstant(c->dtype, {shape[0], shape[2], shape[3], shape[1]},
+                        Permute(*c->bytes, shape, kToNhwc, c->dtype.bytes()));
+  }
+
+  // The constant an expression holds: a Constant, or a variable bound to one or to a reshape of
+  // one (ONNX's bias as [C, 1, 1]).
+  const ConstantNode* ConstantOf(const Expr& e) const {
+    if (const auto* c = e.as<ConstantNode>()) return c;
+    const auto* v = e.as<VarNode>();
+    auto it = v != nullptr ? bound_.find(v) : bound_.end();
+    if (it == bound_.end()) return nullptr;
+    if (const auto* c = it->second.as<ConstantNode>()) return c;
+    const auto* call = it->second.as<CallNode>();
+    if (call != nullptr && std::string(OpName(call)) == "relax.reshape" && !call->args.empty())
+      return call->args[0].as<ConstantNode>();
+    return nullptr;
+  }
+
+  static int64_t Elements(const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+
+  // Binds a normalized `call` to a new variable of this block; null on failure.
+  Var Emit(const Expr& call, const std::string& name) {
+    absl::StatusOr<Expr> normalized = bb_.Normalize(call);
+    if (!normalized.ok()) return Var();
+    StructInfo sinfo = (*normalized)->struct_info();
+    Var var = dataflow_ ? MakeDataflowVar(name, sinfo) : MakeVar(name, sinfo);
+    out_.push_back(MakeBinding(var, *normalized));
+    return var;
+  }
+
+  // Binds `var` to its NHWC twin transposed back, once.
+  void Materialize(const Var& var) {
+    auto it = nhwc_.find(var.get());
+    if (it == nhwc_.end() || !materialized_.insert(var.get()).second) return;
+    Expr back = MakeCall(GetOp("relax.permute_dims"), {it->second}, {}, {{"axes", Ints(kToNchw)}});
+    absl::StatusOr<Expr> normalized = bb_.Normalize(back);
+    if (normalized.ok()) out_.push_back(MakeBinding(var, *normalized));
+  }
+
+  // Every variable `b` reads that so far exists only as a twin is bound before it.
+  void MaterializeUses(const Binding& b) {
+    class Uses : public ExprVisitor {
+     public:
+      void VisitExpr(const Expr& e) override {
+        if (e.as<VarNode>()) vars.push_back(e.as_ref<VarNode>());
+        DefaultVisitExpr(e);
+      }
+      std::vector<Var> vars;
+    } uses;
+    uses.VisitExpr(b->value);
+    for (const Var& v : uses.vars) Materialize(v);
+  }
+
+  BlockBuilder bb_;
+  bool dataflow_ = false;
+  Var call_var_;                                    // the variable the conv2d being converted binds
+  std::unordered_map<const VarNode*, Expr> bound_;  // what each variable is bound to
+  std::unordered_map<const VarNode*, Var> nhwc_;    // an NCHW value's NHWC twin
+  std::unordered_set<const VarNode*> materialized_;  // twins bound back to their NCHW variable
+  std::vector<Binding> out_;
+};
+
+}  // namespace
+
+absl::StatusOr<IRModule> ConvertConvLayout(const IRModule& mod) {
+  IRModuleBuilder out(mod);
+  for (const auto& [name, entry] : mod->functions) {
+    const auto* f = entry.second.as<FunctionNode>();
+    const auto* seq = f != nullptr ? f->body.as<SeqExprNode>() : nullptr;
+    if (seq == nullptr) continue;
+    LayoutRewriter rewriter(mod);
+    std::vector<BindingBlock> blocks;
+    for (const BindingBlock& block : seq->blocks) blocks.push_back(rewriter.Rewrite(block));
+    out.Update(entry.first, MakeFunction(f->params, MakeSeq(blocks, seq->body), f->ret_struct_info,
+                                         f->is_pure, f->attrs));
+  }
+  return NormalizeModule(out.Build());
+}
+
+}  // namespace kiln::ir::relax

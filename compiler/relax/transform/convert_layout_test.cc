@@ -1,0 +1,156 @@
+// ConvertConvLayout: narrow-row convolutions and the code between them run in NHWC, with the
+// same results as in NCHW.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/backend/testing/model_test_util.h"
+#include "compiler/relax/transform/transform.h"
+#include "compiler/script/printer.h"
+#include "compiler/testing/expect_pass.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::ir::relax {
+namespace {
+
+using backend::testing::Array;
+using backend::testing::CompileAndRun;
+using backend::testing::FromTensor;
+using backend::testing::Random;
+using backend::testing::ToTensor;
+using pass::testing::ParseModule;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// `a` as an R.const literal (nested lists).
+std::string Literal(const Array& a, size_t dim = 0, int64_t offset = 0) {
+  if (dim == a.shape.size()) return absl::StrCat(a.data[offset]);
+  int64_t stride = 1;
+  for (size_t d = dim + 1; d < a.shape.size(); ++d) stride *= a.shape[d];
+  std::vector<std::string> items;
+  for (int64_t i = 0; i < a.shape[dim]; ++i)
+    items.push_back(Literal(a, dim + 1, offset + i * stride));
+  return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+}
+
+// `text` built with and without ConvertConvLayout computes the same numbers on `x`.
+void ExpectSameNumbersInNchw(const std::string& text, const Array& x) {
+  backend::BuildOptions nchw;
+  nchw.nhwc_convs = false;
+  absl::StatusOr<runtime::Value> want = CompileAndRun(text, {ToTensor(x)}, nchw);
+  absl::StatusOr<runtime::Value> got = CompileAndRun(text, {ToTensor(x)});
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
+  ASSERT_EQ(a.shape, b.shape);
+  for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
+}
+
+// A MobileNetV2 block on an (1, 8, W, W) image, as the ONNX importer writes it (biases
+// reshaped to [C, 1, 1]): a 1x1 expansion to 32 channels, a 3x3 depthwise convolution, a 1x1
+// projection back to 8 added to the input, then `tail` on the result `r`.
+std::string Block(int64_t width, const std::string& tail) {
+  const Array expand = Random({32, 8, 1, 1}, 1), b1 = Random({32}, 2);
+  const Array depthwise = Random({32, 1, 3, 3}, 3), b2 = Random({32}, 4);
+  const Array project = Random({8, 32, 1, 1}, 5);
+  return absl::StrCat(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 8, )",
+                      width, ", ", width, R"(), dtype="float32")):
+        with R.dataflow():
+            e = R.nn.conv2d(x, R.const()",
+                      Literal(expand), R"(, "float32"))
+            b1 = R.reshape(R.const()",
+                      Literal(b1), R"(, "float32"), R.shape([32, 1, 1]))
+            e1 = R.add(e, b1)
+            e2 = R.clip(e1, min=0.0, max=6.0)
+            d = R.nn.conv2d(e2, R.const()",
+                      Literal(depthwise), R"(, "float32"), padding=[1, 1, 1, 1], groups=32)
+            b2 = R.reshape(R.const()",
+                      Literal(b2), R"(, "float32"), R.shape([32, 1, 1]))
+            d1 = R.add(d, b2)
+            d2 = R.clip(d1, min=0.0, max=6.0)
+            p = R.nn.conv2d(d2, R.const()",
+                      Literal(project), R"(, "float32"))
+            r = R.add(p, x)
+)",
+                      tail, R"(
+            R.output(gv)
+        return gv
+)");
+}
+
+TEST(ConvertConvLayoutTest, NarrowImagesRunInNhwcFromTheFirstConvolutionToTheMean) {
+  const std::string text = Block(14, R"(            m = R.mean(r, axis=[2, 3], keepdims=True)
+            gv = R.reshape(m, R.shape([1, 8])))");
+  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
+  ASSERT_TRUE(converted.ok()) << converted.status();
+  const std::string printed = script::PrintScript(*converted);
+  // The first convolution reads the NCHW input as it is and writes NHWC; the rest is NHWC.
+  EXPECT_THAT(printed, HasSubstr("data_layout=\"NCHW\", kernel_layout=\"HWIO\", "
+                                 "out_layout=\"NHWC\""));
+  EXPECT_THAT(printed, HasSubstr("R.Tensor((1, 14, 14, 32), dtype=\"float32\") = R.nn.conv2d("));
+  // The biases broadcast along NHWC's channels; the mean is over H and W, then a reshape.
+  EXPECT_THAT(printed, HasSubstr("e1_nhwc: R.Tensor((1, 14, 14, 32), dtype=\"float32\") = R.add("));
+  EXPECT_THAT(printed, HasSubstr("d1_nhwc: R.Tensor((1, 14, 14, 32), dtype=\"float32\") = R.add("));
+  EXPECT_THAT(printed, HasSubstr("R.mean(r_nhwc, axis=[T.int64(1), T.int64(2)]"));
+  // The residual add reads the NCHW input: it is transposed once, where it is read.
+  EXPECT_THAT(printed, HasSubstr("R.permute_dims(x, axes=[T.int64(0), T.int64(2), T.int64(3), "
+                                 "T.int64(1)])"));
+  EXPECT_THAT(printed, Not(HasSubstr("T.int64(0), T.int64(3), T.int64(1), T.int64(2)")));
+  ExpectSameNumbersInNchw(text, Random({1, 8, 14, 14}, 6));
+}
+
+TEST(ConvertConvLayoutTest, WhatElseReadsAValueGetsItBackInNchw) {
+  // A softmax over the channels is no elementwise operator: it reads the block's result
+  // transposed back.
+  const std::string text = Block(7, "            gv = R.nn.softmax(r, axis=1)");
+  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
+  ASSERT_TRUE(converted.ok()) << converted.status();
+  const std::string printed = script::PrintScript(*converted);
+  EXPECT_THAT(printed, HasSubstr("out_layout=\"NHWC\""));
+  EXPECT_THAT(printed, HasSubstr("axes=[T.int64(0), T.int64(3), T.int64(1), T.int64(2)]"));
+  ExpectSameNumbersInNchw(text, Random({1, 8, 7, 7}, 7));
+}
+
+TEST(ConvertConvLayoutTest, WideImagesStayNchw) {
+  // 56-wide rows fill NCHW vectors; nothing changes.
+  const std::string text = Block(56, "            gv = R.nn.relu(r)");
+  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
+  ASSERT_TRUE(converted.ok()) << converted.status();
+  const std::string printed = script::PrintScript(*converted);
+  EXPECT_THAT(printed, Not(HasSubstr("NHWC")));
+  EXPECT_THAT(printed, Not(HasSubstr("permute_dims")));
+}
+
+TEST(ConvertConvLayoutTest, ADepthwiseConvolutionOfNchwDataStaysNchw) {
+  // Its vectors of channels would be gathers from NCHW data; the 1x1 after it converts.
+  const Array depthwise = Random({16, 1, 3, 3}, 8), project = Random({32, 16, 1, 1}, 9);
+  const std::string text = absl::StrCat(
+      R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 16, 14, 14), dtype="float32")):
+        with R.dataflow():
+            d = R.nn.conv2d(x, R.const()",
+      Literal(depthwise), R"(, "float32"), strides=[2, 2], padding=[1, 1, 1, 1], groups=16)
+            p = R.nn.conv2d(d, R.const()",
+      Literal(project), R"(, "float32"))
+            gv = R.nn.relu(p)
+            R.output(gv)
+        return gv
+)");
+  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
+  ASSERT_TRUE(converted.ok()) << converted.status();
+  const std::string printed = script::PrintScript(*converted);
+  EXPECT_THAT(printed, HasSubstr("R.Tensor((1, 16, 7, 7), dtype=\"float32\") = R.nn.conv2d(x"));
+  EXPECT_THAT(printed, HasSubstr("out_layout=\"NHWC\""));
+  ExpectSameNumbersInNchw(text, Random({1, 16, 14, 14}, 10));
+}
+
+}  // namespace
+}  // namespace kiln::ir::relax
