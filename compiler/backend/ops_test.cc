@@ -610,6 +610,32 @@ TEST(OpsTest, Conv2dBlockedKernelLayout) {
   }
 }
 
+// NCHW data, an NHWC result (out_layout) and the weight blocked as OHWI32o ([O / 32, H, W, I,
+// 32]): ConvertConvLayout's first NHWC convolution. Strided and padded, a batch of 2.
+TEST(OpsTest, Conv2dFromNchwDataToAnNhwcResultWithBlockedWeights) {
+  Array x = Random({2, 5, 9, 9}, 40), w = Random({64, 5, 3, 3}, 41);
+  Array blocked = Zeros({2, 3, 3, 5, 32});
+  for (int64_t i = 0; i < w.size(); ++i) {
+    std::vector<int64_t> idx = w.Unravel(i);
+    blocked.at({idx[0] / 32, idx[2], idx[3], idx[1], idx[0] % 32}) = w.data[i];
+  }
+  Array padded = Zeros({2, 5, 11, 11});
+  for (int64_t i = 0; i < x.size(); ++i) {
+    std::vector<int64_t> idx = x.Unravel(i);
+    padded.at({idx[0], idx[1], idx[2] + 1, idx[3] + 1}) = x.data[i];
+  }
+  Array nchw = Conv2dRef(padded, w, 2, 0, 1, 1);
+  Array want = Zeros({nchw.shape[0], nchw.shape[2], nchw.shape[3], nchw.shape[1]});
+  for (int64_t i = 0; i < nchw.size(); ++i) {
+    std::vector<int64_t> idx = nchw.Unravel(i);
+    want.at({idx[0], idx[2], idx[3], idx[1]}) = nchw.data[i];
+  }
+  CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(blocked.shape)),
+          "            y = R.nn.conv2d(x, w, strides=[2, 2], padding=[1, 1], "
+          "kernel_layout=\"OHWI32o\", out_layout=\"NHWC\")\n",
+          {ToTensor(x), ToTensor(blocked)}, want);
+}
+
 // A 1x1 convolution (stride 1, unpadded) over an image of H * W a multiple of 4 runs as a matmul
 // along the flattened image, its vectors crossing image rows: 6 x 6 (vectors longer than a row),
 // 12 x 10, 28 x 28; odd channel counts, batch 2, the kernel as OIHW and as HWIO.

@@ -141,6 +141,36 @@ class Module:
   EXPECT_THAT(text, HasSubstr(", 16, 4)]\n"));
 }
 
+// An NHWC 3x3 convolution over a 7x7 image: the register tile is a whole row of 7 pixels by two
+// vectors of output channels (no divisor of 7 fits the budget of 4 rows), and the pixel loops
+// iterate inside each parallel block of output channels, which reads its weights from cache
+// for every row rather than streaming all of them once per row.
+TEST(DefaultScheduleTest, AConvolutionsPixelsIterateInsideEachBlockOfOutputChannels) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def conv3x3(X: T.Buffer((1, 9, 9, 64), "float32"), W: T.Buffer((3, 3, 64, 64), "float32"), Y: T.Buffer((1, 7, 7, 64), "float32")):
+        for n, h, w, c, k, kh, kw in T.grid(1, 7, 7, 64, 64, 3, 3):
+            with T.block("conv2d"):
+                vn, vh, vw, vc, vk, vkh, vkw = T.axis.remap("SSSSRRR", [n, h, w, c, k, kh, kw])
+                T.reads(X[vn, vh + vkh, vw + vkw, vk], W[vkh, vkw, vk, vc])
+                T.writes(Y[vn, vh, vw, vc])
+                with T.init():
+                    Y[vn, vh, vw, vc] = T.float32(0)
+                Y[vn, vh, vw, vc] = Y[vn, vh, vw, vc] + X[vn, vh + vkh, vw + vkw, vk] * W[vkh, vkw, vk, vc]
+)");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "conv3x3");
+  ASSERT_TRUE(sch.ok()) << sch.status();
+  const std::string scheduled = script::PrintScript(sch->mod());
+  EXPECT_THAT(scheduled, HasSubstr("for c_0 in T.parallel(2):"));
+  EXPECT_THAT(scheduled, HasSubstr("for n_1, h_1, w_1, c_1 in T.grid(1, 7, 1, 1):"));
+  EXPECT_THAT(scheduled, HasSubstr("for w_3 in T.unroll(7):"));
+  EXPECT_THAT(scheduled, HasSubstr("for c_3 in T.vectorized(32):"));
+  testing::ExpectSameNumbers(*mod, *sch);
+}
+
 TEST(DefaultScheduleTest, RowReductionsAccumulateVectorsOfPartialResults) {
   // Softmax's row max and row sum (64 wide) run 16 lanes of partial results each (AddRFactor),
   // the rows in parallel, and compute what the unscheduled function computes.

@@ -148,6 +148,9 @@ struct ConvShape {
   // out_layout (default: data_layout): ConvertConvLayout's first NHWC convolution reads NCHW
   // data and writes NHWC, each input value a broadcast whatever its layout.
   bool out_nhwc = false;
+  // "OHWI<b>o": [O / b, H, W, I, b], the NHWC counterpart ConvertConvLayout gives a constant
+  // weight: a vector of output channels is one load, and one block's weights are contiguous.
+  int64_t w_block = 0;
   int out_h_axis() const { return out_nhwc ? 1 : 2; }
   int out_c_axis() const { return out_nhwc ? 3 : 1; }
 };
@@ -165,7 +168,11 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
       return OpError(call, absl::StrCat("kernel_layout \"", *kl, "\" has no block size"));
     if (c.window.nhwc) return OpError(call, "a blocked kernel_layout needs NCHW data");
   }
-  std::string sorted = c.o_block ? "OIHW" : *kl;
+  if (absl::StartsWith(*kl, "OHWI") && kl->size() > 5 && kl->back() == 'o') {
+    if (!absl::SimpleAtoi(kl->substr(4, kl->size() - 5), &c.w_block) || c.w_block < 1)
+      return OpError(call, absl::StrCat("kernel_layout \"", *kl, "\" has no block size"));
+  }
+  std::string sorted = c.o_block ? "OIHW" : c.w_block ? "OHWI" : *kl;
   std::sort(sorted.begin(), sorted.end());
   if (sorted != "HIOW") {
     return OpError(call, absl::StrCat("kernel_layout \"", *kl,
@@ -179,7 +186,8 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
   if (!groups.ok()) return groups.status();
   if (*groups < 1) return OpError(call, "groups must be >= 1");
   c.groups = *groups;
-  if (c.o_block && c.groups != 1) return OpError(call, "a blocked kernel_layout needs groups=1");
+  if ((c.o_block || c.w_block) && c.groups != 1)
+    return OpError(call, "a blocked kernel_layout needs groups=1");
   if (c.window.ceil_mode) return OpError(call, "ceil_mode is for pooling");
   absl::StatusOr<std::string> out_layout =
       StringAttr(call, "out_layout", c.window.nhwc ? "NHWC" : "NCHW");
@@ -189,7 +197,8 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
                    absl::StrCat("out_layout \"", *out_layout, "\" is not supported (NCHW, NHWC)"));
   }
   c.out_nhwc = *out_layout == "NHWC";
-  if (c.o_block && c.out_nhwc) return OpError(call, "a blocked kernel_layout writes NCHW");
+  if (c.o_block && c.out_nhwc) return OpError(call, "kernel_layout \"OIHW<b>o\" writes NCHW");
+  if (c.w_block && !c.out_nhwc) return OpError(call, "kernel_layout \"OHWI<b>o\" writes NHWC");
   return c;
 }
 
@@ -208,7 +217,8 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContex
     if (!d.ok()) return OpError(call, "bad out_dtype");
     if (!d->is_void()) dtype = *d;
   }
-  const int weight_rank = conv->o_block ? 5 : 4;
+  const int64_t block = conv->o_block ? conv->o_block : conv->w_block;
+  const int weight_rank = block ? 5 : 4;
   if ((*x)->ndim >= 0 && (*x)->ndim != 4) return OpError(call, "data must have rank 4");
   if ((*wt)->ndim >= 0 && (*wt)->ndim != weight_rank)
     return OpError(call, absl::StrCat("weight must have rank ", weight_rank));
@@ -217,11 +227,9 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContex
   if (xd == nullptr || wd == nullptr) return TensorSInfoUnknown(dtype, 4);
   const Window& win = conv->window;
   PrimExpr channels = (*xd)[win.c_axis()];
-  if (conv->o_block &&
-      ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[4], Int64(conv->o_block))))
+  if (block && ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[4], Int64(block))))
     return OpError(call, "the weight's last dimension must be the kernel_layout's block");
-  PrimExpr out_c =
-      conv->o_block ? ctx.analyzer->Simplify((*wd)[0] * conv->o_block) : (*wd)[conv->o];
+  PrimExpr out_c = block ? ctx.analyzer->Simplify((*wd)[0] * block) : (*wd)[conv->o];
   PrimExpr in_c = (*wd)[conv->i];
   PrimExpr kh = (*wd)[conv->h];
   PrimExpr kw = (*wd)[conv->w];
@@ -282,6 +290,7 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
   PrimExpr kh = weight->shape[conv->h];
   PrimExpr kw = weight->shape[conv->w];
   PrimExpr out_c = weight->shape[conv->o];
+  if (conv->w_block) out_c = out[0]->shape[conv->out_c_axis()];
   DataType t = out[0]->dtype;
   int h = w.h_axis(), c = w.c_axis();
   if (conv->o_block) {
@@ -345,10 +354,11 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
              xi[h] = s[oh] * w.stride[0] + r[1] * w.dilation[0];
              xi[h + 1] = s[oh + 1] * w.stride[1] + r[2] * w.dilation[1];
              Indices wi(4);
-             wi[conv->o] = oc;
+             wi[conv->o] = conv->w_block ? FloorDiv(oc, Int64(conv->w_block)) : oc;
              wi[conv->i] = r[0];
              wi[conv->h] = r[1];
              wi[conv->w] = r[2];
+             if (conv->w_block) wi.push_back(FloorMod(oc, Int64(conv->w_block)));
              return Cast(t, Load(data, xi)) * Cast(t, Load(weight, wi));
            });
   return absl::OkStatus();

@@ -90,8 +90,14 @@ TEST(ConvertConvLayoutTest, NarrowImagesRunInNhwcFromTheFirstConvolutionToTheMea
   ASSERT_TRUE(converted.ok()) << converted.status();
   const std::string printed = script::PrintScript(*converted);
   // The first convolution reads the NCHW input as it is and writes NHWC; the rest is NHWC.
-  EXPECT_THAT(printed, HasSubstr("data_layout=\"NCHW\", kernel_layout=\"HWIO\", "
+  // Weights of whole vectors of output channels are blocked (OHWI32o), others HWIO (the
+  // depthwise one, the projection to 8 channels).
+  EXPECT_THAT(printed, HasSubstr("data_layout=\"NCHW\", kernel_layout=\"OHWI32o\", "
                                  "out_layout=\"NHWC\""));
+  EXPECT_THAT(printed, HasSubstr("data_layout=\"NHWC\", groups=32, kernel_layout=\"HWIO\""));
+  EXPECT_THAT(printed, HasSubstr("R.Tensor((1, 14, 14, 8), dtype=\"float32\") = R.nn.conv2d("
+                                 "d2_nhwc, metadata[\"relax.expr.Constant\"][6], "
+                                 "data_layout=\"NHWC\", kernel_layout=\"HWIO\""));
   EXPECT_THAT(printed, HasSubstr("R.Tensor((1, 14, 14, 32), dtype=\"float32\") = R.nn.conv2d("));
   // The biases broadcast along NHWC's channels; the mean is over H and W, then a reshape.
   EXPECT_THAT(printed, HasSubstr("e1_nhwc: R.Tensor((1, 14, 14, 32), dtype=\"float32\") = R.add("));
