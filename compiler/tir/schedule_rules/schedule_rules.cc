@@ -242,19 +242,53 @@ bool DisjointReads(const BlockInfo& info, const ir::VarNode* a, const ir::VarNod
   return a_used && b_used;
 }
 
+// Whether a read's innermost index steps by more than one along the vectorized loop's `v`
+// (v * 2 + k) while a spatial loop of the block does not index it: each strided vector is
+// reused across that loop (a dense convolution's output channels; a depthwise one reads each
+// channel's own).
+bool SharedStridedRead(const BlockInfo& info, const ir::VarNode* v) {
+  for (const ir::BufferRegion& r : info.block->reads) {
+    if (r->buffer.get() == Output(info) || r->region.empty()) continue;
+    bool strided = false;
+    ir::PostOrderVisit(r->region.back()->min, [&](const ir::PrimExpr& e) {
+      const auto* mul = e.as<ir::BinaryNode>();
+      if (mul == nullptr || mul->kind() != ir::NodeKind::kMul) return;
+      const int64_t* c = ir::AsConstInt(mul->b);
+      if (mul->a.get() == v && c != nullptr && *c > 1) strided = true;
+    });
+    if (!strided) continue;
+    std::set<const ir::VarNode*> used;
+    for (const ir::Range& range : r->region) {
+      ir::PostOrderVisit(range->min, [&](const ir::PrimExpr& e) {
+        if (const auto* x = e.as<ir::VarNode>()) used.insert(x);
+      });
+    }
+    for (size_t k = 0; k < info.loops.size(); ++k) {
+      const int64_t* extent = ConstExtent(info.loops[k]);
+      if (info.loop_kinds[k] == IterKind::kSpatial && extent != nullptr && *extent > 1 &&
+          !used.count(info.loop_iter_vars[k]))
+        return true;
+    }
+  }
+  return false;
+}
+
 // The innermost tile of each loop of the block with `vec` lanes: the register tile.
 std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t vec) {
   const size_t n = info.loops.size();
   std::vector<int64_t> inner(n, 1);
   inner[last_spatial] = vec;
   int64_t budget = std::max<int64_t>(1, kTileAccumulators / vec);
+  // A strided input row (a stride-2 convolution's) costs two loads and a shuffle per vector:
+  // where output channels share it, fewer rows, so that each vector serves more of them.
+  const int64_t rows = SharedStridedRead(info, info.loop_iter_vars[last_spatial]) ? 2 : 4;
   int row_loop = -1;
   for (int k = last_spatial - 1; k >= 0; --k) {
     const int64_t* extent = ConstExtent(info.loops[k]);
     if (info.loop_kinds[k] != IterKind::kSpatial || extent == nullptr) continue;
     // The row loop shares its budget with the next loop out (a conv's output channels), so a
     // tile reuses both each input vector and each broadcast weight.
-    inner[k] = LargestDivisor(*extent, std::min<int64_t>(row_loop < 0 ? 4 : 8, budget));
+    inner[k] = LargestDivisor(*extent, std::min<int64_t>(row_loop < 0 ? rows : 8, budget));
     // A row of prime extent (7) has no divisor in the budget: whole, while it fits twice over
     // (7 rows of two vectors are 14 of AVX-512's 32 registers; one row of them left an NHWC
     // 3x3 convolution over a 7x7 image at 60 GFLOP/s).
