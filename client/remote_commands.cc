@@ -350,7 +350,10 @@ nlohmann::json TuneJson(const v1::TuneResult& result) {
                            {"trials", t.trials()},
                            {"failures", t.failures()}};
     if (t.default_seconds() > 0) task["default_seconds"] = t.default_seconds();
-    if (t.best_seconds() > 0) task["best_seconds"] = t.best_seconds();
+    if (t.best_seconds() > 0) {
+      task["best_seconds"] = t.best_seconds();
+      task["record_applied"] = t.record_applied();
+    }
     if (!t.error().empty()) task["error"] = t.error();
     out["tasks"].push_back(task);
   }
@@ -373,11 +376,11 @@ void PrintTuneResult(const v1::TuneResult& result, bool json) {
   std::printf("%-40s %6s %6s %12s %12s %8s\n", "task", "weight", "trials", "default ms", "best ms",
               "speedup");
   for (const v1::TuneTaskResult& t : result.tasks()) {
-    // "best" is what a compile with the database runs: no record slower than the untuned
-    // kernel is applied, so such a task keeps its default (and says so).
+    // "best" is what a compile with the database runs: no record that fails to beat the
+    // untuned kernel is applied, so such a task keeps its default (and says so).
     double best = t.best_seconds();
     std::string note = t.error().empty() ? "" : "  " + t.error();
-    if (t.default_seconds() > 0 && best > t.default_seconds()) {
+    if (t.default_seconds() > 0 && best > 0 && !t.record_applied()) {
       note = absl::StrCat("  default kept (best record ", Ms(best), " ms)", note);
       best = t.default_seconds();
     }

@@ -9,14 +9,14 @@ namespace kiln::tune {
 
 namespace {
 
-// The record the pass applies to `workload`, if any: its best, unless the untuned kernel measured
-// beside it was faster.
+// The record the pass applies to `workload`, if any: its best, where it beat the untuned kernel
+// measured beside it (RecordBeatsUntuned).
 absl::StatusOr<std::optional<TuningRecord>> AppliedRecord(const TuningDatabase& db,
                                                           const WorkloadId& workload) {
   absl::StatusOr<std::optional<TuningRecord>> best = db.Best(workload);
   if (!best.ok() || !best->has_value()) return best;
   absl::StatusOr<std::optional<double>> untuned = db.DefaultSeconds(workload);
-  if (untuned.ok() && untuned->has_value() && **untuned <= *(*best)->seconds) {
+  if (untuned.ok() && untuned->has_value() && !RecordBeatsUntuned(*(*best)->seconds, **untuned)) {
     return std::optional<TuningRecord>();
   }
   return best;

@@ -147,10 +147,13 @@ struct TaskState {
   bool exhausted = false;
 };
 
-// What the kernel will take when compiled with the database: the best record, unless the
-// untuned kernel is faster (then no record is applied).
+// What the kernel will take when compiled with the database: the best record where it beats the
+// untuned kernel (RecordBeatsUntuned), else the untuned kernel.
 double Estimate(const TaskReport& t) {
-  if (t.best_seconds && t.default_seconds) return std::min(*t.best_seconds, *t.default_seconds);
+  if (t.best_seconds && t.default_seconds) {
+    return RecordBeatsUntuned(*t.best_seconds, *t.default_seconds) ? *t.best_seconds
+                                                                   : *t.default_seconds;
+  }
   if (t.best_seconds) return *t.best_seconds;
   return t.default_seconds.value_or(0);
 }
@@ -321,6 +324,9 @@ v1::TuneResult ToProto(const TuneReport& report, int budget) {
     task->set_failures(t.failures);
     task->set_default_seconds(t.default_seconds.value_or(0));
     task->set_best_seconds(t.best_seconds.value_or(0));
+    task->set_record_applied(
+        t.best_seconds.has_value() &&
+        (!t.default_seconds || RecordBeatsUntuned(*t.best_seconds, *t.default_seconds)));
     task->set_error(t.error);
   }
   for (const CurvePoint& p : report.curve) {
