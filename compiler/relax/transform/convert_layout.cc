@@ -126,8 +126,7 @@ class LayoutRewriter {
     const std::string op = OpName(call);
     Var twin;
     if (op == "relax.nn.conv2d") {
-      call_var_ = var;
-      twin = ConvertConv(*call, var->name_hint);
+      twin = ConvertConv(*call, var);
     } else if (op == "relax.mean") {
       return ConvertMean(var, *call);
     } else if (const OpInfo* info = LookupOp(op);
@@ -141,15 +140,16 @@ class LayoutRewriter {
     return true;
   }
 
-  // conv2d(x, W) in NCHW/OIHW with W constant -> conv2d(x', W as HWIO) in NHWC.
-  Var ConvertConv(const CallNode& call, const std::string& name) {
+  // var = conv2d(x, W), NCHW data, a constant OIHW weight and an output narrower than kWideRow
+  // -> conv2d(x or its twin, W as OHWI<b>o or HWIO), an NHWC result: its twin.
+  Var ConvertConv(const CallNode& call, const Var& var) {
     if (call.args.size() != 2 || StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
         StringAttrOr(call.attrs, "kernel_layout", "OIHW") != "OIHW" ||
         !StringAttrOr(call.attrs, "out_dtype", "").empty()) {
       return Var();
     }
     const ConstantNode* w = ConstantOf(call.args[1]);
-    const std::vector<int64_t> out = StaticShape(call_var_);
+    const std::vector<int64_t> out = StaticShape(var);
     if (w == nullptr || w->shape.size() != 4 || StaticShape(call.args[0]).size() != 4 ||
         out.size() != 4 || out[3] >= kWideRow) {
       return Var();
@@ -192,7 +192,7 @@ class LayoutRewriter {
         WithAttr(call.attrs, "data_layout", Make<ir::StringImmNode>(nhwc_in ? "NHWC" : "NCHW"));
     attrs = WithAttr(attrs, "kernel_layout", Make<ir::StringImmNode>(layout));
     attrs = WithAttr(attrs, "out_layout", Make<ir::StringImmNode>("NHWC"));
-    return Emit(MakeCall(call.op, {x, weight}, call.sinfo_args, attrs), name + "_nhwc");
+    return Emit(MakeCall(call.op, {x, weight}, call.sinfo_args, attrs), var->name_hint + "_nhwc");
   }
 
   // An elementwise or broadcast operator of a rank-4 result, reading at least one value that
@@ -352,9 +352,8 @@ class LayoutRewriter {
 
   BlockBuilder bb_;
   bool dataflow_ = false;
-  Var call_var_;                                    // the variable the conv2d being converted binds
-  std::unordered_map<const VarNode*, Expr> bound_;  // what each variable is bound to
-  std::unordered_map<const VarNode*, Var> nhwc_;    // an NCHW value's NHWC twin
+  std::unordered_map<const VarNode*, Expr> bound_;   // what each variable is bound to
+  std::unordered_map<const VarNode*, Var> nhwc_;     // an NCHW value's NHWC twin
   std::unordered_set<const VarNode*> materialized_;  // twins bound back to their NCHW variable
   std::vector<Binding> out_;
 };
