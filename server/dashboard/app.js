@@ -156,8 +156,10 @@ async function jobView(view, id) {
                          el('td', {class: 'num'}, x.weight), el('td', {class: 'num'}, x.trials),
                          el('td', {class: 'num'}, ms(x.default_seconds)),
                          el('td', {class: 'num'}, ms(x.best_seconds)),
-                         el('td', {class: 'num'}, x.best_seconds && x.default_seconds
-                             ? (x.default_seconds / x.best_seconds).toFixed(2) + 'x' : '-')))));
+                         el('td', {class: 'num'}, !x.best_seconds || !x.default_seconds ? '-'
+                             // A record within 3 % of the untuned kernel is not applied.
+                             : x.record_applied ? (x.default_seconds / x.best_seconds).toFixed(2) + 'x'
+                             : 'default kept')))));
   }
   parts.push(el('h3', {}, 'Events'),
              table(['time', 'state', 'message'], data.events.map(e => el('tr', {class: 'event'},

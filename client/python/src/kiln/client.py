@@ -209,7 +209,8 @@ class Job:
                     "tasks": [{"name": x.name, "workload_key": x.workload_key,
                                "weight": x.weight, "trials": x.trials, "failures": x.failures,
                                "default_seconds": x.default_seconds or None,
-                               "best_seconds": x.best_seconds or None, "error": x.error}
+                               "best_seconds": x.best_seconds or None,
+                               "record_applied": x.record_applied, "error": x.error}
                               for x in t.tasks],
                     "curve": [{"trials": p.trials, "estimated_seconds": p.estimated_seconds,
                                "elapsed_s": p.elapsed_s} for p in t.curve]}
