@@ -1,9 +1,12 @@
 #include "compiler/backend/testing/model_test_util.h"
 
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <random>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/backend/build.h"
 #include "compiler/script/script_parser.h"
 #include "runtime/library.h"
@@ -109,6 +112,44 @@ absl::StatusOr<Value> CompileModuleAndRun(const ir::IRModule& mod, const std::ve
           std::make_shared<runtime::ThreadPool>(2), nullptr);
   if (!vm.ok()) return vm.status();
   return (*vm)->Invoke("main", inputs);
+}
+
+namespace {
+
+std::string LiteralFrom(const Array& a, size_t dim, int64_t offset) {
+  if (dim == a.shape.size()) return absl::StrCat(a.data[offset]);
+  int64_t stride = 1;
+  for (size_t d = dim + 1; d < a.shape.size(); ++d) stride *= a.shape[d];
+  std::vector<std::string> items;
+  for (int64_t i = 0; i < a.shape[dim]; ++i)
+    items.push_back(LiteralFrom(a, dim + 1, offset + i * stride));
+  return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+}
+
+}  // namespace
+
+std::string Literal(const Array& a) { return LiteralFrom(a, 0, 0); }
+
+absl::Status SameResultsAs(const std::string& text, const std::vector<runtime::Value>& inputs,
+                           const BuildOptions& reference, double tolerance) {
+  absl::StatusOr<runtime::Value> want = CompileAndRun(text, inputs, reference);
+  if (!want.ok()) return want.status();
+  absl::StatusOr<runtime::Value> got = CompileAndRun(text, inputs);
+  if (!got.ok()) return got.status();
+  if (!want->as_tensor() || !got->as_tensor())
+    return absl::InvalidArgumentError("main does not return a tensor");
+  Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
+  if (a.shape != b.shape) {
+    return absl::InternalError(absl::StrCat("shapes differ: [", absl::StrJoin(a.shape, ", "),
+                                            "] and [", absl::StrJoin(b.shape, ", "), "]"));
+  }
+  for (int64_t i = 0; i < a.size(); ++i) {
+    if (!(std::abs(a.data[i] - b.data[i]) <= tolerance)) {
+      return absl::InternalError(
+          absl::StrCat("element ", i, ": ", b.data[i], " against ", a.data[i], " in reference"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::backend::testing

@@ -32,6 +32,9 @@ Array Random(std::vector<int64_t> shape, uint32_t seed, double lo = -2, double h
 runtime::Tensor ToTensor(const Array& a, const char* dtype = "float32");
 Array FromTensor(const runtime::Tensor& t);
 
+// `a` as the nested lists of an R.const literal.
+std::string Literal(const Array& a);
+
 // Parses `text`, builds it for the host with `options` and runs main on `inputs` (2 threads).
 absl::StatusOr<runtime::Value> CompileAndRun(const std::string& text,
                                              const std::vector<runtime::Value>& inputs,
@@ -40,6 +43,12 @@ absl::StatusOr<runtime::Value> CompileAndRun(const std::string& text,
 absl::StatusOr<runtime::Value> CompileModuleAndRun(const ir::IRModule& mod,
                                                    const std::vector<runtime::Value>& inputs,
                                                    const BuildOptions& options = {});
+
+// Builds `text` with `reference` options and with the defaults, runs main on `inputs` and
+// compares the two tensor results element by element within `tolerance`: OK, or an error
+// naming the first element that differs (a pass's test: the same numbers with and without it).
+absl::Status SameResultsAs(const std::string& text, const std::vector<runtime::Value>& inputs,
+                           const BuildOptions& reference, double tolerance = 1e-4);
 
 }  // namespace kiln::backend::testing
 

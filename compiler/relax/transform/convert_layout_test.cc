@@ -3,7 +3,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "compiler/backend/testing/model_test_util.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/script/printer.h"
@@ -15,36 +14,19 @@ namespace kiln::ir::relax {
 namespace {
 
 using backend::testing::Array;
-using backend::testing::CompileAndRun;
-using backend::testing::FromTensor;
+using backend::testing::Literal;
 using backend::testing::Random;
 using backend::testing::ToTensor;
 using pass::testing::ParseModule;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// `a` as an R.const literal (nested lists).
-std::string Literal(const Array& a, size_t dim = 0, int64_t offset = 0) {
-  if (dim == a.shape.size()) return absl::StrCat(a.data[offset]);
-  int64_t stride = 1;
-  for (size_t d = dim + 1; d < a.shape.size(); ++d) stride *= a.shape[d];
-  std::vector<std::string> items;
-  for (int64_t i = 0; i < a.shape[dim]; ++i)
-    items.push_back(Literal(a, dim + 1, offset + i * stride));
-  return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
-}
-
 // `text` built with and without ConvertConvLayout computes the same numbers on `x`.
 void ExpectSameNumbersInNchw(const std::string& text, const Array& x) {
   backend::BuildOptions nchw;
   nchw.nhwc_convs = false;
-  absl::StatusOr<runtime::Value> want = CompileAndRun(text, {ToTensor(x)}, nchw);
-  absl::StatusOr<runtime::Value> got = CompileAndRun(text, {ToTensor(x)});
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_TRUE(got.ok()) << got.status();
-  Array a = FromTensor(*want->as_tensor()), b = FromTensor(*got->as_tensor());
-  ASSERT_EQ(a.shape, b.shape);
-  for (int64_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data[i], b.data[i], 1e-4) << i;
+  absl::Status same = backend::testing::SameResultsAs(text, {ToTensor(x)}, nchw);
+  EXPECT_TRUE(same.ok()) << same;
 }
 
 // A MobileNetV2 block on an (1, 8, W, W) image, as the ONNX importer writes it (biases
