@@ -312,18 +312,7 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
 std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last_spatial) {
   const size_t n = info.loops.size();
   const int64_t extent = *ConstExtent(info.loops[last_spatial]);
-  std::vector<int64_t> inner = InnerTiles(info, last_spatial, VectorTile(extent));
-  // Rows of a prime extent (an NHWC 7x7 image's) leave a 32-lane tile one row of two vectors,
-  // its multiply-adds waiting on each other; at 16 lanes the budget reaches the next loop out.
-  auto accumulators = [](const std::vector<int64_t>& tile) {
-    int64_t product = 1;
-    for (int64_t t : tile) product *= t;
-    return product;
-  };
-  if (inner[last_spatial] > 16 && extent % 16 == 0 && accumulators(inner) < kTileAccumulators / 2) {
-    std::vector<int64_t> narrow = InnerTiles(info, last_spatial, 16);
-    if (accumulators(narrow) > accumulators(inner)) inner = narrow;
-  }
+  const std::vector<int64_t> inner = InnerTiles(info, last_spatial, VectorTile(extent));
   int row_loop = -1;
   for (int k = last_spatial - 1; k >= 0; --k) {
     const int64_t* e = ConstExtent(info.loops[k]);
