@@ -13,6 +13,7 @@
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/op_registry.h"
 #include "compiler/relax/transform/transform.h"
+#include "compiler/relax/transform/utils.h"
 
 namespace kiln::ir::relax {
 namespace {
@@ -26,25 +27,8 @@ constexpr int64_t kWideRow = 32;
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 
-const char* OpName(const CallNode* call) {
-  const auto* op = call != nullptr ? call->op.as<OpNode>() : nullptr;
-  return op != nullptr ? op->name.c_str() : "";
-}
-
-ObjectRef Ints(const std::vector<int64_t>& values) {
-  std::vector<ObjectRef> items;
-  for (int64_t v : values) items.push_back(IntImm(DataType::Int(64), v));
-  return Make<ir::ArrayNode>(std::move(items));
-}
-
-std::string StringAttrOr(const Attrs& attrs, const char* key, const std::string& fallback) {
-  ObjectRef v = GetAttr(attrs, key);
-  const auto* s = v ? v.as<ir::StringImmNode>() : nullptr;
-  return s ? s->value : fallback;
-}
-
 // The constant integers of a list attribute; false when it is absent or not constant.
-bool IntList(const Attrs& attrs, const char* key, std::vector<int64_t>* out) {
+bool IntsOf(const Attrs& attrs, const char* key, std::vector<int64_t>* out) {
   ObjectRef v = GetAttr(attrs, key);
   const auto* list = v ? v.as<ir::ArrayNode>() : nullptr;
   if (list == nullptr) return false;
@@ -255,8 +239,8 @@ class LayoutRewriter {
     return Emit(Transpose(x), v->name_hint + "_nhwc");
   }
 
-  static Expr Transpose(const Expr& x) {
-    return MakeCall(GetOp("relax.permute_dims"), {x}, {}, {{"axes", Ints(kToNhwc)}});
+  static Expr Transpose(const Expr& x, const std::vector<int64_t>& axes = kToNhwc) {
+    return MakeCall(GetOp("relax.permute_dims"), {x}, {}, {{"axes", IntList(axes)}});
   }
 
   // mean(x, axis=[2, 3]) of an NHWC twin: mean over [1, 2], reshaped to the NCHW result (its
@@ -265,22 +249,18 @@ class LayoutRewriter {
     const auto* v = call.args.size() == 1 ? call.args[0].as<VarNode>() : nullptr;
     auto it = v != nullptr ? nhwc_.find(v) : nhwc_.end();
     std::vector<int64_t> axes;
-    if (it == nhwc_.end() || !IntList(call.attrs, "axis", &axes) || axes.size() != 2) return false;
+    if (it == nhwc_.end() || !IntsOf(call.attrs, "axis", &axes) || axes.size() != 2) return false;
     for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
     if (!((axes[0] == 2 && axes[1] == 3) || (axes[0] == 3 && axes[1] == 2))) return false;
     const std::vector<int64_t> shape = StaticShape(var);
     if (shape.empty()) return false;
-    Attrs attrs = WithAttr(call.attrs, "axis", Ints({1, 2}));
+    Attrs attrs = WithAttr(call.attrs, "axis", IntList({1, 2}));
     Var mean =
         Emit(MakeCall(call.op, {it->second}, call.sinfo_args, attrs), var->name_hint + "_nhwc");
     if (!mean) return false;
     std::vector<PrimExpr> dims;
     for (int64_t d : shape) dims.push_back(IntImm(DataType::Int(64), d));
-    Expr reshape = MakeCall(GetOp("relax.reshape"), {mean, MakeShape(dims)});
-    absl::StatusOr<Expr> normalized = bb_.Normalize(reshape);
-    if (!normalized.ok()) return false;
-    out_.push_back(MakeBinding(var, *normalized));
-    return true;
+    return Bind(var, MakeCall(GetOp("relax.reshape"), {mean, MakeShape(dims)}));
   }
 
   // A constant operand of a broadcast (a bias [C, 1, 1], a scalar) as it broadcasts against
@@ -327,13 +307,18 @@ class LayoutRewriter {
     return var;
   }
 
+  // Binds the existing `var` to the normalized `value`; false on failure.
+  bool Bind(const Var& var, const Expr& value) {
+    absl::StatusOr<Expr> normalized = bb_.Normalize(value);
+    if (normalized.ok()) out_.push_back(MakeBinding(var, *normalized));
+    return normalized.ok();
+  }
+
   // Binds `var` to its NHWC twin transposed back, once.
   void Materialize(const Var& var) {
     auto it = nhwc_.find(var.get());
     if (it == nhwc_.end() || !materialized_.insert(var.get()).second) return;
-    Expr back = MakeCall(GetOp("relax.permute_dims"), {it->second}, {}, {{"axes", Ints(kToNchw)}});
-    absl::StatusOr<Expr> normalized = bb_.Normalize(back);
-    if (normalized.ok()) out_.push_back(MakeBinding(var, *normalized));
+    Bind(var, Transpose(it->second, kToNchw));
   }
 
   // Every variable `b` reads that so far exists only as a twin is bound before it.

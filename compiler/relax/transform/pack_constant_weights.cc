@@ -8,6 +8,7 @@
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/op_registry.h"
 #include "compiler/relax/transform/transform.h"
+#include "compiler/relax/transform/utils.h"
 
 namespace kiln::ir::relax {
 namespace {
@@ -18,17 +19,6 @@ int64_t BlockFor(int64_t channels) { return channels % 16 == 0 ? 16 : channels %
 
 // What a variable is bound to.
 using Bindings = std::unordered_map<const VarNode*, Expr>;
-
-std::string StringAttrOr(const Attrs& attrs, const char* key, const std::string& fallback) {
-  ObjectRef v = GetAttr(attrs, key);
-  const auto* s = v ? v.as<ir::StringImmNode>() : nullptr;
-  return s ? s->value : fallback;
-}
-
-const char* OpName(const CallNode* call) {
-  const auto* op = call != nullptr ? call->op.as<OpNode>() : nullptr;
-  return op != nullptr ? op->name.c_str() : "";
-}
 
 // A float32 constant with whole data.
 bool IsF32(const ConstantNode* c) {
@@ -191,12 +181,8 @@ class WeightPacker : public ExprMutator {
       Var wide = block->is_dataflow() ? MakeDataflowVar(out->var->name_hint + "_wide", wide_sinfo)
                                       : MakeVar(out->var->name_hint + "_wide", wide_sinfo);
       bindings.push_back(MakeBinding(wide, out->value));
-      auto ints = [](std::vector<int64_t> v) {
-        std::vector<ObjectRef> items;
-        for (int64_t x : v) items.push_back(IntImm(DataType::Int(64), x));
-        return ObjectRef(Make<ir::ArrayNode>(std::move(items)));
-      };
-      Attrs attrs = {{"axes", ints({-1})}, {"begin", ints({0})}, {"end", ints({*AsConstInt(n)})}};
+      Attrs attrs = {
+          {"axes", IntList({-1})}, {"begin", IntList({0})}, {"end", IntList({*AsConstInt(n)})}};
       bindings.push_back(
           MakeBinding(out->var, MakeCall(GetOp("relax.strided_slice"), {wide}, {}, attrs)));
     }

@@ -2,7 +2,10 @@
 #ifndef KILN_COMPILER_RELAX_TRANSFORM_UTILS_H_
 #define KILN_COMPILER_RELAX_TRANSFORM_UTILS_H_
 
+#include <cstdint>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "compiler/ir/relax_expr.h"
 
@@ -10,6 +13,15 @@ namespace kiln::ir::relax {
 
 // How often each variable is used (not defined) in `e`.
 std::unordered_map<const VarNode*, int> CountVarUses(const Expr& e);
+
+// The name of the Op a call calls ("relax.nn.conv2d"), "" for anything else.
+const char* OpName(const CallNode* call);
+
+// A string attribute's value, or `fallback` where it is absent or not a string.
+std::string StringAttrOr(const Attrs& attrs, const char* key, const std::string& fallback);
+
+// An attribute value listing integers (int64), as the operators' axes and bounds are written.
+ObjectRef IntList(const std::vector<int64_t>& values);
 
 }  // namespace kiln::ir::relax
 
