@@ -31,6 +31,17 @@ struct BlockInfo {
   bool writes_param = false;
 };
 
+// The variables a buffer region's indices use.
+std::set<const ir::VarNode*> VarsIn(const ir::BufferRegion& region) {
+  std::set<const ir::VarNode*> vars;
+  for (const ir::Range& range : region->region) {
+    ir::PostOrderVisit(range->min, [&](const ir::PrimExpr& e) {
+      if (const auto* v = e.as<ir::VarNode>()) vars.insert(v);
+    });
+  }
+  return vars;
+}
+
 class BlockCollector : public ir::StmtExprVisitor {
  public:
   explicit BlockCollector(const ir::PrimFunc& f) {
@@ -88,12 +99,7 @@ class BlockCollector : public ir::StmtExprVisitor {
       if (params_.count(w->buffer.get())) info.writes_param = true;
     }
     for (const ir::BufferRegion& r : block.reads) {
-      std::set<const ir::VarNode*> touched;
-      for (const ir::Range& range : r->region) {
-        ir::PostOrderVisit(range->min, [&](const ir::PrimExpr& e) {
-          if (const auto* v = e.as<ir::VarNode>()) touched.insert(v);
-        });
-      }
+      const std::set<const ir::VarNode*> touched = VarsIn(r);
       for (const ir::IterVar& iv : block.iter_vars) {
         // An iter var of extent 1 (a kept dimension of a row reduction's output) reuses nothing.
         const int64_t* extent = ir::AsConstInt(iv->dom->extent);
@@ -228,13 +234,8 @@ bool DisjointReads(const BlockInfo& info, const ir::VarNode* a, const ir::VarNod
   bool a_used = false, b_used = false;
   for (const ir::BufferRegion& r : info.block->reads) {
     if (r->buffer.get() == Output(info)) continue;
-    bool has_a = false, has_b = false;
-    for (const ir::Range& range : r->region) {
-      ir::PostOrderVisit(range->min, [&](const ir::PrimExpr& e) {
-        has_a |= e.get() == a;
-        has_b |= e.get() == b;
-      });
-    }
+    const std::set<const ir::VarNode*> vars = VarsIn(r);
+    const bool has_a = vars.count(a) > 0, has_b = vars.count(b) > 0;
     if (has_a && has_b) return false;
     a_used |= has_a;
     b_used |= has_b;
@@ -257,12 +258,7 @@ bool SharedStridedRead(const BlockInfo& info, const ir::VarNode* v) {
       if (mul->a.get() == v && c != nullptr && *c > 1) strided = true;
     });
     if (!strided) continue;
-    std::set<const ir::VarNode*> used;
-    for (const ir::Range& range : r->region) {
-      ir::PostOrderVisit(range->min, [&](const ir::PrimExpr& e) {
-        if (const auto* x = e.as<ir::VarNode>()) used.insert(x);
-      });
-    }
+    const std::set<const ir::VarNode*> used = VarsIn(r);
     for (size_t k = 0; k < info.loops.size(); ++k) {
       const int64_t* extent = ConstExtent(info.loops[k]);
       if (info.loop_kinds[k] == IterKind::kSpatial && extent != nullptr && *extent > 1 &&
