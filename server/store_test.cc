@@ -286,10 +286,14 @@ v1::Job Unfinished(int i, v1::JobKind kind, const std::string& device_key = "") 
   return job;
 }
 
+// Leases long enough that a loaded machine (CI runs the whole suite on 2 cores) does not let one
+// run out between two steps of a test that expects it held.
+constexpr int kLeaseMs = 3000;
+
 std::unique_ptr<PostgresStore> Instance(const std::string& url, const std::string& name) {
   PostgresStore::OpenOptions options;
   options.instance = name;
-  options.lease_ms = 1000;
+  options.lease_ms = kLeaseMs;
   absl::StatusOr<std::unique_ptr<PostgresStore>> store =
       PostgresStore::Open(url, Dir("pg_" + name), options);
   EXPECT_TRUE(store.ok()) << store.status();
@@ -307,16 +311,17 @@ TEST(PostgresStore, ADeadInstancesJobsAreClaimedOnceItsLeaseRunsOut) {
   std::unique_ptr<PostgresStore> a = Instance(url, "a"), b = Instance(url, "b");
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(a->AwaitSaved(a->SaveJob(Unfinished(1, v1::JOB_KIND_COMPILE))).ok());
-  // Held by a while it renews.
+  // Held by a while it renews: past the first lease's end (half a lease, then 0.6 of one), the
+  // renewed lease still has 0.4 of a lease (1.2 s) to run when b tries.
   EXPECT_THAT(Ids(*b->ClaimJobs(true, {}, 10)), ::testing::IsEmpty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(kLeaseMs / 2));
   absl::StatusOr<LeaseRenewal> renewed = a->RenewLeases();
   ASSERT_TRUE(renewed.ok()) << renewed.status();
   EXPECT_THAT(renewed->held, ::testing::ElementsAre("job-1"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(kLeaseMs * 6 / 10));
   EXPECT_THAT(Ids(*b->ClaimJobs(true, {}, 10)), ::testing::IsEmpty());
   // a stops renewing: b takes it, as interrupted, exactly once.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  std::this_thread::sleep_for(std::chrono::milliseconds(kLeaseMs / 2));
   absl::StatusOr<std::vector<ClaimedJob>> claimed = b->ClaimJobs(true, {}, 10);
   ASSERT_TRUE(claimed.ok()) << claimed.status();
   ASSERT_THAT(Ids(*claimed), ::testing::ElementsAre("job-1"));

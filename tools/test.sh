@@ -18,6 +18,15 @@ bazel_rc=${PIPESTATUS[0]}
 
 passed=$(grep -Ec '^//[^ ]+ +(\(cached\) )?PASSED' "$LOG")
 failed=$(grep -Ec '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED TO BUILD)' "$LOG")
+# What each failed test said (its assertions and last lines), so that a CI log explains a red run.
+for target in $(grep -E '^//[^ ]+ +(FAILED|TIMEOUT|FLAKY)' "$LOG" | awk '{print $1}'); do
+  path=${target#//}
+  log="bazel-testlogs/${path/://}/test.log"
+  [ -f "$log" ] || continue
+  echo "---- ${target}: failures ----"
+  grep -aE '(Failure|FAILED|Expected|Which is|Value of|Actual|error:)' "$log" | grep -av linux-sandbox | head -30
+  tail -n 15 "$log" | grep -av linux-sandbox
+done
 rm -f "$LOG"
 
 # Everything also builds optimized (the demo and the benchmarks run that way, and -O2 finds
