@@ -220,7 +220,7 @@ void PostgresStore::WriterLoop() {
     uint64_t last = 0;
     for (const auto& [id, row] : batch) {
       last = std::max(last, row.ticket);
-      writing_.insert(id);
+      writing_[id] = &row.job;
     }
     lock.unlock();
     // One transaction for the batch; a row the statement refused is that row's answer alone.
@@ -307,8 +307,11 @@ absl::Status PostgresStore::WriteJob(const v1::Job& job) {
 absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& id) {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
+    // A row saved but not yet committed is the newest: read it here, not from the database.
     auto it = queued_jobs_.find(id);
     if (it != queued_jobs_.end()) return std::optional<v1::Job>(it->second.job);
+    auto written = writing_.find(id);
+    if (written != writing_.end()) return std::optional<v1::Job>(*written->second);
   }
   absl::StatusOr<support::PgResult> r = db()->Query("SELECT job FROM jobs WHERE id = $1", {id});
   if (!r.ok()) return r.status();
@@ -598,7 +601,7 @@ absl::StatusOr<LeaseRenewal> PostgresStore::RenewLeases() {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     for (const auto& [id, row] : queued_jobs_) unwritten.push_back(id);
-    unwritten.insert(unwritten.end(), writing_.begin(), writing_.end());
+    for (const auto& [id, job] : writing_) unwritten.push_back(id);
   }
   absl::StatusOr<support::PgResult> r = db()->Query(
       absl::StrCat("UPDATE jobs SET lease_until_ms = ", kNowMs, " + $2 WHERE owner = $1 AND ",

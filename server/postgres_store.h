@@ -22,7 +22,6 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "compiler/support/postgres_connection.h"
@@ -139,9 +138,9 @@ class PostgresStore final : public Store, public ClusterStore {
   };
   std::mutex queue_mu_;
   std::condition_variable queued_, written_;
-  std::map<std::string, QueuedRow> queued_jobs_;  // id -> its newest unwritten row
-  std::set<std::string> writing_;                 // the ids of the batch being written
-  uint64_t queued_ticket_ = 0;                    // the last ticket handed out
+  std::map<std::string, QueuedRow> queued_jobs_;   // id -> its newest unwritten row
+  std::map<std::string, const v1::Job*> writing_;  // the batch being written (WriterLoop's)
+  uint64_t queued_ticket_ = 0;                     // the last ticket handed out
   uint64_t written_ticket_ = 0;              // every ticket up to this one is written or refused
   std::map<uint64_t, absl::Status> failed_;  // refused rows, by ticket (the latest 1024)
   bool stopping_ = false;
