@@ -171,6 +171,50 @@ class Module:
   testing::ExpectSameNumbers(*mod, *sch);
 }
 
+// A network's first convolution: 3 input channels read through a stride-2 window, each strided
+// input vector shared by every output channel. The window loops go innermost (R1), inside a
+// block of 16 output channels (S2), so that the shuffled vectors are built once per input
+// channel for the block. The padding is computed once, outside the parallel loop over channel
+// blocks, its rows in parallel, and only as far as the window reads (33 of the 34 padded rows
+// and columns: no lane of the copy tests an upper bound).
+TEST(DefaultScheduleTest, AStrideTwoImageIsShuffledOncePerInputChannelForABlockOfChannels) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def conv_s2(X: T.Buffer((1, 3, 32, 32), "float32"), W: T.Buffer((32, 3, 3, 3), "float32"), Y: T.Buffer((1, 32, 16, 16), "float32")):
+        with T.block("root"):
+            pad_temp = T.alloc_buffer((1, 3, 34, 34), "float32")
+            for n, c, h, w in T.grid(1, 3, 34, 34):
+                with T.block("pad_temp"):
+                    vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, w])
+                    T.reads(X[vn, vc, vh - 1, vw - 1])
+                    T.writes(pad_temp[vn, vc, vh, vw])
+                    pad_temp[vn, vc, vh, vw] = T.if_then_else(1 <= vh and vh < 33 and 1 <= vw and vw < 33, X[vn, vc, vh - 1, vw - 1], T.float32(0))
+            for n, o, h, w, k, kh, kw in T.grid(1, 32, 16, 16, 3, 3, 3):
+                with T.block("conv2d"):
+                    vn, vo, vh, vw, vk, vkh, vkw = T.axis.remap("SSSSRRR", [n, o, h, w, k, kh, kw])
+                    T.reads(pad_temp[vn, vk, vh * 2 + vkh, vw * 2 + vkw], W[vo, vk, vkh, vkw])
+                    T.writes(Y[vn, vo, vh, vw])
+                    with T.init():
+                        Y[vn, vo, vh, vw] = T.float32(0)
+                    Y[vn, vo, vh, vw] = Y[vn, vo, vh, vw] + pad_temp[vn, vk, vh * 2 + vkh, vw * 2 + vkw] * W[vo, vk, vkh, vkw]
+)");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "conv_s2");
+  ASSERT_TRUE(sch.ok()) << sch.status();
+  const std::string scheduled = script::PrintScript(sch->mod());
+  EXPECT_THAT(scheduled, HasSubstr("for ax0_ax1_fused in T.parallel(99):\n"
+                                   "                for ax2 in T.vectorized(33):"));
+  EXPECT_THAT(scheduled, HasSubstr("for o_0 in T.parallel(2):"));
+  EXPECT_THAT(scheduled, HasSubstr("for k_0, kh_0, kw_0, n_2, o_2, h_2, w_2 in "
+                                   "T.grid(3, 1, 1, 1, 16, 1, 1):"));
+  EXPECT_THAT(scheduled, HasSubstr("for kh_1 in T.unroll(3):"));
+  EXPECT_THAT(scheduled, HasSubstr("for kw_1 in T.unroll(3):"));
+  EXPECT_THAT(scheduled, HasSubstr("for h_3 in T.unroll(2):"));
+  testing::ExpectSameNumbers(*mod, *sch);
+}
+
 TEST(DefaultScheduleTest, RowReductionsAccumulateVectorsOfPartialResults) {
   // Softmax's row max and row sum (64 wide) run 16 lanes of partial results each (AddRFactor),
   // the rows in parallel, and compute what the unscheduled function computes.

@@ -191,9 +191,9 @@ std::map<std::string, std::vector<const ir::ForNode*>> LoopsAroundBlocks(const i
 
 TEST(SpaceTest, ConvolutionsKeepTheirPaddingAndDepthwiseOnesComputeItPerChannel) {
   // A padded convolution keeps its zero padding as a block of its own (inlined, every
-  // multiply-add would test bounds and clamp its index). The default schedule computes it once
-  // at the root for a dense convolution (each output channel reads every input channel), and
-  // under the parallel loop for a depthwise one (each channel reads only its own).
+  // multiply-add would test bounds and clamp its index). The default schedule computes it under
+  // the convolution's parallel loop for a depthwise one (each channel reads only its own), and
+  // once, outside that loop, for a dense one (each output channel reads every input channel).
   for (const Workload& w : Workloads()) {
     if (w.name.rfind("conv2d", 0) != 0) continue;
     SCOPED_TRACE(w.name);
@@ -210,10 +210,11 @@ TEST(SpaceTest, ConvolutionsKeepTheirPaddingAndDepthwiseOnesComputeItPerChannel)
     ASSERT_TRUE(loops.count("conv2d"));
     const bool depthwise = w.name == "conv2d_depthwise_strided";
     const std::vector<const ir::ForNode*>& pad = loops["pad_temp"];
-    const bool under_parallel = !pad.empty() && pad.front() == loops["conv2d"].front() &&
-                                std::any_of(pad.begin(), pad.end(), [](const ir::ForNode* f) {
-                                  return f->for_kind == ir::ForKind::kParallel;
-                                });
+    const std::vector<const ir::ForNode*>& conv = loops["conv2d"];
+    const bool under_parallel = std::any_of(pad.begin(), pad.end(), [&](const ir::ForNode* f) {
+      return f->for_kind == ir::ForKind::kParallel &&
+             std::find(conv.begin(), conv.end(), f) != conv.end();
+    });
     EXPECT_EQ(under_parallel, depthwise) << script::PrintScript(sch->mod());
     // The same numbers as the function's plain loops.
     ir::IRModuleBuilder plain(task.mod);
