@@ -276,6 +276,28 @@ TEST(PostgresStore, ARestartedServerIsReconnected) {
   EXPECT_TRUE(back->has_value());
 }
 
+// A row the writer has taken from the queue but not committed yet (its batch waits on a lock)
+// is still what a read of the job returns.
+TEST(PostgresStore, AJobBeingWrittenIsReadFromTheWritersBatch) {
+  const std::string url = FreshDatabase();
+  absl::StatusOr<std::unique_ptr<PostgresStore>> store = PostgresStore::Open(url, Dir("pg_wr"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->AwaitSaved((*store)->SaveJob(MakeJob(1, v1::JOB_STATE_QUEUED))).ok());
+  // Writes to the table wait until this transaction ends; reads do not.
+  PGconn* blocker = PQconnectdb(url.c_str());
+  PQclear(PQexec(blocker, "BEGIN"));
+  PQclear(PQexec(blocker, "LOCK TABLE jobs IN SHARE MODE"));
+  const uint64_t ticket = (*store)->SaveJob(MakeJob(2, v1::JOB_STATE_QUEUED));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the writer takes the batch
+  absl::StatusOr<std::optional<v1::Job>> read = (*store)->GetJob("job-2");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(read->has_value());
+  PQclear(PQexec(blocker, "COMMIT"));
+  PQfinish(blocker);
+  EXPECT_TRUE((*store)->AwaitSaved(ticket).ok());
+  EXPECT_TRUE((*(*store)->GetJob("job-2")).has_value());
+}
+
 // ---- Several active instances: leases, claims, fencing ----
 
 v1::Job Unfinished(int i, v1::JobKind kind, const std::string& device_key = "") {
