@@ -29,6 +29,13 @@ void ExpectSameNumbersInNchw(const std::string& text, const Array& x) {
   EXPECT_TRUE(same.ok()) << same;
 }
 
+// `text` after ConvertConvLayout, printed (empty, with a failure, when the pass fails).
+std::string Converted(const std::string& text) {
+  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
+  EXPECT_TRUE(converted.ok()) << converted.status();
+  return converted.ok() ? script::PrintScript(*converted) : "";
+}
+
 // A MobileNetV2 block on an (1, 8, W, W) image, as the ONNX importer writes it (biases
 // reshaped to [C, 1, 1]): a 1x1 expansion to 32 channels, a 3x3 depthwise convolution, a 1x1
 // projection back to 8 added to the input, then `tail` on the result `r`.
@@ -68,9 +75,7 @@ class Module:
 TEST(ConvertConvLayoutTest, NarrowImagesRunInNhwcFromTheFirstConvolutionToTheMean) {
   const std::string text = Block(14, R"(            m = R.mean(r, axis=[2, 3], keepdims=True)
             gv = R.reshape(m, R.shape([1, 8])))");
-  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
-  ASSERT_TRUE(converted.ok()) << converted.status();
-  const std::string printed = script::PrintScript(*converted);
+  const std::string printed = Converted(text);
   // The first convolution reads the NCHW input as it is and writes NHWC; the rest is NHWC.
   // Weights of whole vectors of output channels are blocked (OHWI32o), others HWIO (the
   // depthwise one, the projection to 8 channels).
@@ -96,9 +101,7 @@ TEST(ConvertConvLayoutTest, WhatElseReadsAValueGetsItBackInNchw) {
   // A softmax over the channels is no elementwise operator: it reads the block's result
   // transposed back.
   const std::string text = Block(7, "            gv = R.nn.softmax(r, axis=1)");
-  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
-  ASSERT_TRUE(converted.ok()) << converted.status();
-  const std::string printed = script::PrintScript(*converted);
+  const std::string printed = Converted(text);
   EXPECT_THAT(printed, HasSubstr("out_layout=\"NHWC\""));
   EXPECT_THAT(printed, HasSubstr("axes=[T.int64(0), T.int64(3), T.int64(1), T.int64(2)]"));
   ExpectSameNumbersInNchw(text, Random({1, 8, 7, 7}, 7));
@@ -107,9 +110,7 @@ TEST(ConvertConvLayoutTest, WhatElseReadsAValueGetsItBackInNchw) {
 TEST(ConvertConvLayoutTest, WideImagesStayNchw) {
   // 56-wide rows fill NCHW vectors; nothing changes.
   const std::string text = Block(56, "            gv = R.nn.relu(r)");
-  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
-  ASSERT_TRUE(converted.ok()) << converted.status();
-  const std::string printed = script::PrintScript(*converted);
+  const std::string printed = Converted(text);
   EXPECT_THAT(printed, Not(HasSubstr("NHWC")));
   EXPECT_THAT(printed, Not(HasSubstr("permute_dims")));
 }
@@ -132,9 +133,7 @@ class Module:
             R.output(gv)
         return gv
 )");
-  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
-  ASSERT_TRUE(converted.ok()) << converted.status();
-  const std::string printed = script::PrintScript(*converted);
+  const std::string printed = Converted(text);
   EXPECT_THAT(printed, HasSubstr("R.Tensor((1, 16, 7, 7), dtype=\"float32\") = R.nn.conv2d(x"));
   EXPECT_THAT(printed, HasSubstr("out_layout=\"NHWC\""));
   ExpectSameNumbersInNchw(text, Random({1, 16, 14, 14}, 10));
