@@ -34,7 +34,7 @@ int TuneModel(const TuneFlags& flags) {
                  std::string(mod.status().message()).c_str());
     return 1;
   }
-  absl::StatusOr<std::vector<tune::TuneTask>> tasks = tune::ExtractTasks(*mod);
+  absl::StatusOr<std::vector<tune::TuneTask>> tasks = tune::ExtractTasksFor(*mod, flags.target);
   if (!tasks.ok()) {
     std::fprintf(stderr, "kiln: %s: %s\n", flags.model.c_str(),
                  std::string(tasks.status().message()).c_str());

@@ -70,7 +70,7 @@ TuneOutcome Failure(const absl::Status& status) {
 }  // namespace
 
 TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
-  absl::StatusOr<std::vector<tune::TuneTask>> tasks = tune::ExtractTasks(mod);
+  absl::StatusOr<std::vector<tune::TuneTask>> tasks = tune::ExtractTasksFor(mod, work.target());
   if (!tasks.ok()) return Failure(tasks.status());
   absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> db =
       tune::TuningDatabase::Open(work.tuning_db_path());

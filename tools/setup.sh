@@ -21,8 +21,8 @@ PACKAGES=(
   nlohmann-json3-dev
   # Fuzzing (clang with libFuzzer and AddressSanitizer).
   clang libclang-rt-14-dev
-  # Peers for kernel benchmarks.
-  libopenblas-dev
+  # Peers for kernel benchmarks (OpenBLAS for matmuls, oneDNN for every kernel family).
+  libopenblas-dev libdnnl-dev
   # Command line.
   libcli11-dev
   # kilnd's HTTP side: /metrics and the dashboard (IPv4 and IPv6, keep-alive, TLS).

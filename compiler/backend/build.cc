@@ -13,6 +13,7 @@
 #include "compiler/ir/tir_expr.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/op_registry.h"
+#include "compiler/target/cpu_policy.h"
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/flops.h"
 #include "compiler/tir/transform/transform.h"
@@ -67,6 +68,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized,
                                          const codegen::LlvmTargetInfo& target,
                                          const BuildOptions& options) {
+  const target::CpuPolicy policy = target::PolicyFor(options.cpu);
   BuiltModule out;
   auto start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(VMCode vm, CodegenVM(normalized));
@@ -75,7 +77,7 @@ absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized,
   ir::IRModuleBuilder with_shape_funcs(normalized);
   for (const auto& [name, func] : vm.shape_funcs) {
     KILN_RETURN_IF_ERROR(with_shape_funcs.Add(ir::relax::MakeGlobalVar(name),
-                                              tir::ApplyDefaultScheduleAndMark(func)));
+                                              tir::ApplyDefaultScheduleAndMark(func, policy)));
   }
   KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, MakePassContext(options).Run(with_shape_funcs.Build(),
                                                                            tir::LowerTirPasses()));
@@ -124,15 +126,19 @@ void Signature(const ir::relax::StructInfo& sinfo, kiln::v1::ValueSignature* out
 }  // namespace
 
 absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view target,
-                                  const BuildOptions& options) {
+                                  const BuildOptions& given) {
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
+  BuildOptions options = given;
+  options.cpu = codegen::DescribeTarget(info);
   KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, RunPasses(mod, Pipeline(options), options));
   return BuildLowered(lowered, info, options);
 }
 
 absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target,
-                                          const BuildOptions& options) {
+                                          const BuildOptions& given) {
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
+  BuildOptions options = given;
+  options.cpu = codegen::DescribeTarget(info);
   KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, RunPasses(mod, Pipeline(options), options));
   KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildLowered(normalized, info, options));
   kiln::v1::ArtifactProto artifact;

@@ -4,10 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/codegen/llvm_target.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/transform/fold_constant.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/relax/well_formed.h"
+#include "compiler/target/cpu_policy.h"
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/transform/transform.h"
 
@@ -15,10 +17,20 @@ namespace kiln::backend {
 
 namespace relax = ir::relax;
 
+const target::CpuTarget& HostCpuTarget() {
+  static const target::CpuTarget* host = [] {
+    absl::StatusOr<codegen::LlvmTargetInfo> info = codegen::ParseTarget("llvm");
+    return new target::CpuTarget(info.ok() ? codegen::DescribeTarget(*info)
+                                           : target::WithHostCaches(target::CpuTarget()));
+  }();
+  return *host;
+}
+
 std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
+  const target::CpuPolicy policy = target::PolicyFor(options.cpu);
   std::vector<pass::PassPtr> passes = {relax::CanonicalizeBindingsPass()};
-  if (options.nhwc_convs) passes.push_back(relax::ConvertConvLayoutPass());
-  if (options.pack_weights) passes.push_back(relax::PackConstantWeightsPass());
+  if (options.nhwc_convs) passes.push_back(relax::ConvertConvLayoutPass(policy));
+  if (options.pack_weights) passes.push_back(relax::PackConstantWeightsPass(policy));
   passes.push_back(relax::LegalizeOpsPass());
   if (options.fold_constants) passes.push_back(relax::FoldConstantPass(options.fold_limits));
   passes.push_back(relax::DeadCodeEliminationPass());
@@ -27,7 +39,7 @@ std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
     passes.push_back(relax::DeadCodeEliminationPass());
   }
   passes.insert(passes.end(), options.schedule_passes.begin(), options.schedule_passes.end());
-  passes.push_back(tir::DefaultSchedulePass());
+  passes.push_back(tir::DefaultSchedulePass(policy));
   passes.push_back(relax::ToNonDataflowPass());
   passes.push_back(relax::CallTIRRewritePass());
   passes.push_back(relax::StaticPlanBlockMemoryPass());

@@ -32,6 +32,7 @@
 #include "compiler/pass/instruments.h"
 #include "compiler/pass/pass.h"
 #include "compiler/relax/transform/fold_constant.h"
+#include "compiler/target/cpu_target.h"
 
 namespace kiln::backend {
 
@@ -42,10 +43,16 @@ inline constexpr bool kVerifyPassesByDefault = false;
 inline constexpr bool kVerifyPassesByDefault = true;
 #endif
 
+// This machine's CPU, described once (compiler/target/cpu_target.h).
+const target::CpuTarget& HostCpuTarget();
+
 struct BuildOptions {
+  // The CPU the code is for: what layout conversion, weight packing and the schedule rules
+  // shape kernels by (target::PolicyFor). Build() sets it from its target string.
+  target::CpuTarget cpu = HostCpuTarget();
   bool fuse = true;            // FuseOps (off: one kernel per operator)
   bool fold_constants = true;  // FoldConstant
-  bool pack_weights = true;    // PackConstantWeights (conv2d and matmul weights in 16-wide blocks)
+  bool pack_weights = true;    // PackConstantWeights (conv2d and matmul weights in vector blocks)
   bool nhwc_convs = true;      // ConvertConvLayout (NCHW convolutions computed in NHWC)
   ir::relax::FoldLimits fold_limits;
   // Pass names to dump after ("all" for every pass); each dump goes to `dump` as text.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "compiler/codegen/codegen_llvm.h"
+#include "compiler/target/cpu_policy.h"
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/transform/transform.h"
 #include "runtime/support/status_macros.h"
@@ -97,7 +98,9 @@ int CodegenThreads() {
 absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target,
                                                bool quick) {
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
-  KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, tir::LowerTir(tir::ApplyDefaultSchedule(mod)));
+  const target::CpuPolicy policy = target::PolicyFor(codegen::DescribeTarget(info));
+  KILN_ASSIGN_OR_RETURN(ir::IRModule lowered,
+                        tir::LowerTir(tir::ApplyDefaultSchedule(mod, policy)));
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> objects,
                         codegen::CompileToObjects(lowered, info, CodegenThreads(), quick));
   return LinkSharedLibrary(objects);

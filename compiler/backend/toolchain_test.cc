@@ -84,7 +84,8 @@ TEST(ToolchainTest, KernelsCompiledInPartsLinkIntoOneLibrary) {
   }
   absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "scales.py");
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<ir::IRModule> lowered = tir::LowerTir(tir::ApplyDefaultSchedule(*mod));
+  absl::StatusOr<ir::IRModule> lowered =
+      tir::LowerTir(tir::ApplyDefaultSchedule(*mod, target::PolicyFor(target::Avx512Znver4())));
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   absl::StatusOr<codegen::LlvmTargetInfo> target = codegen::ParseTarget("llvm");
   ASSERT_TRUE(target.ok());

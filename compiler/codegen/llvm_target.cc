@@ -77,6 +77,7 @@ absl::StatusOr<LlvmTargetInfo> LookupLlvmTarget(absl::string_view triple_name,
     }
     info.cpu = llvm::sys::getHostCPUName().str();
     info.features = HostFeatures();
+    info.host = true;
   }
   if (!features.empty()) {
     info.features =
@@ -116,6 +117,12 @@ absl::StatusOr<LlvmTargetInfo> LookupLlvmTarget(absl::string_view triple_name,
   info.data_layout = layout.getStringRepresentation();
   info.pointer_bits = static_cast<int>(layout.getPointerSizeInBits());
   return info;
+}
+
+target::CpuTarget DescribeTarget(const LlvmTargetInfo& info) {
+  const std::string arch = info.triple.substr(0, info.triple.find('-'));
+  target::CpuTarget t = target::DescribeCpu(arch, info.cpu, info.device_features);
+  return info.host ? target::WithHostCaches(std::move(t)) : t;
 }
 
 std::string HostTriple() { return llvm::sys::getProcessTriple(); }

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "compiler/target/cpu_target.h"
 
 namespace kiln::codegen {
 
@@ -21,6 +22,7 @@ struct LlvmTargetInfo {
   std::vector<std::string> device_features;
   std::string data_layout;  // LLVM data layout string
   int pointer_bits = 0;
+  bool host = false;  // the CPU is this machine's ("llvm", -mcpu=native)
 };
 
 // Resolves `triple`, `cpu` and extra `features` ("+dotprod,+i8mm") to a target machine
@@ -29,6 +31,11 @@ struct LlvmTargetInfo {
 // know, or a feature it does not have.
 absl::StatusOr<LlvmTargetInfo> LookupLlvmTarget(absl::string_view triple, absl::string_view cpu,
                                                 absl::string_view features = "");
+
+// The description the compiler's target-dependent decisions read (compiler/target): vector
+// width and registers from the resolved features, FMA timing and caches from the CPU's name, and
+// for the host its own caches and cores.
+target::CpuTarget DescribeTarget(const LlvmTargetInfo& info);
 
 // A TVM-style target string: "llvm" (the host, its CPU and features), or
 // "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+dotprod".

@@ -19,6 +19,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// The decisions these tests expect are the AVX-512 policy's (32 zmm registers, 16 lanes).
+const target::CpuPolicy kAvx512 = target::PolicyFor(target::Avx512Znver4());
+
 absl::StatusOr<ir::IRModule> Matmul64() {
   return testing::Parse(testing::MatmulScript(64, 64, 64));
 }
@@ -26,7 +29,7 @@ absl::StatusOr<ir::IRModule> Matmul64() {
 TEST(DefaultScheduleTest, LargeMatmulGetsPackedPanelsAndARegisterTile) {
   absl::StatusOr<ir::IRModule> mod = Matmul64();
   ASSERT_TRUE(mod.ok()) << mod.status();
-  std::string scheduled = script::PrintScript(ApplyDefaultSchedule(*mod));
+  std::string scheduled = script::PrintScript(ApplyDefaultSchedule(*mod, kAvx512));
   // B is packed into 32-column panels (parallel over the panels), read by a 4 x 32 tile: the
   // column panels run in parallel, the 16 row tiles of each inside, k outside the tile.
   EXPECT_THAT(scheduled, HasSubstr("B_global = T.alloc_buffer((2, 64, 32), \"float32\")"));
@@ -37,7 +40,7 @@ TEST(DefaultScheduleTest, LargeMatmulGetsPackedPanelsAndARegisterTile) {
   EXPECT_THAT(scheduled, HasSubstr("for j_3 in T.vectorized(32):\n"));
   // Lowered: the accumulator is the 4 x 32 tile in a local buffer inside the row loop, and both
   // it and the panels are read as contiguous 32-lane vectors.
-  absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod));
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod, kAvx512));
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   std::string text_lowered = script::PrintScript(*lowered);
   EXPECT_THAT(text_lowered, HasSubstr("for i_1, j_1 in T.grid(16, 1):\n"
@@ -54,9 +57,10 @@ TEST(DefaultScheduleTest, TheDefaultIsAPointOfTheDesignSpace) {
   // the same function, and its decisions given back to the rules regenerate it.
   absl::StatusOr<ir::IRModule> mod = Matmul64();
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "matmul");
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "matmul", kAvx512);
   ASSERT_TRUE(sch.ok()) << sch.status();
-  EXPECT_TRUE(ir::StructuralEqual(sch->func(), ApplyDefaultSchedule(*mod)->Lookup("matmul")));
+  EXPECT_TRUE(
+      ir::StructuralEqual(sch->func(), ApplyDefaultSchedule(*mod, kAvx512)->Lookup("matmul")));
   absl::StatusOr<Schedule> replayed = ReplayTrace(*mod, sch->trace());
   ASSERT_TRUE(replayed.ok()) << replayed.status();
   EXPECT_TRUE(ir::StructuralEqual(replayed->func(), sch->func()));
@@ -64,7 +68,7 @@ TEST(DefaultScheduleTest, TheDefaultIsAPointOfTheDesignSpace) {
   EXPECT_GE(decisions.size(), 5u);  // three tilings, packing, write-back level, unrolling
   absl::StatusOr<Schedule> sampled = Schedule::Create(*mod, "matmul", 77);
   ASSERT_TRUE(sampled.ok());
-  ASSERT_TRUE(ApplyScheduleRules(*sampled, decisions, UnsetDecisions::kSample).ok());
+  ASSERT_TRUE(ApplyScheduleRules(*sampled, kAvx512, decisions, UnsetDecisions::kSample).ok());
   EXPECT_TRUE(ir::StructuralEqual(sampled->func(), sch->func()));
 }
 
@@ -92,7 +96,7 @@ class Module:
                     D[vi, vj] = T.max(C[vi, vj], T.float32(0))
 )");
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod));
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod, kAvx512));
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   std::string text = script::PrintScript(*lowered);
   // C is never materialized: the tile accumulates locally and is stored through the ReLU.
@@ -129,7 +133,7 @@ class Module:
                     Y[vn, vo * 16 + vb, vh, vw] = P[vn, vo, vh, vw, vb]
 )");
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod));
+  absl::StatusOr<ir::IRModule> lowered = LowerTir(ApplyDefaultSchedule(*mod, kAvx512));
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   std::string text = script::PrintScript(*lowered);
   // Each channel (ax2_1, a scalar index) stores a 4-wide segment of its row; the lanes are read
@@ -145,8 +149,8 @@ class Module:
 // vectors of output channels (no divisor of 7 fits the budget of 4 rows), and the pixel loops
 // iterate inside each parallel block of output channels, which reads its weights from cache
 // for every row rather than streaming all of them once per row.
-TEST(DefaultScheduleTest, AConvolutionsPixelsIterateInsideEachBlockOfOutputChannels) {
-  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+// An NHWC 3x3 convolution over a 7x7 image, 64 channels in and out.
+constexpr char kNhwcConv7x7[] = R"(
 @I.ir_module
 class Module:
     @T.prim_func
@@ -159,9 +163,12 @@ class Module:
                 with T.init():
                     Y[vn, vh, vw, vc] = T.float32(0)
                 Y[vn, vh, vw, vc] = Y[vn, vh, vw, vc] + X[vn, vh + vkh, vw + vkw, vk] * W[vkh, vkw, vk, vc]
-)");
+)";
+
+TEST(DefaultScheduleTest, AConvolutionsPixelsIterateInsideEachBlockOfOutputChannels) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kNhwcConv7x7);
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "conv3x3");
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "conv3x3", kAvx512);
   ASSERT_TRUE(sch.ok()) << sch.status();
   const std::string scheduled = script::PrintScript(sch->mod());
   EXPECT_THAT(scheduled, HasSubstr("for c_0 in T.parallel(2):"));
@@ -201,7 +208,7 @@ class Module:
                     Y[vn, vo, vh, vw] = Y[vn, vo, vh, vw] + pad_temp[vn, vk, vh * 2 + vkh, vw * 2 + vkw] * W[vo, vk, vkh, vkw]
 )");
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "conv_s2");
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "conv_s2", kAvx512);
   ASSERT_TRUE(sch.ok()) << sch.status();
   const std::string scheduled = script::PrintScript(sch->mod());
   EXPECT_THAT(scheduled, HasSubstr("for ax0_ax1_fused in T.parallel(99):\n"
@@ -220,7 +227,7 @@ TEST(DefaultScheduleTest, RowReductionsAccumulateVectorsOfPartialResults) {
   // the rows in parallel, and compute what the unscheduled function computes.
   absl::StatusOr<ir::IRModule> mod = testing::Parse(testing::SoftmaxScript());
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "softmax");
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "softmax", kAvx512);
   ASSERT_TRUE(sch.ok()) << sch.status();
   const std::string scheduled = script::PrintScript(sch->mod());
   EXPECT_THAT(scheduled, HasSubstr("with T.block(\"max_rf\"):"));
@@ -249,7 +256,7 @@ class Module:
                 B[vi] = A[vi] + T.float32(1)
 )");
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<ir::IRModule> out = pass::PassContext().Run(*mod, {DefaultSchedulePass()});
+  absl::StatusOr<ir::IRModule> out = pass::PassContext().Run(*mod, {DefaultSchedulePass(kAvx512)});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE((*out)->Lookup("tuned").same_as((*mod)->Lookup("tuned")));
   const auto* plain = (*out)->Lookup("plain").as<ir::PrimFuncNode>();
@@ -258,6 +265,73 @@ class Module:
   ir::IRModuleBuilder one;
   ASSERT_TRUE(one.Add(ir::relax::MakeGlobalVar("plain"), (*out)->Lookup("plain")).ok());
   EXPECT_THAT(script::PrintScript(one.Build()), HasSubstr("for i_1 in T.vectorized(64):"));
+}
+
+// The register tile of the default schedule's one tiled block: the product of the innermost
+// tiles of its spatial loops (the last entry of each four-level tiling decision), in registers
+// of `lanes` float32 lanes.
+int64_t TileRegisters(const Schedule& sch, int64_t lanes) {
+  int64_t elements = 1;
+  for (const std::optional<std::vector<int64_t>>& d : DecisionsOf(sch.trace())) {
+    if (d && d->size() == 4) elements *= d->back();
+  }
+  return (elements + lanes - 1) / lanes;
+}
+
+// The register tile follows the target: what AVX-512's 32 registers hold (7 rows of two 16-lane
+// vectors) would spill AVX2's 16 (7 rows of two 8-lane vectors take 14 of them, with no room for
+// the streamed operands), so there the rows go whole at one vector each; NEON's 32 registers of
+// 4 lanes hold 7 rows of two.
+TEST(DefaultScheduleTest, TheRegisterTileIsDerivedFromTheTarget) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kNhwcConv7x7);
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  struct Expected {
+    const char* isa;
+    target::CpuTarget cpu;
+    const char* vector;
+    const char* rows;
+  };
+  for (const Expected& e : {
+           Expected{"AVX-512", target::Avx512Znver4(),
+                    "for c_3 in T.vectorized(32):", "for w_3 in T.unroll(7):"},
+           Expected{"AVX2", target::Avx2Haswell(),
+                    "for c_3 in T.vectorized(8):", "for w_3 in T.unroll(7):"},
+           Expected{"NEON", target::NeonCortexA72(),
+                    "for c_3 in T.vectorized(8):", "for w_3 in T.unroll(7):"},
+           Expected{"SVE-256", target::DescribeCpu("aarch64", "neoverse-v1", {"asimd", "sve"}, 256),
+                    "for c_3 in T.vectorized(16):", "for w_3 in T.unroll(7):"},
+       }) {
+    SCOPED_TRACE(e.isa);
+    const target::CpuPolicy policy = target::PolicyFor(e.cpu);
+    absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "conv3x3", policy);
+    ASSERT_TRUE(sch.ok()) << sch.status();
+    const std::string scheduled = script::PrintScript(sch->mod());
+    EXPECT_THAT(scheduled, HasSubstr(e.vector));
+    EXPECT_THAT(scheduled, HasSubstr(e.rows));
+    EXPECT_LE(TileRegisters(*sch, policy.lanes), policy.tile_registers);
+  }
+}
+
+// For every target, the register tile of a matmul and of an NCHW convolution fits the register
+// file beside the streamed operands, and holds enough accumulators to cover the FMA latency.
+TEST(DefaultScheduleTest, RegisterTilesFitEveryTargetsRegisterFile) {
+  for (const target::CpuTarget& cpu :
+       {target::Avx512Znver4(), target::Avx2Haswell(), target::NeonCortexA72(),
+        target::DescribeCpu("aarch64", "neoverse-v1", {"asimd", "sve"}, 256)}) {
+    SCOPED_TRACE(cpu.ToString());
+    const target::CpuPolicy policy = target::PolicyFor(cpu);
+    for (const auto& [script, name] :
+         {std::pair<std::string, std::string>{testing::MatmulScript(64, 64, 64), "matmul"},
+          {testing::MatmulScript(128, 256, 64), "matmul"}}) {
+      absl::StatusOr<ir::IRModule> mod = testing::Parse(script);
+      ASSERT_TRUE(mod.ok()) << mod.status();
+      absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, name, policy);
+      ASSERT_TRUE(sch.ok()) << sch.status();
+      const int64_t registers = TileRegisters(*sch, policy.lanes);
+      EXPECT_LE(registers, policy.tile_registers);
+      EXPECT_GE(registers, 4);
+    }
+  }
 }
 
 }  // namespace

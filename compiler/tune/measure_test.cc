@@ -52,7 +52,7 @@ TEST(RunInChildrenTest, ResultsErrorsCrashesAndTimeoutsInOrder) {
 
 TEST(MeasureTest, CandidatesAreBuiltCheckedAndTimed) {
   TuneTask task = MatmulTask();
-  std::vector<ir::IRModule> mods = {tir::ApplyDefaultSchedule(task.mod)};
+  std::vector<ir::IRModule> mods = {tir::ApplyDefaultSchedule(task.mod, task.policy)};
   for (uint64_t seed : {1, 2}) mods.push_back(ScheduledModule(*GenerateSchedule(task, seed)));
   std::unique_ptr<Builder> builder = MakeLocalBuilder({});
   std::vector<BuildResult> built = builder->Build(mods);
@@ -102,7 +102,7 @@ TEST(MeasureTest, FailingCrashingAndHangingBuildsAreRecorded) {
 TEST(MeasureTest, WrongKernelIsAnErrorNotATime) {
   TuneTask task = MatmulTask();
   absl::StatusOr<std::string> reference =
-      backend::BuildKernelLibrary(tir::ApplyDefaultSchedule(task.mod), "llvm");
+      backend::BuildKernelLibrary(tir::ApplyDefaultSchedule(task.mod, task.policy), "llvm");
   ASSERT_TRUE(reference.ok());
   // A "matmul" that adds instead of multiplying.
   absl::StatusOr<ir::IRModule> wrong = tir::testing::Parse(R"(

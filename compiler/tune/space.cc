@@ -10,7 +10,7 @@ absl::StatusOr<Schedule> GenerateSchedule(const TuneTask& task, uint64_t seed,
                                           const Decisions& decisions, tir::UnsetDecisions unset) {
   absl::StatusOr<Schedule> sch = Schedule::Create(task.mod, task.name, seed);
   if (!sch.ok()) return sch.status();
-  if (absl::Status s = tir::ApplyScheduleRules(*sch, decisions, unset); !s.ok()) {
+  if (absl::Status s = tir::ApplyScheduleRules(*sch, task.policy, decisions, unset); !s.ok()) {
     return absl::Status(s.code(),
                         absl::StrCat("schedule rules on '", task.name, "': ", s.message()));
   }

@@ -61,7 +61,7 @@ std::vector<Workload> Workloads() {
 
 void ExpectSameResults(const TuneTask& task, const ir::IRModule& scheduled) {
   absl::StatusOr<std::vector<std::vector<float>>> want =
-      tir::testing::RunPrimFunc(tir::ApplyDefaultSchedule(task.mod), task.name);
+      tir::testing::RunPrimFunc(tir::ApplyDefaultSchedule(task.mod, task.policy), task.name);
   ASSERT_TRUE(want.ok()) << want.status();
   absl::StatusOr<std::vector<std::vector<float>>> got =
       tir::testing::RunPrimFunc(scheduled, task.name);
@@ -203,7 +203,7 @@ TEST(SpaceTest, ConvolutionsKeepTheirPaddingAndDepthwiseOnesComputeItPerChannel)
     ASSERT_TRUE(tasks.ok()) << tasks.status();
     ASSERT_EQ(tasks->size(), 1u);
     const TuneTask& task = (*tasks)[0];
-    absl::StatusOr<tir::Schedule> sch = tir::DefaultSchedule(task.mod, task.name);
+    absl::StatusOr<tir::Schedule> sch = tir::DefaultSchedule(task.mod, task.name, task.policy);
     ASSERT_TRUE(sch.ok()) << sch.status();
     std::map<std::string, std::vector<const ir::ForNode*>> loops = LoopsAroundBlocks(sch->func());
     ASSERT_TRUE(loops.count("pad_temp")) << script::PrintScript(sch->mod());

@@ -38,7 +38,8 @@ absl::StatusOr<std::string> TuningTarget(const std::string& target) {
                       info->features.empty() ? "" : " -mattr=", info->features);
 }
 
-absl::StatusOr<TuneTask> TaskFromPrimFunc(const ir::IRModule& mod, const std::string& name) {
+absl::StatusOr<TuneTask> TaskFromPrimFunc(const ir::IRModule& mod, const std::string& name,
+                                          const target::CpuPolicy& policy) {
   ir::PrimFunc func = mod->Lookup(name).as_ref<ir::PrimFuncNode>();
   if (!func) return absl::NotFoundError(absl::StrCat("no PrimFunc '", name, "' in the module"));
   TuneTask task;
@@ -48,6 +49,7 @@ absl::StatusOr<TuneTask> TaskFromPrimFunc(const ir::IRModule& mod, const std::st
   task.mod = builder.Build();
   task.workload_hash = ir::StructuralHash(func);
   task.weight = 1;
+  task.policy = policy;
   std::set<std::string> dims;
   for (const auto& [param, buffer] : func->buffer_map) {
     for (const ir::PrimExpr& d : buffer->shape) {
@@ -89,7 +91,7 @@ absl::StatusOr<std::vector<TuneTask>> ExtractTasks(const ir::IRModule& mod,
     if (f == nullptr || ir::GetAttr(f->attrs, "tir.is_scheduled")) continue;
     int weight = has_graph ? counter.counts[name] : 1;
     if (weight == 0) continue;  // not called (a shape function's helper, say)
-    absl::StatusOr<TuneTask> task = TaskFromPrimFunc(*fused, name);
+    absl::StatusOr<TuneTask> task = TaskFromPrimFunc(*fused, name, target::PolicyFor(options.cpu));
     if (!task.ok()) return task.status();
     auto [it, fresh] = by_hash.emplace(task->workload_hash, tasks.size());
     if (!fresh) {
@@ -100,6 +102,15 @@ absl::StatusOr<std::vector<TuneTask>> ExtractTasks(const ir::IRModule& mod,
     tasks.push_back(*std::move(task));
   }
   return tasks;
+}
+
+absl::StatusOr<std::vector<TuneTask>> ExtractTasksFor(const ir::IRModule& mod,
+                                                      const std::string& target) {
+  absl::StatusOr<codegen::LlvmTargetInfo> info = codegen::ParseTarget(target);
+  if (!info.ok()) return info.status();
+  backend::BuildOptions options;
+  options.cpu = codegen::DescribeTarget(*info);
+  return ExtractTasks(mod, options);
 }
 
 }  // namespace kiln::tune

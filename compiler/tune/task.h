@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "compiler/backend/pipeline.h"
 #include "compiler/ir/module.h"
+#include "compiler/target/cpu_policy.h"
 
 namespace kiln::tune {
 
@@ -25,10 +26,14 @@ struct TuneTask {
   uint64_t workload_hash;                  // ir::StructuralHash of the PrimFunc (the database key)
   int weight = 0;                          // call sites in the model
   std::vector<std::string> symbolic_dims;  // names of the shape variables, if any
+  target::CpuPolicy policy;                // the target's: what the schedule rules read
 };
 
-// The PrimFunc `name` of `mod`, alone in a module, and its workload hash.
-absl::StatusOr<TuneTask> TaskFromPrimFunc(const ir::IRModule& mod, const std::string& name);
+// The PrimFunc `name` of `mod`, alone in a module, and its workload hash; its schedules are
+// shaped by `policy` (by default this machine's).
+absl::StatusOr<TuneTask> TaskFromPrimFunc(
+    const ir::IRModule& mod, const std::string& name,
+    const target::CpuPolicy& policy = target::PolicyFor(backend::HostCpuTarget()));
 
 // The workload key of a PrimFunc: its structural hash as 16 hex digits.
 std::string WorkloadKey(const ir::PrimFunc& func);
@@ -44,6 +49,11 @@ absl::StatusOr<std::string> TuningTarget(const std::string& target);
 // Relax function) gives every PrimFunc weight 1.
 absl::StatusOr<std::vector<TuneTask>> ExtractTasks(const ir::IRModule& mod,
                                                    const backend::BuildOptions& options = {});
+
+// ExtractTasks for the target string `target` ("llvm -mcpu=haswell"): the passes and the tasks'
+// schedule rules shaped for that CPU. InvalidArgument for a target that does not parse.
+absl::StatusOr<std::vector<TuneTask>> ExtractTasksFor(const ir::IRModule& mod,
+                                                      const std::string& target);
 
 // The pipeline's passes before DefaultSchedule: what ExtractTasks runs, and so what `kiln
 // compile` has done to a kernel when it looks up its tuning record.

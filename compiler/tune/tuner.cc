@@ -221,7 +221,8 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
     s.search = std::make_unique<TaskSearch>(task, options, options.seed + i);
     if (absl::Status st = s.search->Load(db, s.workload); !st.ok()) return st;
     t.best_seconds = s.search->best();
-    std::vector<BuildResult> ref = builder.Build({tir::ApplyDefaultSchedule(task.mod)});
+    std::vector<BuildResult> ref =
+        builder.Build({tir::ApplyDefaultSchedule(task.mod, task.policy)});
     if (!ref[0].error.empty()) {
       t.error = absl::StrCat("the untuned kernel: ", ref[0].error);
     } else {
@@ -231,7 +232,8 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
         t.default_seconds = ran[0].seconds;
         if (absl::Status st = db.SetDefaultSeconds(s.workload, *ran[0].seconds); !st.ok())
           return st;
-        absl::StatusOr<tir::Schedule> default_schedule = tir::DefaultSchedule(task.mod, task.name);
+        absl::StatusOr<tir::Schedule> default_schedule =
+            tir::DefaultSchedule(task.mod, task.name, task.policy);
         if (default_schedule.ok()) s.search->StartFrom(*default_schedule, *ran[0].seconds);
       } else {
         t.error = absl::StrCat("the untuned kernel: ", ran[0].error);

@@ -115,7 +115,8 @@ TEST(TunerTest, FirstProposalsAreNeighboursOfTheDefault) {
   std::vector<TuneTask> tasks = MatmulTasks();
   TuneOptions options;
   CostModel untrained;
-  absl::StatusOr<tir::Schedule> fallback = tir::DefaultSchedule(tasks[0].mod, tasks[0].name);
+  absl::StatusOr<tir::Schedule> fallback =
+      tir::DefaultSchedule(tasks[0].mod, tasks[0].name, tasks[0].policy);
   ASSERT_TRUE(fallback.ok()) << fallback.status();
   const tir::Decisions base = tir::DecisionsOf(fallback->trace());
   auto changed = [&](const tir::Schedule& sch) {

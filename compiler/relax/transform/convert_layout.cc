@@ -18,12 +18,6 @@
 namespace kiln::ir::relax {
 namespace {
 
-// Output rows this wide or wider fill NCHW vectors well (MobileNetV2's 112- and 56-wide stages
-// ran as fast or faster in NCHW); narrower ones (28, 14, 7) run faster in NHWC, vectorized over
-// channels: its 14x14 expansions 430 -> 330 us, its 7x7 and 14x14 depthwise convolutions a
-// third faster.
-constexpr int64_t kWideRow = 32;
-
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 
@@ -85,7 +79,8 @@ std::string Permute(const std::string& bytes, const std::vector<int64_t>& shape,
 
 class LayoutRewriter {
  public:
-  explicit LayoutRewriter(const IRModule& mod) : bb_(mod) {}
+  LayoutRewriter(const IRModule& mod, const target::CpuPolicy& policy)
+      : bb_(mod), policy_(policy) {}
 
   BindingBlock Rewrite(const BindingBlock& block) {
     dataflow_ = block->is_dataflow();
@@ -124,8 +119,10 @@ class LayoutRewriter {
     return true;
   }
 
-  // var = conv2d(x, W), NCHW data, a constant OIHW weight and an output narrower than kWideRow
-  // -> conv2d(x or its twin, W as OHWI<b>o or HWIO), an NHWC result: its twin.
+  // var = conv2d(x, W), NCHW data, a constant OIHW weight and an output narrower than the
+  // policy's wide row -> conv2d(x or its twin, W as OHWI<b>o or HWIO), an NHWC result: its twin.
+  // Rows at least two vectors wide fill NCHW vectors well; narrower ones leave lanes empty or
+  // rows split, and run faster vectorized over channels.
   Var ConvertConv(const CallNode& call, const Var& var) {
     if (call.args.size() != 2 || StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
         StringAttrOr(call.attrs, "kernel_layout", "OIHW") != "OIHW" ||
@@ -135,7 +132,7 @@ class LayoutRewriter {
     const ConstantNode* w = ConstantOf(call.args[1]);
     const std::vector<int64_t> out = StaticShape(var);
     if (w == nullptr || w->shape.size() != 4 || StaticShape(call.args[0]).size() != 4 ||
-        out.size() != 4 || out[3] >= kWideRow) {
+        out.size() != 4 || out[3] >= policy_.wide_row) {
       return Var();
     }
     // NHWC data where it is already; else the NCHW data is read as it is (each input value is
@@ -157,7 +154,8 @@ class LayoutRewriter {
     // block's weights 4 * O bytes apart per input channel, across all of the weight's pages
     // (a 3x3 convolution of 512 channels reads 9.4 MB of them, for every block), where the
     // blocks make them one contiguous stream.
-    const int64_t o = w->shape[0], block = o % 32 == 0 ? 32 : o % 16 == 0 ? 16 : 0;
+    const int64_t o = w->shape[0], wide = policy_.nhwc_channel_block, narrow = wide / 2;
+    const int64_t block = o % wide == 0 ? wide : narrow > 1 && o % narrow == 0 ? narrow : 0;
     const bool blocked = block != 0 && (!groups || (g != nullptr && g->value == 1));
     Expr weight;
     std::string layout = "HWIO";
@@ -336,6 +334,7 @@ class LayoutRewriter {
   }
 
   BlockBuilder bb_;
+  const target::CpuPolicy& policy_;
   bool dataflow_ = false;
   std::unordered_map<const VarNode*, Expr> bound_;   // what each variable is bound to
   std::unordered_map<const VarNode*, Var> nhwc_;     // an NCHW value's NHWC twin
@@ -345,13 +344,13 @@ class LayoutRewriter {
 
 }  // namespace
 
-absl::StatusOr<IRModule> ConvertConvLayout(const IRModule& mod) {
+absl::StatusOr<IRModule> ConvertConvLayout(const IRModule& mod, const target::CpuPolicy& policy) {
   IRModuleBuilder out(mod);
   for (const auto& [name, entry] : mod->functions) {
     const auto* f = entry.second.as<FunctionNode>();
     const auto* seq = f != nullptr ? f->body.as<SeqExprNode>() : nullptr;
     if (seq == nullptr) continue;
-    LayoutRewriter rewriter(mod);
+    LayoutRewriter rewriter(mod, policy);
     std::vector<BindingBlock> blocks;
     for (const BindingBlock& block : seq->blocks) blocks.push_back(rewriter.Rewrite(block));
     out.Update(entry.first, MakeFunction(f->params, MakeSeq(blocks, seq->body), f->ret_struct_info,

@@ -31,7 +31,8 @@ void ExpectSameNumbersInNchw(const std::string& text, const Array& x) {
 
 // `text` after ConvertConvLayout, printed (empty, with a failure, when the pass fails).
 std::string Converted(const std::string& text) {
-  absl::StatusOr<IRModule> converted = ConvertConvLayout(ParseModule(text));
+  absl::StatusOr<IRModule> converted =
+      ConvertConvLayout(ParseModule(text), target::PolicyFor(target::Avx512Znver4()));
   EXPECT_TRUE(converted.ok()) << converted.status();
   return converted.ok() ? script::PrintScript(*converted) : "";
 }

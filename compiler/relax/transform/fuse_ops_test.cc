@@ -58,7 +58,7 @@ TEST(FuseOpsTest, StaticEpilogueIsAbsorbedIntoTheTiledMatmul) {
   EXPECT_EQ(root->block->alloc_buffers.size(), 1u) << before;
   // ...and the default schedule applies the epilogue as each accumulator tile is stored, so the
   // intermediate disappears.
-  PrimFunc scheduled = tir::ApplyDefaultSchedule(kernel);
+  PrimFunc scheduled = tir::ApplyDefaultSchedule(kernel, target::PolicyFor(target::Avx512Znver4()));
   IRModuleBuilder one;
   ASSERT_TRUE(one.Add(MakeGlobalVar("k"), scheduled).ok());
   std::string text = script::PrintScript(one.Build());

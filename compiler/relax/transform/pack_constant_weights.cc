@@ -13,9 +13,12 @@
 namespace kiln::ir::relax {
 namespace {
 
-// Output channels per convolution weight block: one AVX-512 vector of float32, or half of one
-// where 16 does not divide them (24 channels).
-int64_t BlockFor(int64_t channels) { return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0; }
+// Output channels per convolution weight block: the policy's block (one vector), or half of one
+// where that does not divide them (24 channels in 16-lane vectors).
+int64_t BlockFor(int64_t channels, const target::CpuPolicy& policy) {
+  const int64_t full = policy.channel_block, half = policy.channel_block / 2;
+  return channels % full == 0 ? full : half > 1 && channels % half == 0 ? half : 0;
+}
 
 // What a variable is bound to.
 using Bindings = std::unordered_map<const VarNode*, Expr>;
@@ -42,17 +45,16 @@ std::string BlockRows(const float* src, int64_t rows, int64_t cols, int64_t bloc
 
 const float* Data(const ConstantNode& c) { return reinterpret_cast<const float*>(c.bytes->data()); }
 
-// conv2d(x, W [O, I, H, W]) -> conv2d(x, W as [O / 16, I, H, W, 16], kernel_layout="OIHW16o").
-Expr PackConv(const CallNode& call) {
+// conv2d(x, W [O, I, H, W]) -> conv2d(x, W as [O / b, I, H, W, b], kernel_layout="OIHW<b>o").
+Expr PackConv(const CallNode& call, const target::CpuPolicy& policy) {
   const auto* w = call.args[1].as<ConstantNode>();
   if (!IsF32(w) || w->shape.size() != 4) return Expr();
   // Each output vector is stored as scattered channels (NCHW), paid back by its multiply-adds.
   // With few of them per output (a 1x1 expansion of 16 or 24 channels, a first convolution
-  // over 3 colour channels) over rows wide enough to fill vectors (56 or more), read
-  // contiguously or at stride 2 (a load and a shuffle per vector), the convolution vectorizes
-  // better along the image rows, as it is: MobileNetV2's first convolution ran at 222 us
-  // packed, 194 us along the rows; tuned, 195 against 124 us.
-  constexpr int64_t kMinReduction = 64, kWideRow = 32;
+  // over 3 colour channels) over rows wide enough to fill two vectors, read contiguously or at
+  // stride 2 (a load and a shuffle per vector), the convolution vectorizes better along the
+  // image rows, as it is.
+  constexpr int64_t kMinReduction = 64;
   const auto* out = call.struct_info().as<TensorStructInfoNode>();
   const std::vector<PrimExpr>* dims = out != nullptr ? out->dims() : nullptr;
   const int64_t* width = dims != nullptr && dims->size() == 4 ? AsConstInt((*dims)[3]) : nullptr;
@@ -64,11 +66,11 @@ Expr PackConv(const CallNode& call) {
     }
   }
   if (w->shape[1] * w->shape[2] * w->shape[3] < kMinReduction && small_stride && width &&
-      *width >= kWideRow) {
+      *width >= policy.wide_row) {
     return Expr();
   }
   if (ops::Conv2dIsFlatPointwise(call)) return Expr();  // a matmul along the image, weight as it is
-  const int64_t block = BlockFor(w->shape[0]);
+  const int64_t block = BlockFor(w->shape[0], policy);
   if (block == 0) return Expr();
   ObjectRef groups = GetAttr(call.attrs, "groups");
   PrimExpr g = groups && groups.as<PrimExprNode>() ? groups.as_ref<PrimExprNode>() : PrimExpr();
@@ -87,11 +89,12 @@ Expr PackConv(const CallNode& call) {
 }
 
 // matmul(x, W [K, N]) or matmul(x, permute_dims(W [N, K])) (a PyTorch Linear's weight) ->
-// matmul(x, W as [N / 16, K, 16], b_layout="NK16n"), for x of rank 2 or more. Where 16 does not
-// divide N (1000 classes), W gets zero columns up to the next multiple of 16, and `*padded_to`
-// says how many: the caller slices the product back to N columns (a few hundred bytes per row,
-// against blocks of 8 that stream at half the rate).
-Expr PackMatmul(const CallNode& call, const Bindings& bound, int64_t* padded_to) {
+// matmul(x, W as [N / b, K, b], b_layout="NK<b>n") with b the policy's block, for x of rank 2 or
+// more. Where b does not divide N (1000 classes), W gets zero columns up to the next multiple of
+// b, and `*padded_to` says how many: the caller slices the product back to N columns (a few
+// hundred bytes per row, against half-vector blocks that stream at half the rate).
+Expr PackMatmul(const CallNode& call, const Bindings& bound, const target::CpuPolicy& policy,
+                int64_t* padded_to) {
   const auto* x = call.args[0]->struct_info().as<TensorStructInfoNode>();
   if (x == nullptr || x->ndim < 2 || GetAttr(call.attrs, "b_layout")) return Expr();
   // Through the variables the weight (or its transpose) is bound to.
@@ -119,9 +122,10 @@ Expr PackMatmul(const CallNode& call, const Bindings& bound, int64_t* padded_to)
   if (!IsF32(w) || w->shape.size() != 2) return Expr();
   const int64_t n = transposed ? w->shape[0] : w->shape[1];
   const int64_t k = transposed ? w->shape[1] : w->shape[0];
-  // Below 16 columns there is nothing to stream.
-  if (n < 16) return Expr();
-  const int64_t block = 16, padded = (n + block - 1) / block * block;
+  // Below one block of columns there is nothing to stream.
+  const int64_t block = policy.channel_block;
+  if (n < block) return Expr();
+  const int64_t padded = (n + block - 1) / block * block;
   // W as [padded, K], rows past N zero.
   std::vector<float> rows(static_cast<size_t>(padded * k), 0.0f);
   for (int64_t r = 0; r < k; ++r) {
@@ -138,14 +142,16 @@ Expr PackMatmul(const CallNode& call, const Bindings& bound, int64_t* padded_to)
 
 class WeightPacker : public ExprMutator {
  public:
+  explicit WeightPacker(const target::CpuPolicy& policy) : policy_(policy) {}
+
   Expr VisitExpr(const Expr& e) override {
     Expr visited = DefaultVisitExpr(e);
     const auto* call = visited.as<CallNode>();
     if (call == nullptr || call->args.size() != 2) return visited;
     const std::string op = OpName(call);
     int64_t padded_to = 0;
-    Expr packed = op == "relax.nn.conv2d" ? PackConv(*call)
-                  : op == "relax.matmul"  ? PackMatmul(*call, bound_, &padded_to)
+    Expr packed = op == "relax.nn.conv2d" ? PackConv(*call, policy_)
+                  : op == "relax.matmul"  ? PackMatmul(*call, bound_, policy_, &padded_to)
                                           : Expr();
     if (packed && padded_to) padded_[packed.get()] = padded_to;
     return packed ? packed : visited;
@@ -191,18 +197,19 @@ class WeightPacker : public ExprMutator {
   }
 
  private:
+  const target::CpuPolicy& policy_;
   Bindings bound_;  // the transposed weight stays bound; DeadCodeElimination drops it
   std::unordered_map<const Object*, int64_t> padded_;  // packed matmuls: their padded width
 };
 
 }  // namespace
 
-absl::StatusOr<IRModule> PackConstantWeights(const IRModule& mod) {
+absl::StatusOr<IRModule> PackConstantWeights(const IRModule& mod, const target::CpuPolicy& policy) {
   IRModuleBuilder out(mod);
   for (const auto& [name, entry] : mod->functions) {
     const auto* f = entry.second.as<FunctionNode>();
     if (f == nullptr) continue;
-    Expr body = WeightPacker().VisitExpr(f->body);
+    Expr body = WeightPacker(policy).VisitExpr(f->body);
     out.Update(entry.first,
                MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, f->attrs));
   }

@@ -1,4 +1,5 @@
-// PackConstantWeights: constant conv2d weights in 16-output-channel blocks, and the same results.
+// PackConstantWeights: constant conv2d weights in blocks of a vector of output channels (16 for
+// AVX-512, 8 for AVX2), and the same results.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,9 @@ using backend::testing::ToTensor;
 using pass::testing::ParseModule;
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// The weight blocks these tests expect are one AVX-512 vector's (16 channels).
+const target::CpuPolicy kAvx512 = target::PolicyFor(target::Avx512Znver4());
 
 // `text` built with and without PackConstantWeights computes the same numbers on `x`.
 void ExpectSameNumbersUnpacked(const std::string& text, const Array& x) {
@@ -51,7 +55,7 @@ class Module:
 TEST(PackConstantWeightsTest, ConstantWeightsAreBlockedAndComputeTheSame) {
   const Array w = Random({32, 3, 3, 3}, 7);
   const std::string text = ConvModule(w, 1);
-  absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text));
+  absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text), kAvx512);
   ASSERT_TRUE(packed.ok()) << packed.status();
   const std::string printed = script::PrintScript(*packed);
   EXPECT_THAT(printed, HasSubstr("kernel_layout=\"OIHW16o\""));
@@ -73,7 +77,8 @@ TEST(PackConstantWeightsTest, SymbolicBatchIsPackedToo) {
 TEST(PackConstantWeightsTest, GroupedAndUnevenChannelCountsAreLeftAlone) {
   for (auto [w, groups] :
        {std::pair<Array, int64_t>{Random({16, 1, 3, 3}, 11), 16}, {Random({20, 3, 3, 3}, 12), 1}}) {
-    absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(ConvModule(w, groups)));
+    absl::StatusOr<IRModule> packed =
+        PackConstantWeights(ParseModule(ConvModule(w, groups)), kAvx512);
     ASSERT_TRUE(packed.ok()) << packed.status();
     EXPECT_THAT(script::PrintScript(*packed), Not(HasSubstr("kernel_layout")));
   }
@@ -96,7 +101,7 @@ class Module:
             R.output(gv)
         return gv
 )");
-    absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text));
+    absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text), kAvx512);
     ASSERT_TRUE(packed.ok()) << packed.status();
     const std::string printed = script::PrintScript(*packed);
     if (size == 8) {
@@ -139,7 +144,7 @@ TEST(PackConstantWeightsTest, MatmulWeightsAreBlockedAndComputeTheSame) {
   for (const Case& c : std::vector<Case>{{{32, 20}, true, false}, {{20, 40}, false, true}}) {
     const Array w = Random(c.w_shape, 13);
     const std::string text = LinearModule(w, c.transposed);
-    absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text));
+    absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text), kAvx512);
     ASSERT_TRUE(packed.ok()) << packed.status();
     const std::string printed = script::PrintScript(*packed);
     EXPECT_THAT(printed, HasSubstr("b_layout=\"NK16n\""));
@@ -155,7 +160,7 @@ TEST(PackConstantWeightsTest, MatmulWeightsAreBlockedAndComputeTheSame) {
 TEST(PackConstantWeightsTest, MatmulsThatCannotBlockAreLeftAlone) {
   // 10 columns: no block of 8 or 16 divides them.
   absl::StatusOr<IRModule> packed =
-      PackConstantWeights(ParseModule(LinearModule(Random({10, 20}, 15), true)));
+      PackConstantWeights(ParseModule(LinearModule(Random({10, 20}, 15), true)), kAvx512);
   ASSERT_TRUE(packed.ok()) << packed.status();
   EXPECT_THAT(script::PrintScript(*packed), Not(HasSubstr("b_layout")));
 }

@@ -10,12 +10,17 @@ pass::PassPtr CanonicalizeBindingsPass() {
   return MakeModulePass("CanonicalizeBindings", CanonicalizeBindings, {}, IRLevel::kRelaxFunction);
 }
 
-pass::PassPtr ConvertConvLayoutPass() {
-  return MakeModulePass("ConvertConvLayout", ConvertConvLayout, {}, IRLevel::kRelaxFunction);
+pass::PassPtr ConvertConvLayoutPass(const target::CpuPolicy& policy) {
+  return MakeModulePass(
+      "ConvertConvLayout", [policy](const IRModule& mod) { return ConvertConvLayout(mod, policy); },
+      {}, IRLevel::kRelaxFunction);
 }
 
-pass::PassPtr PackConstantWeightsPass() {
-  return MakeModulePass("PackConstantWeights", PackConstantWeights, {}, IRLevel::kRelaxFunction);
+pass::PassPtr PackConstantWeightsPass(const target::CpuPolicy& policy) {
+  return MakeModulePass(
+      "PackConstantWeights",
+      [policy](const IRModule& mod) { return PackConstantWeights(mod, policy); }, {},
+      IRLevel::kRelaxFunction);
 }
 
 pass::PassPtr LegalizeOpsPass() { return MakeModulePass("LegalizeOps", LegalizeOps); }

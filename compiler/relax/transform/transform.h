@@ -9,6 +9,7 @@
 #include "compiler/ir/module.h"
 #include "compiler/ir/relax_expr.h"
 #include "compiler/pass/pass.h"
+#include "compiler/target/cpu_policy.h"
 
 namespace kiln::ir::relax {
 
@@ -19,18 +20,20 @@ namespace kiln::ir::relax {
 //   - TupleGetItem of a variable bound to a tuple literal: the field itself.
 absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod);
 
-// PackConstantWeights: float32 constant weights are repacked at compile time into blocks of 16
-// output channels (columns) innermost, the layout the kernels stream:
-//   - an NCHW conv2d (groups 1) with a multiple of 16 output channels gets its weight as
-//     [O / 16, I, H, W, 16], kernel_layout "OIHW16o": its kernel computes 16 output channels per
+// PackConstantWeights: float32 constant weights are repacked at compile time into blocks of b
+// output channels (columns) innermost, b the target policy's channel block (one vector: 16 on
+// AVX-512, 8 on AVX2, 4 on NEON), the layout the kernels stream:
+//   - an NCHW conv2d (groups 1) with a multiple of b output channels gets its weight as
+//     [O / b, I, H, W, b], kernel_layout "OIHW<b>o": its kernel computes b output channels per
 //     vector, each multiply-add one broadcast input value and one contiguous weight load,
 //     whatever the image's width (NCHW rows of 7, 14 or 56 fill vectors badly);
 //   - a matmul of a constant [K, N] (or a transposed [N, K], a Linear's weight) with N a
-//     multiple of 16 gets it as [N / 16, K, 16], b_layout "NK16n": each 16-column block is one
+//     multiple of b gets it as [N / b, K, b], b_layout "NK<b>n": each block of columns is one
 //     contiguous stream, read at memory bandwidth when x has few rows.
-absl::StatusOr<IRModule> PackConstantWeights(const IRModule& mod);
+absl::StatusOr<IRModule> PackConstantWeights(const IRModule& mod, const target::CpuPolicy& policy);
 
-// ConvertConvLayout: an NCHW conv2d with a constant OIHW weight is computed in NHWC with the
+// ConvertConvLayout: an NCHW conv2d with a constant OIHW weight whose output rows are narrower
+// than the target policy's wide row (two vectors) is computed in NHWC with the
 // weight as HWIO (the layout whose kernels vectorize over output channels contiguous in both
 // the data and the weight, with no repacking of either), and the elementwise and broadcast
 // code it feeds follows it into NHWC (a constant bias [C, 1, 1] becomes [1, 1, 1, C]):
@@ -40,7 +43,7 @@ absl::StatusOr<IRModule> PackConstantWeights(const IRModule& mod);
 //   t1 = R.add(t, b'); t2 = R.clip(t1, 0, 6); t3 = R.nn.conv2d(t2, W2', "NHWC", "HWIO") ...
 // A value something else reads (a reshape, a block's output) is transposed back to NCHW where
 // it is read; a spatial mean reads the NHWC value directly.
-absl::StatusOr<IRModule> ConvertConvLayout(const IRModule& mod);
+absl::StatusOr<IRModule> ConvertConvLayout(const IRModule& mod, const target::CpuPolicy& policy);
 
 // LegalizeOps lowers every high-level operator call to a TIR kernel. A binding
 //   lv = R.add(x, y)
@@ -107,8 +110,8 @@ PlannedMemory PlannedMemoryOf(const FunctionNode& f);
 
 // Each pass above as a pass object (compiler/pass/pass.h), with its IR level and requirements.
 pass::PassPtr CanonicalizeBindingsPass();
-pass::PassPtr ConvertConvLayoutPass();
-pass::PassPtr PackConstantWeightsPass();
+pass::PassPtr ConvertConvLayoutPass(const target::CpuPolicy& policy);
+pass::PassPtr PackConstantWeightsPass(const target::CpuPolicy& policy);
 pass::PassPtr LegalizeOpsPass();
 pass::PassPtr DeadCodeEliminationPass();
 pass::PassPtr FuseOpsPass();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/ir/tir_functor.h"
+#include "compiler/target/cpu_policy.h"
 
 namespace kiln::tir {
 namespace {
@@ -210,20 +211,25 @@ int64_t LargestDivisor(int64_t extent, int64_t limit) {
   return 1;
 }
 
-// The vectorized inner tile of a loop: 32, 16 or 8 lanes when one divides the extent, else the
-// largest divisor up to 16 (a 7-wide image row stays one 7-lane vector). Not 24: LLVM takes a
-// 24-lane vector apart lane by lane (an NHWC convolution of 144 channels ran at 11 GFLOP/s).
-int64_t VectorTile(int64_t extent) {
-  for (int64_t d : {32, 16, 8}) {
-    if (extent % d == 0) return d;
+// The vectorized inner tile of a loop: two vectors, one or half of one when it divides the
+// extent, else the largest divisor up to one vector (a 7-wide image row stays one 7-lane
+// vector). Never one and a half: LLVM takes such a vector apart lane by lane (an NHWC
+// convolution of 144 channels in 24-lane vectors ran at 11 GFLOP/s).
+int64_t VectorTile(int64_t extent, const target::CpuPolicy& policy) {
+  for (int64_t d : {policy.max_vector_tile, policy.lanes, policy.lanes / 2}) {
+    if (d > 1 && extent % d == 0) return d;
   }
-  return LargestDivisor(extent, 16);
+  return LargestDivisor(extent, policy.lanes);
 }
 
-// A register tile holds about this many accumulators (4 x 32: 8 AVX-512 or 16 AVX2 registers).
-constexpr int64_t kTileAccumulators = 128;
 // Packing an operand copies it once per call; it pays when this many rows reuse each panel.
 constexpr int64_t kMinRowsToPack = 16;
+// The inner tile of a spatial loop other than the vectorized one is at most one vector's lanes,
+// or this many where vectors are narrower (a 7-row tile on NEON).
+constexpr int64_t kMinInnerTileBound = 8;
+int64_t InnerTileBound(const target::CpuPolicy& policy) {
+  return std::max(policy.lanes, kMinInnerTileBound);
+}
 // At most this many copies of a loop body are unrolled.
 constexpr int64_t kMaxUnrollSteps = 256;
 
@@ -291,11 +297,14 @@ bool WindowReduction(const BlockInfo& info, size_t k) {
 }
 
 // The innermost tile of each loop of the block with `vec` lanes: the register tile.
-std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t vec) {
+std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t vec,
+                                const target::CpuPolicy& policy) {
   const size_t n = info.loops.size();
   std::vector<int64_t> inner(n, 1);
   inner[last_spatial] = vec;
-  int64_t budget = std::max<int64_t>(1, kTileAccumulators / vec);
+  int64_t budget = std::max<int64_t>(1, policy.tile_accumulators / vec);
+  // Registers one row of the tile takes.
+  const int64_t row_registers = std::max<int64_t>(1, (vec + policy.lanes - 1) / policy.lanes);
   // A strided input row (a stride-2 convolution's) costs two loads and a shuffle per vector:
   // where output channels share it, fewer rows, so that each vector serves more of them.
   const int64_t rows = SharedStridedRead(info, info.loop_iter_vars[last_spatial]) ? 2 : 4;
@@ -306,10 +315,21 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
     // The row loop shares its budget with the next loop out (a conv's output channels), so a
     // tile reuses both each input vector and each broadcast weight.
     inner[k] = LargestDivisor(*extent, std::min<int64_t>(row_loop < 0 ? rows : 8, budget));
-    // A row of prime extent (7) has no divisor in the budget: whole, while it fits twice over
-    // (7 rows of two vectors are 14 of AVX-512's 32 registers; one row of them left an NHWC
-    // 3x3 convolution over a 7x7 image at 60 GFLOP/s).
-    if (row_loop < 0 && inner[k] == 1 && *extent <= 2 * budget) inner[k] = *extent;
+    // A row of prime extent (7) has no divisor in the budget: whole, while it is at most twice
+    // the budget and its accumulators fit the register file beside the streamed operands (one
+    // row alone left an NHWC 3x3 convolution over a 7x7 image at a fifth of the machine's rate).
+    // Where only the register file keeps it from fitting (7 rows of two 8-lane vectors are 14
+    // of AVX2's 16 registers), the rows go whole at one vector each instead.
+    if (row_loop < 0 && inner[k] == 1 && *extent <= 2 * budget &&
+        *extent <= InnerTileBound(policy)) {
+      if (*extent * row_registers <= policy.tile_registers) {
+        inner[k] = *extent;
+      } else if (row_registers > 1 && vec % policy.lanes == 0 && *extent <= policy.tile_registers) {
+        inner[last_spatial] = policy.lanes;
+        inner[k] = *extent;
+        budget = std::max<int64_t>(1, policy.tile_accumulators / policy.lanes);
+      }
+    }
     budget = std::max<int64_t>(1, budget / inner[k]);
     if (row_loop < 0 && *extent > 1) row_loop = k;
   }
@@ -326,10 +346,12 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
 
 // The heuristic decisions of MultiLevelTiling: per loop of the block, its tiles (empty for a
 // loop of symbolic extent).
-std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last_spatial) {
+std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last_spatial,
+                                                 const target::CpuPolicy& policy) {
   const size_t n = info.loops.size();
   const int64_t extent = *ConstExtent(info.loops[last_spatial]);
-  const std::vector<int64_t> inner = InnerTiles(info, last_spatial, VectorTile(extent));
+  const std::vector<int64_t> inner =
+      InnerTiles(info, last_spatial, VectorTile(extent, policy), policy);
   int row_loop = -1;
   for (int k = last_spatial - 1; k >= 0; --k) {
     const int64_t* e = ConstExtent(info.loops[k]);
@@ -365,11 +387,10 @@ std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last
                    : std::vector<int64_t>{rest, 1, 1, inner[k]};
   }
   // A strided input row that output channels share (the stride-2 image of a network's first
-  // convolution): its window loops go innermost (R1) and a block of up to 16 channels around
-  // them (S2), so that the window's shuffled input vectors, the same for every channel, are
-  // built once per input channel and serve the block (LLVM hoists them out of the channel loop).
-  // With 4 channels in the register tile, each vector served 4 and the shuffles bound the
-  // kernel: MobileNetV2's first convolution 264 -> 215 us, as the tuner had found.
+  // convolution): its window loops go innermost (R1) and a block of up to a vector's lanes of
+  // channels around them (S2), so that the window's shuffled input vectors, the same for every
+  // channel, are built once per input channel and serve the block (LLVM hoists them out of the
+  // channel loop). With only the register tile's few channels, the shuffles bound the kernel.
   if (SharedStridedRead(info, info.loop_iter_vars[last_spatial])) {
     for (size_t k = 0; k < n; ++k) {
       const int64_t* extent = ConstExtent(info.loops[k]);
@@ -378,7 +399,7 @@ std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last
         if (WindowReduction(info, k)) tiles[k] = {1, *extent};
       } else if (static_cast<int>(k) != last_spatial && static_cast<int>(k) != row_loop &&
                  *extent > 1) {
-        const int64_t block = LargestDivisor(*extent, 16);
+        const int64_t block = LargestDivisor(*extent, policy.lanes);
         tiles[k] = {*extent / block, 1, block, 1};
       }
     }
@@ -546,18 +567,24 @@ void VectorizeWriteBack(Schedule& sch, BlockRV block, LoopRV at) {
 // MultiLevelTiling of one block (see schedule_rules.h); returns the names of the blocks it
 // placed.
 absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& sampler,
-                                                       const BlockInfo& info, int last_spatial) {
+                                                       const BlockInfo& info, int last_spatial,
+                                                       const target::CpuPolicy& policy) {
   std::set<std::string> placed = {info.name};
   absl::StatusOr<BlockRV> block = sch.GetBlock(info.name);
   if (!block.ok()) return block.status();
   absl::StatusOr<std::vector<LoopRV>> loops = sch.GetLoops(*block);
   if (!loops.ok()) return loops.status();
-  const std::vector<std::vector<int64_t>> heuristic = HeuristicTiles(info, last_spatial);
+  const std::vector<std::vector<int64_t>> heuristic = HeuristicTiles(info, last_spatial, policy);
   std::vector<std::vector<ExprRV>> tiles(info.loops.size());
   for (size_t k = 0; k < info.loops.size(); ++k) {
     if (!ConstExtent(info.loops[k])) continue;
     const bool spatial = info.loop_kinds[k] == IterKind::kSpatial;
-    const int64_t innermost = static_cast<int>(k) == last_spatial ? 64 : spatial ? 16 : 64;
+    // The sampled innermost tiles: up to four vectors along the vectorized loop and a
+    // reduction, up to InnerTileBound along the other spatial loops.
+    const int64_t wide = policy.max_elementwise_vector;
+    const int64_t innermost = static_cast<int>(k) == last_spatial ? wide
+                              : spatial                           ? InnerTileBound(policy)
+                                                                  : wide;
     absl::StatusOr<std::vector<ExprRV>> t =
         sampler.Tile((*loops)[k], spatial ? 4 : 2, innermost, heuristic[k]);
     if (!t.ok()) return t.status();
@@ -684,7 +711,8 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
 }
 
 // ParallelVectorize of a block whose loops it alone owns.
-absl::Status ParallelVectorize(Schedule& sch, Sampler& sampler, const BlockInfo& info) {
+absl::Status ParallelVectorize(Schedule& sch, Sampler& sampler, const BlockInfo& info,
+                               const target::CpuPolicy& policy) {
   if (info.loops.empty() || !info.plain) return absl::OkStatus();
   absl::StatusOr<BlockRV> block = sch.GetBlock(info.name);
   if (!block.ok()) return block.status();
@@ -709,8 +737,9 @@ absl::Status ParallelVectorize(Schedule& sch, Sampler& sampler, const BlockInfo&
   }
   // Vectors within the innermost loop: one that crossed its rows would index by div and mod.
   const int64_t inner = *ConstExtent(info.loops[n_spatial - 1]);
-  const int64_t lanes = LargestDivisor(inner, 64);
-  if (!info.has_reduce && lanes < 8 && inner >= 8 && n_spatial > 1) {
+  const int64_t widest = policy.max_elementwise_vector, half = policy.lanes / 2;
+  const int64_t lanes = LargestDivisor(inner, widest);
+  if (!info.has_reduce && lanes < half && inner >= half && n_spatial > 1) {
     // No wide divisor (a padded row of 226): the row is vectorized whole, its tail scalar, and
     // the rows run in parallel.
     std::vector<LoopRV> rows(spatial.begin(), spatial.end() - 1);
@@ -725,7 +754,8 @@ absl::Status ParallelVectorize(Schedule& sch, Sampler& sampler, const BlockInfo&
     fused = *f;
   }
   if (info.has_reduce) return extent > 1 ? sch.Parallel(fused) : absl::OkStatus();
-  absl::StatusOr<std::vector<ExprRV>> tiles = sampler.Tile(fused, 2, 64, {extent / lanes, lanes});
+  absl::StatusOr<std::vector<ExprRV>> tiles =
+      sampler.Tile(fused, 2, widest, {extent / lanes, lanes});
   if (!tiles.ok()) return tiles.status();
   absl::StatusOr<std::vector<LoopRV>> split = sch.Split(fused, {(*tiles)[0], (*tiles)[1]});
   if (!split.ok()) return split.status();
@@ -746,7 +776,8 @@ int64_t Iterations(const std::vector<const ForNode*>& loops, size_t from, size_t
 // sum, a layer norm's mean) is split into vector-wide steps whose partial results stay in a
 // vector of lanes (rfactor), the rows in parallel; the lanes are reduced after, per row.
 // Returns whether it applied (decided; the heuristic applies it wherever it fits).
-absl::StatusOr<bool> AddRFactor(Schedule& sch, Sampler& sampler, const BlockInfo& info) {
+absl::StatusOr<bool> AddRFactor(Schedule& sch, Sampler& sampler, const BlockInfo& info,
+                                const target::CpuPolicy& policy) {
   if (!info.plain || info.loops.size() < 2) return false;
   const size_t last = info.loops.size() - 1;
   if (info.loop_kinds[last] != IterKind::kReduce) return false;
@@ -754,7 +785,11 @@ absl::StatusOr<bool> AddRFactor(Schedule& sch, Sampler& sampler, const BlockInfo
     if (info.loop_kinds[k] != IterKind::kSpatial) return false;
   }
   const int64_t* extent = ConstExtent(info.loops[last]);
-  const int64_t lanes = extent == nullptr ? 0 : *extent % 16 == 0 ? 16 : *extent % 8 == 0 ? 8 : 0;
+  const int64_t full = policy.lanes, half = policy.lanes / 2;
+  const int64_t lanes = extent == nullptr                 ? 0
+                        : *extent % full == 0             ? full
+                        : half > 1 && *extent % half == 0 ? half
+                                                          : 0;
   if (lanes == 0 || *extent < 2 * lanes) return false;
   const std::vector<bool> along = InnermostIndexUses(info, info.loop_iter_vars[last]);
   if (std::find(along.begin(), along.end(), true) == along.end()) return false;
@@ -784,7 +819,7 @@ absl::StatusOr<bool> AddRFactor(Schedule& sch, Sampler& sampler, const BlockInfo
   if (fused.ok() && Iterations(info.loops, 0, last) > 1) (void)sch.Parallel(*fused);
   const std::vector<BlockInfo> now = Blocks(sch);
   if (const BlockInfo* final_block = Find(now, info.name)) {
-    if (absl::Status s = ParallelVectorize(sch, sampler, *final_block); !s.ok()) return s;
+    if (absl::Status s = ParallelVectorize(sch, sampler, *final_block, policy); !s.ok()) return s;
   }
   return true;
 }
@@ -835,7 +870,7 @@ void ParallelRowsOutsideParallel(Schedule& sch, const std::string& name,
 // parallel and is read while in cache; not when every iteration needs all of it (a dense
 // convolution reads every input channel), which would copy it once per iteration.
 absl::Status RandomComputeLocation(Schedule& sch, Sampler& sampler, const BlockInfo& info,
-                                   const std::string& consumer) {
+                                   const std::string& consumer, const target::CpuPolicy& policy) {
   absl::StatusOr<BlockRV> block = sch.GetBlock(info.name);
   if (!block.ok()) return block.status();
   const std::vector<BlockInfo> all = Blocks(sch);
@@ -858,11 +893,11 @@ absl::Status RandomComputeLocation(Schedule& sch, Sampler& sampler, const BlockI
   }
   absl::StatusOr<int64_t> move = sampler.Choose({0, 1}, heuristic_at >= 0);
   if (!move.ok()) return move.status();
-  if (*move == 0) return ParallelVectorize(sch, sampler, info);
+  if (*move == 0) return ParallelVectorize(sch, sampler, info, policy);
   absl::StatusOr<LoopRV> at =
       sampler.Location(*block, heuristic_at >= 0 ? heuristic_at : std::max<int64_t>(parallel, 0));
   if (!at.ok()) return at.status();
-  if (!sch.ComputeAt(*block, *at).ok()) return ParallelVectorize(sch, sampler, info);
+  if (!sch.ComputeAt(*block, *at).ok()) return ParallelVectorize(sch, sampler, info, policy);
   absl::StatusOr<std::vector<LoopRV>> loops = sch.GetLoops(*block);
   if (!loops.ok() || loops->empty()) return absl::OkStatus();
   (void)sch.Vectorize(loops->back());
@@ -892,7 +927,8 @@ int LastConstSpatial(const BlockInfo& info) {
 
 }  // namespace
 
-absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, UnsetDecisions unset) {
+absl::Status ApplyScheduleRules(Schedule& sch, const target::CpuPolicy& policy,
+                                const Decisions& decisions, UnsetDecisions unset) {
   Sampler sampler(&sch, decisions, unset);
   AutoInline(sch);
   std::set<std::string> placed;
@@ -904,7 +940,7 @@ absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, Unset
     const int last_spatial = LastConstSpatial(*now);
     if (last_spatial < 0 || !(now->has_reuse || VectorizableWindow(*now, last_spatial))) continue;
     absl::StatusOr<std::set<std::string>> tiled =
-        MultiLevelTiling(sch, sampler, *now, last_spatial);
+        MultiLevelTiling(sch, sampler, *now, last_spatial, policy);
     if (!tiled.ok()) return tiled.status();
     placed.insert(tiled->begin(), tiled->end());
   }
@@ -920,7 +956,8 @@ absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, Unset
     const std::vector<BlockInfo> current = Blocks(sch);
     const BlockInfo* now = Find(current, info.name);
     if (now == nullptr) continue;
-    if (absl::Status s = RandomComputeLocation(sch, sampler, *now, consumer); !s.ok()) return s;
+    if (absl::Status s = RandomComputeLocation(sch, sampler, *now, consumer, policy); !s.ok())
+      return s;
     placed.insert(info.name);
   }
   for (const BlockInfo& info : Blocks(sch)) {
@@ -938,11 +975,11 @@ absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, Unset
     }
     if (shared) continue;
     if (now->has_reduce) {
-      absl::StatusOr<bool> factored = AddRFactor(sch, sampler, *now);
+      absl::StatusOr<bool> factored = AddRFactor(sch, sampler, *now, policy);
       if (!factored.ok()) return factored.status();
       if (*factored) continue;
     }
-    if (absl::Status s = ParallelVectorize(sch, sampler, *now); !s.ok()) return s;
+    if (absl::Status s = ParallelVectorize(sch, sampler, *now, policy); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

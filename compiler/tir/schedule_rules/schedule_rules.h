@@ -28,9 +28,11 @@
 //                       parallel and the inner vectorized; a row reduction's spatial loops fused
 //                       and parallel
 //
-// Heuristic decisions (the default schedule): a register tile of about 128 accumulators, the
-// innermost spatial loop vectorized by the largest divisor of its extent up to 32 (a multiple of
-// 8 when one divides), the other spatial loops' inner tiles up to 8 each within that budget; the
+// Every machine-dependent number comes from the target's policy (compiler/target/cpu_policy.h).
+// Heuristic decisions (the default schedule): a register tile of the policy's accumulators (the
+// FMA units' chains within the register file), the innermost spatial loop vectorized by two
+// vectors, one or half of one when that divides its extent, the other spatial loops' inner tiles
+// up to 8 each within that budget; the
 // row loop (the spatial loop just outside the vectorized one) iterates serially inside the
 // parallel column panels, so a panel of the reused operand stays in cache across the rows; the
 // write-back at S1; S3 unrolled; an operand packed when at least 16 rows reuse each panel;
@@ -48,6 +50,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "compiler/target/cpu_policy.h"
 #include "compiler/tir/schedule/schedule.h"
 
 namespace kiln::tir {
@@ -61,9 +64,10 @@ enum class UnsetDecisions {
   kSample,     // drawn from the schedule's random state: a tuning candidate
 };
 
-// Applies the rules to the function `sch` schedules, taking decisions from `decisions` where
-// given and filling the rest as `unset` says.
-absl::Status ApplyScheduleRules(Schedule& sch, const Decisions& decisions, UnsetDecisions unset);
+// Applies the rules for a CPU shaped by `policy` to the function `sch` schedules, taking
+// decisions from `decisions` where given and filling the rest as `unset` says.
+absl::Status ApplyScheduleRules(Schedule& sch, const target::CpuPolicy& policy,
+                                const Decisions& decisions, UnsetDecisions unset);
 
 // The decisions a trace recorded, in order.
 Decisions DecisionsOf(const v1::TraceProto& trace);

@@ -1,0 +1,37 @@
+#include "compiler/target/cpu_policy.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::target {
+
+namespace {
+// Registers one step of a register tile streams: its vector tile (two vectors) and the
+// broadcast operands (two).
+constexpr int64_t kStreamedRegisters = 4;
+}  // namespace
+
+CpuPolicy PolicyFor(const CpuTarget& target) {
+  CpuPolicy p;
+  p.lanes = target.Lanes(32);
+  p.tile_registers = std::max<int64_t>(2, target.vector_registers - kStreamedRegisters);
+  const int64_t in_flight = int64_t{2} * target.fma_units * target.fma_latency;
+  p.accumulator_registers = std::clamp<int64_t>(in_flight, 2, p.tile_registers);
+  p.tile_accumulators = p.accumulator_registers * p.lanes;
+  p.max_vector_tile = 2 * p.lanes;
+  p.max_elementwise_vector = 4 * p.lanes;
+  p.channel_block = p.lanes;
+  p.nhwc_channel_block = 2 * p.lanes;
+  p.wide_row = 2 * p.lanes;
+  return p;
+}
+
+std::string CpuPolicy::ToString() const {
+  return absl::StrCat(lanes, " lanes, ", accumulator_registers, " accumulator registers (",
+                      tile_accumulators, " elements, ", tile_registers, " at most), vector tile ",
+                      max_vector_tile, ", channel blocks ", channel_block, "/", nhwc_channel_block,
+                      ", NHWC below ", wide_row, " columns");
+}
+
+}  // namespace kiln::target

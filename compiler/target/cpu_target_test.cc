@@ -1,0 +1,100 @@
+#include "compiler/target/cpu_target.h"
+
+#include "compiler/target/cpu_policy.h"
+#include "gtest/gtest.h"
+
+namespace kiln::target {
+namespace {
+
+TEST(CpuTargetTest, VectorsAndRegistersFollowTheFeatures) {
+  const CpuTarget avx2 = Avx2Haswell();
+  EXPECT_EQ(avx2.vector_bits, 256);
+  EXPECT_EQ(avx2.vector_registers, 16);
+  EXPECT_EQ(avx2.fma_units, 2);
+  EXPECT_EQ(avx2.fma_latency, 5);
+  EXPECT_EQ(avx2.Lanes(32), 8);
+  EXPECT_EQ(avx2.Lanes(8), 32);
+
+  const CpuTarget avx512 = Avx512Znver4();
+  EXPECT_EQ(avx512.vector_bits, 512);
+  EXPECT_EQ(avx512.vector_registers, 32);
+  EXPECT_EQ(avx512.fma_units, 1);  // 512-bit FMAs through two 256-bit pipes
+  EXPECT_EQ(avx512.l2_bytes, 1 << 20);
+
+  // The same CPU held to AVX2 has twice the FMA units at half the width.
+  const CpuTarget znver4_avx2 = DescribeCpu("x86_64", "znver4", {"avx", "avx2", "fma"});
+  EXPECT_EQ(znver4_avx2.vector_bits, 256);
+  EXPECT_EQ(znver4_avx2.fma_units, 2);
+
+  const CpuTarget neon = NeonCortexA72();
+  EXPECT_EQ(neon.vector_bits, 128);
+  EXPECT_EQ(neon.vector_registers, 32);
+  EXPECT_EQ(neon.fma_latency, 7);
+
+  // SVE is fixed-length only when the board says its length.
+  EXPECT_EQ(DescribeCpu("aarch64", "neoverse-v1", {"asimd", "sve"}).vector_bits, 128);
+  EXPECT_EQ(DescribeCpu("aarch64", "neoverse-v1", {"asimd", "sve"}, 256).vector_bits, 256);
+
+  // An unknown CPU gets the ISA's typical figures.
+  const CpuTarget generic = DescribeCpu("x86_64", "generic", {"sse4_2"});
+  EXPECT_EQ(generic.vector_bits, 128);
+  EXPECT_EQ(generic.fma_units, 1);
+}
+
+TEST(CpuPolicyTest, Avx512KeepsTheTilesFittedOnIt) {
+  const CpuPolicy p = PolicyFor(Avx512Znver4());
+  EXPECT_EQ(p.lanes, 16);
+  EXPECT_EQ(p.accumulator_registers, 8);  // 1 unit x 4 cycles x 2
+  EXPECT_EQ(p.tile_accumulators, 128);
+  EXPECT_EQ(p.tile_registers, 28);
+  EXPECT_EQ(p.max_vector_tile, 32);
+  EXPECT_EQ(p.max_elementwise_vector, 64);
+  EXPECT_EQ(p.channel_block, 16);
+  EXPECT_EQ(p.nhwc_channel_block, 32);
+  EXPECT_EQ(p.wide_row, 32);
+}
+
+TEST(CpuPolicyTest, Avx2TilesFitSixteenRegisters) {
+  const CpuPolicy p = PolicyFor(Avx2Haswell());
+  EXPECT_EQ(p.lanes, 8);
+  // 2 units x 5 cycles x 2 = 20 chains wanted; 16 registers less 4 streamed allow 12.
+  EXPECT_EQ(p.accumulator_registers, 12);
+  EXPECT_EQ(p.tile_accumulators, 96);
+  EXPECT_LE(p.accumulator_registers + 4, 16);
+  EXPECT_EQ(p.max_vector_tile, 16);
+  EXPECT_EQ(p.channel_block, 8);
+  EXPECT_EQ(p.nhwc_channel_block, 16);
+  EXPECT_EQ(p.wide_row, 16);
+}
+
+TEST(CpuPolicyTest, NeonAndSveTiles) {
+  const CpuPolicy neon = PolicyFor(NeonCortexA72());
+  EXPECT_EQ(neon.lanes, 4);
+  EXPECT_EQ(neon.accumulator_registers, 28);  // 2 x 7 x 2, and 32 less 4 streamed
+  EXPECT_EQ(neon.tile_accumulators, 112);
+  EXPECT_EQ(neon.max_vector_tile, 8);
+  EXPECT_EQ(neon.channel_block, 4);
+  EXPECT_EQ(neon.wide_row, 8);
+
+  const CpuPolicy sve = PolicyFor(DescribeCpu("aarch64", "neoverse-v1", {"asimd", "sve"}, 256));
+  EXPECT_EQ(sve.lanes, 8);
+  EXPECT_EQ(sve.accumulator_registers, 16);  // 2 units x 4 cycles x 2
+  EXPECT_EQ(sve.tile_accumulators, 128);
+  EXPECT_EQ(sve.channel_block, 8);
+}
+
+TEST(CpuTargetTest, HostCachesAreRead) {
+  const CpuTarget host = WithHostCaches(DescribeCpu("x86_64", "generic", {}));
+  EXPECT_GE(host.cores, 1);
+  EXPECT_GT(host.l1d_bytes, 0);
+  EXPECT_GT(host.l2_bytes, 0);
+}
+
+TEST(CpuTargetTest, DescribesItselfInOneLine) {
+  EXPECT_EQ(Avx2Haswell().ToString(),
+            "x86_64 haswell: 256-bit vectors x 16 registers, 2 FMA/cycle x 5 cycles, L1d 32 KiB, "
+            "L2 256 KiB, L3 0 KiB, 1 core");
+}
+
+}  // namespace
+}  // namespace kiln::target
