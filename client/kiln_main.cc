@@ -26,6 +26,7 @@
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/well_formed.h"
 #include "compiler/script/printer.h"
+#include "compiler/target/cpu_policy.h"
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tune/apply.h"
 #include "compiler/tune/database.h"
@@ -47,6 +48,10 @@ int PrintLocalVersions() {
   for (const auto& [name, version] : versions) {
     std::printf("%-9s %s\n", name.c_str(), version.c_str());
   }
+  // What an untuned compile for this machine shapes its kernels by.
+  const kiln::target::CpuTarget& host = kiln::backend::HostCpuTarget();
+  std::printf("%-9s %s\n", "cpu", host.ToString().c_str());
+  std::printf("%-9s %s\n", "kernels", kiln::target::PolicyFor(host).ToString().c_str());
   return 0;
 }
 

@@ -29,13 +29,16 @@ struct CpuPolicy {
   int64_t max_vector_tile = 32;
   // The widest vector an elementwise loop is split into: four registers.
   int64_t max_elementwise_vector = 64;
-  // Output channels per block of a packed weight: one vector (NCHW convolutions, matmul panels).
+  // Output channels per block of a packed weight (NCHW convolutions, matmul panels): one vector,
+  // and at least one 64-byte cache line.
   int64_t channel_block = 16;
   // Output channels per block of an NHWC convolution's OHWI<b>o weight: two vectors when they
   // divide the channels, else one.
   int64_t nhwc_channel_block = 32;
-  // Convolutions whose output rows are narrower than this (two vectors) run in NHWC, vectorized
-  // over channels: a row this narrow fills too few lanes.
+  // Convolutions whose output rows are narrower than this run in NHWC, vectorized over
+  // channels: 1024 / the vector registers (32 columns with 32 registers, 64 with 16), since an
+  // NCHW tile's transposed write-back pays only over wide rows, and the fewer the registers the
+  // wider the row must be.
   int64_t wide_row = 32;
 
   std::string ToString() const;

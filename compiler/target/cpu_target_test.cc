@@ -62,9 +62,9 @@ TEST(CpuPolicyTest, Avx2TilesFitSixteenRegisters) {
   EXPECT_EQ(p.tile_accumulators, 96);
   EXPECT_LE(p.accumulator_registers + 4, 16);
   EXPECT_EQ(p.max_vector_tile, 16);
-  EXPECT_EQ(p.channel_block, 8);
+  EXPECT_EQ(p.channel_block, 16);  // two vectors: a cache line
   EXPECT_EQ(p.nhwc_channel_block, 16);
-  EXPECT_EQ(p.wide_row, 16);
+  EXPECT_EQ(p.wide_row, 64);
 }
 
 TEST(CpuPolicyTest, NeonAndSveTiles) {
@@ -73,14 +73,14 @@ TEST(CpuPolicyTest, NeonAndSveTiles) {
   EXPECT_EQ(neon.accumulator_registers, 28);  // 2 x 7 x 2, and 32 less 4 streamed
   EXPECT_EQ(neon.tile_accumulators, 112);
   EXPECT_EQ(neon.max_vector_tile, 8);
-  EXPECT_EQ(neon.channel_block, 4);
-  EXPECT_EQ(neon.wide_row, 8);
+  EXPECT_EQ(neon.channel_block, 16);
+  EXPECT_EQ(neon.wide_row, 32);
 
   const CpuPolicy sve = PolicyFor(DescribeCpu("aarch64", "neoverse-v1", {"asimd", "sve"}, 256));
   EXPECT_EQ(sve.lanes, 8);
   EXPECT_EQ(sve.accumulator_registers, 16);  // 2 units x 4 cycles x 2
   EXPECT_EQ(sve.tile_accumulators, 128);
-  EXPECT_EQ(sve.channel_block, 8);
+  EXPECT_EQ(sve.channel_block, 16);
 }
 
 TEST(CpuTargetTest, HostCachesAreRead) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "compiler/backend/build.h"
 #include "compiler/backend/testing/model_test_util.h"
@@ -56,15 +57,40 @@ nlohmann::json Manifest() {
   return nlohmann::json::parse(ReadFile(std::string(kModels) + "manifest.json"));
 }
 
-class OnnxModelTest : public ::testing::TestWithParam<std::string> {};
+// Each model is compiled for this machine and for the x86-64 ISAs whose kernels are shaped
+// differently (target::PolicyFor): AVX2 with 16 registers of 8 lanes, AVX-512 with 32 of 16.
+// A target this machine cannot run is skipped (the aarch64 NEON build of every model is run
+// under qemu by tests:edge_e2e_test).
+struct ModelTarget {
+  const char* name;    // the test's name for it
+  const char* target;  // the target string
+  const char* needs;   // the CPU feature running it needs, or null
+};
+constexpr ModelTarget kTargets[] = {
+    {"host", "llvm", nullptr},
+    {"avx2", "llvm -mcpu=haswell", "avx2"},
+    {"avx512", "llvm -mcpu=skylake-avx512", "avx512f"},
+};
+
+bool HostHas(const char* feature) {
+  if (std::string(feature) == "avx2") return __builtin_cpu_supports("avx2");
+  if (std::string(feature) == "avx512f") return __builtin_cpu_supports("avx512f");
+  return false;
+}
+
+class OnnxModelTest : public ::testing::TestWithParam<std::tuple<std::string, ModelTarget>> {};
 
 TEST_P(OnnxModelTest, MatchesReference) {
-  const std::string& name = GetParam();
+  const std::string& name = std::get<0>(GetParam());
+  const ModelTarget& target = std::get<1>(GetParam());
+  if (target.needs != nullptr && !HostHas(target.needs)) {
+    GTEST_SKIP() << "this CPU has no " << target.needs;
+  }
   nlohmann::json entry = Manifest()["models"][name];
   std::string file = entry["file"];
   absl::StatusOr<ir::IRModule> mod = ImportOnnx(ReadFile(kModels + file), file);
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<backend::BuiltModule> built = backend::Build(*mod, "llvm");
+  absl::StatusOr<backend::BuiltModule> built = backend::Build(*mod, target.target);
   ASSERT_TRUE(built.ok()) << built.status();
   auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, name);
   ASSERT_TRUE(lib.ok()) << lib.status();
@@ -83,17 +109,22 @@ TEST_P(OnnxModelTest, MatchesReference) {
     absl::StatusOr<runtime::Value> out = (*vm)->Invoke("main", {runtime::Value(input)});
     ASSERT_TRUE(out.ok()) << label << ": " << out.status();
     ASSERT_NE(out->as_tensor(), nullptr);
-    ExpectClose(*out->as_tensor(), expected, name + " " + label);
+    ExpectClose(*out->as_tensor(), expected, name + " " + target.name + " " + label);
   }
   if (entry["dynamic_batch"].get<bool>()) {
     EXPECT_GE(runs.size(), 3u);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, OnnxModelTest,
-                         ::testing::Values("mlp_784_128_10", "mlp_dynamic_batch", "tiny_resnet",
-                                           "mobilenet_v2", "tiny_encoder_gelu",
-                                           "tiny_encoder_opset17"));
+INSTANTIATE_TEST_SUITE_P(
+    Models, OnnxModelTest,
+    ::testing::Combine(::testing::Values("mlp_784_128_10", "mlp_dynamic_batch", "tiny_resnet",
+                                         "mobilenet_v2", "tiny_encoder_gelu",
+                                         "tiny_encoder_opset17"),
+                       ::testing::ValuesIn(kTargets)),
+    [](const ::testing::TestParamInfo<OnnxModelTest::ParamType>& info) {
+      return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
+    });
 
 // Every model of the manifest is one of the cases above.
 TEST(OnnxModels, ManifestIsCovered) {

@@ -337,8 +337,18 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
     return absl::OkStatus();
   }
   const int oh = conv->out_h_axis();
-  b.Reduce("conv2d", out[0], {in_c, kh, kw}, Combiner::kSum,
-           [&](const Indices& s, const Indices& r) {
+  // NHWC data (and so an HWIO or OHWI weight) keeps input channels innermost in memory: a dense
+  // convolution's are its innermost reduction, so that each step reads the next element of both
+  // rather than one window position apart (a row of the weight's kernel window lies tens of
+  // kilobytes away, all in one L1 set). A grouped one keeps its order.
+  const bool channels_last = w.nhwc && conv->groups == 1;
+  const std::vector<PrimExpr> reductions =
+      channels_last ? std::vector<PrimExpr>{kh, kw, in_c} : std::vector<PrimExpr>{in_c, kh, kw};
+  b.Reduce("conv2d", out[0], reductions, Combiner::kSum,
+           [&](const Indices& s, const Indices& reduced) {
+             // r: (input channel, window row, window column), whatever the loop order.
+             const Indices r = channels_last ? Indices{reduced[2], reduced[0], reduced[1]}
+                                             : Indices{reduced[0], reduced[1], reduced[2]};
              PrimExpr oc = s[conv->out_c_axis()];
              // A depthwise convolution (one output channel per group) reads its own channel: an
              // index affine in the loops, which compute-at of the padding needs.

@@ -1,5 +1,5 @@
-// PackConstantWeights: constant conv2d weights in blocks of a vector of output channels (16 for
-// AVX-512, 8 for AVX2), and the same results.
+// PackConstantWeights: constant conv2d weights in blocks of output channels (the target policy's
+// channel block), and the same results.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -21,7 +21,7 @@ using pass::testing::ParseModule;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The weight blocks these tests expect are one AVX-512 vector's (16 channels).
+// The weight blocks these tests expect are the AVX-512 policy's (16 channels).
 const target::CpuPolicy kAvx512 = target::PolicyFor(target::Avx512Znver4());
 
 // `text` built with and without PackConstantWeights computes the same numbers on `x`.

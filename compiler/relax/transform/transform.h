@@ -21,8 +21,8 @@ namespace kiln::ir::relax {
 absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod);
 
 // PackConstantWeights: float32 constant weights are repacked at compile time into blocks of b
-// output channels (columns) innermost, b the target policy's channel block (one vector: 16 on
-// AVX-512, 8 on AVX2, 4 on NEON), the layout the kernels stream:
+// output channels (columns) innermost, b the target policy's channel block (a vector and at least a
+// cache line: 16 float32 on AVX-512, AVX2 and NEON), the layout the kernels stream:
 //   - an NCHW conv2d (groups 1) with a multiple of b output channels gets its weight as
 //     [O / b, I, H, W, b], kernel_layout "OIHW<b>o": its kernel computes b output channels per
 //     vector, each multiply-add one broadcast input value and one contiguous weight load,
