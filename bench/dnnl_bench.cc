@@ -1,7 +1,8 @@
 // oneDNN, the kernel peer: times each problem of a kernel-family manifest
 // (bench/make_kernel_families.py) with oneDNN's own choice of layouts (format_tag::any, weights
 // reordered once beforehand, as a framework integrating it does), bias and ReLU fused, one
-// primitive call per iteration. Prints one JSON line per problem: {"name", "seconds", "isa"}.
+// primitive call per iteration. Prints a JSON line {"isa"} naming the instruction set oneDNN
+// uses, then one {"name", "seconds"} per problem.
 // The ISA oneDNN may use is held by the environment (ONEDNN_MAX_CPU_ISA=AVX2), its threads by
 // OMP_NUM_THREADS.
 //
@@ -115,6 +116,29 @@ double TimeMatmul(const nlohmann::json& p, const dnnl::engine& engine, dnnl::str
       min_seconds);
 }
 
+const char* IsaName(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41:
+      return "SSE4.1";
+    case dnnl::cpu_isa::avx:
+      return "AVX";
+    case dnnl::cpu_isa::avx2:
+      return "AVX2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "AVX2 VNNI";
+    case dnnl::cpu_isa::avx512_core:
+      return "AVX-512";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "AVX-512 VNNI";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "AVX-512 BF16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "AVX-512 AMX";
+    default:
+      return "other";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,6 +154,8 @@ int main(int argc, char** argv) {
   }
   const double min_seconds = argc > 2 ? std::atof(argv[2]) : 0.5;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  std::printf("%s\n",
+              nlohmann::json({{"isa", IsaName(dnnl::get_effective_cpu_isa())}}).dump().c_str());
   dnnl::stream stream(engine);
   for (const nlohmann::json& p : manifest) {
     double seconds = 0;

@@ -35,10 +35,10 @@ for entry in "${isas[@]}"; do
       'import json, sys; print(json.load(sys.stdin)["median_seconds"])')
     echo "{\"name\": \"$name\", \"seconds\": $seconds}" >>"$work/kiln.jsonl"
   done
-  dnnl_isa_line=$(ONEDNN_VERBOSE=1 OMP_NUM_THREADS=1 ONEDNN_MAX_CPU_ISA="$dnnl_isa" \
-    bazel-bin/bench/dnnl_bench "$families/manifest.json" "$(echo "$min_ms / 1000" | bc -l)" \
-    2>&1 | tee "$work/dnnl.out" | grep -m1 'isa:' | sed 's/.*isa://' || true)
-  grep '^{' "$work/dnnl.out" >"$work/dnnl.jsonl" || true
+  OMP_NUM_THREADS=1 ONEDNN_MAX_CPU_ISA="$dnnl_isa" bazel-bin/bench/dnnl_bench \
+    "$families/manifest.json" "$(awk "BEGIN {print $min_ms / 1000}")" >"$work/dnnl.out"
+  dnnl_isa_line=$(grep -m1 '"isa"' "$work/dnnl.out" | sed 's/.*"isa": *"\([^"]*\)".*/\1/')
+  grep '"name"' "$work/dnnl.out" >"$work/dnnl.jsonl" || true
   echo
   echo "### $isa: $cpu, Kiln target \"$target\", oneDNN ${dnnl_isa_line:-?}, 1 thread, $(date +%F)"
   /usr/bin/python3 - "$families/manifest.json" "$work/kiln.jsonl" "$work/dnnl.jsonl" <<'EOF'
