@@ -334,5 +334,30 @@ TEST(DefaultScheduleTest, RegisterTilesFitEveryTargetsRegisterFile) {
   }
 }
 
+// A transpose (NHWC -> NCHW) is tiled: a vector's lanes of channels (the input's innermost
+// dimension) just outside a row of the output, so that the input lines one row touches are
+// reused from L1 for each of their channels, the outer loops fused and parallel.
+TEST(DefaultScheduleTest, ATransposeIsTiledSoItsInputLinesAreReused) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def permute_dims(X: T.Buffer((1, 4, 28, 64), "float32"), Y: T.Buffer((1, 64, 4, 28), "float32")):
+        for n, c, h, w in T.grid(1, 64, 4, 28):
+            with T.block("T_transpose"):
+                vn, vc, vh, vw = T.axis.remap("SSSS", [n, c, h, w])
+                T.reads(X[vn, vh, vw, vc])
+                T.writes(Y[vn, vc, vh, vw])
+                Y[vn, vc, vh, vw] = X[vn, vh, vw, vc]
+)");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "permute_dims", kAvx512);
+  ASSERT_TRUE(sch.ok()) << sch.status();
+  const std::string scheduled = script::PrintScript(sch->mod());
+  EXPECT_THAT(scheduled, HasSubstr("for n_c_0_h_w_0_fused in T.parallel(16):"));
+  EXPECT_THAT(scheduled, HasSubstr("for c_1, w_1 in T.grid(16, 28):"));
+  testing::ExpectSameNumbers(*mod, *sch);
+}
+
 }  // namespace
 }  // namespace kiln::tir

@@ -26,7 +26,10 @@
 //                       a vector of partial results (rfactor, decided), rows in parallel
 //   ParallelVectorize   every other block: spatial loops fused, split in two, the outer part
 //                       parallel and the inner vectorized; a row reduction's spatial loops fused
-//                       and parallel
+//                       and parallel; a transpose (an input's innermost dimension walked by
+//                       another loop than the output's) tiled by a vector's lanes of that loop
+//                       outside a row of the output, serial (a gathered vector per row was
+//                       slower than scalar copies whose input lines stay in L1)
 //
 // Every machine-dependent number comes from the target's policy (compiler/target/cpu_policy.h).
 // Heuristic decisions (the default schedule): a register tile of the policy's accumulators (the
