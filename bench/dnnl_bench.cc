@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "nlohmann/json.hpp"
@@ -53,6 +54,17 @@ memory Filled(const memory::desc& desc, const dnnl::engine& engine) {
   return m;
 }
 
+// The median seconds of one call of `primitive` on `args`.
+double TimePrimitive(const dnnl::primitive& primitive, const std::unordered_map<int, memory>& args,
+                     dnnl::stream& stream, double min_seconds) {
+  return MedianSeconds(
+      [&] {
+        primitive.execute(stream, args);
+        stream.wait();
+      },
+      min_seconds);
+}
+
 dnnl::primitive_attr WithRelu() {
   dnnl::post_ops ops;
   ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
@@ -81,16 +93,10 @@ double TimeConv(const nlohmann::json& p, const dnnl::engine& engine, dnnl::strea
   dnnl::convolution_forward::primitive_desc pd(desc, WithRelu(), engine);
   memory src = Filled(pd.src_desc(), engine), wei = Filled(pd.weights_desc(), engine);
   memory bias = Filled(pd.bias_desc(), engine), dst(pd.dst_desc(), engine);
-  dnnl::convolution_forward conv(pd);
-  return MedianSeconds(
-      [&] {
-        conv.execute(stream, {{DNNL_ARG_SRC, src},
-                              {DNNL_ARG_WEIGHTS, wei},
-                              {DNNL_ARG_BIAS, bias},
-                              {DNNL_ARG_DST, dst}});
-        stream.wait();
-      },
-      min_seconds);
+  return TimePrimitive(
+      dnnl::convolution_forward(pd),
+      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}},
+      stream, min_seconds);
 }
 
 double TimeMatmul(const nlohmann::json& p, const dnnl::engine& engine, dnnl::stream& stream,
@@ -104,16 +110,10 @@ double TimeMatmul(const nlohmann::json& p, const dnnl::engine& engine, dnnl::str
   dnnl::matmul::primitive_desc pd(desc, engine);
   memory src = Filled(src_md, engine), wei = Filled(pd.weights_desc(), engine);
   memory bias = Filled(bias_md, engine), dst(dst_md, engine);
-  dnnl::matmul mm(pd);
-  return MedianSeconds(
-      [&] {
-        mm.execute(stream, {{DNNL_ARG_SRC, src},
-                            {DNNL_ARG_WEIGHTS, wei},
-                            {DNNL_ARG_BIAS, bias},
-                            {DNNL_ARG_DST, dst}});
-        stream.wait();
-      },
-      min_seconds);
+  return TimePrimitive(
+      dnnl::matmul(pd),
+      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}},
+      stream, min_seconds);
 }
 
 const char* IsaName(dnnl::cpu_isa isa) {
