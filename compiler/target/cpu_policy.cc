@@ -11,13 +11,13 @@ namespace {
 // broadcast operands (two).
 constexpr int64_t kStreamedRegisters = 4;
 // An NCHW convolution writes its tile back transposed (each output channel's row segment read
-// across the accumulators), which pays only over rows this many registers divide: 32 columns
-// with 32 registers, 64 with 16 (measured: ResNet-18's 56-wide 3x3 convolutions ran at 50
-// GFLOP/s in NCHW on AVX2 and 100 in NHWC; on AVX-512 the 56-wide stages ran as fast in NCHW).
+// across the accumulators), which pays only over rows wide enough: 1024 / registers columns, 32
+// with 32 registers and 64 with 16, since the fewer the registers the more of the transposes
+// spill (set by measurement on both ISAs: bench/README.md, "Schedules from the target
+// description").
 constexpr int64_t kWideRowRegisters = 1024;
 // Float32 values in a 64-byte cache line: a packed weight's block is at least one line, so that
-// each step of the reduction reads whole lines (a BERT layer's 768-column matmuls on AVX2 ran at
-// 48 GFLOP/s in blocks of 8 columns, 95 in blocks of 16).
+// each step of the reduction reads whole lines rather than half of one.
 constexpr int64_t kCacheLineFloats = 16;
 }  // namespace
 
