@@ -54,9 +54,13 @@ memory Filled(const memory::desc& desc, const dnnl::engine& engine) {
   return m;
 }
 
-// The median seconds of one call of `primitive` on `args`.
-double TimePrimitive(const dnnl::primitive& primitive, const std::unordered_map<int, memory>& args,
-                     dnnl::stream& stream, double min_seconds) {
+// The median seconds of one call of `primitive` (a convolution or a matmul: source, weights,
+// bias, destination).
+double TimePrimitive(const dnnl::primitive& primitive, const memory& src, const memory& weights,
+                     const memory& bias, const memory& dst, dnnl::stream& stream,
+                     double min_seconds) {
+  const std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}};
   return MedianSeconds(
       [&] {
         primitive.execute(stream, args);
@@ -93,10 +97,7 @@ double TimeConv(const nlohmann::json& p, const dnnl::engine& engine, dnnl::strea
   dnnl::convolution_forward::primitive_desc pd(desc, WithRelu(), engine);
   memory src = Filled(pd.src_desc(), engine), wei = Filled(pd.weights_desc(), engine);
   memory bias = Filled(pd.bias_desc(), engine), dst(pd.dst_desc(), engine);
-  return TimePrimitive(
-      dnnl::convolution_forward(pd),
-      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}},
-      stream, min_seconds);
+  return TimePrimitive(dnnl::convolution_forward(pd), src, wei, bias, dst, stream, min_seconds);
 }
 
 double TimeMatmul(const nlohmann::json& p, const dnnl::engine& engine, dnnl::stream& stream,
@@ -110,10 +111,7 @@ double TimeMatmul(const nlohmann::json& p, const dnnl::engine& engine, dnnl::str
   dnnl::matmul::primitive_desc pd(desc, engine);
   memory src = Filled(src_md, engine), wei = Filled(pd.weights_desc(), engine);
   memory bias = Filled(bias_md, engine), dst(dst_md, engine);
-  return TimePrimitive(
-      dnnl::matmul(pd),
-      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}},
-      stream, min_seconds);
+  return TimePrimitive(dnnl::matmul(pd), src, wei, bias, dst, stream, min_seconds);
 }
 
 const char* IsaName(dnnl::cpu_isa isa) {

@@ -27,7 +27,6 @@ CpuPolicy PolicyFor(const CpuTarget& target) {
   p.tile_registers = std::max<int64_t>(2, target.vector_registers - kStreamedRegisters);
   const int64_t in_flight = int64_t{2} * target.fma_units * target.fma_latency;
   p.accumulator_registers = std::clamp<int64_t>(in_flight, 2, p.tile_registers);
-  p.tile_accumulators = p.accumulator_registers * p.lanes;
   p.max_vector_tile = 2 * p.lanes;
   p.max_elementwise_vector = 4 * p.lanes;
   p.channel_block = std::max<int64_t>(p.lanes, kCacheLineFloats);
@@ -38,7 +37,7 @@ CpuPolicy PolicyFor(const CpuTarget& target) {
 
 std::string CpuPolicy::ToString() const {
   return absl::StrCat(lanes, " lanes, ", accumulator_registers, " accumulator registers (",
-                      tile_accumulators, " elements, ", tile_registers, " at most), vector tile ",
+                      TileAccumulators(), " elements, ", tile_registers, " at most), vector tile ",
                       max_vector_tile, ", channel blocks ", channel_block, "/", nhwc_channel_block,
                       ", NHWC below ", wide_row, " columns");
 }

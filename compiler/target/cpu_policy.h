@@ -23,8 +23,6 @@ struct CpuPolicy {
   // The register file less the streamed operands: the most a tile may take when a row of prime
   // extent is kept whole.
   int64_t tile_registers = 28;
-  // Elements of the accumulator tile: accumulator_registers x lanes.
-  int64_t tile_accumulators = 128;
   // The widest vectorized inner tile of a register tile: two vectors.
   int64_t max_vector_tile = 32;
   // The widest vector an elementwise loop is split into: four registers.
@@ -40,6 +38,9 @@ struct CpuPolicy {
   // NCHW tile's transposed write-back pays only over wide rows, and the fewer the registers the
   // wider the row must be.
   int64_t wide_row = 32;
+
+  // Elements of the accumulator tile.
+  int64_t TileAccumulators() const { return accumulator_registers * lanes; }
 
   std::string ToString() const;
 };

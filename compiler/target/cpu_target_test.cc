@@ -45,7 +45,7 @@ TEST(CpuPolicyTest, Avx512KeepsTheTilesFittedOnIt) {
   const CpuPolicy p = PolicyFor(Avx512Znver4());
   EXPECT_EQ(p.lanes, 16);
   EXPECT_EQ(p.accumulator_registers, 8);  // 1 unit x 4 cycles x 2
-  EXPECT_EQ(p.tile_accumulators, 128);
+  EXPECT_EQ(p.TileAccumulators(), 128);
   EXPECT_EQ(p.tile_registers, 28);
   EXPECT_EQ(p.max_vector_tile, 32);
   EXPECT_EQ(p.max_elementwise_vector, 64);
@@ -59,7 +59,7 @@ TEST(CpuPolicyTest, Avx2TilesFitSixteenRegisters) {
   EXPECT_EQ(p.lanes, 8);
   // 2 units x 5 cycles x 2 = 20 chains wanted; 16 registers less 4 streamed allow 12.
   EXPECT_EQ(p.accumulator_registers, 12);
-  EXPECT_EQ(p.tile_accumulators, 96);
+  EXPECT_EQ(p.TileAccumulators(), 96);
   EXPECT_LE(p.accumulator_registers + 4, 16);
   EXPECT_EQ(p.max_vector_tile, 16);
   EXPECT_EQ(p.channel_block, 16);  // two vectors: a cache line
@@ -71,7 +71,7 @@ TEST(CpuPolicyTest, NeonAndSveTiles) {
   const CpuPolicy neon = PolicyFor(NeonCortexA72());
   EXPECT_EQ(neon.lanes, 4);
   EXPECT_EQ(neon.accumulator_registers, 28);  // 2 x 7 x 2, and 32 less 4 streamed
-  EXPECT_EQ(neon.tile_accumulators, 112);
+  EXPECT_EQ(neon.TileAccumulators(), 112);
   EXPECT_EQ(neon.max_vector_tile, 8);
   EXPECT_EQ(neon.channel_block, 16);
   EXPECT_EQ(neon.wide_row, 32);
@@ -79,7 +79,7 @@ TEST(CpuPolicyTest, NeonAndSveTiles) {
   const CpuPolicy sve = PolicyFor(DescribeCpu("aarch64", "neoverse-v1", {"asimd", "sve"}, 256));
   EXPECT_EQ(sve.lanes, 8);
   EXPECT_EQ(sve.accumulator_registers, 16);  // 2 units x 4 cycles x 2
-  EXPECT_EQ(sve.tile_accumulators, 128);
+  EXPECT_EQ(sve.TileAccumulators(), 128);
   EXPECT_EQ(sve.channel_block, 16);
 }
 

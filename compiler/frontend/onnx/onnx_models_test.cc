@@ -10,11 +10,13 @@
 
 #include "compiler/backend/build.h"
 #include "compiler/backend/testing/model_test_util.h"
+#include "compiler/codegen/llvm_target.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/frontend/onnx/testing/onnx_builder.h"
 #include "compiler/ir/printer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "runtime/device_info.h"
 #include "runtime/library.h"
 #include "runtime/npy.h"
 #include "runtime/thread_pool.h"
@@ -64,27 +66,24 @@ nlohmann::json Manifest() {
 struct ModelTarget {
   const char* name;    // the test's name for it
   const char* target;  // the target string
-  const char* needs;   // the CPU feature running it needs, or null
 };
 constexpr ModelTarget kTargets[] = {
-    {"host", "llvm", nullptr},
-    {"avx2", "llvm -mcpu=haswell", "avx2"},
-    {"avx512", "llvm -mcpu=skylake-avx512", "avx512f"},
+    {"host", "llvm"},
+    {"avx2", "llvm -mcpu=haswell"},
+    {"avx512", "llvm -mcpu=skylake-avx512"},
 };
-
-bool HostHas(const char* feature) {
-  if (std::string(feature) == "avx2") return __builtin_cpu_supports("avx2");
-  if (std::string(feature) == "avx512f") return __builtin_cpu_supports("avx512f");
-  return false;
-}
 
 class OnnxModelTest : public ::testing::TestWithParam<std::tuple<std::string, ModelTarget>> {};
 
 TEST_P(OnnxModelTest, MatchesReference) {
   const std::string& name = std::get<0>(GetParam());
   const ModelTarget& target = std::get<1>(GetParam());
-  if (target.needs != nullptr && !HostHas(target.needs)) {
-    GTEST_SKIP() << "this CPU has no " << target.needs;
+  absl::StatusOr<codegen::LlvmTargetInfo> info = codegen::ParseTarget(target.target);
+  ASSERT_TRUE(info.ok()) << info.status();
+  if (absl::Status runs = runtime::CheckCodeRunsOn(info->triple, info->device_features,
+                                                   runtime::LocalDeviceAttributes());
+      !runs.ok()) {
+    GTEST_SKIP() << runs.message();
   }
   nlohmann::json entry = Manifest()["models"][name];
   std::string file = entry["file"];
@@ -116,15 +115,15 @@ TEST_P(OnnxModelTest, MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, OnnxModelTest,
-    ::testing::Combine(::testing::Values("mlp_784_128_10", "mlp_dynamic_batch", "tiny_resnet",
-                                         "mobilenet_v2", "tiny_encoder_gelu",
-                                         "tiny_encoder_opset17"),
-                       ::testing::ValuesIn(kTargets)),
-    [](const ::testing::TestParamInfo<OnnxModelTest::ParamType>& info) {
-      return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
-    });
+INSTANTIATE_TEST_SUITE_P(Models, OnnxModelTest,
+                         ::testing::Combine(::testing::Values("mlp_784_128_10", "mlp_dynamic_batch",
+                                                              "tiny_resnet", "mobilenet_v2",
+                                                              "tiny_encoder_gelu",
+                                                              "tiny_encoder_opset17"),
+                                            ::testing::ValuesIn(kTargets)),
+                         [](const ::testing::TestParamInfo<OnnxModelTest::ParamType>& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
+                         });
 
 // Every model of the manifest is one of the cases above.
 TEST(OnnxModels, ManifestIsCovered) {

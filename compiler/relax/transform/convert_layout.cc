@@ -121,8 +121,8 @@ class LayoutRewriter {
 
   // var = conv2d(x, W), NCHW data, a constant OIHW weight and an output narrower than the
   // policy's wide row -> conv2d(x or its twin, W as OHWI<b>o or HWIO), an NHWC result: its twin.
-  // Rows at least two vectors wide fill NCHW vectors well; narrower ones leave lanes empty or
-  // rows split, and run faster vectorized over channels.
+  // Wide rows pay for an NCHW tile's transposed write-back; narrower ones run faster vectorized
+  // over channels (target::CpuPolicy::wide_row).
   Var ConvertConv(const CallNode& call, const Var& var) {
     if (call.args.size() != 2 || StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
         StringAttrOr(call.attrs, "kernel_layout", "OIHW") != "OIHW" ||

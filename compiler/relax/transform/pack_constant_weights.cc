@@ -51,7 +51,7 @@ Expr PackConv(const CallNode& call, const target::CpuPolicy& policy) {
   if (!IsF32(w) || w->shape.size() != 4) return Expr();
   // Each output vector is stored as scattered channels (NCHW), paid back by its multiply-adds.
   // With few of them per output (a 1x1 expansion of 16 or 24 channels, a first convolution
-  // over 3 colour channels) over rows wide enough to fill two vectors, read contiguously or at
+  // over 3 colour channels) over rows at least the policy's wide row, read contiguously or at
   // stride 2 (a load and a shuffle per vector), the convolution vectorizes better along the
   // image rows, as it is.
   constexpr int64_t kMinReduction = 64;

@@ -33,7 +33,7 @@ absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod);
 absl::StatusOr<IRModule> PackConstantWeights(const IRModule& mod, const target::CpuPolicy& policy);
 
 // ConvertConvLayout: an NCHW conv2d with a constant OIHW weight whose output rows are narrower
-// than the target policy's wide row (two vectors) is computed in NHWC with the
+// than the target policy's wide row (1024 / vector registers columns) is computed in NHWC with the
 // weight as HWIO (the layout whose kernels vectorize over output channels contiguous in both
 // the data and the weight, with no repacking of either), and the elementwise and broadcast
 // code it feeds follows it into NHWC (a constant bias [C, 1, 1] becomes [1, 1, 1, C]):

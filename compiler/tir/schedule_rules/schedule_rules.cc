@@ -302,7 +302,7 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
   const size_t n = info.loops.size();
   std::vector<int64_t> inner(n, 1);
   inner[last_spatial] = vec;
-  int64_t budget = std::max<int64_t>(1, policy.tile_accumulators / vec);
+  int64_t budget = std::max<int64_t>(1, policy.TileAccumulators() / vec);
   // Registers one row of the tile takes.
   const int64_t row_registers = std::max<int64_t>(1, (vec + policy.lanes - 1) / policy.lanes);
   // A strided input row (a stride-2 convolution's) costs two loads and a shuffle per vector:
@@ -327,7 +327,7 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
       } else if (row_registers > 1 && vec % policy.lanes == 0 && *extent <= policy.tile_registers) {
         inner[last_spatial] = policy.lanes;
         inner[k] = *extent;
-        budget = std::max<int64_t>(1, policy.tile_accumulators / policy.lanes);
+        budget = policy.accumulator_registers;
       }
     }
     budget = std::max<int64_t>(1, budget / inner[k]);
