@@ -16,7 +16,7 @@
 #include "server/artifact_cache.h"
 #include "server/auth.h"
 #include "server/http_server.h"
-#include "server/job_manager.h"
+#include "server/jobs/job_manager.h"
 #include "server/store.h"
 
 namespace kiln::server {

@@ -12,7 +12,7 @@
 #include "runtime/format/artifact.pb.h"
 #include "server/artifact_cache.h"
 #include "server/auth.h"
-#include "server/job_manager.h"
+#include "server/jobs/job_manager.h"
 #include "server/store.h"
 
 namespace kiln::server {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/job_manager.h"
+#include "server/jobs/job_manager.h"
 
 namespace kiln::server {
 

@@ -1,7 +1,7 @@
 // The job state machine on a real store, without workers or agents: every legal transition a
 // job can take here, the illegal ones refused, idempotency keys, per-client limits, deadlines and
 // persistence across a restart.
-#include "server/job_manager.h"
+#include "server/jobs/job_manager.h"
 
 #include <chrono>
 #include <cstdlib>
