@@ -203,6 +203,11 @@ absl::Status PostgresStore::AwaitSaved(uint64_t ticket) {
   return it == failed_.end() ? absl::OkStatus() : it->second;
 }
 
+bool PostgresStore::Saved(uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return written_ticket_ >= ticket;
+}
+
 void PostgresStore::Flush() {
   std::unique_lock<std::mutex> lock(queue_mu_);
   const uint64_t until = queued_ticket_;

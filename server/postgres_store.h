@@ -51,6 +51,7 @@ class PostgresStore final : public Store, public ClusterStore {
 
   uint64_t SaveJob(const v1::Job& job) override;
   absl::Status AwaitSaved(uint64_t ticket) override;
+  bool Saved(uint64_t ticket) override;
   absl::StatusOr<std::optional<v1::Job>> GetJob(const std::string& id) override;
   absl::StatusOr<std::vector<v1::Job>> LoadJobs(int limit) override;
   absl::Status PutDevice(const v1::Device& device) override;

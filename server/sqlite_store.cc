@@ -119,6 +119,11 @@ uint64_t SqliteStore::SaveJob(const v1::Job& job) {
   return ++queued_ticket_;
 }
 
+bool SqliteStore::Saved(uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return committed_ticket_ >= ticket;
+}
+
 absl::Status SqliteStore::AwaitSaved(uint64_t ticket) {
   std::unique_lock<std::mutex> lock(queue_mu_);
   committed_.wait(lock, [&] { return committed_ticket_ >= ticket; });

@@ -45,6 +45,8 @@ class Store {
   virtual uint64_t SaveJob(const v1::Job& job) = 0;
   // Blocks until everything queued up to `ticket` is committed; the save's error if it failed.
   virtual absl::Status AwaitSaved(uint64_t ticket) = 0;
+  // Whether everything queued up to `ticket` was committed (or refused), without waiting.
+  virtual bool Saved(uint64_t ticket) = 0;
   virtual absl::StatusOr<std::optional<v1::Job>> GetJob(const std::string& id) = 0;
   // The newest `limit` jobs, newest first.
   virtual absl::StatusOr<std::vector<v1::Job>> LoadJobs(int limit) = 0;

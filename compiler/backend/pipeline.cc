@@ -1,6 +1,7 @@
 #include "compiler/backend/pipeline.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,6 +13,7 @@
 #include "compiler/target/cpu_policy.h"
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/transform/transform.h"
+#include "compiler/tir/verify/tir_verifier.h"
 
 namespace kiln::backend {
 
@@ -72,6 +74,18 @@ bool WantsDump(const BuildOptions& options, const std::string& pass) {
   return options.dump && pass::DumpWanted(options.dump_after, pass);
 }
 
+bool VerifyPassesByDefault() {
+#ifndef NDEBUG
+  return true;
+#else
+  static const bool from_environment = [] {
+    const char* v = std::getenv("KILN_VERIFY_PASSES");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return from_environment;
+#endif
+}
+
 pass::PassContext MakePassContext(const BuildOptions& options) {
   pass::PassContext ctx;
   // Timing first, so that it measures the pass and not the instruments after it.
@@ -83,7 +97,10 @@ pass::PassContext MakePassContext(const BuildOptions& options) {
   if (options.dump && !options.dump_after.empty()) {
     ctx.AddInstrument(std::make_shared<pass::PassDumper>(options.dump_after, options.dump));
   }
-  if (options.verify) ctx.AddInstrument(std::make_shared<pass::WellFormedVerifier>());
+  if (options.verify) {
+    ctx.AddInstrument(std::make_shared<pass::WellFormedVerifier>());
+    ctx.AddInstrument(std::make_shared<tir::TirVerifier>());
+  }
   return ctx;
 }
 

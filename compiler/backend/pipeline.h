@@ -36,12 +36,9 @@
 
 namespace kiln::backend {
 
-// Verification after every pass is on in debug builds (and so in tests), off in optimized ones.
-#ifdef NDEBUG
-inline constexpr bool kVerifyPassesByDefault = false;
-#else
-inline constexpr bool kVerifyPassesByDefault = true;
-#endif
+// Whether the verifiers run after every pass unless asked: in debug builds, and wherever the
+// environment sets KILN_VERIFY_PASSES=1 (every test does: .bazelrc), off otherwise.
+bool VerifyPassesByDefault();
 
 // This machine's CPU, described once (compiler/target/cpu_target.h).
 const target::CpuTarget& HostCpuTarget();
@@ -58,8 +55,9 @@ struct BuildOptions {
   // Pass names to dump after ("all" for every pass); each dump goes to `dump` as text.
   std::vector<std::string> dump_after;
   std::function<void(const std::string& pass, const std::string& text)> dump;
-  // The Relax well-formedness checker after every pass, naming the pass that broke the IR.
-  bool verify = kVerifyPassesByDefault;
+  // The Relax well-formedness checker and the TIR verifier after every pass, naming the pass
+  // that broke the IR.
+  bool verify = VerifyPassesByDefault();
   // When set, every pass and code generation step is timed into it.
   pass::PassTimer* timer = nullptr;
   // Passes run just before DefaultSchedule: kernels they schedule (mark "tir.is_scheduled")

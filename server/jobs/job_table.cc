@@ -156,7 +156,7 @@ bool JobTable::InputSaved(const std::string& id) {
   Entry* e = FindHeldLocked(id);
   if (e == nullptr || Terminal(e->job.state())) {
     // A job that already finished has nothing to resume, so its input is not kept.
-    inputs_done_.push_back(id);
+    inputs_done_.push_back({id, e == nullptr ? 0 : e->saved_ticket});
     return false;
   }
   return e->awaiting_release;
@@ -175,12 +175,13 @@ void JobTable::TransitionLocked(Entry& e, v1::JobState state, const std::string&
     e.job.set_finished_unix_ms(now);
     if (state != v1::JOB_STATE_SUCCEEDED) e.job.set_reason(message);
     e.input.Clear();
-    inputs_done_.push_back(e.job.id());  // deleted by the monitor, outside this lock
   }
   if (!e.job.artifact_digest().empty()) {
     artifacts_.insert({e.job.client(), e.job.artifact_digest()});
   }
   e.saved_ticket = store_->SaveJob(e.job);
+  // Its input is deleted by the monitor, outside this lock, once this row is committed.
+  if (Terminal(state)) inputs_done_.push_back({e.job.id(), e.saved_ticket});
   LogEvent(
       Terminal(state) && state != v1::JOB_STATE_SUCCEEDED ? LogLevel::kWarning : LogLevel::kInfo,
       "job " + StateName(state),
@@ -531,7 +532,15 @@ size_t JobTable::size() {
 std::vector<std::string> JobTable::TakeFinishedInputs() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> done;
-  done.swap(inputs_done_);
+  std::vector<std::pair<std::string, uint64_t>> waiting;
+  for (auto& [id, ticket] : inputs_done_) {
+    if (store_->Saved(ticket)) {
+      done.push_back(std::move(id));
+    } else {
+      waiting.push_back({std::move(id), ticket});
+    }
+  }
+  inputs_done_.swap(waiting);
   return done;
 }
 

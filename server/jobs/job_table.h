@@ -141,7 +141,8 @@ class JobTable {
   // age limit), then the oldest beyond `max_finished` (0: no count limit). Returns the ids.
   std::vector<std::string> Prune(int64_t now_ms, int64_t retention_ms, int max_finished);
   size_t size();
-  // Jobs finished since the last call, whose stored input is to be deleted.
+  // Finished jobs whose stored input is to be deleted: those whose final row is committed (until
+  // then a cluster's instance that claims the job, its lease lapsed, still needs the input).
   std::vector<std::string> TakeFinishedInputs();
 
  private:
@@ -171,7 +172,7 @@ class JobTable {
   std::map<std::string, RemoteWatch> remote_watchers_;
   std::map<uint64_t, std::string> watched_job_;  // subscription -> job id
   uint64_t next_subscription_ = 1;
-  std::vector<std::string> inputs_done_;
+  std::vector<std::pair<std::string, uint64_t>> inputs_done_;  // (job, its final row's ticket)
 };
 
 }  // namespace kiln::server
