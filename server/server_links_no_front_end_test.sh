@@ -10,5 +10,5 @@ if grep -E "$forbidden" "$deps"; then
   exit 1
 fi
 # The query must have seen the handlers' own sources, or it proves nothing.
-grep -q '^//server:kiln_service.cc$' "$deps" || { echo "the query did not list //server:server"; exit 1; }
+grep -q '^//server:client_service.cc$' "$deps" || { echo "the query did not list //server:server"; exit 1; }
 echo "//server:server links $(grep -c '^//' "$deps") targets, none of them a front end or the IR"

@@ -1,4 +1,4 @@
-#include "server/kiln_service.h"
+#include "server/client_service.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -14,10 +14,8 @@
 #include "compiler/build_info.h"
 #include "compiler/codegen/llvm_target.h"
 #include "compiler/version.h"
-#include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/message.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
 #include "runtime/device_info.h"
@@ -31,59 +29,6 @@ namespace {
 const v1::DeviceAttributes& ServerHost() {
   static const auto* host = new v1::DeviceAttributes(runtime::LocalDeviceAttributes());
   return *host;
-}
-
-constexpr size_t kChunkBytes = 1 << 20;
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
-
-grpc::Status Invalid(const std::string& message) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
-}
-
-// INVALID_ARGUMENT naming the first string field of `message` (nested ones included) longer
-// than `max_bytes`: a name or key of megabytes would be stored with the job and kept in memory.
-// The TVMScript text of a module is the payload, bounded by --max-module-mb instead.
-grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max_bytes,
-                           const std::string& prefix = "") {
-  const google::protobuf::Reflection* reflection = message.GetReflection();
-  std::vector<const google::protobuf::FieldDescriptor*> fields;
-  reflection->ListFields(message, &fields);
-  for (const google::protobuf::FieldDescriptor* f : fields) {
-    std::string name = prefix + f->name();
-    if (f->type() == google::protobuf::FieldDescriptor::TYPE_STRING &&
-        f->full_name() != "kiln.v1.ModuleSource.tvmscript") {
-      int n = f->is_repeated() ? reflection->FieldSize(message, f) : 1;
-      for (int k = 0; k < n; ++k) {
-        std::string scratch;
-        const std::string& value =
-            f->is_repeated() ? reflection->GetRepeatedStringReference(message, f, k, &scratch)
-                             : reflection->GetStringReference(message, f, &scratch);
-        if (static_cast<int64_t>(value.size()) > max_bytes) {
-          return Invalid(absl::StrCat(name, ": ", value.size(), " bytes, more than the ", max_bytes,
-                                      " a string field may have (--max-string-bytes)"));
-        }
-      }
-    } else if (f->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
-      int n = f->is_repeated() ? reflection->FieldSize(message, f) : 1;
-      for (int k = 0; k < n; ++k) {
-        const google::protobuf::Message& inner = f->is_repeated()
-                                                     ? reflection->GetRepeatedMessage(message, f, k)
-                                                     : reflection->GetMessage(message, f);
-        grpc::Status s = StringsWithin(inner, max_bytes, name + ".");
-        if (!s.ok()) return s;
-      }
-    }
-  }
-  return grpc::Status::OK;
-}
-
-// An artifact none of the caller's jobs made or ran is answered as one that does not exist.
-grpc::Status NoArtifact(const std::string& digest) {
-  return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no artifact ", digest));
 }
 
 // The exact bytes of what a compile asks for, less what does not change the artifact (the
@@ -159,57 +104,6 @@ absl::Status CheckInputs(const v1::EntryFunction& entry,
     }
   }
   return absl::OkStatus();
-}
-
-bool ValidDeviceKey(const std::string& key) {
-  if (key.empty() || key.size() > 64) return false;
-  for (char c : key) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Streams a stored artifact, verified before the first byte goes out.
-grpc::Status StreamArtifact(Store* store, const std::string& digest,
-                            grpc::ServerWriter<v1::ArtifactChunk>* writer) {
-  if (digest.empty()) return Invalid("digest: required");
-  absl::StatusOr<std::string> bytes = store->ReadArtifact(digest);
-  if (!bytes.ok()) {
-    if (bytes.status().code() == absl::StatusCode::kDataLoss) {
-      LogEvent(LogLevel::kError, "corrupt artifact refused",
-               {{"digest", digest}, {"error", std::string(bytes.status().message())}});
-    }
-    return ToGrpc(bytes.status());
-  }
-  for (size_t offset = 0; offset == 0 || offset < bytes->size(); offset += kChunkBytes) {
-    v1::ArtifactChunk chunk;
-    chunk.set_digest(digest);
-    chunk.set_offset(static_cast<int64_t>(offset));
-    if (offset == 0) chunk.set_total_size(static_cast<int64_t>(bytes->size()));
-    chunk.set_data(bytes->substr(offset, kChunkBytes));
-    if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-  }
-  return grpc::Status::OK;
-}
-
-// An agent's result as kilnd keeps it: an error message past the string limit is cut there (a
-// board must not grow the store with its job's reason), and a result with another string over
-// the limit is a failure saying so.
-v1::TaskResult BoundedResult(const v1::TaskResult& result, int64_t max_bytes) {
-  static constexpr char kCut[] = "... (truncated)";
-  v1::TaskResult bounded = result;
-  if (static_cast<int64_t>(bounded.error().size()) > max_bytes) {
-    bounded.set_error(bounded.error().substr(0, static_cast<size_t>(max_bytes)) + kCut);
-  }
-  if (grpc::Status s = StringsWithin(bounded, max_bytes + sizeof(kCut)); !s.ok()) {
-    v1::TaskResult refused;
-    refused.set_task_id(result.task_id().substr(0, static_cast<size_t>(max_bytes)));
-    refused.set_error(absl::StrCat("the agent's result was refused: ", s.error_message()));
-    return refused;
-  }
-  return bounded;
 }
 
 }  // namespace
@@ -670,169 +564,6 @@ grpc::Status KilnService::ListDevices(grpc::ServerContext* context,
     return s;
   for (v1::Device& d : ctx_->jobs->Devices()) *response->add_devices() = std::move(d);
   return grpc::Status::OK;
-}
-
-namespace {
-
-// One agent's Connect stream: reads (registration, heartbeats, results) are handled as they
-// complete; messages the job manager sends are queued (under its lock) and written one at a
-// time. No thread waits on the stream.
-class AgentReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage> {
- public:
-  AgentReactor(ServiceContext* ctx, grpc::CallbackServerContext* context, Principal principal)
-      : ctx_(ctx), context_(context), principal_(std::move(principal)) {
-    StartRead(&in_);
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {  // the agent closed its side, or the stream broke or was cancelled
-      Leave(grpc::Status::OK);
-      return;
-    }
-    if (agent_ == nullptr) {
-      if (grpc::Status s = Register(); !s.ok()) {
-        Leave(s);
-        return;
-      }
-    } else {
-      if (in_.has_heartbeat()) ctx_->jobs->AgentHeartbeat(agent_);
-      if (in_.has_result()) {
-        ctx_->jobs->AgentResult(agent_, BoundedResult(in_.result(), ctx_->max_string_bytes));
-      }
-    }
-    StartRead(&in_);
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    writing_ = false;
-    if (!ok) {
-      context_->TryCancel();  // the pending read ends too, and with it the session
-    } else if (!pending_.empty()) {
-      WriteNextLocked();
-      return;
-    }
-    if (finish_.has_value()) FinishLocked();
-  }
-
-  void OnDone() override {
-    if (agent_ != nullptr) ctx_->jobs->AgentGone(agent_);
-    delete this;
-  }
-
- private:
-  grpc::Status Register() {
-    if (!in_.has_register_()) return Invalid("the first message must register the agent");
-    if (grpc::Status s = StringsWithin(in_, ctx_->max_string_bytes); !s.ok()) return s;
-    const std::string& key = in_.register_().device_key();
-    if (!ValidDeviceKey(key)) {
-      return Invalid(absl::StrCat("device key '", key, "': use 1 to 64 of [A-Za-z0-9._-]"));
-    }
-    if (!principal_.MayServe(key)) {
-      return grpc::Status(
-          grpc::StatusCode::PERMISSION_DENIED,
-          absl::StrCat("agent credential '", principal_.name, "' may not serve device key '", key,
-                       "' (it may serve: ", absl::StrJoin(principal_.device_keys, ", "), ")"));
-    }
-    // The registration reply goes out first: the manager may send a task as it registers.
-    v1::ServerMessage registered;
-    registered.mutable_registered()->set_heartbeat_interval_ms(ctx_->jobs->heartbeat_interval_ms());
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      pending_.push_back(registered);
-    }
-    agent_ = ctx_->jobs->RegisterAgent(in_.register_(), principal_.name, context_,
-                                       [this](v1::ServerMessage m) { Send(std::move(m)); });
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.front().mutable_registered()->set_agent_id(agent_->id);
-    if (!writing_) WriteNextLocked();
-    return grpc::Status::OK;
-  }
-
-  void Send(v1::ServerMessage message) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (finish_.has_value()) return;
-    pending_.push_back(std::move(message));
-    // Until the registration reply has its agent id, Register starts the first write.
-    if (!writing_ && pending_.front().has_registered() &&
-        pending_.front().registered().agent_id().empty()) {
-      return;
-    }
-    if (!writing_) WriteNextLocked();
-  }
-
-  void WriteNextLocked() {
-    current_ = std::move(pending_.front());
-    pending_.pop_front();
-    writing_ = true;
-    StartWrite(&current_);
-  }
-
-  // The session ends: the manager forgets the agent (requeueing its task), and the stream is
-  // finished once no write is in flight.
-  void Leave(const grpc::Status& status) {
-    if (agent_ != nullptr) ctx_->jobs->AgentGone(agent_);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (finish_.has_value()) return;
-    finish_ = status;
-    pending_.clear();
-    if (!writing_) FinishLocked();
-  }
-
-  void FinishLocked() {
-    if (finished_) return;
-    finished_ = true;
-    Finish(*finish_);
-  }
-
-  ServiceContext* ctx_;
-  grpc::CallbackServerContext* context_;
-  Principal principal_;
-  v1::AgentMessage in_;
-  std::shared_ptr<AgentLink> agent_;  // once registered
-  std::mutex mu_;
-  std::deque<v1::ServerMessage> pending_;
-  v1::ServerMessage current_;  // the one being written
-  bool writing_ = false, finished_ = false;
-  std::optional<grpc::Status> finish_;
-};
-
-}  // namespace
-
-grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>* AgentServiceImpl::Connect(
-    grpc::CallbackServerContext* context) {
-  Principal agent_principal;
-  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kAgent, &agent_principal);
-      !s.ok()) {
-    // Refused before reading anything: a reactor that only finishes.
-    class Refused final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage> {
-     public:
-      explicit Refused(const grpc::Status& s) { Finish(s); }
-      void OnDone() override { delete this; }
-    };
-    return new Refused(s);
-  }
-  return new AgentReactor(ctx_, context, std::move(agent_principal));
-}
-
-grpc::Status AgentServiceImpl::FetchArtifact(grpc::ServerContext* context,
-                                             const v1::FetchArtifactRequest* request,
-                                             grpc::ServerWriter<v1::ArtifactChunk>* writer) {
-  Principal agent_principal;
-  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kAgent, &agent_principal);
-      !s.ok()) {
-    return s;
-  }
-  // Only the artifact of a task this session runs: a token alone fetches nothing. The answer is
-  // the same whether the digest exists or not.
-  if (!ctx_->jobs->AgentMayFetch(request->agent_id(), agent_principal.name, request->task_id(),
-                                 request->digest())) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("artifact ", request->digest().substr(0, 64),
-                                     " is not the artifact of a task given to agent session '",
-                                     request->agent_id().substr(0, 64), "'"));
-  }
-  return StreamArtifact(ctx_->store, request->digest(), writer);
 }
 
 }  // namespace kiln::server

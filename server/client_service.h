@@ -1,36 +1,18 @@
-// The gRPC edge: the client API (kiln.v1.Kiln) and the agent API (kiln.v1.AgentService). Each
-// handler authorizes the caller, checks the request (sizes, forms, names) and maps the
-// components' absl::Status errors to gRPC codes. Nothing is stored for a refused request.
-#ifndef KILN_SERVER_KILN_SERVICE_H_
-#define KILN_SERVER_KILN_SERVICE_H_
+// The client API (kiln.v1.Kiln): submissions of compile, profile, inference and tune jobs,
+// reads, watches, cancels, artifact downloads and devices. WatchJob runs on gRPC's callback API
+// (a reactor per stream, no thread per watcher); the other methods are synchronous.
+#ifndef KILN_SERVER_CLIENT_SERVICE_H_
+#define KILN_SERVER_CLIENT_SERVICE_H_
 
 #include <cstdint>
-#include <memory>
+#include <string>
 
-#include "proto/kiln/v1/agent.grpc.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "runtime/format/artifact.pb.h"
-#include "server/artifact_cache.h"
-#include "server/auth.h"
-#include "server/jobs/job_manager.h"
-#include "server/store.h"
+#include "server/service_edge.h"
 
 namespace kiln::server {
 
-// What both services share.
-struct ServiceContext {
-  // Swapped whole when the token files are reloaded (SIGHUP); handlers take a snapshot.
-  std::shared_ptr<const AuthConfig> auth = std::make_shared<AuthConfig>();
-  std::shared_ptr<const AuthConfig> Auth() const { return std::atomic_load(&auth); }
-  Store* store = nullptr;
-  ArtifactCache* cache = nullptr;
-  JobManager* jobs = nullptr;
-  int64_t max_module_bytes = 32 << 20;
-  int64_t max_string_bytes = 4096;  // any string field of a request (ServerOptions)
-};
-
-// WatchJob runs on gRPC's callback API (a reactor per stream, no thread per watcher); the other
-// methods are synchronous.
 class KilnService final
     : public kiln::v1::Kiln::WithCallbackMethod_WatchJob<kiln::v1::Kiln::Service> {
  public:
@@ -90,22 +72,6 @@ class KilnService final
   ServiceContext* ctx_;
 };
 
-// Connect runs on gRPC's callback API (a reactor per agent stream, no thread per agent).
-class AgentServiceImpl final
-    : public kiln::v1::AgentService::WithCallbackMethod_Connect<kiln::v1::AgentService::Service> {
- public:
-  explicit AgentServiceImpl(ServiceContext* ctx) : ctx_(ctx) {}
-
-  grpc::ServerBidiReactor<kiln::v1::AgentMessage, kiln::v1::ServerMessage>* Connect(
-      grpc::CallbackServerContext* context) override;
-  grpc::Status FetchArtifact(grpc::ServerContext* context,
-                             const kiln::v1::FetchArtifactRequest* request,
-                             grpc::ServerWriter<kiln::v1::ArtifactChunk>* writer) override;
-
- private:
-  ServiceContext* ctx_;
-};
-
 }  // namespace kiln::server
 
-#endif  // KILN_SERVER_KILN_SERVICE_H_
+#endif  // KILN_SERVER_CLIENT_SERVICE_H_

@@ -1,0 +1,95 @@
+#include "server/service_edge.h"
+
+#include <cctype>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "server/log.h"
+
+namespace kiln::server {
+namespace {
+
+constexpr size_t kChunkBytes = 1 << 20;
+
+}  // namespace
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+grpc::Status Invalid(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max_bytes,
+                           const std::string& prefix) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const google::protobuf::FieldDescriptor* f : fields) {
+    std::string name = prefix + f->name();
+    if (f->type() == google::protobuf::FieldDescriptor::TYPE_STRING &&
+        f->full_name() != "kiln.v1.ModuleSource.tvmscript") {
+      int n = f->is_repeated() ? reflection->FieldSize(message, f) : 1;
+      for (int k = 0; k < n; ++k) {
+        std::string scratch;
+        const std::string& value =
+            f->is_repeated() ? reflection->GetRepeatedStringReference(message, f, k, &scratch)
+                             : reflection->GetStringReference(message, f, &scratch);
+        if (static_cast<int64_t>(value.size()) > max_bytes) {
+          return Invalid(absl::StrCat(name, ": ", value.size(), " bytes, more than the ", max_bytes,
+                                      " a string field may have (--max-string-bytes)"));
+        }
+      }
+    } else if (f->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
+      int n = f->is_repeated() ? reflection->FieldSize(message, f) : 1;
+      for (int k = 0; k < n; ++k) {
+        const google::protobuf::Message& inner = f->is_repeated()
+                                                     ? reflection->GetRepeatedMessage(message, f, k)
+                                                     : reflection->GetMessage(message, f);
+        grpc::Status s = StringsWithin(inner, max_bytes, name + ".");
+        if (!s.ok()) return s;
+      }
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status NoArtifact(const std::string& digest) {
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no artifact ", digest));
+}
+
+bool ValidDeviceKey(const std::string& key) {
+  if (key.empty() || key.size() > 64) return false;
+  for (char c : key) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+grpc::Status StreamArtifact(Store* store, const std::string& digest,
+                            grpc::ServerWriter<v1::ArtifactChunk>* writer) {
+  if (digest.empty()) return Invalid("digest: required");
+  absl::StatusOr<std::string> bytes = store->ReadArtifact(digest);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == absl::StatusCode::kDataLoss) {
+      LogEvent(LogLevel::kError, "corrupt artifact refused",
+               {{"digest", digest}, {"error", std::string(bytes.status().message())}});
+    }
+    return ToGrpc(bytes.status());
+  }
+  for (size_t offset = 0; offset == 0 || offset < bytes->size(); offset += kChunkBytes) {
+    v1::ArtifactChunk chunk;
+    chunk.set_digest(digest);
+    chunk.set_offset(static_cast<int64_t>(offset));
+    if (offset == 0) chunk.set_total_size(static_cast<int64_t>(bytes->size()));
+    chunk.set_data(bytes->substr(offset, kChunkBytes));
+    if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,54 @@
+// What the client and agent services share at the gRPC edge: their context (the store, the
+// cache, the job manager, the limits) and the checks and mappings both make. Each handler
+// authorizes the caller, checks the request and maps the components' absl::Status errors to gRPC
+// codes; nothing is stored for a refused request.
+#ifndef KILN_SERVER_SERVICE_EDGE_H_
+#define KILN_SERVER_SERVICE_EDGE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "google/protobuf/message.h"
+#include "proto/kiln/v1/service.grpc.pb.h"
+#include "server/artifact_cache.h"
+#include "server/auth.h"
+#include "server/jobs/job_manager.h"
+#include "server/store.h"
+
+namespace kiln::server {
+
+// What both services share.
+struct ServiceContext {
+  // Swapped whole when the token files are reloaded (SIGHUP); handlers take a snapshot.
+  std::shared_ptr<const AuthConfig> auth = std::make_shared<AuthConfig>();
+  std::shared_ptr<const AuthConfig> Auth() const { return std::atomic_load(&auth); }
+  Store* store = nullptr;
+  ArtifactCache* cache = nullptr;
+  JobManager* jobs = nullptr;
+  int64_t max_module_bytes = 32 << 20;
+  int64_t max_string_bytes = 4096;  // any string field of a request (ServerOptions)
+};
+
+grpc::Status ToGrpc(const absl::Status& s);
+grpc::Status Invalid(const std::string& message);
+// INVALID_ARGUMENT naming the first string field of `message` (nested ones included) longer
+// than `max_bytes`: a name or key of megabytes would be stored with the job and kept in memory.
+// The TVMScript text of a module is the payload, bounded by --max-module-mb instead.
+grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max_bytes,
+                           const std::string& prefix = "");
+// An artifact none of the caller's jobs made or ran is answered as one that does not exist.
+grpc::Status NoArtifact(const std::string& digest);
+// A device key: 1 to 64 letters, digits, '-', '_' or '.'.
+bool ValidDeviceKey(const std::string& key);
+// Streams a stored artifact, verified before the first byte goes out.
+grpc::Status StreamArtifact(Store* store, const std::string& digest,
+                            grpc::ServerWriter<v1::ArtifactChunk>* writer);
+
+}  // namespace kiln::server
+
+#endif  // KILN_SERVER_SERVICE_EDGE_H_
