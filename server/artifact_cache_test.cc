@@ -15,7 +15,7 @@
 #include "compiler/wire/ir_proto.h"
 #include "gtest/gtest.h"
 #include "runtime/format/artifact.pb.h"
-#include "server/cache_key.h"
+#include "server/worker/cache_key.h"
 
 namespace kiln::server {
 namespace {

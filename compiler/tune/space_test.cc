@@ -14,6 +14,8 @@
 #include "compiler/testing/schedule_workloads.h"
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/schedule/trace.h"
+#include "compiler/tir/transform/transform.h"
+#include "compiler/tir/verify/verify_prim_func.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tune {
@@ -111,6 +113,36 @@ TEST(SpaceTest, SampledSchedulesAndMutationsReplayAndAreCorrect) {
         ASSERT_TRUE(child.ok()) << child.status();
         ExpectReplays(task, *child);
         ExpectSameResults(task, ScheduledModule(*child));
+      }
+    }
+  }
+}
+
+// Every sampled schedule lowers to TIR the verifier accepts: no pass of the lowering meets an
+// access outside its buffer, whatever the decisions (the design space is searched, not trusted).
+TEST(SpaceTest, SampledSchedulesLowerToValidTir) {
+  for (const Workload& w : Workloads()) {
+    SCOPED_TRACE(w.name);
+    absl::StatusOr<ir::IRModule> mod = ParseAny(w.script);
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    absl::StatusOr<std::vector<TuneTask>> tasks = ExtractTasks(*mod);
+    ASSERT_TRUE(tasks.ok()) << tasks.status();
+    for (const TuneTask& task : *tasks) {
+      SCOPED_TRACE(task.name);
+      for (uint64_t seed = 1; seed <= 60; ++seed) {
+        SCOPED_TRACE(seed);
+        absl::StatusOr<tir::Schedule> sch = GenerateSchedule(task, seed);
+        ASSERT_TRUE(sch.ok()) << sch.status();
+        ir::IRModule cur = ScheduledModule(*sch);
+        for (const pass::PassPtr& p : tir::LowerTirPasses()) {
+          pass::PassContext ctx;
+          ctx.set_check_requirements(false);
+          absl::StatusOr<ir::IRModule> next = ctx.Run(cur, {p});
+          ASSERT_TRUE(next.ok());
+          absl::Status v = tir::VerifyPrimFuncs(*next);
+          ASSERT_TRUE(v.ok()) << p->name() << ": " << v << "\n" << script::PrintScript(*next);
+          cur = *next;
+        }
       }
     }
   }

@@ -183,10 +183,36 @@ class Verifier {
     return b;
   }
 
-  // A fused loop split back into dimensions indexes them with e // k and e % k: merged into e
-  // (and e // k % m with e % k into e % (k * m)), the offset's bound is exact rather than the sum
-  // of the parts' bounds.
-  static void MergeSplitIndices(std::vector<std::pair<ir::PrimExpr, int64_t>>* terms) {
+  // A term of an element offset: `index * coeff`.
+  using Term = std::pair<ir::PrimExpr, int64_t>;
+
+  // Adds `e * coeff` to `terms` as a sum of terms, constants to `*constant`.
+  static void Decompose(const ir::PrimExpr& e, int64_t coeff, std::vector<Term>* terms,
+                        int64_t* constant) {
+    if (const int64_t* c = ir::AsConstInt(e)) {
+      *constant += *c * coeff;
+      return;
+    }
+    if (const auto* b = e.as<ir::BinaryNode>()) {
+      if (b->kind() == NodeKind::kAdd || b->kind() == NodeKind::kSub) {
+        Decompose(b->a, coeff, terms, constant);
+        Decompose(b->b, b->kind() == NodeKind::kAdd ? coeff : -coeff, terms, constant);
+        return;
+      }
+      if (b->kind() == NodeKind::kMul) {
+        if (const int64_t* c = ir::AsConstInt(b->b))
+          return Decompose(b->a, coeff * *c, terms, constant);
+        if (const int64_t* c = ir::AsConstInt(b->a))
+          return Decompose(b->b, coeff * *c, terms, constant);
+      }
+    }
+    terms->push_back({e, coeff});
+  }
+
+  // A fused loop split back into dimensions (or a flattened buffer's index) has terms e // k * s
+  // and e % k * (s / k): merged into e, and e // k % m with e % k into e % (k * m), the offset's
+  // bound is exact rather than the sum of the parts' bounds.
+  static void MergeSplitIndices(std::vector<Term>* terms) {
     auto split = [](const ir::PrimExpr& e, NodeKind kind, ir::PrimExpr* x, int64_t* c) {
       const auto* b = e.as<ir::BinaryNode>();
       if (b == nullptr || b->kind() != kind) return false;
@@ -199,29 +225,33 @@ class Verifier {
     bool merged = true;
     while (merged) {
       merged = false;
-      for (size_t i = 0; i + 1 < terms->size(); ++i) {
-        auto& [outer, outer_stride] = (*terms)[i];
-        const auto& [inner, inner_stride] = (*terms)[i + 1];
-        ir::PrimExpr e, quotient;
-        int64_t k = 0, k2 = 0, m = 0;
-        if (!split(inner, NodeKind::kFloorMod, &e, &k) || outer_stride != k * inner_stride) {
-          continue;
+      for (size_t i = 0; i < terms->size() && !merged; ++i) {
+        for (size_t j = 0; j < terms->size() && !merged; ++j) {
+          if (i == j) continue;
+          const auto& [outer, outer_coeff] = (*terms)[i];
+          const auto& [inner, inner_coeff] = (*terms)[j];
+          ir::PrimExpr e, quotient;
+          int64_t k = 0, k2 = 0, m = 0;
+          if (!split(inner, NodeKind::kFloorMod, &e, &k) || outer_coeff != k * inner_coeff) {
+            continue;
+          }
+          ir::PrimExpr joined;
+          if (split(outer, NodeKind::kFloorDiv, &quotient, &k2) && k2 == k &&
+              ir::ExprDeepEqual(quotient, e)) {
+            joined = e;  // e // k * k + e % k
+          } else if (split(outer, NodeKind::kFloorMod, &quotient, &m) &&
+                     split(quotient, NodeKind::kFloorDiv, &quotient, &k2) && k2 == k &&
+                     ir::ExprDeepEqual(quotient, e)) {
+            joined = ir::FloorMod(e, ir::IntImm(e->dtype, k * m));  // e // k % m * k + e % k
+          } else {
+            continue;
+          }
+          const int64_t coeff = inner_coeff;
+          terms->erase(terms->begin() + static_cast<std::ptrdiff_t>(std::max(i, j)));
+          terms->erase(terms->begin() + static_cast<std::ptrdiff_t>(std::min(i, j)));
+          terms->push_back({joined, coeff});
+          merged = true;
         }
-        ir::PrimExpr joined;
-        if (split(outer, NodeKind::kFloorDiv, &quotient, &k2) && k2 == k &&
-            ir::ExprDeepEqual(quotient, e)) {
-          joined = e;  // e // k * k + e % k
-        } else if (split(outer, NodeKind::kFloorMod, &quotient, &m) &&
-                   split(quotient, NodeKind::kFloorDiv, &quotient, &k2) && k2 == k &&
-                   ir::ExprDeepEqual(quotient, e)) {
-          joined = ir::FloorMod(e, ir::IntImm(e->dtype, k * m));  // e // k % m * k + e % k
-        } else {
-          continue;
-        }
-        (*terms)[i] = {joined, inner_stride};
-        terms->erase(terms->begin() + static_cast<std::ptrdiff_t>(i) + 1);
-        merged = true;
-        break;
       }
     }
   }
@@ -246,8 +276,9 @@ class Verifier {
       }
       elements *= *extent;
     }
-    std::vector<std::pair<ir::PrimExpr, int64_t>> terms;  // index (a ramp's base), stride
-    int64_t span_lo = 0, span_hi = 0;                     // what the lanes add
+    std::vector<Term> terms;  // of the indices (a ramp's base) times their strides
+    int64_t constant = 0;
+    int64_t span_lo = 0, span_hi = 0;  // what the lanes add
     for (size_t d = 0; d < n; ++d) {
       ir::PrimExpr index = indices[d];
       if (const auto* r = index.as<ir::RampNode>()) {
@@ -259,20 +290,18 @@ class Verifier {
         index = r->base;
       }
       if (index->dtype.lanes() != 1) return false;  // a broadcast or another vector form
-      const int64_t* constant = ir::AsConstInt(index);
-      if (constant == nullptr || *constant != 0) terms.push_back({index, strides[d]});
+      Decompose(index, strides[d], &terms, &constant);
     }
     MergeSplitIndices(&terms);
     // Each term bounded on its own (its multiples known), the sum's bound the sum of theirs.
-    int64_t min = 0, max = 0;
-    for (const auto& [index, stride] : terms) {
+    int64_t min = constant, max = constant;
+    for (const auto& [index, coeff] : terms) {
       const arith::ConstIntBound b = TightBound(index);
-      if (b.min == arith::ConstIntBound::kNegInf || b.max == arith::ConstIntBound::kPosInf ||
-          stride <= 0) {
+      if (b.min == arith::ConstIntBound::kNegInf || b.max == arith::ConstIntBound::kPosInf) {
         return false;
       }
-      min += b.min * stride;
-      max += b.max * stride;
+      min += coeff >= 0 ? b.min * coeff : b.max * coeff;
+      max += coeff >= 0 ? b.max * coeff : b.min * coeff;
     }
     *lo = min + span_lo;
     *hi = max + span_hi;

@@ -1,4 +1,4 @@
-#include "server/cache_key.h"
+#include "server/worker/cache_key.h"
 
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/structural.h"

@@ -3,8 +3,8 @@
 // options, tuning records applied, compiler version); a key match is only a candidate, and a hit
 // also needs the stored module to be structurally equal, so a 64-bit hash collision can never serve
 // the wrong code.
-#ifndef KILN_SERVER_CACHE_KEY_H_
-#define KILN_SERVER_CACHE_KEY_H_
+#ifndef KILN_SERVER_WORKER_CACHE_KEY_H_
+#define KILN_SERVER_WORKER_CACHE_KEY_H_
 
 #include <string>
 
@@ -28,4 +28,4 @@ const CachedModule* FindStructuralMatch(const ir::IRModule& mod, const CacheCand
 
 }  // namespace kiln::server
 
-#endif  // KILN_SERVER_CACHE_KEY_H_
+#endif  // KILN_SERVER_WORKER_CACHE_KEY_H_

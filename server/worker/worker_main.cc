@@ -25,10 +25,10 @@
 #include "compiler/wire/ir_proto.h"
 #include "runtime/format/artifact.pb.h"
 #include "runtime/support/large_stack.h"
-#include "server/cache_key.h"
 #include "server/worker.pb.h"
+#include "server/worker/cache_key.h"
+#include "server/worker/worker_tune.h"
 #include "server/worker_frames.h"
-#include "server/worker_tune.h"
 
 namespace kiln::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/worker_tune.h"
+#include "server/worker/worker_tune.h"
 
 #include <cstdio>
 #include <cstdlib>
