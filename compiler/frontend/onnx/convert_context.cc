@@ -163,6 +163,23 @@ Value KnownInts(std::vector<PrimExpr> elems, std::vector<int64_t> shape, DataTyp
   return v;
 }
 
+absl::StatusOr<int64_t> Axis(const Context& ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return ctx.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+absl::StatusOr<std::vector<PrimExpr>> InputShape(Context& ctx, size_t i) {
+  if (!ctx.Has(i)) return ctx.Error(absl::StrCat("input ", i, " is required"));
+  const Value& v = ctx.In(i);
+  if (!v.expr) {
+    std::vector<PrimExpr> dims;
+    for (int64_t d : v.elems_shape) dims.push_back(I64(d));
+    return dims;
+  }
+  return ctx.Shape(v.expr);
+}
+
 Outputs One(Expr e) {
   Value v;
   v.expr = std::move(e);

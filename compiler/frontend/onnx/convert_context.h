@@ -148,10 +148,15 @@ using ConverterTable = std::map<std::string, ConvertFn>;
 Outputs One(Expr e);
 absl::StatusOr<Outputs> OneOf(absl::StatusOr<Expr> e);
 PrimExpr I64(int64_t v);
+// `axis` in [-rank, rank) made non-negative.
+absl::StatusOr<int64_t> Axis(const Context& ctx, int64_t axis, int64_t rank);
+// The shape of input `i`: of its known elements or of its tensor.
+absl::StatusOr<std::vector<PrimExpr>> InputShape(Context& ctx, size_t i);
 
 void RegisterMathConverters(ConverterTable* table);    // elementwise, reductions, softmax
 void RegisterNNConverters(ConverterTable* table);      // conv, gemm, pools, norms, resize
-void RegisterTensorConverters(ConverterTable* table);  // shape, layout and creation ops
+void RegisterTensorConverters(ConverterTable* table);  // creation, shapes, gathers, scatters
+void RegisterLayoutConverters(ConverterTable* table);  // reshape, transpose, slice, pad, ...
 void RegisterEinsumConverter(ConverterTable* table);
 void RegisterQuantizeConverters(ConverterTable* table);   // QuantizeLinear and its family
 void RegisterRecurrentConverters(ConverterTable* table);  // RNN, GRU, LSTM

@@ -22,6 +22,7 @@ const ConverterTable& Converters() {
     RegisterMathConverters(t);
     RegisterNNConverters(t);
     RegisterTensorConverters(t);
+    RegisterLayoutConverters(t);
     RegisterEinsumConverter(t);
     RegisterQuantizeConverters(t);
     RegisterRecurrentConverters(t);
