@@ -18,7 +18,9 @@ const std::map<std::string, OpInfo, std::less<>>& Registry() {
     ops::RegisterElementwiseOps(&ops);
     ops::RegisterReduceOps(&ops);
     ops::RegisterNNOps(&ops);
+    ops::RegisterNormAndImageOps(&ops);
     ops::RegisterManipulateOps(&ops);
+    ops::RegisterIndexOps(&ops);
     auto* map = new std::map<std::string, OpInfo, std::less<>>();
     for (OpInfo& op : ops) {
       std::string name = op.name;

@@ -65,10 +65,12 @@ PrimExpr GuardedLoad(const Buffer& x, tir::Indices index, const PrimExpr& inside
 PrimExpr Div(PrimExpr a, PrimExpr b);
 
 // Registration entry points of the families defined in ops/.
-void RegisterElementwiseOps(std::vector<OpInfo>* ops);  // unary, binary, compare, where, astype
-void RegisterReduceOps(std::vector<OpInfo>* ops);       // sum..variance, argmax, softmax
-void RegisterNNOps(std::vector<OpInfo>* ops);           // linear, conv2d, pools, norms
-void RegisterManipulateOps(std::vector<OpInfo>* ops);   // expand_dims..pad, full
+void RegisterElementwiseOps(std::vector<OpInfo>* ops);   // unary, binary, compare, where, astype
+void RegisterReduceOps(std::vector<OpInfo>* ops);        // sum..variance, argmax, softmax
+void RegisterNNOps(std::vector<OpInfo>* ops);            // linear, conv2d, pools
+void RegisterNormAndImageOps(std::vector<OpInfo>* ops);  // batch_norm, layer_norm, resize2d
+void RegisterManipulateOps(std::vector<OpInfo>* ops);    // expand_dims..pad, full
+void RegisterIndexOps(std::vector<OpInfo>* ops);         // take, gathers, scatters
 
 }  // namespace kiln::ir::relax::ops
 
