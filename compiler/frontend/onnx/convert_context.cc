@@ -180,6 +180,14 @@ absl::StatusOr<std::vector<PrimExpr>> InputShape(Context& ctx, size_t i) {
   return ctx.Shape(v.expr);
 }
 
+absl::StatusOr<Expr> PerChannel(Context& ctx, const Expr& v, size_t rank) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ctx.Shape(v));
+  if (shape.size() != 1) return ctx.Error("a per-channel input must be a vector");
+  std::vector<PrimExpr> to = {shape[0]};
+  for (size_t k = 2; k < rank; ++k) to.push_back(I64(1));
+  return ctx.Call("relax.reshape", {v, ir::relax::MakeShape(to)});
+}
+
 Outputs One(Expr e) {
   Value v;
   v.expr = std::move(e);

@@ -148,13 +148,18 @@ using ConverterTable = std::map<std::string, ConvertFn>;
 Outputs One(Expr e);
 absl::StatusOr<Outputs> OneOf(absl::StatusOr<Expr> e);
 PrimExpr I64(int64_t v);
+// Reshapes a per-channel vector [C] to [C, 1, ..., 1] so it broadcasts against [N, C, ...] of
+// rank `rank`.
+absl::StatusOr<Expr> PerChannel(Context& ctx, const Expr& v, size_t rank);
 // `axis` in [-rank, rank) made non-negative.
 absl::StatusOr<int64_t> Axis(const Context& ctx, int64_t axis, int64_t rank);
 // The shape of input `i`: of its known elements or of its tensor.
 absl::StatusOr<std::vector<PrimExpr>> InputShape(Context& ctx, size_t i);
 
-void RegisterMathConverters(ConverterTable* table);    // elementwise, reductions, softmax
-void RegisterNNConverters(ConverterTable* table);      // conv, gemm, pools, norms, resize
+void RegisterMathConverters(ConverterTable* table);    // elementwise, activations, logic
+void RegisterReduceConverters(ConverterTable* table);  // reductions, softmax, TopK
+void RegisterNNConverters(ConverterTable* table);      // conv, gemm, pools, resize, losses
+void RegisterNormConverters(ConverterTable* table);    // batch, instance, layer norm, LRN
 void RegisterTensorConverters(ConverterTable* table);  // creation, shapes, gathers, scatters
 void RegisterLayoutConverters(ConverterTable* table);  // reshape, transpose, slice, pad, ...
 void RegisterEinsumConverter(ConverterTable* table);

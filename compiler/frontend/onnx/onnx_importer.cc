@@ -20,7 +20,9 @@ const ConverterTable& Converters() {
   static const ConverterTable* table = [] {
     auto* t = new ConverterTable();
     RegisterMathConverters(t);
+    RegisterReduceConverters(t);
     RegisterNNConverters(t);
+    RegisterNormConverters(t);
     RegisterTensorConverters(t);
     RegisterLayoutConverters(t);
     RegisterEinsumConverter(t);
