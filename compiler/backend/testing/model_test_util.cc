@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/backend/build.h"
 #include "compiler/script/script_parser.h"
+#include "gtest/gtest.h"
 #include "runtime/library.h"
 #include "runtime/vm/vm.h"
 
@@ -150,6 +151,115 @@ absl::Status SameResultsAs(const std::string& text, const std::vector<runtime::V
     }
   }
   return absl::OkStatus();
+}
+
+// A module whose `main` takes `params` (TVMScript annotations) and returns `body`'s last var.
+std::string Module(const std::string& params, const std::string& body, const std::string& ret) {
+  return absl::StrCat("@I.ir_module\nclass Module:\n    @R.function\n    def main(", params,
+                      "):\n        with R.dataflow():\n", body, "            R.output(", ret,
+                      ")\n        return ", ret, "\n");
+}
+
+void ExpectClose(const Array& got, const Array& want, double tol) {
+  ASSERT_EQ(got.shape, want.shape);
+  for (int64_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got.data[i], want.data[i], tol * (1 + std::abs(want.data[i])))
+        << "element " << i << " (index " << absl::StrJoin(want.Unravel(i), ",") << ")";
+  }
+}
+
+Array Map(const Array& x, const std::function<double(double)>& f) {
+  Array y = x;
+  for (double& v : y.data) v = f(v);
+  return y;
+}
+
+// NumPy broadcasting of two arrays through `f`.
+Array Broadcast(const Array& a, const Array& b, const std::function<double(double, double)>& f) {
+  size_t nd = std::max(a.shape.size(), b.shape.size());
+  std::vector<int64_t> shape(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t da = i + a.shape.size() >= nd ? a.shape[i + a.shape.size() - nd] : 1;
+    int64_t db = i + b.shape.size() >= nd ? b.shape[i + b.shape.size() - nd] : 1;
+    shape[i] = std::max(da, db);
+  }
+  Array y = Zeros(shape);
+  auto pick = [&](const Array& x, const std::vector<int64_t>& idx) {
+    std::vector<int64_t> j;
+    for (size_t i = 0; i < x.shape.size(); ++i) {
+      int64_t o = idx[nd - x.shape.size() + i];
+      j.push_back(x.shape[i] == 1 ? 0 : o);
+    }
+    return x.at(j);
+  };
+  for (int64_t i = 0; i < y.size(); ++i) {
+    std::vector<int64_t> idx = y.Unravel(i);
+    y.data[i] = f(pick(a, idx), pick(b, idx));
+  }
+  return y;
+}
+
+// NCHW / OIHW reference convolution.
+Array Conv2dRef(const Array& x, const Array& w, int stride, int pad, int dil, int groups) {
+  int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  int64_t O = w.shape[0], Cg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  int64_t OH = (H + 2 * pad - dil * (KH - 1) - 1) / stride + 1;
+  int64_t OW = (W + 2 * pad - dil * (KW - 1) - 1) / stride + 1;
+  (void)C;
+  Array y = Zeros({N, O, OH, OW});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t i = 0; i < OH; ++i)
+        for (int64_t j = 0; j < OW; ++j) {
+          double s = 0;
+          int64_t g = o / (O / groups);
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t p = 0; p < KH; ++p)
+              for (int64_t q = 0; q < KW; ++q) {
+                int64_t h = i * stride + p * dil - pad, ww = j * stride + q * dil - pad;
+                if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
+                s += x.at({n, g * Cg + c, h, ww}) * w.at({o, c, p, q});
+              }
+          y.at({n, o, i, j}) = s;
+        }
+  return y;
+}
+
+// Runs a one-output op test: `body` computes `y`.
+void CheckOp(const std::string& params, const std::string& body, const std::vector<Value>& inputs,
+             const Array& want, double tol) {
+  std::string text = Module(params, body, "y");
+  absl::StatusOr<Value> out = CompileAndRun(text, inputs);
+  ASSERT_TRUE(out.ok()) << out.status() << "\n" << text;
+  ASSERT_NE(out->as_tensor(), nullptr);
+  ExpectClose(FromTensor(*out->as_tensor()), want, tol);
+}
+
+std::string Shape(const std::vector<int64_t>& s) {
+  return s.size() == 1 ? absl::StrCat("(", s[0], ",)")
+                       : absl::StrCat("(", absl::StrJoin(s, ", "), ")");
+}
+std::string F32(const std::vector<int64_t>& s) {
+  return absl::StrCat("R.Tensor(", Shape(s), ", dtype=\"float32\")");
+}
+
+Array MatmulRef(const Array& a, const Array& b) {
+  // Batched (2-D or 3-D with broadcast batch of 1) reference.
+  int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+  int64_t ba = a.shape.size() == 3 ? a.shape[0] : 1, bb = b.shape.size() == 3 ? b.shape[0] : 1;
+  int64_t B = std::max(ba, bb);
+  Array y = Zeros(a.shape.size() == 3 || b.shape.size() == 3 ? std::vector<int64_t>{B, M, N}
+                                                             : std::vector<int64_t>{M, N});
+  for (int64_t p = 0; p < B; ++p)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k)
+          s += a.data[((ba == 1 ? 0 : p) * M + i) * K + k] *
+               b.data[((bb == 1 ? 0 : p) * K + k) * N + j];
+        y.data[(p * M + i) * N + j] = s;
+      }
+  return y;
 }
 
 }  // namespace kiln::backend::testing

@@ -4,6 +4,7 @@
 #define KILN_COMPILER_BACKEND_TESTING_MODEL_TEST_UTIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,25 @@ absl::StatusOr<runtime::Value> CompileModuleAndRun(const ir::IRModule& mod,
 // naming the first element that differs (a pass's test: the same numbers with and without it).
 absl::Status SameResultsAs(const std::string& text, const std::vector<runtime::Value>& inputs,
                            const BuildOptions& reference, double tolerance = 1e-4);
+
+// A module whose `main` takes `params` (TVMScript annotations) and returns `body`'s `ret`.
+std::string Module(const std::string& params, const std::string& body, const std::string& ret);
+// Expects `got` equal to `want` within `tol` relative, naming the first element that is not.
+void ExpectClose(const Array& got, const Array& want, double tol = 1e-4);
+// `f` of every element.
+Array Map(const Array& x, const std::function<double(double)>& f);
+// NumPy broadcasting of two arrays through `f`.
+Array Broadcast(const Array& a, const Array& b, const std::function<double(double, double)>& f);
+// Runs a one-output op test: `body` computes `y` from `params`; expects `want`.
+void CheckOp(const std::string& params, const std::string& body,
+             const std::vector<runtime::Value>& inputs, const Array& want, double tol = 1e-4);
+// A TVMScript shape "(2, 3)" and a float32 tensor annotation of it.
+std::string Shape(const std::vector<int64_t>& s);
+std::string F32(const std::vector<int64_t>& s);
+// Matmul of 2-D or 3-D arrays (a batch of 1 broadcast).
+Array MatmulRef(const Array& a, const Array& b);
+// NCHW / OIHW reference convolution.
+Array Conv2dRef(const Array& x, const Array& w, int stride, int pad, int dil, int groups);
 
 }  // namespace kiln::backend::testing
 
