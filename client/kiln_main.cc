@@ -23,6 +23,7 @@
 #include "compiler/backend/build.h"
 #include "compiler/build_info.h"
 #include "compiler/frontend/load_module.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/well_formed.h"
 #include "compiler/script/printer.h"
@@ -52,6 +53,8 @@ int PrintLocalVersions() {
   const kiln::target::CpuTarget& host = kiln::backend::HostCpuTarget();
   std::printf("%-9s %s\n", "cpu", host.ToString().c_str());
   std::printf("%-9s %s\n", "kernels", kiln::target::PolicyFor(host).ToString().c_str());
+  std::printf("%-9s %zu operator types, opsets 1-18\n", "onnx",
+              kiln::frontend::SupportedOnnxOps().size());
   return 0;
 }
 

@@ -1,7 +1,6 @@
 #include "runtime/artifact.h"
 
 #include <openssl/evp.h>
-#include <sys/utsname.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -80,12 +79,6 @@ const kiln::v1::EntryFunction* FindEntryFunction(const kiln::v1::ArtifactManifes
     if (f.name() == name) return &f;
   }
   return nullptr;
-}
-
-std::string HostArchitecture() {
-  struct utsname u;
-  if (uname(&u) != 0) return "unknown";
-  return u.machine;
 }
 
 absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, bool check_host) {

@@ -37,9 +37,6 @@ absl::StatusOr<kiln::v1::ArtifactManifest> ReadArtifactManifest(absl::string_vie
 const kiln::v1::EntryFunction* FindEntryFunction(const kiln::v1::ArtifactManifest& manifest,
                                                  absl::string_view name);
 
-// The architecture this runtime runs on, as in a target triple: "x86_64", "aarch64".
-std::string HostArchitecture();
-
 // A loaded model: the kernel library and the VM over its executable.
 struct LoadedArtifact {
   kiln::v1::ArtifactManifest manifest;

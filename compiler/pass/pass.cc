@@ -40,18 +40,6 @@ class PrimFuncPass : public Pass {
 
 }  // namespace
 
-const char* IRLevelName(IRLevel level) {
-  switch (level) {
-    case IRLevel::kModule:
-      return "module";
-    case IRLevel::kRelaxFunction:
-      return "relax function";
-    case IRLevel::kPrimFunc:
-      return "PrimFunc";
-  }
-  return "?";
-}
-
 PassPtr MakeModulePass(std::string name, ModuleFn fn, std::vector<std::string> required,
                        IRLevel level) {
   return std::make_shared<ModulePass>(PassInfo{std::move(name), level, std::move(required)},

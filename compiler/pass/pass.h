@@ -21,9 +21,9 @@
 
 namespace kiln::pass {
 
-// What a pass looks at: the whole module, each Relax function, or each PrimFunc.
+// What a pass looks at and may change: the whole module, each Relax function, or each PrimFunc.
+// Verifying instruments skip what a pass's level cannot have changed.
 enum class IRLevel { kModule, kRelaxFunction, kPrimFunc };
-const char* IRLevelName(IRLevel level);
 
 struct PassInfo {
   std::string name;

@@ -162,12 +162,4 @@ absl::StatusOr<TensorIntrin> LookupTensorIntrin(const std::string& name) {
   return it->second;
 }
 
-std::vector<std::string> TensorIntrinNames() {
-  EnsureBuiltins();
-  std::lock_guard<std::mutex> lock(GetRegistry().mu);
-  std::vector<std::string> names;
-  for (const auto& [n, unused] : GetRegistry().intrins) names.push_back(n);
-  return names;
-}
-
 }  // namespace kiln::tir

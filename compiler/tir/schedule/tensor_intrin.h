@@ -29,7 +29,6 @@ struct TensorIntrin {
 // around one block) and registers it. AlreadyExists for a taken name.
 absl::Status RegisterTensorIntrin(const std::string& name, ir::PrimFunc desc, ir::PrimFunc impl);
 absl::StatusOr<TensorIntrin> LookupTensorIntrin(const std::string& name);
-std::vector<std::string> TensorIntrinNames();
 
 // The register-blocked matmul micro-kernel C[mr, nr] += A[mr, kc] * B[kc, nr] (float32) with
 // `lanes`-wide vectors: nr must be a multiple of lanes.
