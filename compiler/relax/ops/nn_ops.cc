@@ -666,8 +666,8 @@ absl::Status LegalizeAdaptivePool2d(const CallNode& call, const std::vector<Buff
 }  // namespace
 
 // A 1x1 convolution, stride 1, unpadded, ungrouped, over an NCHW image of H * W a multiple of
-// 4. (A 7x7 image, 49 wide, fills vectors badly along it: MobileNetV2's measured 140 GFLOP/s
-// vectorized over output channels, 85 along the image.)
+// 4. (An image of odd area, a 7x7 one, fills vectors badly along it: such a convolution is
+// vectorized over output channels instead.)
 bool Conv2dIsFlatPointwise(const CallNode& call) {
   absl::StatusOr<ConvShape> conv = ParseConv(call);
   if (!conv.ok() || call.args.size() != 2) return false;

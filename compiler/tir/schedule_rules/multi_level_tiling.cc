@@ -72,9 +72,8 @@ std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last
   }
   // A convolution's pixel loops read only the image and its channel loops only the weight: the
   // pixels iterate inside each block of output channels (S1), so that the block's weights are
-  // read from cache for every pixel rather than streamed once per row of the image (a 3x3
-  // convolution of 512 channels has 9.4 MB of them; over 7x7 pixels in NHWC, rows outside,
-  // it ran at 67 GFLOP/s).
+  // read from cache for every pixel rather than streamed once per row of the image (a deep
+  // layer's weights are megabytes, far more than its image).
   int reductions = 0;
   for (IterKind kind : info.loop_kinds) reductions += kind == IterKind::kReduce;
   std::vector<bool> inner_pixels(n, false);

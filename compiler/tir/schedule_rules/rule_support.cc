@@ -136,8 +136,8 @@ int64_t LargestDivisor(int64_t extent, int64_t limit) {
 
 // The vectorized inner tile of a loop: two vectors, one or half of one when it divides the
 // extent, else the largest divisor up to one vector (a 7-wide image row stays one 7-lane
-// vector). Never one and a half: LLVM takes such a vector apart lane by lane (an NHWC
-// convolution of 144 channels in 24-lane vectors ran at 11 GFLOP/s).
+// vector). Never one and a half: LLVM takes such a vector apart lane by lane, and the kernel
+// runs scalar.
 int64_t VectorTile(int64_t extent, const target::CpuPolicy& policy) {
   for (int64_t d : {policy.max_vector_tile, policy.lanes, policy.lanes / 2}) {
     if (d > 1 && extent % d == 0) return d;
