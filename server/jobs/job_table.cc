@@ -10,22 +10,15 @@
 
 namespace kiln::server {
 
-struct JobTable::Entry {
-  v1::Job job;
-  std::vector<v1::JobEvent> events;
-  JobInput input;  // what running it needs; dropped when it finishes
-  int64_t deadline_unix_ms = 0;
-  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
-  bool counted_active = false;  // in active_by_client_
-  uint64_t saved_ticket = 0;    // the store's ticket for its latest row
-  // Cluster mode: since when this instance holds it; it is to be released once its input is
-  // saved; it is held here no more (HandOver); a worker runs it (so the entry outlives a
-  // hand-over until WorkerDone).
-  int64_t held_since_ms = 0;
-  bool awaiting_release = false;
-  bool handed_over = false;
-  bool in_worker = false;
-};
+v1::JobEvent EventOf(const v1::Job& job, const std::string& message, int64_t unix_ms) {
+  v1::JobEvent event;
+  event.set_job_id(job.id());
+  event.set_unix_ms(unix_ms);
+  event.set_state(job.state());
+  event.set_message(message);
+  *event.mutable_job() = job;
+  return event;
+}
 
 bool Terminal(v1::JobState s) {
   return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
@@ -39,20 +32,6 @@ std::string StateName(v1::JobState s) {
 bool RunsInWorker(const v1::Job& job) {
   return job.kind() == v1::JOB_KIND_COMPILE || job.kind() == v1::JOB_KIND_TUNE;
 }
-
-namespace {
-
-v1::JobEvent EventOf(const v1::Job& job, const std::string& message, int64_t unix_ms) {
-  v1::JobEvent event;
-  event.set_job_id(job.id());
-  event.set_unix_ms(unix_ms);
-  event.set_state(job.state());
-  event.set_message(message);
-  *event.mutable_job() = job;
-  return event;
-}
-
-}  // namespace
 
 JobTable::JobTable(Store* store, std::string instance)
     : store_(store), instance_(std::move(instance)) {}
@@ -437,63 +416,6 @@ bool JobTable::Adopt(v1::Job job, JobInput input) {
     remote_watchers_.erase(w);
   }
   return true;
-}
-
-std::optional<uint64_t> JobTable::Subscribe(const std::string& id, EventPush push) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry* e = FindHeldLocked(id);
-  if (e == nullptr) return std::nullopt;
-  // The job as it is; later events follow from PublishLocked.
-  push(EventOf(e->job, e->events.empty() ? "" : e->events.back().message(), NowUnixMs()));
-  const uint64_t subscription = next_subscription_++;
-  watchers_[id].emplace(subscription, std::move(push));
-  watched_job_[subscription] = id;
-  return subscription;
-}
-
-uint64_t JobTable::FollowStored(const v1::Job& job, EventPush push, bool follow) {
-  std::lock_guard<std::mutex> lock(mu_);
-  push(EventOf(job, "", Terminal(job.state()) ? job.finished_unix_ms() : NowUnixMs()));
-  if (Terminal(job.state()) || !follow) return 0;
-  const uint64_t subscription = next_subscription_++;
-  RemoteWatch& watch = remote_watchers_[job.id()];
-  if (watch.pushes.empty()) watch.last = job.SerializeAsString();
-  watch.pushes.emplace(subscription, std::move(push));
-  watched_job_[subscription] = job.id();
-  return subscription;
-}
-
-void JobTable::Unsubscribe(uint64_t subscription) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = watched_job_.find(subscription);
-  if (it == watched_job_.end()) return;
-  if (auto job = watchers_.find(it->second); job != watchers_.end()) {
-    job->second.erase(subscription);
-    if (job->second.empty()) watchers_.erase(job);
-  }
-  if (auto remote = remote_watchers_.find(it->second); remote != remote_watchers_.end()) {
-    remote->second.pushes.erase(subscription);
-    if (remote->second.pushes.empty()) remote_watchers_.erase(remote);
-  }
-  watched_job_.erase(it);
-}
-
-std::vector<std::string> JobTable::RemotelyWatched() {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> ids;
-  for (const auto& [id, watch] : remote_watchers_) ids.push_back(id);
-  return ids;
-}
-
-void JobTable::PushRemote(const v1::Job& job) {
-  std::string row = job.SerializeAsString();
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = remote_watchers_.find(job.id());
-  if (it == remote_watchers_.end() || it->second.last == row) return;
-  it->second.last = std::move(row);
-  v1::JobEvent event =
-      EventOf(job, Terminal(job.state()) ? job.reason() : StateName(job.state()), NowUnixMs());
-  for (auto& [subscription, push] : it->second.pushes) push(event);
 }
 
 std::vector<std::string> JobTable::Prune(int64_t now_ms, int64_t retention_ms, int max_finished) {

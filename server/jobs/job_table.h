@@ -35,6 +35,8 @@ bool Terminal(v1::JobState state);
 std::string StateName(v1::JobState state);
 // Compiles and tunes run in kiln-worker processes; profiles and inferences on agents.
 bool RunsInWorker(const v1::Job& job);
+// An event of `job` as it is now.
+v1::JobEvent EventOf(const v1::Job& job, const std::string& message, int64_t unix_ms);
 
 struct Submitted {
   v1::Job job;
@@ -146,7 +148,22 @@ class JobTable {
   std::vector<std::string> TakeFinishedInputs();
 
  private:
-  struct Entry;
+  struct Entry {
+    v1::Job job;
+    std::vector<v1::JobEvent> events;
+    JobInput input;  // what running it needs; dropped when it finishes
+    int64_t deadline_unix_ms = 0;
+    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+    bool counted_active = false;  // in active_by_client_
+    uint64_t saved_ticket = 0;    // the store's ticket for its latest row
+    // Cluster mode: since when this instance holds it; it is to be released once its input is
+    // saved; it is held here no more (HandOver); a worker runs it (so the entry outlives a
+    // hand-over until WorkerDone).
+    int64_t held_since_ms = 0;
+    bool awaiting_release = false;
+    bool handed_over = false;
+    bool in_worker = false;
+  };
   struct RemoteWatch {
     std::string last;  // the job's row as last pushed
     std::map<uint64_t, EventPush> pushes;
