@@ -10,6 +10,8 @@
 #include "compiler/relax/transform/fold_constant.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/relax/well_formed.h"
+#include "compiler/relax/well_formed_verifier.h"
+#include "compiler/script/printer.h"
 #include "compiler/target/cpu_policy.h"
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/transform/transform.h"
@@ -95,10 +97,12 @@ pass::PassContext MakePassContext(const BuildOptions& options) {
         std::shared_ptr<pass::PassInstrument>(std::shared_ptr<void>(), options.timer));
   }
   if (options.dump && !options.dump_after.empty()) {
-    ctx.AddInstrument(std::make_shared<pass::PassDumper>(options.dump_after, options.dump));
+    ctx.AddInstrument(std::make_shared<pass::PassDumper>(
+        options.dump_after, [](const ir::IRModule& m) { return script::PrintScript(m); },
+        options.dump));
   }
   if (options.verify) {
-    ctx.AddInstrument(std::make_shared<pass::WellFormedVerifier>());
+    ctx.AddInstrument(std::make_shared<ir::relax::WellFormedVerifier>());
     ctx.AddInstrument(std::make_shared<tir::TirVerifier>());
   }
   return ctx;

@@ -4,8 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "compiler/relax/well_formed.h"
-#include "compiler/script/printer.h"
 
 namespace kiln::pass {
 
@@ -43,17 +41,8 @@ bool DumpWanted(const std::vector<std::string>& after, const std::string& pass) 
 }
 
 absl::Status PassDumper::AfterPass(const PassInfo& pass, const ir::IRModule& mod) {
-  if (DumpWanted(after_, pass.name)) sink_(pass.name, script::PrintScript(mod));
+  if (DumpWanted(after_, pass.name)) sink_(pass.name, print_(mod));
   return absl::OkStatus();
-}
-
-absl::Status WellFormedVerifier::AfterPass(const PassInfo& pass, const ir::IRModule& mod) {
-  if (pass.level == IRLevel::kPrimFunc) return absl::OkStatus();  // no Relax changed
-  ++verified_;
-  absl::Status s = ir::relax::CheckWellFormed(mod);
-  if (s.ok()) return s;
-  return absl::InternalError(
-      absl::StrCat("the IR is not well-formed after pass ", pass.name, ":\n", s.message()));
 }
 
 }  // namespace kiln::pass

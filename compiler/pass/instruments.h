@@ -1,6 +1,6 @@
-// The instruments a PassContext runs around every pass: timing (`kiln compile --time-passes`),
-// dumping (`--dump-after`) and verification (the Relax well-formedness checker after every pass,
-// on in tests and debug builds).
+// The instruments a PassContext runs around every pass that know no dialect: timing (`kiln
+// compile --time-passes`) and dumping (`--dump-after`, through a printer the caller gives). The
+// verifiers are the dialects' own: relax/well_formed_verifier.h, tir/verify/tir_verifier.h.
 #ifndef KILN_COMPILER_PASS_INSTRUMENTS_H_
 #define KILN_COMPILER_PASS_INSTRUMENTS_H_
 
@@ -37,28 +37,19 @@ class PassTimer : public PassInstrument {
 // Whether `after` (pass names, or "all") asks for `pass`.
 bool DumpWanted(const std::vector<std::string>& after, const std::string& pass);
 
-// Prints the module as TVMScript after the passes named (or "all") and hands the text to `sink`.
+// Prints the module after the passes named (or "all") with `print` and hands the text to `sink`.
 class PassDumper : public PassInstrument {
  public:
+  using Printer = std::function<std::string(const ir::IRModule&)>;
   using Sink = std::function<void(const std::string& pass, const std::string& text)>;
-  PassDumper(std::vector<std::string> after, Sink sink)
-      : after_(std::move(after)), sink_(std::move(sink)) {}
+  PassDumper(std::vector<std::string> after, Printer print, Sink sink)
+      : after_(std::move(after)), print_(std::move(print)), sink_(std::move(sink)) {}
   absl::Status AfterPass(const PassInfo& pass, const ir::IRModule& mod) override;
 
  private:
   std::vector<std::string> after_;
+  Printer print_;
   Sink sink_;
-};
-
-// The Relax well-formedness checker (WF1-WF22 and the normal form) after every pass: the first
-// pass that breaks the IR is named with every violation.
-class WellFormedVerifier : public PassInstrument {
- public:
-  absl::Status AfterPass(const PassInfo& pass, const ir::IRModule& mod) override;
-  int passes_verified() const { return verified_; }
-
- private:
-  int verified_ = 0;
 };
 
 }  // namespace kiln::pass

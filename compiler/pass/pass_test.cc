@@ -6,6 +6,8 @@
 #include "compiler/ir/relax_expr.h"
 #include "compiler/pass/instruments.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/relax/well_formed_verifier.h"
+#include "compiler/script/printer.h"
 #include "compiler/script/script_parser.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -125,7 +127,7 @@ TEST(PassContextTest, TheVerifierNamesThePassThatBrokeTheIR) {
         return b.Build();
       });
   PassContext ctx;
-  auto verifier = std::make_shared<WellFormedVerifier>();
+  auto verifier = std::make_shared<ir::relax::WellFormedVerifier>();
   ctx.AddInstrument(verifier);
   absl::StatusOr<ir::IRModule> out =
       ctx.Run(Parse(), {Identity("Fine"), breaker, Identity("Never")});
@@ -139,7 +141,8 @@ TEST(PassContextTest, TheDumperPrintsAfterTheNamedPasses) {
   std::vector<std::string> dumped;
   PassContext ctx;
   ctx.AddInstrument(std::make_shared<PassDumper>(
-      std::vector<std::string>{"B"}, [&](const std::string& pass, const std::string& text) {
+      std::vector<std::string>{"B"}, [](const ir::IRModule& m) { return script::PrintScript(m); },
+      [&](const std::string& pass, const std::string& text) {
         dumped.push_back(pass + "\n" + text);
       }));
   ASSERT_TRUE(ctx.Run(Parse(), {Identity("A"), Identity("B")}).ok());
