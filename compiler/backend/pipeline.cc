@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/backend/toolchain.h"
+#include "compiler/backend/toolchain.h"
 #include "compiler/codegen/llvm_target.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/transform/fold_constant.h"
@@ -36,7 +38,8 @@ std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
   if (options.nhwc_convs) passes.push_back(relax::ConvertConvLayoutPass(policy));
   if (options.pack_weights) passes.push_back(relax::PackConstantWeightsPass(policy));
   passes.push_back(relax::LegalizeOpsPass());
-  if (options.fold_constants) passes.push_back(relax::FoldConstantPass(options.fold_limits));
+  if (options.fold_constants)
+    passes.push_back(relax::FoldConstantPass(LoadHostKernels, options.fold_limits));
   passes.push_back(relax::DeadCodeEliminationPass());
   if (options.fuse) {
     passes.push_back(relax::FuseOpsPass());

@@ -106,4 +106,11 @@ absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::st
   return LinkSharedLibrary(objects);
 }
 
+absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> LoadHostKernels(
+    const ir::IRModule& kernels) {
+  // Each kernel runs once: LLVM spends little time optimizing it.
+  KILN_ASSIGN_OR_RETURN(std::string so, BuildKernelLibrary(kernels, "llvm", /*quick=*/true));
+  return runtime::KernelLibrary::LoadFromMemory(so, "fold");
+}
+
 }  // namespace kiln::backend

@@ -4,12 +4,14 @@
 #ifndef KILN_COMPILER_BACKEND_TOOLCHAIN_H_
 #define KILN_COMPILER_BACKEND_TOOLCHAIN_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "compiler/ir/module.h"
+#include "runtime/library.h"
 
 namespace kiln::backend {
 
@@ -28,6 +30,11 @@ int CodegenThreads();
 // kernels run once (FoldConstant).
 absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target,
                                                bool quick = false);
+
+// The PrimFuncs of `kernels` compiled quickly for this machine and loaded: what FoldConstant
+// runs on constants (its relax::HostKernelCompiler).
+absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> LoadHostKernels(
+    const ir::IRModule& kernels);
 
 }  // namespace kiln::backend
 

@@ -7,7 +7,6 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/backend/toolchain.h"
 #include "compiler/ir/relax_functor.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/struct_info.h"
@@ -154,7 +153,9 @@ class Folder : public relax::ExprMutator {
 
 }  // namespace
 
-absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod, const FoldLimits& limits) {
+absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod,
+                                          const HostKernelCompiler& compile,
+                                          const FoldLimits& limits) {
   KILN_ASSIGN_OR_RETURN(ir::IRModule current, relax::NormalizeModule(mod));
   int64_t budget = limits.max_total_bytes;
   bool budget_spent = false;
@@ -167,11 +168,9 @@ absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod, const FoldLim
     ir::IRModuleBuilder kernels;
     for (const auto& [name, func] : finder.kernels)
       KILN_RETURN_IF_ERROR(kernels.Add(relax::MakeGlobalVar(name), func));
-    // Folding runs here, on the host, whatever the module's target; each kernel runs once, so
-    // LLVM spends little time optimizing it.
-    KILN_ASSIGN_OR_RETURN(std::string so, backend::BuildKernelLibrary(kernels.Build(), "llvm",
-                                                                      /*quick=*/true));
-    KILN_ASSIGN_OR_RETURN(auto library, runtime::KernelLibrary::LoadFromMemory(so, "fold"));
+    // Folding runs here, on the host, whatever the module's target.
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
+                          compile(kernels.Build()));
     ir::IRModuleBuilder out(current);
     for (const auto& [name, entry] : current->functions) {
       auto f = entry.second.as_ref<relax::FunctionNode>();
@@ -187,10 +186,12 @@ absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod, const FoldLim
   return current;
 }
 
-pass::PassPtr FoldConstantPass(const FoldLimits& limits) {
-  return pass::MakeModulePass(
-      "FoldConstant", [limits](const ir::IRModule& mod) { return FoldConstant(mod, limits); },
-      {"LegalizeOps"});
+pass::PassPtr FoldConstantPass(HostKernelCompiler compile, const FoldLimits& limits) {
+  return pass::MakeModulePass("FoldConstant",
+                              [compile = std::move(compile), limits](const ir::IRModule& mod) {
+                                return FoldConstant(mod, compile, limits);
+                              },
+                              {"LegalizeOps"});
 }
 
 }  // namespace kiln::ir::relax

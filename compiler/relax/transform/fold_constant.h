@@ -1,17 +1,20 @@
 // FoldConstant: a kernel call whose inputs are all constants runs at compile time, and its
 // result becomes a constant (weights transposed, reshaped or scaled ahead of time; batch_norm
-// parameters combined). It compiles the kernels concerned for the host (compiler/backend/
-// toolchain.h) and runs them with the runtime, so it is a target of its own, apart from the Relax
-// passes that only rewrite IR. Works on legalized code (call_tir); chains fold over successive
-// rounds.
+// parameters combined). The back end compiles the kernels concerned for the host (it gives a
+// HostKernelCompiler: backend::LoadHostKernels) and the pass runs them with the runtime, so it is
+// a target of its own, apart from the Relax passes that only rewrite IR; it knows no back end.
+// Works on legalized code (call_tir); chains fold over successive rounds.
 #ifndef KILN_COMPILER_RELAX_TRANSFORM_FOLD_CONSTANT_H_
 #define KILN_COMPILER_RELAX_TRANSFORM_FOLD_CONSTANT_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "compiler/ir/module.h"
 #include "compiler/pass/pass.h"
+#include "runtime/library.h"
 
 namespace kiln::ir::relax {
 
@@ -24,10 +27,15 @@ struct FoldLimits {
   int64_t max_total_bytes = int64_t{256} << 20;
 };
 
-absl::StatusOr<IRModule> FoldConstant(const IRModule& mod, const FoldLimits& limits = {});
+// The PrimFuncs of a module compiled for this machine and loaded (the back end provides it).
+using HostKernelCompiler =
+    std::function<absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>>(const IRModule&)>;
+
+absl::StatusOr<IRModule> FoldConstant(const IRModule& mod, const HostKernelCompiler& compile,
+                                      const FoldLimits& limits = {});
 
 // As a pass object: requires LegalizeOps.
-pass::PassPtr FoldConstantPass(const FoldLimits& limits = {});
+pass::PassPtr FoldConstantPass(HostKernelCompiler compile, const FoldLimits& limits = {});
 
 }  // namespace kiln::ir::relax
 

@@ -2,6 +2,7 @@
 #include "compiler/relax/transform/fold_constant.h"
 
 #include "compiler/backend/testing/model_test_util.h"
+#include "compiler/backend/toolchain.h"
 #include "compiler/relax/transform/testing/examples.h"
 #include "compiler/relax/transform/transform.h"
 #include "compiler/script/printer.h"
@@ -34,7 +35,7 @@ class Module:
 )";
   absl::StatusOr<IRModule> legal = LegalizeOps(ParseModule(text));
   ASSERT_TRUE(legal.ok()) << legal.status();
-  absl::StatusOr<IRModule> folded = FoldConstant(*legal);
+  absl::StatusOr<IRModule> folded = FoldConstant(*legal, backend::LoadHostKernels);
   ASSERT_TRUE(folded.ok()) << folded.status();
   EXPECT_EQ(KernelCalls(*folded).size(), 1u) << script::PrintScript(*folded);
   // t = [[1.5, 3.5], [2.5, 4.5]]: x = [1, 10] gives [26.5, 48.5].
@@ -66,7 +67,7 @@ class Module:
   absl::StatusOr<IRModule> legal = LegalizeOps(ParseModule(text));
   ASSERT_TRUE(legal.ok()) << legal.status();
   auto calls_after = [&](FoldLimits limits) {
-    absl::StatusOr<IRModule> folded = FoldConstant(*legal, limits);
+    absl::StatusOr<IRModule> folded = FoldConstant(*legal, backend::LoadHostKernels, limits);
     EXPECT_TRUE(folded.ok()) << folded.status();
     return folded.ok() ? KernelCalls(*folded).size() : 0u;
   };
