@@ -1,7 +1,8 @@
-// The artifact cache: compiled artifacts content-addressed by a cache key (server/worker/cache_key.h),
-// each stored with the module it was compiled from. kilnd never parses a module: the worker that
-// loaded a submission asks for the candidates under its key and decides a hit by structural
-// equality itself. Bounded in bytes, evicting the least recently used artifact first.
+// The artifact cache: compiled artifacts content-addressed by a cache key
+// (server/worker/cache_key.h), each stored with the module it was compiled from. kilnd never parses
+// a module: the worker that loaded a submission asks for the candidates under its key and decides a
+// hit by structural equality itself. Bounded in bytes, evicting the least recently used artifact
+// first.
 #ifndef KILN_SERVER_ARTIFACT_CACHE_H_
 #define KILN_SERVER_ARTIFACT_CACHE_H_
 

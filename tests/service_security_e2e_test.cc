@@ -376,13 +376,3 @@ TEST_F(SecureServiceTest, WithMutualTlsAloneTheCertificateIsThePrincipal) {
 
 }  // namespace
 }  // namespace kiln::testing
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (argc < 4) {
-    std::fprintf(stderr, "usage: service_security_e2e_test KILND KILN_AGENT KILN\n");
-    return 2;
-  }
-  kiln::testing::TestBinaries() = {argv[1], argv[2], argv[3], argc > 4 ? argv[4] : ""};
-  return RUN_ALL_TESTS();
-}

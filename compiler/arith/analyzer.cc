@@ -545,6 +545,8 @@ ModularSet Analyzer::Modular(const PrimExpr& e) {
       if (b.coeff == 0 && b.base > 0 && a.coeff % b.base == 0) {
         return {0, FloorModInt(a.base, b.base)};
       }
+      // x % c keeps what x is a multiple of, up to gcd(x's step, c): (i * 64) % 128 is 64k.
+      if (b.coeff == 0 && b.base > 0) return normalize(std::gcd(a.coeff, b.base), a.base);
       return {1, 0};
     default:
       return {1, 0};

@@ -173,6 +173,15 @@ TEST_F(AnalyzerTest, ModularOfFloorModByDivisor) {
   EXPECT_EQ(s.coeff, 0);
   EXPECT_EQ(s.base, 1);
 }
+TEST_F(AnalyzerTest, ModularOfFloorModKeepsTheCommonStep) {
+  ModularSet s = ana_.Modular(FloorMod(x * 64, C(128)));
+  EXPECT_EQ(s.coeff, 64);
+  EXPECT_EQ(s.base, 0);
+  s = ana_.Modular(FloorMod(x * 6 + 4, C(4)));  // gcd(6, 4) = 2
+  EXPECT_EQ(s.coeff, 2);
+  EXPECT_EQ(s.base, 0);
+}
+
 TEST_F(AnalyzerTest, ModularOfConstant) {
   ModularSet s = ana_.Modular(C(12));
   EXPECT_EQ(s.coeff, 0);

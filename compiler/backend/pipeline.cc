@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/backend/toolchain.h"
-#include "compiler/backend/toolchain.h"
 #include "compiler/codegen/llvm_target.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/transform/fold_constant.h"

@@ -15,7 +15,7 @@
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tir/transform/transform.h"
-#include "compiler/tir/verify/verify_prim_func.h"
+#include "compiler/tir/verify/tir_verifier.h"
 #include "gtest/gtest.h"
 
 namespace kiln::tune {
@@ -133,16 +133,11 @@ TEST(SpaceTest, SampledSchedulesLowerToValidTir) {
         SCOPED_TRACE(seed);
         absl::StatusOr<tir::Schedule> sch = GenerateSchedule(task, seed);
         ASSERT_TRUE(sch.ok()) << sch.status();
-        ir::IRModule cur = ScheduledModule(*sch);
-        for (const pass::PassPtr& p : tir::LowerTirPasses()) {
-          pass::PassContext ctx;
-          ctx.set_check_requirements(false);
-          absl::StatusOr<ir::IRModule> next = ctx.Run(cur, {p});
-          ASSERT_TRUE(next.ok());
-          absl::Status v = tir::VerifyPrimFuncs(*next);
-          ASSERT_TRUE(v.ok()) << p->name() << ": " << v << "\n" << script::PrintScript(*next);
-          cur = *next;
-        }
+        pass::PassContext ctx;
+        ctx.AddInstrument(std::make_shared<tir::TirVerifier>());
+        const ir::IRModule scheduled = ScheduledModule(*sch);
+        absl::StatusOr<ir::IRModule> lowered = ctx.Run(scheduled, tir::LowerTirPasses());
+        ASSERT_TRUE(lowered.ok()) << lowered.status() << "\n" << script::PrintScript(scheduled);
       }
     }
   }

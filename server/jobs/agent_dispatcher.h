@@ -97,7 +97,6 @@ class AgentDispatcher {
   std::vector<v1::Device> Devices();
   int64_t TasksQueued();
   int64_t AgentsConnected();
-  int heartbeat_interval_ms() const { return options_.heartbeat_interval_ms; }
 
   // Fails tasks past their deadline; ends the streams of agents that stopped heartbeating.
   void Tick(int64_t now_ms);

@@ -8,17 +8,6 @@
 #include "server/log.h"
 
 namespace kiln::server {
-namespace {
-
-absl::StatusOr<v1::Job> Stored(Store* store, const std::string& id) {
-  absl::StatusOr<std::optional<v1::Job>> stored = store->GetJob(id);
-  if (!stored.ok()) return stored.status();
-  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
-  return **stored;
-}
-
-}  // namespace
-
 ClusterSync::ClusterSync(ClusterStore* cluster, Store* store, JobTable* table, Runners runners,
                          std::function<bool()> accepting)
     : cluster_(cluster),
@@ -125,15 +114,9 @@ bool ClusterSync::ClientHasArtifact(const std::string& client, const std::string
 
 absl::StatusOr<std::vector<v1::JobEvent>> ClusterSync::Events(const std::string& id) {
   // Held by another instance: its events are there; the job as stored is one.
-  absl::StatusOr<v1::Job> job = Stored(store_, id);
+  absl::StatusOr<v1::Job> job = StoredJob(*store_, id);
   if (!job.ok()) return job.status();
-  v1::JobEvent event;
-  event.set_job_id(id);
-  event.set_unix_ms(NowUnixMs());
-  event.set_state(job->state());
-  event.set_message(job->reason());
-  *event.mutable_job() = *job;
-  return std::vector<v1::JobEvent>{std::move(event)};
+  return std::vector<v1::JobEvent>{EventOf(*job, job->reason(), NowUnixMs())};
 }
 
 absl::StatusOr<v1::Job> ClusterSync::Cancel(const std::string& id, const std::string& why) {
@@ -146,7 +129,7 @@ absl::StatusOr<v1::Job> ClusterSync::Cancel(const std::string& id, const std::st
     return absl::UnavailableError(
         absl::StrCat("job ", id, " is changing hands; cancel it again in a moment"));
   }
-  absl::StatusOr<v1::Job> job = Stored(store_, id);
+  absl::StatusOr<v1::Job> job = StoredJob(*store_, id);
   if (!job.ok()) return job.status();
   if (Terminal(job->state())) {
     return absl::FailedPreconditionError(
@@ -157,7 +140,7 @@ absl::StatusOr<v1::Job> ClusterSync::Cancel(const std::string& id, const std::st
   const int64_t until = NowUnixMs() + cluster_->lease_ms();
   while (NowUnixMs() < until && !Terminal(job->state())) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    absl::StatusOr<v1::Job> now = Stored(store_, id);
+    absl::StatusOr<v1::Job> now = StoredJob(*store_, id);
     if (!now.ok()) return now.status();
     job = std::move(now);
   }

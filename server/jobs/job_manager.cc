@@ -42,11 +42,11 @@ JobManager::JobManager(JobManagerOptions options, Store* store, ArtifactCache* c
       admission_(LimitOptions(options_), store),
       agents_(DispatcherOptions{options_.heartbeat_interval_ms, options_.measure_timeout_ms},
               &table_, store),
-      pool_(PoolOptions(options_), &table_, &agents_, cache) {
+      pool_(PoolOptions(options_), &table_, &agents_, cache),
+      runners_{&pool_, &agents_} {
   if (store->cluster() != nullptr) {
-    sharing_ =
-        std::make_unique<ClusterSync>(store->cluster(), store, &table_, Runners{&pool_, &agents_},
-                                      [this] { return admission_.Accepting(); });
+    sharing_ = std::make_unique<ClusterSync>(store->cluster(), store, &table_, runners_,
+                                             [this] { return admission_.Accepting(); });
   } else {
     sharing_ = std::make_unique<SoloSharing>();
   }
@@ -60,8 +60,7 @@ absl::Status JobManager::Start() {
   absl::StatusOr<std::vector<v1::Job>> resumed = table_.Load(sharing_->ResumesUnfinished());
   if (!resumed.ok()) return resumed.status();
   if (absl::Status s = agents_.Load(); !s.ok()) return s;
-  const Runners runners{&pool_, &agents_};
-  for (const v1::Job& job : *resumed) runners.Queue(job);
+  for (const v1::Job& job : *resumed) runners_.Queue(job);
   pool_.Start();
   monitor_ = std::thread([this] { MonitorLoop(); });
   sharing_->Start();
@@ -122,7 +121,7 @@ Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
 Submitted JobManager::Submit(v1::Job job, JobInput input, const std::string& message) {
   const bool here = sharing_->RunsHere(job);
   Submitted s = table_.Insert(std::move(job), input, v1::JOB_STATE_QUEUED, message, !here);
-  if (!s.deduplicated && here) Runners{&pool_, &agents_}.Queue(s.job);
+  if (!s.deduplicated && here) runners_.Queue(s.job);
   s = Saved(std::move(s));
   SaveInput(s, input);
   return s;
@@ -158,10 +157,7 @@ void JobManager::SaveInput(const Submitted& s, const JobInput& input) {
 
 absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
   if (std::optional<v1::Job> here = table_.Get(id)) return *std::move(here);
-  absl::StatusOr<std::optional<v1::Job>> stored = store_->GetJob(id);
-  if (!stored.ok()) return stored.status();
-  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
-  return **stored;
+  return StoredJob(*store_, id);
 }
 
 absl::StatusOr<std::vector<v1::JobEvent>> JobManager::Events(const std::string& id) {
@@ -182,7 +178,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id, const std::str
   const std::string why = reason.empty() ? "cancelled by the client" : "cancelled: " + reason;
   absl::StatusOr<v1::Job> job = table_.Cancel(id, why);
   if (absl::IsNotFound(job.status())) return sharing_->Cancel(id, why);
-  if (job.ok()) Runners{&pool_, &agents_}.Withdraw(*job);
+  if (job.ok()) runners_.Withdraw(*job);
   return job;
 }
 

@@ -158,6 +158,7 @@ class JobManager {
   Admission admission_;
   AgentDispatcher agents_;
   WorkerPool pool_;
+  const Runners runners_;  // where a held job runs: the pool or the agents
   std::unique_ptr<JobSharing> sharing_;
 
   std::mutex mu_;  // the monitor's

@@ -29,6 +29,13 @@ std::string StateName(v1::JobState s) {
   return absl::AsciiStrToLower(name.substr(name.rfind('_') + 1));
 }
 
+absl::StatusOr<v1::Job> StoredJob(Store& store, const std::string& id) {
+  absl::StatusOr<std::optional<v1::Job>> stored = store.GetJob(id);
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("no job '", id, "'"));
+  return **stored;
+}
+
 bool RunsInWorker(const v1::Job& job) {
   return job.kind() == v1::JOB_KIND_COMPILE || job.kind() == v1::JOB_KIND_TUNE;
 }
@@ -246,14 +253,6 @@ std::vector<HeldSummary> JobTable::Held() {
     if (!e->handed_over) out.push_back({e->job, e->held_since_ms, e->awaiting_release});
   }
   return out;
-}
-
-bool JobTable::AnyRunning() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [id, e] : jobs_) {
-    if (e->job.state() == v1::JOB_STATE_RUNNING) return true;
-  }
-  return false;
 }
 
 void JobTable::WaitUntilNoneRunning(int64_t timeout_ms) {

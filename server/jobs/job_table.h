@@ -35,6 +35,8 @@ bool Terminal(v1::JobState state);
 std::string StateName(v1::JobState state);
 // Compiles and tunes run in kiln-worker processes; profiles and inferences on agents.
 bool RunsInWorker(const v1::Job& job);
+// The job as the store has it: NotFound when it has no row.
+absl::StatusOr<v1::Job> StoredJob(Store& store, const std::string& id);
 // An event of `job` as it is now.
 v1::JobEvent EventOf(const v1::Job& job, const std::string& message, int64_t unix_ms);
 
@@ -94,7 +96,6 @@ class JobTable {
   int ActiveJobs(const std::string& client);
   int StoredJobs(const std::string& client);
   std::vector<HeldSummary> Held();
-  bool AnyRunning();
   // Blocks until no job runs or `timeout_ms` passes.
   void WaitUntilNoneRunning(int64_t timeout_ms);
   std::map<v1::JobState, int64_t> CountByState();

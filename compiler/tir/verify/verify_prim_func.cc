@@ -1,6 +1,5 @@
 #include "compiler/tir/verify/verify_prim_func.h"
 
-#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -163,17 +162,7 @@ class Verifier {
   arith::ConstIntBound TightBound(const ir::PrimExpr& e) {
     const ir::PrimExpr simple = analyzer_.Simplify(e);
     arith::ConstIntBound b = analyzer_.Bound(simple);
-    arith::ModularSet m = analyzer_.Modular(simple);
-    // x % c keeps what x is a multiple of, up to gcd(x's step, c).
-    const auto* mod = simple.as<ir::BinaryNode>();
-    if (mod != nullptr && mod->kind() == NodeKind::kFloorMod) {
-      const int64_t* c = ir::AsConstInt(mod->b);
-      const arith::ModularSet x = analyzer_.Modular(mod->a);
-      if (c != nullptr && *c > 0 && x.coeff > 0) {
-        const int64_t g = std::gcd(x.coeff, *c);
-        m = {g, ((x.base % g) + g) % g};
-      }
-    }
+    const arith::ModularSet m = analyzer_.Modular(simple);
     if (m.coeff > 1 && b.max != arith::ConstIntBound::kPosInf &&
         b.min != arith::ConstIntBound::kNegInf) {
       auto wrap = [&](int64_t x) { return ((x % m.coeff) + m.coeff) % m.coeff; };
