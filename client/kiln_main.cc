@@ -21,6 +21,7 @@
 #include "client/remote_commands.h"
 #include "client/tune_command.h"
 #include "compiler/backend/build.h"
+#include "compiler/backend/codegen_passes.h"
 #include "compiler/build_info.h"
 #include "compiler/frontend/load_module.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
@@ -211,8 +212,8 @@ int Compile(const std::string& path, const std::string& target, const std::strin
     }
     char name[32];
     std::snprintf(name, sizeof(name), "%02d_", dumps);
-    std::string file =
-        absl::StrCat(dump_dir, "/", name, pass, pass == "VMCodegen" ? ".txt" : ".py");
+    std::string file = absl::StrCat(dump_dir, "/", name, pass,
+                                    kiln::backend::DumpsNonScript(pass) ? ".txt" : ".py");
     if (absl::Status s = WriteBytes(file, text); !s.ok() && dump_status.ok()) dump_status = s;
   };
   step = Clock::now();

@@ -1,14 +1,11 @@
 #include "compiler/backend/build.h"
 
-#include <chrono>
 #include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
-#include "compiler/backend/toolchain.h"
-#include "compiler/backend/vm_codegen.h"
-#include "compiler/codegen/codegen_llvm.h"
+#include "compiler/backend/codegen_passes.h"
 #include "compiler/ir/relax_expr.h"
 #include "compiler/ir/tir_expr.h"
 #include "compiler/relax/block_builder.h"
@@ -58,38 +55,21 @@ std::vector<std::string> KernelOperators(absl::string_view kernel) {
   return ops;
 }
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Build on a module that went through the pipeline: VM code generation, then every PrimFunc
-// (kernels and the shape functions VM code generation wrote) through the TIR lowering passes in
-// the same pass context, then LLVM.
-absl::StatusOr<BuiltModule> BuildLowered(const ir::IRModule& normalized,
-                                         const codegen::LlvmTargetInfo& target,
-                                         const BuildOptions& options) {
-  const target::CpuPolicy policy = target::PolicyFor(options.cpu);
-  BuiltModule out;
-  auto start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(VMCode vm, CodegenVM(normalized));
-  if (options.timer != nullptr) options.timer->Record("VMCodegen", SecondsSince(start));
-  if (WantsDump(options, "VMCodegen")) options.dump("VMCodegen", vm.executable.AsText());
-  ir::IRModuleBuilder with_shape_funcs(normalized);
-  for (const auto& [name, func] : vm.shape_funcs) {
-    KILN_RETURN_IF_ERROR(with_shape_funcs.Add(ir::relax::MakeGlobalVar(name),
-                                              tir::ApplyDefaultScheduleAndMark(func, policy)));
+// The pipeline and code generation in one pass context (timed, dumped and verified alike).
+absl::StatusOr<BuiltModule> BuildWithOptions(const ir::IRModule& mod,
+                                             const codegen::LlvmTargetInfo& target,
+                                             const BuildOptions& options) {
+  auto products = std::make_shared<CodegenProducts>();
+  std::vector<pass::PassPtr> passes = Pipeline(options);
+  for (pass::PassPtr& p : CodegenPasses(target, target::PolicyFor(options.cpu), products)) {
+    passes.push_back(std::move(p));
   }
-  KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, MakePassContext(options).Run(with_shape_funcs.Build(),
-                                                                           tir::LowerTirPasses()));
-  start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(std::vector<std::string> objects,
-                        codegen::CompileToObjects(lowered, target, CodegenThreads()));
-  if (options.timer != nullptr) options.timer->Record("LLVM", SecondsSince(start));
-  start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(out.kernels, LinkSharedLibrary(objects));
-  if (options.timer != nullptr) options.timer->Record("Link", SecondsSince(start));
-  KILN_ASSIGN_OR_RETURN(out.executable, vm.executable.Serialize());
-  out.memory = vm.memory;
+  KILN_RETURN_IF_ERROR(RunPasses(mod, passes, options).status());
+  BuiltModule out;
+  out.graph = std::move(products->graph);
+  KILN_ASSIGN_OR_RETURN(out.executable, products->vm.executable.Serialize());
+  out.kernels = std::move(products->kernels);
+  out.memory = std::move(products->vm.memory);
   return out;
 }
 
@@ -130,8 +110,7 @@ absl::StatusOr<BuiltModule> Build(const ir::IRModule& mod, absl::string_view tar
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
   BuildOptions options = given;
   options.cpu = codegen::DescribeTarget(info);
-  KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, RunPasses(mod, Pipeline(options), options));
-  return BuildLowered(lowered, info, options);
+  return BuildWithOptions(mod, info, options);
 }
 
 absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_view target,
@@ -139,8 +118,8 @@ absl::StatusOr<std::string> BuildArtifact(const ir::IRModule& mod, absl::string_
   KILN_ASSIGN_OR_RETURN(codegen::LlvmTargetInfo info, codegen::ParseTarget(target));
   BuildOptions options = given;
   options.cpu = codegen::DescribeTarget(info);
-  KILN_ASSIGN_OR_RETURN(ir::IRModule normalized, RunPasses(mod, Pipeline(options), options));
-  KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildLowered(normalized, info, options));
+  KILN_ASSIGN_OR_RETURN(BuiltModule built, BuildWithOptions(mod, info, options));
+  const ir::IRModule& normalized = built.graph;
   kiln::v1::ArtifactProto artifact;
   kiln::v1::ArtifactManifest* manifest = artifact.mutable_manifest();
   manifest->set_compiler_version(CompilerIdentity());

@@ -19,6 +19,8 @@ struct BuiltModule {
   std::string kernels;     // a kernel library for the target
   std::map<std::string, ir::relax::PlannedMemory>
       memory;  // static memory planning, by Relax function
+  // The module code generation started from: Relax functions and scheduled kernels.
+  ir::IRModule graph;
 };
 
 // Runs the pipeline (pipeline.h) over `mod`, compiles every PrimFunc for `target` and generates

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/backend/codegen_passes.h"
 #include "compiler/backend/toolchain.h"
 #include "compiler/codegen/llvm_target.h"
 #include "compiler/relax/block_builder.h"
@@ -58,8 +59,12 @@ std::vector<std::string> DumpablePassNames() {
   for (const pass::PassPtr& p : Pipeline(all)) {
     if (std::find(names.begin(), names.end(), p->name()) == names.end()) names.push_back(p->name());
   }
-  names.push_back("VMCodegen");
-  for (const pass::PassPtr& p : tir::LowerTirPasses()) names.push_back(p->name());
+  absl::StatusOr<codegen::LlvmTargetInfo> host = codegen::ParseTarget("llvm");
+  if (host.ok()) {
+    for (const pass::PassPtr& p : CodegenPasses(*host, target::PolicyFor(all.cpu), nullptr)) {
+      names.push_back(p->name());
+    }
+  }
   return names;
 }
 

@@ -15,11 +15,10 @@
 //   StaticPlanBlockMemory intermediates placed in one storage with reuse
 //   (relax/transform/transform.h)
 //
-// VM code generation follows (vm_codegen.h), with VMShapeLower — parameter and match_cast
-// checks, symbolic dimensions in the shape heap, computed ones by generated shape functions —
-// done as the executable is written; "VMCodegen" dumps its disassembly. Then every PrimFunc
-// (kernels and shape functions) goes through the TIR lowering passes (tir/transform/transform.h:
-// LowerInitBlock ... Simplify) in the same pass context, and LLVM compiles and links them.
+// Code generation follows as passes of the same context (codegen_passes.h): VMCodegen (with
+// VMShapeLower — parameter and match_cast checks, symbolic dimensions in the shape heap,
+// computed ones by generated shape functions), the TIR lowering passes over every PrimFunc
+// (tir/transform/transform.h: LowerInitBlock ... Simplify), LLVM and Link; build.h runs them all.
 #ifndef KILN_COMPILER_BACKEND_PIPELINE_H_
 #define KILN_COMPILER_BACKEND_PIPELINE_H_
 
@@ -71,7 +70,7 @@ std::vector<pass::PassPtr> Pipeline(const BuildOptions& options);
 // The pass context `options` asks for: dumps, verification, timing.
 pass::PassContext MakePassContext(const BuildOptions& options);
 
-// Every name --dump-after accepts, VMCodegen included.
+// Every name --dump-after accepts, the code-generation passes included.
 std::vector<std::string> DumpablePassNames();
 
 // Fails on a dump_after name that is not a pass, listing the valid ones.

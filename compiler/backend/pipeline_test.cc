@@ -3,9 +3,11 @@
 #include "compiler/backend/pipeline.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/backend/build.h"
 #include "compiler/frontend/load_module.h"
 #include "compiler/relax/block_builder.h"
@@ -30,17 +32,23 @@ ir::IRModule Parse(const std::string& text) {
 
 TEST(PipelineTest, DumpsAfterTheNamedPassesInOrder) {
   BuildOptions options;
-  options.dump_after = {"LegalizeOps", "FuseOps", "VMCodegen"};
+  options.dump_after = {"LegalizeOps", "FuseOps", "VMCodegen", "LLVM", "Link"};
   std::vector<std::string> seen;
-  std::string after_fuse;
+  std::map<std::string, std::string> text_after;
   options.dump = [&](const std::string& pass, const std::string& text) {
     seen.push_back(pass);
-    if (pass == "FuseOps") after_fuse = text;
+    text_after[pass] = text;
   };
   absl::StatusOr<BuiltModule> built = Build(Parse(relax::testing::MlpScript("n")), "llvm", options);
   ASSERT_TRUE(built.ok()) << built.status();
-  EXPECT_THAT(seen, ::testing::ElementsAre("LegalizeOps", "FuseOps", "VMCodegen"));
+  EXPECT_THAT(seen, ::testing::ElementsAre("LegalizeOps", "FuseOps", "VMCodegen", "LLVM", "Link"));
+  const std::string& after_fuse = text_after["FuseOps"];
   EXPECT_THAT(after_fuse, HasSubstr("def fused_matmul_add_relu_multiply_exp("));
+  // Code generation dumps what it made: the executable, the LLVM IR, the library.
+  EXPECT_THAT(text_after["VMCodegen"], HasSubstr("fused_matmul_add_relu_multiply_exp"));
+  EXPECT_THAT(text_after["LLVM"], HasSubstr("define "));
+  EXPECT_THAT(text_after["Link"],
+              HasSubstr(absl::StrCat("kernel library: ", built->kernels.size(), " bytes")));
   // The round trip: what a dump shows parses back.
   EXPECT_TRUE(script::ParseScript(after_fuse, "dump.py").ok());
 }

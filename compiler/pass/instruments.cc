@@ -41,7 +41,8 @@ bool DumpWanted(const std::vector<std::string>& after, const std::string& pass) 
 }
 
 absl::Status PassDumper::AfterPass(const PassInfo& pass, const ir::IRModule& mod) {
-  if (DumpWanted(after_, pass.name)) sink_(pass.name, print_(mod));
+  if (!DumpWanted(after_, pass.name)) return absl::OkStatus();
+  sink_(pass.name, pass.dump_text ? pass.dump_text(mod) : print_(mod));
   return absl::OkStatus();
 }
 

@@ -42,13 +42,13 @@ class PrimFuncPass : public Pass {
 
 PassPtr MakeModulePass(std::string name, ModuleFn fn, std::vector<std::string> required,
                        IRLevel level) {
-  return std::make_shared<ModulePass>(PassInfo{std::move(name), level, std::move(required)},
+  return std::make_shared<ModulePass>(PassInfo{std::move(name), level, std::move(required), {}},
                                       std::move(fn));
 }
 
 PassPtr MakePrimFuncPass(std::string name, PrimFuncFn fn, std::vector<std::string> required) {
   return std::make_shared<PrimFuncPass>(
-      PassInfo{std::move(name), IRLevel::kPrimFunc, std::move(required)}, std::move(fn));
+      PassInfo{std::move(name), IRLevel::kPrimFunc, std::move(required), {}}, std::move(fn));
 }
 
 void PassContext::AddInstrument(std::shared_ptr<PassInstrument> instrument) {

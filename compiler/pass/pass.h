@@ -21,15 +21,19 @@
 
 namespace kiln::pass {
 
-// What a pass looks at and may change: the whole module, each Relax function, or each PrimFunc.
+// What a pass looks at and may change: the whole module, each Relax function, each PrimFunc, or
+// none of it (a code-generation step whose product goes beside the module: LLVM, the link).
 // Verifying instruments skip what a pass's level cannot have changed.
-enum class IRLevel { kModule, kRelaxFunction, kPrimFunc };
+enum class IRLevel { kModule, kRelaxFunction, kPrimFunc, kNone };
 
 struct PassInfo {
   std::string name;
   IRLevel level = IRLevel::kModule;
   // Passes that must have run earlier in the same pipeline.
   std::vector<std::string> required;
+  // What --dump-after shows for a step whose product is not the module (the VM executable's
+  // disassembly, the LLVM IR), given the module after it; unset: the module, printed.
+  std::function<std::string(const ir::IRModule&)> dump_text;
 };
 
 class Pass {

@@ -6,7 +6,10 @@
 namespace kiln::ir::relax {
 
 absl::Status WellFormedVerifier::AfterPass(const pass::PassInfo& pass, const IRModule& mod) {
-  if (pass.level == pass::IRLevel::kPrimFunc) return absl::OkStatus();  // no Relax changed
+  // No Relax changed.
+  if (pass.level == pass::IRLevel::kPrimFunc || pass.level == pass::IRLevel::kNone) {
+    return absl::OkStatus();
+  }
   ++verified_;
   absl::Status s = CheckWellFormed(mod);
   if (s.ok()) return s;

@@ -9,6 +9,7 @@
 namespace kiln::tir {
 
 absl::Status TirVerifier::AfterPass(const pass::PassInfo& pass, const ir::IRModule& mod) {
+  if (pass.level == pass::IRLevel::kNone) return absl::OkStatus();  // no IR changed
   std::vector<std::string> found;
   std::map<std::string, ir::ObjectRef> now;
   for (const auto& [name, entry] : mod->functions) {
