@@ -19,6 +19,9 @@ constexpr int64_t kWideRowRegisters = 1024;
 // Float32 values in a 64-byte cache line: a packed weight's block is at least one line, so that
 // each step of the reduction reads whole lines rather than half of one.
 constexpr int64_t kCacheLineFloats = 16;
+// Below this many multiply-adds per output (a 1x1 expansion of 16 or 24 channels, a first
+// convolution over 3 colour channels) a packed weight's scattered output vectors do not pay.
+constexpr int64_t kMinPackedReduction = 64;
 }  // namespace
 
 CpuPolicy PolicyFor(const CpuTarget& target) {
@@ -33,6 +36,28 @@ CpuPolicy PolicyFor(const CpuTarget& target) {
   p.nhwc_channel_block = 2 * p.lanes;
   p.wide_row = kWideRowRegisters / target.vector_registers;
   return p;
+}
+
+bool ConvRunsInNhwc(const ConvDescription& conv, const CpuPolicy& policy) {
+  if (conv.out_width < 0 || conv.out_width >= policy.wide_row) return false;
+  return conv.input_nhwc || conv.groups == 1;
+}
+
+int64_t NhwcWeightBlock(const ConvDescription& conv, const CpuPolicy& policy) {
+  if (conv.groups != 1) return 0;
+  const int64_t o = conv.out_channels, wide = policy.nhwc_channel_block, narrow = wide / 2;
+  return o % wide == 0 ? wide : narrow > 1 && o % narrow == 0 ? narrow : 0;
+}
+
+int64_t NchwWeightBlock(const ConvDescription& conv, const CpuPolicy& policy) {
+  const bool small_stride = conv.max_stride >= 0 && conv.max_stride <= 2;
+  if (conv.reduction < kMinPackedReduction && small_stride && conv.out_width >= 0 &&
+      conv.out_width >= policy.wide_row) {
+    return 0;
+  }
+  if (conv.flat_pointwise || conv.groups != 1) return 0;
+  const int64_t o = conv.out_channels, full = policy.channel_block, half = full / 2;
+  return o % full == 0 ? full : half > 1 && o % half == 0 ? half : 0;
 }
 
 std::string CpuPolicy::ToString() const {

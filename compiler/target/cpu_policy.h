@@ -1,8 +1,9 @@
 // The one place that states how kernels are shaped for a CPU: register tiles, vector tiles,
-// weight blocks and the layout a convolution runs in, each derived from the target description
-// (cpu_target.h). Layout conversion (ConvertConvLayout), weight packing (PackConstantWeights) and
-// the schedule rules consult it, so the three agree on a target and no ISA constant lives in any
-// of them. Every field counts float32 elements unless it says registers.
+// weight blocks and the layout a convolution runs in (ConvRunsInNhwc, NhwcWeightBlock,
+// NchwWeightBlock), each derived from the target description (cpu_target.h). Layout conversion
+// (ConvertConvLayout), weight packing (PackConstantWeights) and the schedule rules consult it,
+// so the three agree on a target and no ISA constant or convolution threshold lives in any of
+// them. Every field counts float32 elements unless it says registers.
 #ifndef KILN_COMPILER_TARGET_CPU_POLICY_H_
 #define KILN_COMPILER_TARGET_CPU_POLICY_H_
 
@@ -46,6 +47,36 @@ struct CpuPolicy {
 };
 
 CpuPolicy PolicyFor(const CpuTarget& target);
+
+// A float32 2-D convolution of NCHW data by a constant OIHW weight, as the policy sees it.
+struct ConvDescription {
+  int64_t out_channels = 0;
+  int64_t reduction = 0;        // input channels per group x kernel height x kernel width
+  int64_t groups = 1;           // 0: not a constant
+  int64_t out_width = -1;       // -1: not static
+  int64_t max_stride = 1;       // the largest stride; -1: one is not a constant
+  bool input_nhwc = false;      // the input is available in NHWC already
+  bool flat_pointwise = false;  // 1x1, stride 1, unpadded: legalized as a matmul along the image
+};
+
+// Where a convolution runs in NHWC, vectorized over channels (ConvertConvLayout): below the
+// policy's wide row (an NCHW tile's transposed write-back pays only over wide rows). A grouped
+// convolution reads its own channels, so vectors of them from NCHW data would be gathers: it
+// runs in NHWC only where its input is NHWC already.
+bool ConvRunsInNhwc(const ConvDescription& conv, const CpuPolicy& policy);
+
+// The output-channel block of an NHWC convolution's weight, OHWI<b>o: two vectors where they
+// divide the channels, else one; 0 (HWIO, unblocked) when neither divides or groups are not 1.
+// HWIO keeps each block's weights 4 x O bytes apart per input channel, across all the weight's
+// pages; blocks make them one contiguous stream.
+int64_t NhwcWeightBlock(const ConvDescription& conv, const CpuPolicy& policy);
+
+// The output-channel block of an NCHW convolution's packed weight, OIHW<b>o
+// (PackConstantWeights): the policy's channel block, or half of it where that divides the
+// channels; 0 to keep OIHW — a grouped convolution, a flat pointwise one (a matmul along the
+// image, the weight as it is), and one with a small reduction over wide rows at stride 1 or 2,
+// which vectorizes better along the image rows than over scattered output channels.
+int64_t NchwWeightBlock(const ConvDescription& conv, const CpuPolicy& policy);
 
 }  // namespace kiln::target
 

@@ -96,5 +96,59 @@ TEST(CpuTargetTest, DescribesItselfInOneLine) {
             "L2 256 KiB, L3 0 KiB, 1 core");
 }
 
+// The convolution decisions, one convolution shape per rule, on both x86 ISAs.
+TEST(CpuPolicyTest, ConvolutionLayoutsAndBlocksFollowThePolicy) {
+  const CpuPolicy avx512 = PolicyFor(Avx512Znver4());
+  const CpuPolicy avx2 = PolicyFor(Avx2Haswell());
+  ASSERT_EQ(avx512.wide_row, 32);
+  ASSERT_EQ(avx2.wide_row, 64);
+
+  ConvDescription conv;  // a 3x3 convolution of 64 channels over 28 columns
+  conv.out_channels = 64;
+  conv.reduction = 64 * 9;
+  conv.out_width = 28;
+  EXPECT_TRUE(ConvRunsInNhwc(conv, avx512));
+  EXPECT_EQ(NhwcWeightBlock(conv, avx512), 32);  // two 16-lane vectors
+  EXPECT_EQ(NhwcWeightBlock(conv, avx2), 16);    // two 8-lane vectors
+  conv.out_channels = 24;                        // one vector divides, two do not
+  EXPECT_EQ(NhwcWeightBlock(conv, avx2), 8);
+  EXPECT_EQ(NhwcWeightBlock(conv, avx512), 0);  // HWIO
+  EXPECT_EQ(NchwWeightBlock(conv, avx512), 8);  // half a channel block
+
+  // Wide rows stay NCHW; 48 columns are wide on AVX-512, narrow on AVX2 (16 registers).
+  conv.out_channels = 64;
+  conv.out_width = 48;
+  EXPECT_FALSE(ConvRunsInNhwc(conv, avx512));
+  EXPECT_TRUE(ConvRunsInNhwc(conv, avx2));
+  EXPECT_EQ(NchwWeightBlock(conv, avx512), 16);
+  conv.out_width = -1;  // unknown width: NCHW
+  EXPECT_FALSE(ConvRunsInNhwc(conv, avx2));
+
+  // A grouped convolution: NHWC only from NHWC input, never a blocked weight.
+  ConvDescription depthwise;
+  depthwise.out_channels = 32;
+  depthwise.reduction = 9;
+  depthwise.groups = 32;
+  depthwise.out_width = 14;
+  EXPECT_FALSE(ConvRunsInNhwc(depthwise, avx512));
+  depthwise.input_nhwc = true;
+  EXPECT_TRUE(ConvRunsInNhwc(depthwise, avx512));
+  EXPECT_EQ(NhwcWeightBlock(depthwise, avx512), 0);
+  EXPECT_EQ(NchwWeightBlock(depthwise, avx512), 0);
+
+  // A first convolution over 3 colours and wide rows vectorizes along the rows, unpacked; at
+  // stride 4 it is packed; a flat pointwise one is a matmul with its weight as it is.
+  ConvDescription stem;
+  stem.out_channels = 32;
+  stem.reduction = 3 * 9;
+  stem.out_width = 112;
+  stem.max_stride = 2;
+  EXPECT_EQ(NchwWeightBlock(stem, avx512), 0);
+  stem.max_stride = 4;
+  EXPECT_EQ(NchwWeightBlock(stem, avx512), 16);
+  stem.flat_pointwise = true;
+  EXPECT_EQ(NchwWeightBlock(stem, avx512), 0);
+}
+
 }  // namespace
 }  // namespace kiln::target

@@ -119,10 +119,9 @@ class LayoutRewriter {
     return true;
   }
 
-  // var = conv2d(x, W), NCHW data, a constant OIHW weight and an output narrower than the
-  // policy's wide row -> conv2d(x or its twin, W as OHWI<b>o or HWIO), an NHWC result: its twin.
-  // Wide rows pay for an NCHW tile's transposed write-back; narrower ones run faster vectorized
-  // over channels (target::CpuPolicy::wide_row).
+  // var = conv2d(x, W), NCHW data and a constant OIHW weight, where the CPU policy runs it in
+  // NHWC (target::ConvRunsInNhwc) -> conv2d(x or its twin, W as OHWI<b>o or HWIO), an NHWC
+  // result: its twin.
   Var ConvertConv(const CallNode& call, const Var& var) {
     if (call.args.size() != 2 || StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
         StringAttrOr(call.attrs, "kernel_layout", "OIHW") != "OIHW" ||
@@ -132,7 +131,7 @@ class LayoutRewriter {
     const ConstantNode* w = ConstantOf(call.args[1]);
     const std::vector<int64_t> out = StaticShape(var);
     if (w == nullptr || w->shape.size() != 4 || StaticShape(call.args[0]).size() != 4 ||
-        out.size() != 4 || out[3] >= policy_.wide_row) {
+        out.size() != 4) {
       return Var();
     }
     // NHWC data where it is already; else the NCHW data is read as it is (each input value is
@@ -140,23 +139,17 @@ class LayoutRewriter {
     const auto* v = call.args[0].as<VarNode>();
     auto twin = v != nullptr ? nhwc_.find(v) : nhwc_.end();
     const bool nhwc_in = twin != nhwc_.end();
-    // A grouped convolution reads its own channels: vectors of them from NCHW data would be
-    // gathers (a depthwise convolution went from 79 to 291 us).
-    ObjectRef groups = GetAttr(call.attrs, "groups");
-    const auto* g = groups ? groups.as<IntImmNode>() : nullptr;
-    if (!nhwc_in && groups && (g == nullptr || g->value != 1)) return Var();
+    target::ConvDescription conv = DescribeConv(call, *w);
+    conv.input_nhwc = nhwc_in;
+    if (!target::ConvRunsInNhwc(conv, policy_)) return Var();
     Expr x = nhwc_in ? Expr(twin->second) : call.args[0];
     const size_t size = w->dtype.bytes();
     if (size == 0 || w->bytes->size() != size * static_cast<size_t>(Elements(w->shape)))
       return Var();
-    // OIHW -> HWIO (output axis k is input axis {2, 3, 1, 0}[k]); with groups 1 and output
-    // channels in whole vectors, blocked as OHWI<b>o, [O / b, H, W, I, b]: HWIO keeps each
-    // block's weights 4 * O bytes apart per input channel, across all of the weight's pages
-    // (a 3x3 convolution of 512 channels reads 9.4 MB of them, for every block), where the
-    // blocks make them one contiguous stream.
-    const int64_t o = w->shape[0], wide = policy_.nhwc_channel_block, narrow = wide / 2;
-    const int64_t block = o % wide == 0 ? wide : narrow > 1 && o % narrow == 0 ? narrow : 0;
-    const bool blocked = block != 0 && (!groups || (g != nullptr && g->value == 1));
+    // OIHW -> HWIO (output axis k is input axis {2, 3, 1, 0}[k]), or blocked as OHWI<b>o,
+    // [O / b, H, W, I, b].
+    const int64_t o = w->shape[0], block = target::NhwcWeightBlock(conv, policy_);
+    const bool blocked = block != 0;
     Expr weight;
     std::string layout = "HWIO";
     if (blocked) {

@@ -13,13 +13,6 @@
 namespace kiln::ir::relax {
 namespace {
 
-// Output channels per convolution weight block: the policy's block (one vector), or half of one
-// where that does not divide them (24 channels in 16-lane vectors).
-int64_t BlockFor(int64_t channels, const target::CpuPolicy& policy) {
-  const int64_t full = policy.channel_block, half = policy.channel_block / 2;
-  return channels % full == 0 ? full : half > 1 && channels % half == 0 ? half : 0;
-}
-
 // What a variable is bound to.
 using Bindings = std::unordered_map<const VarNode*, Expr>;
 
@@ -49,36 +42,12 @@ const float* Data(const ConstantNode& c) { return reinterpret_cast<const float*>
 Expr PackConv(const CallNode& call, const target::CpuPolicy& policy) {
   const auto* w = call.args[1].as<ConstantNode>();
   if (!IsF32(w) || w->shape.size() != 4) return Expr();
-  // Each output vector is stored as scattered channels (NCHW), paid back by its multiply-adds.
-  // With few of them per output (a 1x1 expansion of 16 or 24 channels, a first convolution
-  // over 3 colour channels) over rows at least the policy's wide row, read contiguously or at
-  // stride 2 (a load and a shuffle per vector), the convolution vectorizes better along the
-  // image rows, as it is.
-  constexpr int64_t kMinReduction = 64;
-  const auto* out = call.struct_info().as<TensorStructInfoNode>();
-  const std::vector<PrimExpr>* dims = out != nullptr ? out->dims() : nullptr;
-  const int64_t* width = dims != nullptr && dims->size() == 4 ? AsConstInt((*dims)[3]) : nullptr;
-  bool small_stride = true;
-  if (const auto* list = GetAttr(call.attrs, "strides").as<ir::ArrayNode>()) {
-    for (const ObjectRef& item : list->items) {
-      PrimExpr e = item.as<PrimExprNode>() ? item.as_ref<PrimExprNode>() : PrimExpr();
-      if (!e || AsConstInt(e) == nullptr || *AsConstInt(e) > 2) small_stride = false;
-    }
-  }
-  if (w->shape[1] * w->shape[2] * w->shape[3] < kMinReduction && small_stride && width &&
-      *width >= policy.wide_row) {
-    return Expr();
-  }
-  if (ops::Conv2dIsFlatPointwise(call)) return Expr();  // a matmul along the image, weight as it is
-  const int64_t block = BlockFor(w->shape[0], policy);
-  if (block == 0) return Expr();
-  ObjectRef groups = GetAttr(call.attrs, "groups");
-  PrimExpr g = groups && groups.as<PrimExprNode>() ? groups.as_ref<PrimExprNode>() : PrimExpr();
-  if ((groups && (!g || AsConstInt(g) == nullptr || *AsConstInt(g) != 1)) ||
-      StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
+  if (StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
       StringAttrOr(call.attrs, "kernel_layout", "OIHW") != "OIHW") {
     return Expr();
   }
+  const int64_t block = target::NchwWeightBlock(DescribeConv(call, *w), policy);
+  if (block == 0) return Expr();
   const int64_t o = w->shape[0];
   Expr packed =
       MakeConstant(w->dtype, {o / block, w->shape[1], w->shape[2], w->shape[3], block},

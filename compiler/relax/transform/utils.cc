@@ -1,6 +1,9 @@
 #include "compiler/relax/transform/utils.h"
 
+#include <algorithm>
+
 #include "compiler/ir/relax_functor.h"
+#include "compiler/relax/op_registry.h"
 
 namespace kiln::ir::relax {
 
@@ -31,6 +34,31 @@ ObjectRef IntList(const std::vector<int64_t>& values) {
   std::vector<ObjectRef> items;
   for (int64_t v : values) items.push_back(IntImm(DataType::Int(64), v));
   return Make<ir::ArrayNode>(std::move(items));
+}
+
+target::ConvDescription DescribeConv(const CallNode& call, const ConstantNode& w) {
+  target::ConvDescription conv;
+  conv.out_channels = w.shape.size() == 4 ? w.shape[0] : 0;
+  conv.reduction = w.shape.size() == 4 ? w.shape[1] * w.shape[2] * w.shape[3] : 0;
+  if (ObjectRef groups = GetAttr(call.attrs, "groups")) {
+    const PrimExpr g_expr = groups.as<PrimExprNode>() ? groups.as_ref<PrimExprNode>() : PrimExpr();
+    const int64_t* g = g_expr ? AsConstInt(g_expr) : nullptr;
+    conv.groups = g != nullptr ? *g : 0;
+  }
+  const auto* out = call.struct_info() ? call.struct_info().as<TensorStructInfoNode>() : nullptr;
+  const std::vector<PrimExpr>* dims = out != nullptr ? out->dims() : nullptr;
+  const int64_t* width = dims != nullptr && dims->size() == 4 ? AsConstInt((*dims)[3]) : nullptr;
+  conv.out_width = width != nullptr ? *width : -1;
+  conv.max_stride = 1;
+  if (const auto* list = GetAttr(call.attrs, "strides").as<ir::ArrayNode>()) {
+    for (const ObjectRef& item : list->items) {
+      const PrimExpr e = item.as<PrimExprNode>() ? item.as_ref<PrimExprNode>() : PrimExpr();
+      const int64_t* s = e ? AsConstInt(e) : nullptr;
+      conv.max_stride = s == nullptr || conv.max_stride < 0 ? -1 : std::max(conv.max_stride, *s);
+    }
+  }
+  conv.flat_pointwise = ops::Conv2dIsFlatPointwise(call);
+  return conv;
 }
 
 }  // namespace kiln::ir::relax
