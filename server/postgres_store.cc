@@ -100,7 +100,7 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
   }
   store->instance_ = options.instance.empty() ? DefaultInstanceName() : options.instance;
   store->lease_ms_ = std::max<int64_t>(1000, options.lease_ms);
-  absl::StatusOr<std::unique_ptr<support::PgConnection>> db = support::PgConnection::Connect(url);
+  absl::StatusOr<std::unique_ptr<tune::PgConnection>> db = tune::PgConnection::Connect(url);
   if (!db.ok()) {
     return absl::Status(db.status().code(), absl::StrCat("store: ", db.status().message()));
   }
@@ -109,15 +109,13 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::st
   // Reads and claims spread over a few connections, so that concurrent calls do not queue
   // behind one.
   while (store->db_.size() < kReadConnections) {
-    absl::StatusOr<std::unique_ptr<support::PgConnection>> more =
-        support::PgConnection::Connect(url);
+    absl::StatusOr<std::unique_ptr<tune::PgConnection>> more = tune::PgConnection::Connect(url);
     if (!more.ok()) {
       return absl::Status(more.status().code(), absl::StrCat("store: ", more.status().message()));
     }
     store->db_.push_back(std::move(*more));
   }
-  absl::StatusOr<std::unique_ptr<support::PgConnection>> writer =
-      support::PgConnection::Connect(url);
+  absl::StatusOr<std::unique_ptr<tune::PgConnection>> writer = tune::PgConnection::Connect(url);
   if (!writer.ok()) {
     return absl::Status(writer.status().code(), absl::StrCat("store: ", writer.status().message()));
   }
@@ -141,16 +139,16 @@ PostgresStore::~PostgresStore() {
 
 absl::Status PostgresStore::Migrate() {
   const std::string lock = absl::StrCat(kMigrationLock);
-  absl::StatusOr<support::PgResult> locked =
+  absl::StatusOr<tune::PgResult> locked =
       db_[0]->Query("SELECT pg_advisory_lock($1::bigint)", {lock});
   if (!locked.ok()) return locked.status();
   auto migrate = [&]() -> absl::Status {
-    absl::StatusOr<support::PgResult> table = db_[0]->Query(
+    absl::StatusOr<tune::PgResult> table = db_[0]->Query(
         "CREATE TABLE IF NOT EXISTS kiln_schema_migrations (version INT PRIMARY KEY, "
         "applied_unix_ms BIGINT NOT NULL)",
         {});
     if (!table.ok()) return table.status();
-    absl::StatusOr<support::PgResult> current =
+    absl::StatusOr<tune::PgResult> current =
         db_[0]->Query("SELECT COALESCE(MAX(version), 0)::bigint FROM kiln_schema_migrations", {});
     if (!current.ok()) return current.status();
     const int64_t version = current->Int(0, 0);
@@ -165,19 +163,19 @@ absl::Status PostgresStore::Migrate() {
       std::vector<std::string> statements = {"BEGIN"};
       for (const char* sql : Migrations()[v - 1]) statements.push_back(sql);
       for (const std::string& sql : statements) {
-        if (absl::StatusOr<support::PgResult> r = db_[0]->Query(sql, {}); !r.ok()) {
+        if (absl::StatusOr<tune::PgResult> r = db_[0]->Query(sql, {}); !r.ok()) {
           (void)db_[0]->Query("ROLLBACK", {});
           return r.status();
         }
       }
-      absl::StatusOr<support::PgResult> done = db_[0]->Query(
+      absl::StatusOr<tune::PgResult> done = db_[0]->Query(
           "INSERT INTO kiln_schema_migrations (version, applied_unix_ms) VALUES ($1, $2)",
           {absl::StrCat(v), absl::StrCat(NowUnixMs())});
       if (!done.ok()) {
         (void)db_[0]->Query("ROLLBACK", {});
         return done.status();
       }
-      if (absl::StatusOr<support::PgResult> r = db_[0]->Query("COMMIT", {}); !r.ok())
+      if (absl::StatusOr<tune::PgResult> r = db_[0]->Query("COMMIT", {}); !r.ok())
         return r.status();
     }
     return absl::OkStatus();
@@ -270,7 +268,7 @@ void PostgresStore::WriterLoop() {
 
 absl::Status PostgresStore::WriteJob(const v1::Job& job) {
   // Most rows change a job this instance holds; a new job is inserted as held by it.
-  absl::StatusOr<support::PgResult> updated = writer_db_->Query(
+  absl::StatusOr<tune::PgResult> updated = writer_db_->Query(
       "UPDATE jobs SET job = $2, created_ms = $3, state = $4, artifact_digest = $5 "
       "WHERE id = $1 AND owner = $6 RETURNING id",
       {job.id(), job.SerializeAsString(), absl::StrCat(job.created_unix_ms()),
@@ -289,7 +287,7 @@ absl::Status PostgresStore::WriteJob(const v1::Job& job) {
                                            job.artifact_digest(),
                                            instance_,
                                            absl::StrCat(lease_ms_)};
-  absl::StatusOr<support::PgResult> inserted = writer_db_->Query(
+  absl::StatusOr<tune::PgResult> inserted = writer_db_->Query(
       absl::StrCat("INSERT INTO jobs (id, created_ms, job, state, kind, device_key, client, "
                    "idempotency_key, artifact_digest, owner, lease_until_ms) "
                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, ",
@@ -297,7 +295,7 @@ absl::Status PostgresStore::WriteJob(const v1::Job& job) {
       params, {false, false, true});
   if (!inserted.ok()) return inserted.status();
   if (inserted->rows() > 0) return absl::OkStatus();
-  absl::StatusOr<support::PgResult> exists =
+  absl::StatusOr<tune::PgResult> exists =
       writer_db_->Query("SELECT 1::bigint FROM jobs WHERE id = $1", {job.id()});
   if (!exists.ok()) return exists.status();
   if (exists->rows() > 0) {
@@ -318,7 +316,7 @@ absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& 
     auto written = writing_.find(id);
     if (written != writing_.end()) return std::optional<v1::Job>(*written->second);
   }
-  absl::StatusOr<support::PgResult> r = db()->Query("SELECT job FROM jobs WHERE id = $1", {id});
+  absl::StatusOr<tune::PgResult> r = db()->Query("SELECT job FROM jobs WHERE id = $1", {id});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<v1::Job>();
   v1::Job job;
@@ -329,13 +327,13 @@ absl::StatusOr<std::optional<v1::Job>> PostgresStore::GetJob(const std::string& 
 }
 
 absl::StatusOr<std::vector<v1::Job>> PostgresStore::LoadJobs(int limit) {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT job FROM jobs ORDER BY created_ms DESC LIMIT $1", {absl::StrCat(limit)});
   if (!r.ok()) return r.status();
   return ParseJobs(*r, 0);
 }
 
-std::vector<v1::Job> PostgresStore::ParseJobs(const support::PgResult& r, int column) const {
+std::vector<v1::Job> PostgresStore::ParseJobs(const tune::PgResult& r, int column) const {
   std::vector<v1::Job> jobs;
   for (int i = 0; i < r.rows(); ++i) {
     if (!jobs.emplace_back().ParseFromString(r.Bytes(i, column))) jobs.pop_back();
@@ -353,7 +351,7 @@ absl::Status PostgresStore::PutDevice(const v1::Device& device) {
 }
 
 absl::StatusOr<std::vector<v1::Device>> PostgresStore::LoadDevices() {
-  absl::StatusOr<support::PgResult> r = db()->Query("SELECT device FROM devices ORDER BY key", {});
+  absl::StatusOr<tune::PgResult> r = db()->Query("SELECT device FROM devices ORDER BY key", {});
   if (!r.ok()) return r.status();
   std::vector<v1::Device> devices;
   for (int i = 0; i < r->rows(); ++i) {
@@ -365,7 +363,7 @@ absl::StatusOr<std::vector<v1::Device>> PostgresStore::LoadDevices() {
 absl::Status PostgresStore::PutArtifact(const std::string& digest, const std::string& cache_key,
                                         const std::string& bytes, const std::string& module) {
   // The database first (what every instance reads), then this instance's copy.
-  absl::StatusOr<support::PgResult> r = db()->Query(
+  absl::StatusOr<tune::PgResult> r = db()->Query(
       "INSERT INTO artifacts (digest, cache_key, size, last_used_ms, bytes, module) "
       "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (digest) DO UPDATE SET "
       "last_used_ms = excluded.last_used_ms, "
@@ -412,7 +410,7 @@ void PostgresStore::UsedLocally(const std::string& digest) {
 
 absl::StatusOr<std::optional<ArtifactRecord>> PostgresStore::FindArtifact(
     const std::string& digest) {
-  absl::StatusOr<support::PgResult> r = db()->Query(
+  absl::StatusOr<tune::PgResult> r = db()->Query(
       "SELECT cache_key, size, last_used_ms FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<ArtifactRecord>();
@@ -430,7 +428,7 @@ absl::StatusOr<std::string> PostgresStore::ReadArtifact(const std::string& diges
     UsedLocally(digest);
     return local;
   }
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT bytes FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return absl::NotFoundError(absl::StrCat("no artifact ", digest));
@@ -448,7 +446,7 @@ absl::StatusOr<std::string> PostgresStore::ReadArtifact(const std::string& diges
 
 absl::StatusOr<std::string> PostgresStore::ReadModule(const std::string& digest) {
   if (absl::StatusOr<std::string> local = ReadFile(ModulePath(digest)); local.ok()) return local;
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT module FROM artifacts WHERE digest = $1", {digest});
   if (!r.ok()) return r.status();
   if (r->rows() == 0 || r->null(0, 0)) {
@@ -461,7 +459,7 @@ absl::StatusOr<std::string> PostgresStore::ReadModule(const std::string& digest)
 
 absl::StatusOr<std::vector<std::string>> PostgresStore::FindByCacheKey(
     const std::string& cache_key) {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT digest FROM artifacts WHERE cache_key = $1", {cache_key});
   if (!r.ok()) return r.status();
   std::vector<std::string> digests;
@@ -477,15 +475,14 @@ void PostgresStore::TouchArtifact(const std::string& digest) {
 }
 
 absl::StatusOr<int64_t> PostgresStore::TotalArtifactBytes() {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT COALESCE(SUM(size), 0)::bigint FROM artifacts", {});
   if (!r.ok()) return r.status();
   return r->Int(0, 0);
 }
 
 int64_t PostgresStore::DatabaseBytes() const {
-  absl::StatusOr<support::PgResult> r =
-      db()->Query("SELECT pg_database_size(current_database())", {});
+  absl::StatusOr<tune::PgResult> r = db()->Query("SELECT pg_database_size(current_database())", {});
   return r.ok() ? r->Int(0, 0) : 0;
 }
 
@@ -501,7 +498,7 @@ absl::Status PostgresStore::DeleteJobs(const std::vector<std::string>& ids) {
 }
 
 absl::StatusOr<int> PostgresStore::EvictTo(int64_t max_bytes, const std::string& keep) {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC", {});
   if (!r.ok()) return r.status();
   int64_t total = 0;
@@ -518,7 +515,7 @@ absl::StatusOr<int> PostgresStore::EvictTo(int64_t max_bytes, const std::string&
 }
 
 absl::Status PostgresStore::DropArtifact(const std::string& digest) {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("DELETE FROM artifacts WHERE digest = $1", {digest});
   std::error_code ec;
   std::filesystem::remove(ArtifactPath(digest), ec);
@@ -543,7 +540,7 @@ absl::Status PostgresStore::PutJobInput(const std::string& id, const std::string
 }
 
 absl::StatusOr<std::optional<std::string>> PostgresStore::GetJobInput(const std::string& id) {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT input FROM job_inputs WHERE id = $1", {id});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) return std::optional<std::string>();
@@ -564,7 +561,7 @@ absl::Status PostgresStore::DeleteJobInputs(const std::vector<std::string>& ids)
 
 absl::StatusOr<std::vector<ClaimedJob>> PostgresStore::ClaimJobs(
     bool compiles, const std::vector<std::string>& device_keys, int limit) {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query(absl::StrCat("WITH free AS (SELECT id, owner FROM jobs WHERE ", kUnfinished,
                                " AND (owner IS NULL OR lease_until_ms < ", kNowMs,
                                ") AND ((kind = 1 AND $1 = 1) OR "
@@ -588,7 +585,7 @@ absl::StatusOr<std::vector<ClaimedJob>> PostgresStore::ClaimJobs(
 }
 
 absl::StatusOr<std::optional<v1::Job>> PostgresStore::ClaimJob(const std::string& id) {
-  absl::StatusOr<support::PgResult> r = db()->Query(
+  absl::StatusOr<tune::PgResult> r = db()->Query(
       absl::StrCat("UPDATE jobs SET owner = $2, lease_until_ms = ", kNowMs,
                    " + $3 WHERE id = $1 AND ", kUnfinished, " AND (owner IS NULL OR owner = $2 OR ",
                    "lease_until_ms < ", kNowMs, ") RETURNING job"),
@@ -608,7 +605,7 @@ absl::StatusOr<LeaseRenewal> PostgresStore::RenewLeases() {
     for (const auto& [id, row] : queued_jobs_) unwritten.push_back(id);
     for (const auto& [id, job] : writing_) unwritten.push_back(id);
   }
-  absl::StatusOr<support::PgResult> r = db()->Query(
+  absl::StatusOr<tune::PgResult> r = db()->Query(
       absl::StrCat("UPDATE jobs SET lease_until_ms = ", kNowMs, " + $2 WHERE owner = $1 AND ",
                    kUnfinished, " RETURNING id, cancel_reason"),
       {instance_, absl::StrCat(lease_ms_)});
@@ -657,7 +654,7 @@ absl::Status PostgresStore::RequestCancel(const std::string& id, const std::stri
 
 absl::StatusOr<std::vector<v1::Job>> PostgresStore::ListJobs(v1::JobState state,
                                                              const std::string& client, int limit) {
-  absl::StatusOr<support::PgResult> r = db()->Query(
+  absl::StatusOr<tune::PgResult> r = db()->Query(
       "SELECT job FROM jobs WHERE ($1 = 0 OR state = $1) AND ($2 = '' OR client = $2) "
       "ORDER BY created_ms DESC, id DESC LIMIT $3",
       {absl::StrCat(static_cast<int>(state)), client, absl::StrCat(limit)});
@@ -667,7 +664,7 @@ absl::StatusOr<std::vector<v1::Job>> PostgresStore::ListJobs(v1::JobState state,
 
 absl::StatusOr<std::optional<v1::Job>> PostgresStore::FindIdempotent(const std::string& client,
                                                                      const std::string& key) {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT job FROM jobs WHERE client = $1 AND idempotency_key = $2", {client, key});
   if (!r.ok()) return r.status();
   std::vector<v1::Job> jobs = ParseJobs(*r, 0);
@@ -677,7 +674,7 @@ absl::StatusOr<std::optional<v1::Job>> PostgresStore::FindIdempotent(const std::
 
 absl::StatusOr<bool> PostgresStore::ClientHasArtifact(const std::string& client,
                                                       const std::string& digest) {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT 1::bigint FROM jobs WHERE artifact_digest = $1 AND client = $2 LIMIT 1",
                   {digest, client});
   if (!r.ok()) return r.status();
@@ -701,7 +698,7 @@ absl::Status PostgresStore::DropAgentSession(const std::string& agent_id) {
 }
 
 absl::StatusOr<std::map<std::string, int>> PostgresStore::AgentsByDevice() {
-  absl::StatusOr<support::PgResult> r =
+  absl::StatusOr<tune::PgResult> r =
       db()->Query(absl::StrCat("SELECT device_key, COUNT(*)::bigint FROM agent_sessions "
                                "WHERE seen_ms >= ",
                                kNowMs, " - $1::bigint GROUP BY device_key"),
@@ -713,7 +710,7 @@ absl::StatusOr<std::map<std::string, int>> PostgresStore::AgentsByDevice() {
 }
 
 absl::StatusOr<std::map<std::string, int>> PostgresStore::TasksQueuedByDevice() {
-  absl::StatusOr<support::PgResult> r = db()->Query(
+  absl::StatusOr<tune::PgResult> r = db()->Query(
       "SELECT device_key, COUNT(*)::bigint FROM jobs WHERE state = 1 AND "
       "kind IN (2, 3) GROUP BY device_key",
       {});

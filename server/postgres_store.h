@@ -24,7 +24,7 @@
 #include <mutex>
 #include <thread>
 
-#include "compiler/support/postgres_connection.h"
+#include "compiler/tune/postgres_connection.h"
 #include "server/cluster_store.h"
 #include "server/store.h"
 
@@ -101,7 +101,7 @@ class PostgresStore final : public Store, public ClusterStore {
  private:
   explicit PostgresStore(std::string dir) : Store(std::move(dir)) {}
   absl::Status Migrate();
-  std::vector<v1::Job> ParseJobs(const support::PgResult& r, int column) const;
+  std::vector<v1::Job> ParseJobs(const tune::PgResult& r, int column) const;
   void WriterLoop();
   // This instance's copy of `digest` (its bytes, with the module's) is on disk now / was read.
   void KeptLocally(const std::string& digest, int64_t bytes);
@@ -113,11 +113,11 @@ class PostgresStore final : public Store, public ClusterStore {
   void Flush();
 
   // The next of the connections for everything but job rows, in turn.
-  const support::PgConnection* db() const { return db_[next_db_++ % db_.size()].get(); }
+  const tune::PgConnection* db() const { return db_[next_db_++ % db_.size()].get(); }
 
-  std::vector<std::unique_ptr<support::PgConnection>> db_;
+  std::vector<std::unique_ptr<tune::PgConnection>> db_;
   mutable std::atomic<size_t> next_db_{0};
-  std::unique_ptr<support::PgConnection> writer_db_;  // the write queue's own connection
+  std::unique_ptr<tune::PgConnection> writer_db_;  // the write queue's own connection
   std::string instance_;
   int64_t lease_ms_ = 10000;
 

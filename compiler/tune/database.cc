@@ -3,9 +3,9 @@
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/support/postgres_connection.h"
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tune/database_postgres.h"
+#include "compiler/tune/postgres_connection.h"
 
 namespace kiln::tune {
 namespace {
@@ -99,7 +99,7 @@ class SqliteTuningDatabase final : public TuningDatabase {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TuningDatabase>> TuningDatabase::Open(const std::string& location) {
-  if (support::PgConnection::IsUrl(location)) return OpenPostgresTuningDatabase(location);
+  if (PgConnection::IsUrl(location)) return OpenPostgresTuningDatabase(location);
   return SqliteTuningDatabase::Open(location);
 }
 

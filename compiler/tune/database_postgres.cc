@@ -3,14 +3,11 @@
 #include <regex>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/support/postgres_connection.h"
 #include "compiler/tir/schedule/trace.h"
+#include "compiler/tune/postgres_connection.h"
 
 namespace kiln::tune {
 namespace {
-
-using support::PgConnection;
-using support::PgResult;
 
 // The SQLite tables (database.h) with PostgreSQL's types; created once, under an advisory lock
 // so that tune workers starting together do not race.

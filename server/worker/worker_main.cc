@@ -18,10 +18,10 @@
 #include "compiler/backend/build.h"
 #include "compiler/codegen/codegen_llvm.h"
 #include "compiler/frontend/load_module.h"
-#include "compiler/support/postgres_connection.h"
 #include "compiler/tir/transform/transform.h"
 #include "compiler/tune/apply.h"
 #include "compiler/tune/database.h"
+#include "compiler/tune/postgres_connection.h"
 #include "compiler/wire/ir_proto.h"
 #include "runtime/format/artifact.pb.h"
 #include "runtime/support/large_stack.h"
@@ -110,7 +110,7 @@ void Compile(const CompileWork& work, CompileOutcome* outcome) {
   std::shared_ptr<const tune::TuningDatabase> db;
   std::string records;
   if (!work.tuning_db_path().empty() && !work.options().no_tuning() &&
-      (support::PgConnection::IsUrl(work.tuning_db_path()) ||
+      (tune::PgConnection::IsUrl(work.tuning_db_path()) ||
        std::filesystem::exists(work.tuning_db_path()))) {
     absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> opened =
         tune::TuningDatabase::Open(work.tuning_db_path());

@@ -161,7 +161,8 @@ void RegisterReduceConverters(ConverterTable* table);  // reductions, softmax, T
 void RegisterNNConverters(ConverterTable* table);      // conv, gemm, pools, resize, losses
 void RegisterNormConverters(ConverterTable* table);    // batch, instance, layer norm, LRN
 void RegisterTensorConverters(ConverterTable* table);  // creation, shapes, gathers, scatters
-void RegisterLayoutConverters(ConverterTable* table);  // reshape, transpose, slice, pad, ...
+void RegisterLayoutConverters(ConverterTable* table);  // reshape, transpose, concat, pad, ...
+void RegisterSelectConverters(ConverterTable* table);  // slice, gather, compress, nonzero
 void RegisterEinsumConverter(ConverterTable* table);
 void RegisterQuantizeConverters(ConverterTable* table);   // QuantizeLinear and its family
 void RegisterRecurrentConverters(ConverterTable* table);  // RNN, GRU, LSTM

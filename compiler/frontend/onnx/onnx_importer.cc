@@ -25,6 +25,7 @@ const ConverterTable& Converters() {
     RegisterNormConverters(t);
     RegisterTensorConverters(t);
     RegisterLayoutConverters(t);
+    RegisterSelectConverters(t);
     RegisterEinsumConverter(t);
     RegisterQuantizeConverters(t);
     RegisterRecurrentConverters(t);

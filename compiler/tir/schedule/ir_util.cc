@@ -1,5 +1,7 @@
 #include "compiler/tir/schedule/ir_util.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/arith/analyzer.h"
 #include "compiler/ir/structural.h"
@@ -498,6 +500,18 @@ std::set<std::string> UsedNames(const PrimFunc& f) {
   visitor.names = &names;
   visitor.VisitStmt(f->body);
   return names;
+}
+
+std::optional<std::map<const VarNode*, size_t>> DimsOfIterVars(const std::vector<PrimExpr>& indices,
+                                                               const BlockNode& block) {
+  std::map<const VarNode*, size_t> dims;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    const auto* v = indices[d].as<VarNode>();
+    bool is_iter = std::any_of(block.iter_vars.begin(), block.iter_vars.end(),
+                               [&](const IterVar& iv) { return iv->var.get() == v; });
+    if (v == nullptr || !is_iter || !dims.emplace(v, d).second) return std::nullopt;
+  }
+  return dims;
 }
 
 }  // namespace kiln::tir::schedule_util

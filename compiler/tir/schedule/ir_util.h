@@ -114,6 +114,11 @@ bool IsConst(const PrimExpr& e, int64_t value);
 // are the caller's).
 Stmt ReplaceBuffers(const Stmt& s, const std::map<const ir::BufferNode*, ir::Buffer>& map);
 
+// The dimension of each block iter var in `indices`, where every index is a distinct iter var of
+// `block` (a store `buffer[v0, v1, ...]`); nullopt otherwise.
+std::optional<std::map<const ir::VarNode*, size_t>> DimsOfIterVars(
+    const std::vector<PrimExpr>& indices, const ir::BlockNode& block);
+
 // A name not in `used` (base, base_1, base_2, ...), added to it.
 std::string FreshName(const std::string& base, std::set<std::string>* used);
 // Names of every variable and block in `f`.

@@ -1,4 +1,4 @@
-#include "compiler/support/postgres_connection.h"
+#include "compiler/tune/postgres_connection.h"
 
 #include <endian.h>
 #include <postgresql/libpq-fe.h>
@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace kiln::support {
+namespace kiln::tune {
 
 PgResult::~PgResult() { PQclear(r_); }
 int PgResult::rows() const { return PQntuples(r_); }
@@ -103,4 +103,4 @@ bool PgConnection::IsUrl(const std::string& location) {
   return absl::StartsWith(location, "postgresql://") || absl::StartsWith(location, "postgres://");
 }
 
-}  // namespace kiln::support
+}  // namespace kiln::tune

@@ -4,8 +4,8 @@
 // a mutex, reset when it broke (the server restarted, say); a statement that finds it broken
 // outside a transaction runs once more on the new one. Connections time out in 5 s and
 // notice a dead peer within about 10 s (keepalives, tcp_user_timeout) unless the URL says else.
-#ifndef KILN_COMPILER_SUPPORT_POSTGRES_CONNECTION_H_
-#define KILN_COMPILER_SUPPORT_POSTGRES_CONNECTION_H_
+#ifndef KILN_COMPILER_TUNE_POSTGRES_CONNECTION_H_
+#define KILN_COMPILER_TUNE_POSTGRES_CONNECTION_H_
 
 #include <memory>
 #include <mutex>
@@ -17,7 +17,7 @@
 struct pg_conn;
 struct pg_result;
 
-namespace kiln::support {
+namespace kiln::tune {
 
 // A query's rows; frees them on destruction.
 class PgResult {
@@ -61,6 +61,6 @@ class PgConnection {
   mutable bool reset_ = false;
 };
 
-}  // namespace kiln::support
+}  // namespace kiln::tune
 
-#endif  // KILN_COMPILER_SUPPORT_POSTGRES_CONNECTION_H_
+#endif  // KILN_COMPILER_TUNE_POSTGRES_CONNECTION_H_
