@@ -35,7 +35,8 @@ through_kilnd() {
   for _ in $(seq 1 100); do grep -q "listening" "$work/kilnd$agents.log" && break; sleep 0.1; done
   for i in $(seq 1 "$agents"); do
     bazel-bin/runtime/agent/kiln-agent --server "127.0.0.1:$port" --device-key cpu \
-      --cache-dir "$work/agent$agents-$i" >"$work/agent$agents-$i.log" 2>&1 &
+      --cache-dir "$work/agent$agents-$i" --trusted-keys "$store/signing_key.pem.pub" \
+      >"$work/agent$agents-$i.log" 2>&1 &
     pids+=($!)
   done
   sleep 1

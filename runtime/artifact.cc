@@ -5,6 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "runtime/device_info.h"
 #include "runtime/support/status_macros.h"
@@ -20,12 +21,22 @@ std::string Sha256Hex(absl::string_view bytes) {
 
 namespace {
 
-// SHA-256 of the executable bytes followed by the kernel bytes, fed in turn (no 50 MB copy).
-// The code and what decides where it may run: the same kernels compiled for a board without
-// SVE and for one with it are two artifacts (two digests, two cache entries), and a manifest
-// edited to claim fewer CPU features no longer matches its digest. Each field is
-// length-prefixed, so no two different artifacts hash the same bytes.
+// SHA-256 over every byte of the artifact but the signature: the executable, the kernels and the
+// manifest (its digest field empty), each length-prefixed so that no two different artifacts
+// hash the same bytes. The code and what decides where and how it runs: the same kernels
+// compiled for a board without SVE and for one with it are two artifacts, and a manifest edited
+// (fewer CPU features claimed, an entry renamed) no longer matches its digest. The manifest is
+// serialized deterministically; fields this runtime does not know are kept and covered.
 std::string ContentDigest(const kiln::v1::ArtifactProto& a) {
+  kiln::v1::ArtifactManifest manifest = a.manifest();
+  manifest.clear_digest();
+  std::string manifest_bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&manifest_bytes);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    manifest.SerializeToCodedStream(&out);
+  }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
@@ -37,9 +48,7 @@ std::string ContentDigest(const kiln::v1::ArtifactProto& a) {
   };
   add(a.executable());
   add(a.kernels());
-  add(a.manifest().target());
-  add(a.manifest().target_triple());
-  for (const std::string& feature : a.manifest().cpu_features()) add(feature);
+  add(manifest_bytes);
   EVP_DigestFinal_ex(ctx, digest, &size);
   EVP_MD_CTX_free(ctx);
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
@@ -110,6 +119,11 @@ absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, b
 absl::StatusOr<LoadedArtifact> LoadArtifact(absl::string_view bytes,
                                             std::shared_ptr<ThreadPool> pool) {
   KILN_ASSIGN_OR_RETURN(kiln::v1::ArtifactProto a, ParseArtifact(bytes, /*check_host=*/true));
+  return LoadParsedArtifact(a, std::move(pool));
+}
+
+absl::StatusOr<LoadedArtifact> LoadParsedArtifact(const kiln::v1::ArtifactProto& a,
+                                                  std::shared_ptr<ThreadPool> pool) {
   LoadedArtifact out;
   out.manifest = a.manifest();
   KILN_ASSIGN_OR_RETURN(out.kernels, KernelLibrary::LoadFromMemory(a.kernels(), "artifact"));

@@ -15,8 +15,9 @@
 
 namespace kiln::runtime {
 
-// 2: the digest covers the target and CPU features as well as the code.
-inline constexpr uint32_t kArtifactFormatVersion = 2;
+// 3: the digest covers the whole manifest (entry names, signatures, compiler) as well as the
+// code, and a signature of it may come beside (artifact_signing.h).
+inline constexpr uint32_t kArtifactFormatVersion = 3;
 
 // SHA-256 of `bytes`, lowercase hex.
 std::string Sha256Hex(absl::string_view bytes);
@@ -45,6 +46,10 @@ struct LoadedArtifact {
 };
 absl::StatusOr<LoadedArtifact> LoadArtifact(absl::string_view bytes,
                                             std::shared_ptr<ThreadPool> pool);
+// The same for an artifact ParseArtifact(..., check_host=true) returned (and whose signature
+// the caller may have checked first: artifact_signing.h).
+absl::StatusOr<LoadedArtifact> LoadParsedArtifact(const kiln::v1::ArtifactProto& artifact,
+                                                  std::shared_ptr<ThreadPool> pool);
 
 }  // namespace kiln::runtime
 

@@ -82,13 +82,25 @@ void ArtifactCache::ForgetFingerprints() {
   fingerprints_.clear();
 }
 
-absl::Status ArtifactCache::Insert(const std::string& key, const std::string& digest,
-                                   const std::string& artifact, const std::string& module_bytes) {
-  if (absl::Status s = store_->PutArtifact(digest, key, artifact, module_bytes); !s.ok()) return s;
+absl::StatusOr<int64_t> ArtifactCache::Insert(const std::string& key, const std::string& digest,
+                                              const std::string& artifact,
+                                              const std::string& module_bytes) {
+  std::string bytes = artifact;
+  if (signer_ != nullptr) {
+    absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(artifact, false);
+    if (!parsed.ok()) return parsed.status();
+    if (parsed->manifest().digest() != digest) {
+      return absl::DataLossError(absl::StrCat("artifact ", digest, ": its content digest is ",
+                                              parsed->manifest().digest()));
+    }
+    runtime::SignArtifact(*signer_, &*parsed);
+    bytes = parsed->SerializeAsString();
+  }
+  if (absl::Status s = store_->PutArtifact(digest, key, bytes, module_bytes); !s.ok()) return s;
   absl::StatusOr<int> evicted = store_->EvictTo(max_bytes_, digest);
   if (!evicted.ok()) return evicted.status();
   evictions_ += *evicted;
-  return absl::OkStatus();
+  return static_cast<int64_t>(bytes.size());
 }
 
 }  // namespace kiln::server

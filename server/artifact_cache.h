@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "runtime/artifact_signing.h"
 #include "server/store.h"
 #include "server/worker.pb.h"
 
@@ -27,7 +28,9 @@ struct CachedArtifact {
 
 class ArtifactCache {
  public:
-  ArtifactCache(Store* store, int64_t max_bytes) : store_(store), max_bytes_(max_bytes) {}
+  // `signer`, where given, signs every artifact before it is stored (runtime/artifact_signing.h).
+  ArtifactCache(Store* store, int64_t max_bytes, const runtime::SigningKey* signer = nullptr)
+      : store_(store), max_bytes_(max_bytes), signer_(signer) {}
 
   // The intact artifacts stored under `key`, each with the module it was compiled from.
   absl::StatusOr<CacheCandidates> Candidates(const std::string& key);
@@ -35,9 +38,10 @@ class ArtifactCache {
   // or found none.
   void RecordHit(const std::string& digest);
   void RecordMiss() { ++misses_; }
-  // Stores a fresh artifact with the module it came from, then evicts down to the bound.
-  absl::Status Insert(const std::string& key, const std::string& digest,
-                      const std::string& artifact, const std::string& module_bytes);
+  // Stores a fresh artifact with the module it came from, signed, then evicts down to the
+  // bound; the stored size. The artifact must verify against `digest` (DataLoss otherwise).
+  absl::StatusOr<int64_t> Insert(const std::string& key, const std::string& digest,
+                                 const std::string& artifact, const std::string& module_bytes);
 
   // Requests seen before, by a fingerprint of their exact bytes (module source, target,
   // options): the same bytes parse to the same module, so a remembered fingerprint is a hit
@@ -60,6 +64,7 @@ class ArtifactCache {
 
   Store* store_;
   int64_t max_bytes_;
+  const runtime::SigningKey* signer_;
   std::atomic<int64_t> hits_{0}, misses_{0}, evictions_{0};
   std::mutex mu_;
   std::map<std::string, std::pair<int64_t, int64_t>> verified_;  // digest -> (size, mtime ns)

@@ -66,12 +66,14 @@ absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& p
         p.name = fields[i].substr(5);
       } else if (fields[i] == "role=admin") {
         p.admin = true;
+      } else if (fields[i] == "upload=allow") {
+        p.may_upload = true;
       } else if (absl::StartsWith(fields[i], "keys=") && fields[i].size() > 5) {
         p.device_keys = absl::StrSplit(fields[i].substr(5), ',', absl::SkipEmpty());
       } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ":", lineno, ": unknown field '", fields[i],
-                         "' (expected name=NAME, role=admin or keys=K1,K2 after the token)"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ":", lineno, ": unknown field '", fields[i],
+            "' (expected name=NAME, role=admin, keys=K1,K2 or upload=allow after the token)"));
       }
     }
     if (!tokens.emplace(TokenDigest(fields[0]), p).second) {

@@ -29,6 +29,10 @@ struct Principal {
   // under any other is refused. Empty: every key (and kilnd warns at start).
   std::vector<std::string> device_keys;
   bool MayServe(const std::string& device_key) const;
+  // A client credential's `upload=allow`: it may run artifacts kilnd did not build (they are
+  // signed on arrival, and run as any artifact does). Without it, only artifacts signed by a key
+  // kilnd trusts (its own) are accepted back.
+  bool may_upload = false;
 };
 
 struct AuthConfig {
@@ -46,10 +50,10 @@ struct AuthConfig {
 std::string TokenDigest(absl::string_view token);
 
 // One token per line, optionally followed by fields: `TOKEN [name=NAME] [role=admin]
-// [keys=K1,K2]`; blank lines and lines starting with '#' are skipped. A token without a name is
-// known by a digest of itself ("token:1a2b3c4d"), never by the token. Keyed by TokenDigest. A
-// file that users other than its owner may read is refused (FailedPrecondition), unless
-// `allow_shared_file`, when `warning` says so.
+// [keys=K1,K2] [upload=allow]`; blank lines and lines starting with '#' are skipped. A token
+// without a name is known by a digest of itself ("token:1a2b3c4d"), never by the token. Keyed by
+// TokenDigest. A file that users other than its owner may read is refused (FailedPrecondition),
+// unless `allow_shared_file`, when `warning` says so.
 absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& path,
                                                             bool allow_shared_file = false,
                                                             std::string* warning = nullptr);

@@ -253,12 +253,23 @@ grpc::Status KilnService::PrepareTask(const v1::ArtifactRef& ref, const Principa
     }
     absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(ref.artifact(), false);
     if (!parsed.ok()) return Invalid(absl::StrCat("artifact: ", parsed.status().message()));
+    // Native code runs on the device: only what kilnd built, unless the caller may upload.
+    absl::Status ours = ctx_->own_keys != nullptr
+                            ? runtime::CheckArtifactSignature(*parsed, *ctx_->own_keys)
+                            : absl::OkStatus();
+    if (!ours.ok() && !caller.may_upload && !ctx_->allow_unsigned_uploads) {
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("artifact ", parsed->manifest().digest().substr(0, 16),
+                       " was not built by this service (", ours.message(),
+                       "): compile it here (kiln compile --server), or ask for a token with "
+                       "upload=allow"));
+    }
     *manifest = parsed->manifest();
     digest = manifest->digest();
-    task->set_artifact_size(static_cast<int64_t>(ref.artifact().size()));
-    if (absl::Status s = ctx_->cache->Insert("", digest, ref.artifact(), ""); !s.ok()) {
-      return ToGrpc(s);
-    }
+    absl::StatusOr<int64_t> stored = ctx_->cache->Insert("", digest, ref.artifact(), "");
+    if (!stored.ok()) return ToGrpc(stored.status());
+    task->set_artifact_size(*stored);
   } else {
     return Invalid("artifact: give a digest or the artifact's bytes");
   }

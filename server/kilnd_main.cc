@@ -1,5 +1,7 @@
 // kilnd: the Kiln compilation daemon. Every flag can also come from a config file
 // (--config FILE, TOML or INI: `listen = "0.0.0.0:7077"`); flags on the command line win.
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,7 @@ std::string DefaultStoreDir() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  umask(077);  // what it writes (store, keys, cached artifacts) is its owner's alone
   // A crash leaves its signal and a symbolized stack trace on stderr, after the log lines; the
   // graceful SIGTERM below replaces the handler's own for that signal.
   absl::InitializeSymbolizer(argv[0]);
@@ -87,6 +90,16 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_flag("--allow-shared-token-files", options.allow_shared_token_files,
                "accept token files other users may read (with a warning)");
+  app.add_option("--signing-key", options.signing_key_file,
+                 "Ed25519 private key (PEM) that signs every artifact kilnd builds (default: "
+                 "STORE/signing_key.pem, created on first start; agents trust its .pub)");
+  app.add_option("--trusted-keys", options.trusted_keys_file,
+                 "more public keys (PEM) whose signed artifacts clients may hand back (a "
+                 "rotated-out key)")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--allow-unsigned-uploads", options.allow_unsigned_uploads,
+               "let every client run artifacts kilnd did not build on devices (development "
+               "only; with tokens, give `upload=allow` to the clients that may)");
   app.add_option("--max-string-bytes", options.max_string_bytes,
                  "longest string field of a request (names, keys, targets, reasons)")
       ->capture_default_str()

@@ -74,15 +74,11 @@ int PostgresStore::SchemaVersion() { return static_cast<int>(Migrations().size()
 absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& url,
                                                                    const std::string& dir,
                                                                    const OpenOptions& options) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir + "/artifacts", ec);
-  if (ec) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
-  }
+  if (absl::Status s = CreatePrivateDirectories(dir, {"artifacts"}); !s.ok()) return s;
   std::unique_ptr<PostgresStore> store(new PostgresStore(dir));
   store->local_max_bytes_ = options.local_copies_max_bytes;
   // The local copies a previous run left, least recently modified first.
+  std::error_code ec;
   std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> copies;
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/artifacts", ec)) {
     if (entry.path().extension() == ".kiln")
@@ -373,7 +369,10 @@ absl::Status PostgresStore::PutArtifact(const std::string& digest, const std::st
       {digest, cache_key, absl::StrCat(bytes.size()), absl::StrCat(NowUnixMs()), bytes, module},
       {false, false, false, false, true, true});
   if (!r.ok()) return r.status();
-  if (absl::Status s = WriteFileAtomically(ArtifactPath(digest), bytes); !s.ok()) return s;
+  // The database keeps the bytes first stored (ON CONFLICT leaves them); so does the local copy.
+  if (!IntactArtifactFile(ArtifactPath(digest), digest)) {
+    if (absl::Status s = WriteFileAtomically(ArtifactPath(digest), bytes); !s.ok()) return s;
+  }
   if (!module.empty()) {
     if (absl::Status s = WriteFileAtomically(ModulePath(digest), module); !s.ok()) return s;
   }

@@ -27,6 +27,8 @@
 namespace kiln::server {
 
 struct KilnServer::Parts {
+  std::unique_ptr<runtime::SigningKey> signing_key;
+  runtime::TrustedKeys own_keys;  // the signing key's and --trusted-keys
   std::unique_ptr<Store> store;
   std::unique_ptr<ArtifactCache> cache;
   std::unique_ptr<JobManager> jobs;
@@ -228,7 +230,32 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   }
   if (!store.ok()) return store.status();
   parts->store = std::move(*store);
-  parts->cache = std::make_unique<ArtifactCache>(parts->store.get(), options.cache_max_bytes);
+  // Every artifact kilnd stores is signed; agents run nothing else (runtime/artifact_signing.h).
+  const std::string key_path =
+      options.signing_key_file.empty()
+          ? (std::filesystem::path(options.store_dir) / "signing_key.pem").string()
+          : options.signing_key_file;
+  absl::StatusOr<runtime::SigningKey> key = runtime::SigningKey::LoadOrCreate(key_path);
+  if (!key.ok()) return key.status();
+  parts->signing_key = std::make_unique<runtime::SigningKey>(*std::move(key));
+  parts->own_keys.Add(*parts->signing_key);
+  if (!options.trusted_keys_file.empty()) {
+    absl::StatusOr<runtime::TrustedKeys> more =
+        runtime::TrustedKeys::Load(options.trusted_keys_file);
+    if (!more.ok()) return more.status();
+    absl::StatusOr<runtime::TrustedKeys> all =
+        runtime::TrustedKeys::FromPem(parts->own_keys.Pem() + more->Pem(), "the trusted keys");
+    if (!all.ok()) return all.status();
+    parts->own_keys = *std::move(all);
+  }
+  LogEvent(LogLevel::kInfo, "signing artifacts",
+           {{"key_id", parts->signing_key->key_id()},
+            {"key", key_path},
+            {"agents_trust", key_path + ".pub"}});
+  ctx.own_keys = &parts->own_keys;
+  ctx.allow_unsigned_uploads = options.allow_unsigned_uploads;
+  parts->cache = std::make_unique<ArtifactCache>(parts->store.get(), options.cache_max_bytes,
+                                                 parts->signing_key.get());
   parts->jobs = std::make_unique<JobManager>(jobs, parts->store.get(), parts->cache.get());
   if (absl::Status s = parts->jobs->Start(); !s.ok()) return s;
   ctx.store = parts->store.get();

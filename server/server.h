@@ -41,6 +41,16 @@ struct ServerOptions {
   bool allow_shared_token_files = false;
   // Agents by certificate under mutual TLS, with the device keys each may serve (auth.h).
   std::string agent_certs_file;
+  // The Ed25519 key (PEM) kilnd signs every artifact it builds with; empty: signing_key.pem in
+  // the store's directory, created on first start with its public key beside it (.pub), which
+  // agents are given (--trusted-keys). A cluster's instances share one.
+  std::string signing_key_file;
+  // More public keys (PEM) whose signatures kilnd accepts on artifacts handed back to it: the
+  // old key during a rotation (docs/SECURITY.md).
+  std::string trusted_keys_file;
+  // Accept artifacts kilnd did not sign from every client (development without tokens); with
+  // tokens, `upload=allow` names the clients that may.
+  bool allow_unsigned_uploads = false;
   // Longest string field of any request or agent message (names, keys, targets, reasons); the
   // module's TVMScript text is bounded by max_module_bytes instead.
   int64_t max_string_bytes = 4096;

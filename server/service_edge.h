@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
+#include "runtime/artifact_signing.h"
 #include "server/artifact_cache.h"
 #include "server/auth.h"
 #include "server/jobs/job_manager.h"
@@ -32,6 +33,10 @@ struct ServiceContext {
   JobManager* jobs = nullptr;
   int64_t max_module_bytes = 32 << 20;
   int64_t max_string_bytes = 4096;  // any string field of a request (ServerOptions)
+  // The keys whose signatures make a client's artifact kilnd's own (its signing key, and any
+  // --trusted-keys); others need Principal::may_upload or allow_unsigned_uploads.
+  const runtime::TrustedKeys* own_keys = nullptr;
+  bool allow_unsigned_uploads = false;
 };
 
 grpc::Status ToGrpc(const absl::Status& s);

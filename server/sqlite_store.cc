@@ -56,12 +56,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir + "/artifacts", ec);
-  if (!ec) std::filesystem::create_directories(dir + "/inputs", ec);
-  if (ec)
-    return absl::PermissionDeniedError(
-        absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
+  if (absl::Status s = CreatePrivateDirectories(dir, {"artifacts", "inputs"}); !s.ok()) return s;
   std::unique_ptr<SqliteStore> store(new SqliteStore(dir));
   std::string path = dir + "/kiln.db";
   if (sqlite3_open(path.c_str(), &store->db_) != SQLITE_OK) {
@@ -246,8 +241,10 @@ absl::StatusOr<std::vector<v1::Device>> SqliteStore::LoadDevices() {
 absl::Status SqliteStore::PutArtifact(const std::string& digest, const std::string& cache_key,
                                       const std::string& bytes, const std::string& module) {
   // Files first, then the index: a crash in between leaves an unindexed file, never an index
-  // entry without its bytes.
-  if (absl::Status s = WriteFileAtomically(ArtifactPath(digest), bytes); !s.ok()) return s;
+  // entry without its bytes. An intact file of the digest stays as it is.
+  if (!IntactArtifactFile(ArtifactPath(digest), digest)) {
+    if (absl::Status s = WriteFileAtomically(ArtifactPath(digest), bytes); !s.ok()) return s;
+  }
   if (!module.empty()) {
     if (absl::Status s = WriteFileAtomically(ModulePath(digest), module); !s.ok()) return s;
   }

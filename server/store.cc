@@ -1,5 +1,6 @@
 #include "server/store.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -29,16 +30,45 @@ std::string Store::ModulePath(const std::string& digest) const {
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
   std::string temp = absl::StrCat(path, ".tmp.", getpid());
   {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) return absl::InternalError(absl::StrCat("store: cannot write ", temp));
+    // Owner-only: artifacts and inputs are tenants' data.
+    int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return absl::InternalError(absl::StrCat("store: cannot write ", temp));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    close(fd);
+    if (done != bytes.size())
+      return absl::InternalError(absl::StrCat("store: cannot write ", temp));
   }
   std::error_code ec;
   std::filesystem::rename(temp, path, ec);
   if (ec)
     return absl::InternalError(absl::StrCat("store: cannot write ", path, ": ", ec.message()));
   return absl::OkStatus();
+}
+
+absl::Status CreatePrivateDirectories(const std::string& dir,
+                                      const std::vector<std::string>& subdirs) {
+  std::error_code ec;
+  for (const std::string& sub : subdirs) {
+    std::filesystem::create_directories(dir + "/" + sub, ec);
+    if (!ec) std::filesystem::permissions(dir + "/" + sub, std::filesystem::perms::owner_all, ec);
+    if (ec) break;
+  }
+  if (!ec) std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("store: cannot create ", dir, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+bool IntactArtifactFile(const std::string& path, const std::string& digest) {
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  return bytes.ok() && VerifyArtifact(*bytes, digest).ok();
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {

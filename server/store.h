@@ -96,7 +96,14 @@ class Store {
 };
 
 // Shared by the implementations.
+// Written owner-only (0600) through a temporary file renamed into place.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+// `dir` and its `subdirs`, owner-only (0700), tightened where they exist already.
+absl::Status CreatePrivateDirectories(const std::string& dir,
+                                      const std::vector<std::string>& subdirs);
+// Whether the artifact file at `path` is there and verifies against `digest`: a stored digest is
+// written once (a content digest names its bytes, the signature aside), never rewritten.
+bool IntactArtifactFile(const std::string& path, const std::string& digest);
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 // OK when `bytes` parse as an artifact whose content digest is `digest`.
 absl::Status VerifyArtifact(const std::string& bytes, const std::string& digest);

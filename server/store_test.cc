@@ -186,6 +186,29 @@ TEST_P(StoreTest, ArtifactsAreVerifiedAndDevicesKept) {
   EXPECT_EQ((*devices)[0].agents_connected(), 2);
 }
 
+// A stored digest is written once: the same content with other bytes beside it (another
+// signature) leaves the first bytes in place; files are the owner's alone.
+TEST_P(StoreTest, AStoredArtifactIsNeverRewrittenAndOwnerOnly) {
+  std::unique_ptr<Store> store = Open("write_once");
+  ASSERT_NE(store, nullptr);
+  const std::string artifact = MakeArtifact("first bytes");
+  const std::string digest = DigestOf(artifact);
+  ASSERT_TRUE(store->PutArtifact(digest, "key", artifact, "").ok());
+  absl::StatusOr<v1::ArtifactProto> other = runtime::ParseArtifact(artifact, false);
+  ASSERT_TRUE(other.ok());
+  other->mutable_signature()->set_key_id("someone else");
+  other->mutable_signature()->set_signature("forged");
+  const std::string resigned = other->SerializeAsString();
+  ASSERT_NE(resigned, artifact);
+  ASSERT_TRUE(store->PutArtifact(digest, "key", resigned, "").ok());
+  EXPECT_EQ(*store->ReadArtifact(digest), artifact);
+  EXPECT_EQ(*ReadFile(store->ArtifactPath(digest)), artifact);
+  namespace fs = std::filesystem;
+  EXPECT_EQ(fs::status(store->ArtifactPath(digest)).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(dir_).permissions() & fs::perms::all, fs::perms::owner_all);
+}
+
 // ---- What only the shared store does ----
 
 TEST(PostgresStore, TwoInstancesShareJobsAndArtifacts) {

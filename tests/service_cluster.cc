@@ -104,6 +104,8 @@ int Process::Wait(int timeout_ms) {
 
 int Cluster::FreePort() { return FreeLoopbackPort(); }
 
+std::string Cluster::SigningKeyPath() { return TmpPath("keys") + "/signing_key.pem"; }
+
 std::string Cluster::TmpPath(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   std::string dir = absl::StrCat(tmp ? tmp : "/tmp", "/", name);
@@ -121,6 +123,10 @@ absl::Status Cluster::StartDaemon(const std::vector<std::string>& extra_flags, b
   }
   if (std::find(extra_flags.begin(), extra_flags.end(), "--drain-timeout-s") == extra_flags.end()) {
     argv.insert(argv.end(), {"--drain-timeout-s", "30"});
+  }
+  // One signing key for every instance of the test (a cluster's instances share one).
+  if (std::find(extra_flags.begin(), extra_flags.end(), "--signing-key") == extra_flags.end()) {
+    argv.insert(argv.end(), {"--signing-key", SigningKeyPath()});
   }
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   daemon_ = std::make_unique<Process>(argv, absl::StrCat(dir_, "/kilnd.", starts_++, ".log"));
@@ -150,6 +156,9 @@ absl::StatusOr<std::string> Cluster::StartAgentCommand(
   std::vector<std::string> argv = command;
   argv.insert(argv.end(), {"--server", address(), "--device-key", device_key, "--cache-dir",
                            dir_ + "/agent" + n, "--max-backoff-ms", "500"});
+  if (std::find(extra_flags.begin(), extra_flags.end(), "--trusted-keys") == extra_flags.end()) {
+    argv.insert(argv.end(), {"--trusted-keys", SigningKeyPath() + ".pub"});
+  }
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   auto agent = std::make_unique<Process>(argv, absl::StrCat(dir_, "/agent", n, ".log"));
   absl::StatusOr<std::string> id = agent->WaitForLog("kiln-agent: registered as ");

@@ -80,6 +80,9 @@ class Cluster {
   std::string Metrics() const;
 
   static std::string TmpPath(const std::string& name);
+  // The signing key every kilnd of the test is started with (created by the first), and whose
+  // public key (+ ".pub") every agent trusts, unless a test's flags say otherwise.
+  static std::string SigningKeyPath();
 
  private:
   std::string dir_;

@@ -309,7 +309,8 @@ TEST_F(ServiceTest, AnAgentRetriesWithDoublingBackoffUntilTheDaemonComes) {
   std::string address = cluster_->address();
   cluster_->StopDaemon();
   Process agent({TestBinaries().agent, "--server", address, "--device-key", "cpu", "--cache-dir",
-                 cluster_->dir() + "/agent", "--max-backoff-ms", "800"},
+                 cluster_->dir() + "/agent", "--max-backoff-ms", "800", "--trusted-keys",
+                 Cluster::SigningKeyPath() + ".pub"},
                 cluster_->dir() + "/agent.log");
   std::vector<int> waits;
   for (int i = 0; i < 100 && waits.size() < 6; ++i) {

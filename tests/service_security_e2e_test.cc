@@ -17,6 +17,7 @@ TEST_F(ServiceTest, JobsAndArtifactsBelongToWhoeverSubmittedThem) {
       "# clients\nalice-secret name=alice\nbob-secret name=bob\nops-secret name=ops role=admin\n",
       "agent-secret\n");
   std::ofstream(dir + "/agent.token") << "agent-secret\n";
+  PrivateFile(dir + "/agent.token");
   ASSERT_TRUE(cluster_->StartAgent("cpu", {"--token", dir + "/agent.token"}).ok());
   auto as = [&](const char* token) {
     runtime::ChannelOptions o;
@@ -88,13 +89,16 @@ TEST_F(ServiceTest, AgentsServeOnlyTheirKeysAndSeeOnlyTheirTasks) {
                                     "board2-secret name=board2-agent keys=board2\n");
   std::ofstream(dir + "/board1.token") << "board1-secret\n";
   std::ofstream(dir + "/board2.token") << "board2-secret\n";
+  PrivateFile(dir + "/board1.token");
+  PrivateFile(dir + "/board2.token");
   absl::StatusOr<std::string> board1 =
       cluster_->StartAgent("board1", {"--token", dir + "/board1.token"});
   ASSERT_TRUE(board1.ok()) << board1.status();
 
   // board2's credential cannot pose as board1.
   Process impostor({TestBinaries().agent, "--server", cluster_->address(), "--device-key", "board1",
-                    "--cache-dir", dir + "/impostor", "--token", dir + "/board2.token"},
+                    "--cache-dir", dir + "/impostor", "--token", dir + "/board2.token",
+                    "--trusted-keys", Cluster::SigningKeyPath() + ".pub"},
                    dir + "/impostor.log");
   EXPECT_TRUE(impostor
                   .WaitForLog("PERMISSION_DENIED: agent credential 'board2-agent' may not serve "
@@ -244,7 +248,8 @@ class SecureServiceTest : public ::testing::Test {
         "-out other.pem 2>/dev/null;",
         "echo client-secret > client.tokens; echo agent-secret > agent.tokens;",
         "chmod 600 client.tokens agent.tokens;",
-        "echo client-secret > client.token; echo agent-secret > agent.token;");
+        "echo client-secret > client.token; echo agent-secret > agent.token;",
+        "chmod 600 client.token agent.token;");
     ASSERT_EQ(std::system(script.c_str()), 0);
   }
 
@@ -299,7 +304,8 @@ TEST_F(SecureServiceTest, TokensAndMutualTls) {
   Process refused(
       {TestBinaries().agent, "--server", cluster.address(), "--device-key", "cpu", "--cache-dir",
        cluster.dir() + "/refused", "--token", dir_ + "/client.token", "--tls-ca", dir_ + "/ca.pem",
-       "--tls-cert", dir_ + "/client.pem", "--tls-key", dir_ + "/client.key"},
+       "--tls-cert", dir_ + "/client.pem", "--tls-key", dir_ + "/client.key", "--trusted-keys",
+       Cluster::SigningKeyPath() + ".pub"},
       cluster.dir() + "/refused.log");
   EXPECT_TRUE(refused.WaitForLog("UNAUTHENTICATED: not an agent token of this server").ok())
       << refused.Log();
@@ -336,7 +342,8 @@ TEST_F(SecureServiceTest, AgentCertificatesServeOnlyTheirKeys) {
         std::vector<std::string>{TestBinaries().agent, "--server", cluster.address(),
                                  "--device-key", device, "--cache-dir", cluster.dir() + "/" + log,
                                  "--tls-ca", dir_ + "/ca.pem", "--tls-cert", dir_ + "/" + cert,
-                                 "--tls-key", dir_ + "/" + key},
+                                 "--tls-key", dir_ + "/" + key, "--trusted-keys",
+                                 Cluster::SigningKeyPath() + ".pub"},
         cluster.dir() + "/" + log + ".log");
   };
   auto good = agent_with("client.pem", "client.key", "board1", "good");

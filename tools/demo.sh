@@ -50,7 +50,9 @@ SERVER="127.0.0.1:$port"
 "$KILN" info --server "$SERVER"
 
 echo "== kiln-agent (device key 'local-cpu')"
+# The agent runs only artifacts signed by the key kilnd made in its store.
 "$BIN/runtime/agent/kiln-agent" --server "$SERVER" --device-key local-cpu \
+  --trusted-keys "$WORK/store/signing_key.pem.pub" \
   --cache-dir "$WORK/agent-cache" --threads 1 2>"$WORK/agent.log" &
 AGENT_PID=$!
 wait_for "$WORK/agent.log" "kiln-agent: registered as " >/dev/null
@@ -96,6 +98,7 @@ mkdir -p "$WORK/board"
 tar -xzf "$BIN/runtime/agent/kiln-agent-aarch64.tar.gz" -C "$WORK/board"
 QEMU_CPU=cortex-a72 qemu-aarch64 "$WORK/board/kiln-agent/bin/kiln-agent" --server "$SERVER" \
   --device-key edge-board --cache-dir "$WORK/board-cache" --threads 1 \
+  --trusted-keys "$WORK/store/signing_key.pem.pub" \
   --task-launcher /usr/bin/qemu-aarch64 2>"$WORK/board.log" &
 BOARD_PID=$!
 wait_for "$WORK/board.log" "kiln-agent: registered as " >/dev/null

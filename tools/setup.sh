@@ -34,8 +34,11 @@ PACKAGES=(
   libsqlite3-dev libpq-dev postgresql
   # The cluster's load balancer, run by tests:cluster_e2e_test with deploy/nginx/kiln.conf.
   nginx-light
-  # Content digests of artifacts (SHA-256); openssl makes the service tests' TLS certificates.
+  # Content digests and Ed25519 signatures of artifacts; openssl makes the service tests' TLS
+  # certificates.
   libssl-dev openssl
+  # The agent's task children refuse sockets and other processes' memory (a seccomp filter).
+  libseccomp-dev
   # ONNX models: the protobuf definitions the importer reads.
   libonnx-dev
   # ONNX's backend test suites (tests:onnx_conformance_test).
@@ -51,6 +54,7 @@ PACKAGES=(
   # multiarch), and qemu-user, which runs the aarch64 agent and kernels in the tests and the demo.
   g++-aarch64-linux-gnu qemu-user
   libgrpc++-dev:arm64 libprotobuf-dev:arm64 libabsl-dev:arm64 libssl-dev:arm64
+  libseccomp-dev:arm64
 )
 
 missing=()

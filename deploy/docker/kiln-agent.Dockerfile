@@ -1,7 +1,8 @@
 # kiln-agent on Debian 12, built by the project's own setup script. For an Arm board, copy
 # kiln-agent-aarch64.tar.gz instead (bazel build -c opt //runtime/agent:kiln-agent-aarch64.tar.gz).
 #   docker build -f deploy/docker/kiln-agent.Dockerfile -t kiln/kiln-agent .
-#   docker run kiln/kiln-agent --server kiln.example:7070 --device-key lab-x86-1
+#   docker run -v /etc/kiln/signing_key.pub:/keys/kilnd.pub:ro kiln/kiln-agent \
+#     --server kiln.example:7070 --device-key lab-x86-1 --trusted-keys /keys/kilnd.pub
 FROM debian:12 AS build
 COPY . /src
 WORKDIR /src

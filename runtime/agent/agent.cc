@@ -46,7 +46,10 @@ absl::StatusOr<std::string> EnsureArtifact(const AgentOptions& options,
   std::string path = absl::StrCat(options.cache_dir, "/", digest, ".kiln");
   if (absl::StatusOr<std::string> cached = ReadTextFile(path); cached.ok()) {
     absl::StatusOr<v1::ArtifactProto> parsed = ParseArtifact(*cached, /*check_host=*/true);
-    if (parsed.ok() && parsed->manifest().digest() == digest) return path;
+    if (parsed.ok() && parsed->manifest().digest() == digest &&
+        CheckArtifactSignature(*parsed, options.trusted_keys).ok()) {
+      return path;
+    }
     Log(absl::StrCat("cached artifact ", digest.substr(0, 12), " is corrupt; fetching again"));
   }
   grpc::ClientContext context;
@@ -70,6 +73,10 @@ absl::StatusOr<std::string> EnsureArtifact(const AgentOptions& options,
   if (parsed.manifest().digest() != digest) {
     return absl::DataLossError(absl::StrCat("fetched artifact has digest ",
                                             parsed.manifest().digest(), ", asked for ", digest));
+  }
+  // Refused before it is written anywhere a task could load it from.
+  if (absl::Status s = CheckArtifactSignature(parsed, options.trusted_keys); !s.ok()) {
+    return absl::PermissionDeniedError(absl::StrCat("refused: ", s.message()));
   }
   std::string temp = absl::StrCat(path, ".tmp.", getpid());
   {
@@ -101,6 +108,8 @@ v1::TaskResult RunTask(const AgentOptions& options, v1::AgentService::Stub* stub
   }
   *local.mutable_task() = task;
   local.set_threads(options.threads);
+  local.set_trusted_keys_pem(options.trusted_keys.Pem());
+  *local.mutable_confinement() = options.confinement;
   ChildOptions child;
   child.memory_limit_bytes = options.task_memory_limit_bytes;
   child.timeout_ms = task.timeout_ms();

@@ -1,8 +1,9 @@
 // kiln-agent: a device agent. It connects out to kilnd (so a board behind NAT can serve), registers
 // its device key and what the machine is, heartbeats, and runs the tasks it is given — each in a
-// child process with a timeout and a memory limit — reporting every repeat's time or the outputs.
-// Artifacts are fetched by digest, verified, and kept in a local cache. A lost connection is
-// retried with exponential backoff.
+// child process with a timeout and a memory limit, confined (confine.h) — reporting every
+// repeat's time or the outputs. Artifacts are fetched by digest, verified — content digest and
+// a signature by a trusted key (runtime/artifact_signing.h) — and kept in a local cache. A lost
+// connection is retried with exponential backoff.
 #ifndef KILN_RUNTIME_AGENT_AGENT_H_
 #define KILN_RUNTIME_AGENT_AGENT_H_
 
@@ -11,8 +12,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "proto/kiln/v1/agent.pb.h"
 #include "proto/kiln/v1/jobs.pb.h"
 #include "runtime/agent/channel.h"
+#include "runtime/artifact_signing.h"
 
 namespace kiln::runtime {
 
@@ -27,6 +30,10 @@ struct AgentOptions {
   std::string task_launcher;
   int min_backoff_ms = 100;
   int max_backoff_ms = 5000;
+  // Only artifacts signed by one of these run (kilnd's public key: its signing_key.pem.pub).
+  TrustedKeys trusted_keys;
+  // What each task child gives up before it loads the artifact (confine.h).
+  v1::TaskConfinement confinement;
 };
 
 class Agent {

@@ -12,6 +12,7 @@
 #include "runtime/agent/channel.h"
 #include "runtime/agent/tensor_value.h"
 #include "runtime/artifact.h"
+#include "runtime/artifact_signing.h"
 #include "runtime/device_info.h"
 #include "runtime/kernel_measure.h"
 #include "runtime/kernel_profile.h"
@@ -85,17 +86,22 @@ absl::StatusOr<std::vector<Value>> Arguments(const v1::EntryFunction& entry, con
   return args;
 }
 
-absl::Status Run(const v1::LocalTask& local, v1::TaskResult* result) {
+absl::Status Run(const v1::LocalTask& local, const std::string& bytes, v1::TaskResult* result) {
   const v1::Task& task = local.task();
   if (task.kind() == v1::JOB_KIND_TUNE) {  // a tuning candidate: no artifact, two libraries
     KILN_ASSIGN_OR_RETURN(double seconds, MeasureKernel(task.measure()));
     result->set_measured_seconds(seconds);
     return absl::OkStatus();
   }
-  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadTextFile(local.artifact_path()));
+  // The signature again, on the very bytes loaded (the cache file could have changed since the
+  // agent checked it), before anything of them is mapped.
+  KILN_ASSIGN_OR_RETURN(TrustedKeys trusted,
+                        TrustedKeys::FromPem(local.trusted_keys_pem(), "the agent's keys"));
+  KILN_ASSIGN_OR_RETURN(v1::ArtifactProto artifact, ParseArtifact(bytes, /*check_host=*/true));
+  KILN_RETURN_IF_ERROR(CheckArtifactSignature(artifact, trusted));
   int threads = local.threads() > 0 ? local.threads() : ThreadPool::DefaultThreads();
   KILN_ASSIGN_OR_RETURN(LoadedArtifact loaded,
-                        LoadArtifact(bytes, std::make_shared<ThreadPool>(threads)));
+                        LoadParsedArtifact(artifact, std::make_shared<ThreadPool>(threads)));
   bool profile = task.kind() == v1::JOB_KIND_PROFILE;
   std::string function = profile ? task.profile().function() : task.function();
   if (function.empty()) function = "main";
@@ -154,10 +160,10 @@ void Summarize(const std::vector<double>& seconds_per_call, v1::ProfileResult* o
   out->set_stddev_seconds(n > 1 ? std::sqrt(variance / static_cast<double>(n - 1)) : 0.0);
 }
 
-v1::TaskResult RunLocalTask(const v1::LocalTask& task) {
+v1::TaskResult RunLocalTask(const v1::LocalTask& task, const std::string& artifact) {
   v1::TaskResult result;
   result.set_task_id(task.task().task_id());
-  absl::Status status = Run(task, &result);
+  absl::Status status = Run(task, artifact, &result);
   result.set_ok(status.ok());
   if (!status.ok()) {
     result.clear_profile();

@@ -83,6 +83,9 @@ absl::StatusOr<std::unique_ptr<Child>> Child::Start(const std::vector<std::strin
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
+    // Nothing else of the parent's (its connections, its files) reaches the child, whatever
+    // flags they were opened with.
+    close_range(3, ~0U, 0);
     if (memory_limit_bytes > 0) {
       struct rlimit limit;
       limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(memory_limit_bytes);

@@ -217,11 +217,13 @@ void WorkerPool::RunCompile(const HeldJob& job, std::unique_ptr<runtime::Child> 
     }
   } else if (failure.empty()) {
     cache_->RecordMiss();
-    absl::Status stored =
+    absl::StatusOr<int64_t> stored =
         cache_->Insert(outcome.cache_key(), outcome.digest(), outcome.artifact(), outcome.module());
     if (!stored.ok()) {
-      failure = absl::StrCat("cannot store the artifact: ", stored.message());
-      code = stored.code();
+      failure = absl::StrCat("cannot store the artifact: ", stored.status().message());
+      code = stored.status().code();
+    } else {
+      artifact_size = *stored;  // signed
     }
   }
   if (failure.empty()) cache_->RememberFingerprint(job.input.fingerprint(), outcome.digest());

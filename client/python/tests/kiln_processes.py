@@ -35,8 +35,11 @@ def start_agent(work, address, *flags, key="cpu"):
     """An agent of device `key`, once it has registered."""
     log = os.path.join(work, "agent.log")
     with open(log, "w") as out:
+        # kilnd signs what it builds with the key it made in its store; the agent trusts it.
         agent = subprocess.Popen([os.environ["KILN_AGENT"], "--server", address, "--device-key",
-                                  key, "--cache-dir", os.path.join(work, "agent"), *flags],
+                                  key, "--cache-dir", os.path.join(work, "agent"),
+                                  "--trusted-keys",
+                                  os.path.join(work, "store", "signing_key.pem.pub"), *flags],
                                  stdout=out, stderr=subprocess.STDOUT)
     wait_for(log, r"registered as")
     return agent

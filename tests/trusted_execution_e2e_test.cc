@@ -1,0 +1,195 @@
+// Trusted execution end to end (issue 47): only code kilnd built — or signed for a client allowed
+// to upload — runs on a device; an agent runs only what a key it trusts signed; a task child
+// cannot reach the agent's token, the network or the agent's memory; a stored artifact's digest
+// is never rewritten by another tenant. Real kilnd, kiln-worker and kiln-agent processes on
+// loopback, with client and agent tokens.
+//
+// Arguments: kilnd, kiln-agent, kiln (the binaries under test).
+#include "runtime/artifact_signing.h"
+#include "tests/service_test_util.h"
+
+namespace kiln::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The library whose constructor probes what it can reach (testdata/probe_library.c).
+constexpr char kProbeLibrary[] = "tests/libprobe_library.so";
+
+class TrustedExecutionTest : public ServiceTest {
+ protected:
+  // kilnd with three clients — alice, bob, and an uploader allowed to upload — and an agent
+  // token for device "cpu", and that agent started with its token file.
+  void SetUp() override {
+    dir_ = StartWithTokens(
+        "trusted_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()),
+        "alice-secret name=alice\nbob-secret name=bob\n"
+        "uploader-secret name=uploader upload=allow\n",
+        "agent-secret name=cpu-agent keys=cpu,stranger,both\n");
+    std::ofstream(dir_ + "/agent.token") << "agent-secret\n";
+    PrivateFile(dir_ + "/agent.token");
+    absl::StatusOr<std::string> agent =
+        cluster_->StartAgent("cpu", {"--token", dir_ + "/agent.token"});
+    ASSERT_TRUE(agent.ok()) << agent.status();
+    agent_id_ = *agent;
+    alice_ = As("alice-secret");
+    bob_ = As("bob-secret");
+    uploader_ = As("uploader-secret");
+    compiled_ = CompileOk(*alice_, CompileRequest(kMlp));
+    absl::StatusOr<std::string> bytes = alice_->DownloadArtifact(compiled_.artifact_digest());
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    signed_artifact_ = *bytes;
+  }
+
+  std::unique_ptr<client::KilnClient> As(const std::string& token) {
+    runtime::ChannelOptions o;
+    o.token = token;
+    absl::StatusOr<std::unique_ptr<client::KilnClient>> c = cluster_->Client(o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return std::move(*c);
+  }
+
+  // Alice's artifact with its kernel library replaced by the probe, digested again and unsigned:
+  // what a tenant builds on its own machine.
+  std::string ProbeArtifact() {
+    absl::StatusOr<v1::ArtifactProto> a = runtime::ParseArtifact(signed_artifact_, false);
+    EXPECT_TRUE(a.ok()) << a.status();
+    a->set_kernels(ReadFile(kProbeLibrary));
+    EXPECT_GT(a->kernels().size(), 1000u);
+    a->clear_signature();
+    return runtime::SerializeArtifact(*a);
+  }
+
+  // An inference of the MLP's input by `artifact`'s bytes.
+  absl::StatusOr<v1::Job> Infer(client::KilnClient& client, const std::string& artifact,
+                                const std::string& function = "main") {
+    v1::SubmitInferenceRequest request;
+    request.mutable_artifact()->set_artifact(artifact);
+    request.set_device_key("cpu");
+    request.set_function(function);
+    runtime::TensorToProto(Npy(kMlpInput), "", request.add_inputs());
+    absl::StatusOr<v1::SubmitResponse> submitted = client.SubmitInference(request);
+    if (!submitted.ok()) return submitted.status();
+    return client.Wait(submitted->job().id());
+  }
+
+  absl::StatusOr<v1::Job> InferDigest(client::KilnClient& client, const std::string& digest,
+                                      const std::string& device = "cpu") {
+    v1::SubmitInferenceRequest request;
+    request.mutable_artifact()->set_digest(digest);
+    request.set_device_key(device);
+    runtime::TensorToProto(Npy(kMlpInput), "", request.add_inputs());
+    absl::StatusOr<v1::SubmitResponse> submitted = client.SubmitInference(request);
+    if (!submitted.ok()) return submitted.status();
+    return client.Wait(submitted->job().id());
+  }
+
+  std::string dir_, agent_id_;
+  std::unique_ptr<client::KilnClient> alice_, bob_, uploader_;
+  v1::Job compiled_;
+  std::string signed_artifact_;
+};
+
+// Finding 1: client B sent its own .kiln bytes, whose library's constructor ran on A's board,
+// read the agent's token and impersonated the board. Now kilnd refuses what it did not build; a
+// client allowed to upload gets its library run confined: the constructor runs, and reaches
+// neither the token, nor the network, nor the agent's memory.
+TEST_F(TrustedExecutionTest, ForeignCodeNeverRunsAndAllowedUploadsReachNoSecrets) {
+  const std::string probe = ProbeArtifact();
+  absl::StatusOr<v1::Job> refused = Infer(*bob_, probe);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("was not built by this service"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("not signed"));
+  EXPECT_THAT(cluster_->agent(agent_id_).Log(), Not(HasSubstr("kiln-probe")));
+
+  // Alice's own artifact, signed by kilnd, handed back as bytes: accepted, and it runs.
+  absl::StatusOr<v1::Job> own = Infer(*alice_, signed_artifact_);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->state(), v1::JOB_STATE_SUCCEEDED) << own->reason();
+
+  // The uploader may upload: the library is loaded in a confined child.
+  absl::StatusOr<v1::Job> probed = Infer(*uploader_, probe);
+  ASSERT_TRUE(probed.ok()) << probed.status();
+  EXPECT_EQ(probed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(probed->reason(), HasSubstr("kiln-probe: token"));  // the constructor ran ...
+  EXPECT_THAT(probed->reason(), HasSubstr("(named)"));            // ... found the token's path
+  EXPECT_THAT(probed->reason(), Not(HasSubstr("REACHED")));       // ... and reached nothing
+  EXPECT_THAT(probed->reason(), HasSubstr("socket Operation not permitted"));
+  std::printf("the probe's report: %s\n", probed->reason().c_str());
+
+  // The board is still the board: its token was not taken, alice's inference runs on it.
+  absl::StatusOr<v1::Job> after = InferDigest(*alice_, compiled_.artifact_digest());
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->state(), v1::JOB_STATE_SUCCEEDED) << after->reason();
+}
+
+// An agent loads only what a key it trusts signed: one configured with another key refuses
+// kilnd's artifact before writing it anywhere; one that trusts both (a rotation) runs it.
+TEST_F(TrustedExecutionTest, AnAgentRunsOnlyWhatItsTrustedKeysSigned) {
+  absl::StatusOr<runtime::SigningKey> other = runtime::SigningKey::Generate();
+  ASSERT_TRUE(other.ok());
+  std::ofstream(dir_ + "/other.pub") << other->PublicKeyPem();
+  std::ofstream(dir_ + "/both.pub")
+      << other->PublicKeyPem() << ReadFile(Cluster::SigningKeyPath() + ".pub");
+  ASSERT_TRUE(cluster_
+                  ->StartAgent("stranger", {"--token", dir_ + "/agent.token", "--trusted-keys",
+                                            dir_ + "/other.pub"})
+                  .ok());
+  ASSERT_TRUE(cluster_
+                  ->StartAgent("both", {"--token", dir_ + "/agent.token", "--trusted-keys",
+                                        dir_ + "/both.pub"})
+                  .ok());
+  absl::StatusOr<v1::Job> stranger = InferDigest(*alice_, compiled_.artifact_digest(), "stranger");
+  ASSERT_TRUE(stranger.ok()) << stranger.status();
+  EXPECT_EQ(stranger->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(stranger->reason(), HasSubstr("refused: it is signed by key"));
+  EXPECT_THAT(stranger->reason(), HasSubstr("which this process does not trust"));
+  // Nowhere in an agent's cache (kilnd's store keeps its own copy).
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_)) {
+    if (entry.path().filename() == compiled_.artifact_digest() + ".kiln") {
+      EXPECT_NE(entry.path().string().find("/store/"), std::string::npos) << entry.path();
+    }
+  }
+
+  absl::StatusOr<v1::Job> both = InferDigest(*alice_, compiled_.artifact_digest(), "both");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->state(), v1::JOB_STATE_SUCCEEDED) << both->reason();
+}
+
+// Finding 2: a copy of alice's artifact with `main` renamed kept its digest, overwrote alice's
+// file and broke her jobs. Now the digest covers the manifest: the edited copy is another
+// artifact (and unsigned, refused unless the tenant may upload), and alice's bytes stay hers.
+TEST_F(TrustedExecutionTest, AnotherTenantCannotRewriteAStoredArtifact) {
+  absl::StatusOr<v1::ArtifactProto> copy = runtime::ParseArtifact(signed_artifact_, false);
+  ASSERT_TRUE(copy.ok());
+  copy->mutable_manifest()->mutable_functions(0)->set_name("renamed");
+  // The edited manifest with the old digest and signature: corrupt.
+  absl::StatusOr<v1::Job> same_digest = Infer(*uploader_, copy->SerializeAsString(), "renamed");
+  ASSERT_FALSE(same_digest.ok());
+  EXPECT_EQ(same_digest.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(same_digest.status().message(), HasSubstr("content digest"));
+  // Digested again: a new artifact, with a new digest, stored beside alice's.
+  copy->clear_signature();
+  const std::string renamed = runtime::SerializeArtifact(*copy);
+  EXPECT_EQ(Infer(*bob_, renamed, "renamed").status().code(), absl::StatusCode::kPermissionDenied);
+  absl::StatusOr<v1::Job> uploaded = Infer(*uploader_, renamed, "renamed");
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  // Broken for its uploader alone: the executable has no such function.
+  EXPECT_EQ(uploaded->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(uploaded->reason(), HasSubstr("no function 'renamed'"));
+  absl::StatusOr<v1::ArtifactManifest> renamed_manifest = runtime::ReadArtifactManifest(renamed);
+  ASSERT_TRUE(renamed_manifest.ok());
+  EXPECT_NE(renamed_manifest->digest(), compiled_.artifact_digest());
+
+  absl::StatusOr<std::string> alices = alice_->DownloadArtifact(compiled_.artifact_digest());
+  ASSERT_TRUE(alices.ok()) << alices.status();
+  EXPECT_EQ(*alices, signed_artifact_);
+  absl::StatusOr<v1::Job> works = InferDigest(*alice_, compiled_.artifact_digest());
+  ASSERT_TRUE(works.ok()) << works.status();
+  EXPECT_EQ(works->state(), v1::JOB_STATE_SUCCEEDED) << works->reason();
+}
+
+}  // namespace
+}  // namespace kiln::testing
