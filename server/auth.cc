@@ -107,6 +107,23 @@ absl::StatusOr<std::map<std::string, Principal>> ReadAgentCerts(const std::strin
   return certs;
 }
 
+absl::StatusOr<Principal> CertificatePrincipal(const AuthConfig& config, const std::string& subject,
+                                               Role role) {
+  auto agent = config.agent_certs.find(subject);
+  if (role == Role::kAgent) {
+    if (agent != config.agent_certs.end()) return agent->second;
+    if (!config.any_certificate_is_an_agent) {
+      return absl::UnauthenticatedError("not an agent certificate of this server");
+    }
+  } else if (agent != config.agent_certs.end()) {
+    // A certificate is an agent or a client, never both.
+    return absl::UnauthenticatedError("an agent certificate is not a client certificate");
+  }
+  Principal p;
+  p.name = absl::StrCat("cert:", subject);
+  return p;
+}
+
 grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContextBase& context, Role role,
                        Principal* principal) {
   if (!config.enabled()) {
@@ -116,17 +133,11 @@ grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContextBase& 
       std::vector<grpc::string_ref> cn = auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
       if (!cn.empty()) {
         std::string subject(cn[0].data(), cn[0].size());
-        if (role == Role::kAgent && !config.agent_certs.empty()) {
-          auto it = config.agent_certs.find(subject);
-          if (it == config.agent_certs.end()) {
-            return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                "not an agent certificate of this server");
-          }
-          *principal = it->second;
-          return grpc::Status::OK;
+        absl::StatusOr<Principal> p = CertificatePrincipal(config, subject, role);
+        if (!p.ok()) {
+          return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(p.status().message()));
         }
-        principal->name = absl::StrCat("cert:", subject);
-        principal->admin = false;
+        *principal = *std::move(p);
         return grpc::Status::OK;
       }
     }
@@ -155,7 +166,11 @@ grpc::Status Authorize(const AuthConfig& config, const grpc::ServerContextBase& 
 }
 
 absl::StatusOr<Principal> AuthorizeBearer(const AuthConfig& config, absl::string_view header,
-                                          Role role) {
+                                          Role role, absl::string_view client_cn) {
+  if (!config.enabled() && config.mutual_tls) {
+    if (client_cn.empty()) return absl::UnauthenticatedError("a client certificate is required");
+    return CertificatePrincipal(config, std::string(client_cn), role);
+  }
   if (!config.enabled()) {
     Principal anyone;
     anyone.name = "http";

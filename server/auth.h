@@ -42,6 +42,12 @@ struct AuthConfig {
   // device keys it may serve (`--agent-certs`: lines `CN keys=K1,K2`). When set, a certificate
   // not listed is no agent.
   std::map<std::string, Principal> agent_certs;
+  // Mutual TLS is on (a client CA): without tokens, certificates are the principals, on gRPC and
+  // on the dashboard alike.
+  bool mutual_tls = false;
+  // Under mutual TLS without tokens or --agent-certs: every CA-signed certificate may register
+  // any device key (--allow-any-certificate-as-agent, which says the risk).
+  bool any_certificate_is_an_agent = false;
   bool enabled() const { return !client_tokens.empty() || !agent_tokens.empty(); }
 };
 
@@ -63,10 +69,17 @@ absl::StatusOr<std::map<std::string, Principal>> ReadTokens(const std::string& p
 absl::StatusOr<std::map<std::string, Principal>> ReadAgentCerts(const std::string& path);
 
 // The principal of an "Authorization: Bearer TOKEN" header value for `role`, or Unauthenticated
-// (no header, another form, or a token this role does not accept). For the HTTP side, which has
-// no peer identity to fall back on: with no tokens configured, the caller is an admin.
+// (no header, another form, or a token this role does not accept). For the HTTP side: without
+// tokens, under mutual TLS, the client certificate's subject `client_cn` is the principal, as on
+// gRPC (an agent certificate is no client); with neither, the caller is an admin.
 absl::StatusOr<Principal> AuthorizeBearer(const AuthConfig& config, absl::string_view header,
-                                          Role role);
+                                          Role role, absl::string_view client_cn = "");
+
+// The principal a verified client certificate of subject `subject` is for `role`: for an agent,
+// its --agent-certs line (or any certificate, with any_certificate_is_an_agent); for a client,
+// "cert:SUBJECT", unless the certificate is an agent's.
+absl::StatusOr<Principal> CertificatePrincipal(const AuthConfig& config, const std::string& subject,
+                                               Role role);
 
 // OK with the caller in `principal`, or Unauthenticated: no token, or one this role does not
 // accept (an unknown token and the other role's get the same answer, so a guess learns nothing).

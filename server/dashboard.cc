@@ -115,7 +115,7 @@ HttpResponse ServeHttp(const DashboardContext& ctx, const HttpRequest& request) 
   if (path == "/style.css") return {200, "text/css; charset=utf-8", kStyleCss};
   if (!absl::StartsWith(path, "/api/")) return Error(404, absl::StrCat("no page ", path));
   absl::StatusOr<Principal> caller =
-      AuthorizeBearer(*ctx.auth(), request.authorization, Role::kClient);
+      AuthorizeBearer(*ctx.auth(), request.authorization, Role::kClient, request.client_cn);
   if (!caller.ok()) return Error(401, std::string(caller.status().message()));
   if (path == "/api/jobs") return Jobs(ctx, *caller, request);
   if (absl::StartsWith(path, "/api/jobs/")) return OneJob(ctx, *caller, path.substr(10));

@@ -10,6 +10,18 @@ namespace {
 // Requests are a line and a few headers: anything larger is refused.
 constexpr size_t kMaxRequestBytes = 64 << 10;
 
+// The subject (CN) of the client certificate the TLS handshake verified, or "".
+std::string ClientCommonName(const httplib::Request& req) {
+  if (req.ssl == nullptr) return "";
+  X509* cert = SSL_get1_peer_certificate(req.ssl);
+  if (cert == nullptr) return "";
+  char cn[256];
+  const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn,
+                                          static_cast<int>(sizeof(cn)));
+  X509_free(cert);
+  return n > 0 ? std::string(cn, static_cast<size_t>(n)) : "";
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpOptions& options,
@@ -40,6 +52,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpOptions&
     request.path = req.path;
     for (const auto& [key, value] : req.params) request.params[key] = value;
     request.authorization = req.get_header_value("Authorization");
+    request.client_cn = ClientCommonName(req);
     HttpResponse response = handler(request);
     res.status = response.status;
     // Scripts, styles and data from this origin only; never framed, never cached.

@@ -23,6 +23,8 @@ struct HttpRequest {
   std::string path;
   std::map<std::string, std::string> params;  // the query string's
   std::string authorization;                  // the Authorization header, if any
+  // Under mutual TLS: the verified client certificate's subject (CN); empty otherwise.
+  std::string client_cn;
 };
 
 struct HttpResponse {

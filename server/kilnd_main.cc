@@ -88,6 +88,9 @@ int main(int argc, char** argv) {
                  "under mutual TLS without tokens: agent certificates by CN, one `CN keys=K1,K2` "
                  "per line (the device keys each may serve)")
       ->check(CLI::ExistingFile);
+  app.add_flag("--allow-any-certificate-as-agent", options.allow_any_certificate_as_agent,
+               "under mutual TLS without tokens or --agent-certs: let every certificate the CA "
+               "signed register as an agent for any device key");
   app.add_flag("--allow-shared-token-files", options.allow_shared_token_files,
                "accept token files other users may read (with a warning)");
   app.add_option("--signing-key", options.signing_key_file,

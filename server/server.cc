@@ -41,6 +41,7 @@ struct KilnServer::Parts {
   std::string client_tokens_file, agent_tokens_file;
   bool allow_shared_token_files = false;
   std::string agent_certs_file;
+  bool mutual_tls = false, any_certificate_is_an_agent = false;
   // Readiness: the health service says SERVING while the store answers (asked every second),
   // NOT_SERVING while it does not and from the start of a drain.
   std::thread readiness;
@@ -129,11 +130,12 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 // The token files as an AuthConfig; an error names the file and line. What is allowed but unwise
 // (a file others may read, with --allow-shared-token-files; an agent token trusted for every
 // device key) is logged as a warning.
-absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(const std::string& client_tokens_file,
-                                                           const std::string& agent_tokens_file,
-                                                           bool allow_shared,
-                                                           const std::string& agent_certs_file) {
+absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(
+    const std::string& client_tokens_file, const std::string& agent_tokens_file, bool allow_shared,
+    const std::string& agent_certs_file, bool mutual_tls, bool any_certificate_is_an_agent) {
   auto auth = std::make_shared<AuthConfig>();
+  auth->mutual_tls = mutual_tls;
+  auth->any_certificate_is_an_agent = any_certificate_is_an_agent;
   auto read = [&](const std::string& file, std::map<std::string, Principal>* into) -> absl::Status {
     if (file.empty()) return absl::OkStatus();
     std::string warning;
@@ -163,9 +165,9 @@ absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(const std::string& cl
 }  // namespace
 
 absl::Status KilnServer::ReloadTokens() {
-  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth =
-      LoadAuth(parts_->client_tokens_file, parts_->agent_tokens_file,
-               parts_->allow_shared_token_files, parts_->agent_certs_file);
+  absl::StatusOr<std::shared_ptr<const AuthConfig>> auth = LoadAuth(
+      parts_->client_tokens_file, parts_->agent_tokens_file, parts_->allow_shared_token_files,
+      parts_->agent_certs_file, parts_->mutual_tls, parts_->any_certificate_is_an_agent);
   if (!auth.ok()) {
     LogEvent(LogLevel::kError, "token reload refused; the tokens in use stay",
              {{"error", std::string(auth.status().message())}});
@@ -192,9 +194,25 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   parts->agent_tokens_file = options.agent_tokens_file;
   parts->allow_shared_token_files = options.allow_shared_token_files;
   parts->agent_certs_file = options.agent_certs_file;
+  parts->mutual_tls = !options.tls_client_ca.empty();
+  parts->any_certificate_is_an_agent = options.allow_any_certificate_as_agent;
+  const bool tokens = !options.client_tokens_file.empty() || !options.agent_tokens_file.empty();
+  if (parts->mutual_tls && !tokens && options.agent_certs_file.empty() &&
+      !options.allow_any_certificate_as_agent) {
+    // Else every certificate the CA signed could register any device key and receive its tasks.
+    return absl::InvalidArgumentError(
+        "mutual TLS without tokens needs --agent-certs FILE, the certificates that are agents and "
+        "the device keys each may serve (or --allow-any-certificate-as-agent, which lets every "
+        "client certificate serve every device)");
+  }
+  if (parts->mutual_tls && !tokens && options.allow_any_certificate_as_agent) {
+    LogEvent(LogLevel::kWarning,
+             "every client certificate may register as an agent for any device key "
+             "(--allow-any-certificate-as-agent)");
+  }
   absl::StatusOr<std::shared_ptr<const AuthConfig>> auth =
       LoadAuth(parts->client_tokens_file, parts->agent_tokens_file, parts->allow_shared_token_files,
-               parts->agent_certs_file);
+               parts->agent_certs_file, parts->mutual_tls, parts->any_certificate_is_an_agent);
   if (!auth.ok()) return auth.status();
   ctx.auth = *auth;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);

@@ -40,7 +40,9 @@ struct ServerOptions {
   // (then kilnd logs a warning).
   bool allow_shared_token_files = false;
   // Agents by certificate under mutual TLS, with the device keys each may serve (auth.h).
+  // Mutual TLS without tokens needs it, or allow_any_certificate_as_agent.
   std::string agent_certs_file;
+  bool allow_any_certificate_as_agent = false;
   // The Ed25519 key (PEM) kilnd signs every artifact it builds with; empty: signing_key.pem in
   // the store's directory, created on first start with its public key beside it (.pub), which
   // agents are given (--trusted-keys). A cluster's instances share one.

@@ -4,6 +4,8 @@
 // kiln-agent processes.
 //
 // Arguments: kilnd, kiln-agent, kiln (the binaries under test).
+#include <httplib.h>
+
 #include "tests/service_test_util.h"
 
 namespace kiln::testing {
@@ -246,6 +248,10 @@ class SecureServiceTest : public ::testing::Test {
         "-out other.csr 2>/dev/null;",
         "openssl x509 -req -in other.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
         "-out other.pem 2>/dev/null;",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=board-agent -keyout agent.key "
+        "-out agent.csr 2>/dev/null;",
+        "openssl x509 -req -in agent.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-out agent.pem 2>/dev/null;",
         "echo client-secret > client.tokens; echo agent-secret > agent.tokens;",
         "chmod 600 client.tokens agent.tokens;",
         "echo client-secret > client.token; echo agent-secret > agent.token;",
@@ -301,12 +307,11 @@ TEST_F(SecureServiceTest, TokensAndMutualTls) {
                                   dir_ + "/client.pem", "--tls-key",      dir_ + "/client.key"};
   std::vector<std::string> bad = tls;
   bad.insert(bad.end(), {"--token", dir_ + "/client.token"});
-  Process refused(
-      {TestBinaries().agent, "--server", cluster.address(), "--device-key", "cpu", "--cache-dir",
-       cluster.dir() + "/refused", "--token", dir_ + "/client.token", "--tls-ca", dir_ + "/ca.pem",
-       "--tls-cert", dir_ + "/client.pem", "--tls-key", dir_ + "/client.key", "--trusted-keys",
-       Cluster::SigningKeyPath() + ".pub"},
-      cluster.dir() + "/refused.log");
+  Process refused({TestBinaries().agent, "--server", cluster.address(), "--device-key", "cpu",
+                   "--cache-dir", cluster.dir() + "/refused", "--token", dir_ + "/client.token",
+                   "--tls-ca", dir_ + "/ca.pem", "--tls-cert", dir_ + "/client.pem", "--tls-key",
+                   dir_ + "/client.key", "--trusted-keys", Cluster::SigningKeyPath() + ".pub"},
+                  cluster.dir() + "/refused.log");
   EXPECT_TRUE(refused.WaitForLog("UNAUTHENTICATED: not an agent token of this server").ok())
       << refused.Log();
   std::vector<std::string> good = tls;
@@ -359,11 +364,25 @@ TEST_F(SecureServiceTest, AgentCertificatesServeOnlyTheirKeys) {
       << unlisted->Log();
 }
 
+// Under mutual TLS without tokens the certificate is the principal, on gRPC and on the
+// dashboard's JSON API alike (finding 3: the dashboard took every certificate for an admin); an
+// agent's certificate is no client; and kilnd refuses to start with no word on which
+// certificates are agents.
 TEST_F(SecureServiceTest, WithMutualTlsAloneTheCertificateIsThePrincipal) {
+  const std::string no_agents = Cluster::TmpPath("mtls_no_agents");
+  Process refused({TestBinaries().kilnd, "--listen", "127.0.0.1:0", "--store", no_agents + "/store",
+                   "--tls-cert", dir_ + "/server.pem", "--tls-key", dir_ + "/server.key",
+                   "--tls-client-ca", dir_ + "/ca.pem"},
+                  no_agents + "/kilnd.log");
+  EXPECT_NE(refused.Wait(), 0);
+  EXPECT_THAT(refused.Log(), HasSubstr("mutual TLS without tokens needs --agent-certs"));
+
   Cluster cluster("mtls_owners");
+  std::ofstream(cluster.dir() + "/agent.certs") << "board-agent keys=cpu\n";
   ASSERT_TRUE(cluster
                   .StartDaemon({"--tls-cert", dir_ + "/server.pem", "--tls-key",
-                                dir_ + "/server.key", "--tls-client-ca", dir_ + "/ca.pem"})
+                                dir_ + "/server.key", "--tls-client-ca", dir_ + "/ca.pem",
+                                "--agent-certs", cluster.dir() + "/agent.certs"})
                   .ok());
   runtime::ChannelOptions other = Tls("");
   other.tls_cert = dir_ + "/other.pem";
@@ -379,6 +398,34 @@ TEST_F(SecureServiceTest, WithMutualTlsAloneTheCertificateIsThePrincipal) {
             absl::StatusCode::kNotFound);
   EXPECT_TRUE((*theirs)->ListJobs()->empty());
   EXPECT_EQ((*mine)->ListJobs()->size(), 1u);
+
+  // The agent's certificate registers as the agent, and is refused as a client.
+  runtime::ChannelOptions agent_cert = Tls("");
+  agent_cert.tls_cert = dir_ + "/agent.pem";
+  agent_cert.tls_key = dir_ + "/agent.key";
+  absl::StatusOr<std::unique_ptr<client::KilnClient>> as_client = cluster.Client(agent_cert);
+  ASSERT_TRUE(as_client.ok());
+  absl::Status as_client_status = (*as_client)->ListJobs().status();
+  EXPECT_EQ(as_client_status.code(), absl::StatusCode::kUnauthenticated) << as_client_status;
+  EXPECT_THAT(as_client_status.message(), HasSubstr("an agent certificate is not a client"));
+
+  // The dashboard's JSON API over HTTPS: each certificate its own principal, as on gRPC.
+  auto api = [&](const std::string& cert, const std::string& path) {
+    httplib::SSLClient https("127.0.0.1", cluster.metrics_port(), dir_ + "/" + cert + ".pem",
+                             dir_ + "/" + cert + ".key");
+    https.set_ca_cert_path((dir_ + "/ca.pem").c_str());
+    https.enable_server_certificate_verification(true);
+    httplib::Result r = https.Get(path);
+    return r ? std::make_pair(r->status, r->body) : std::make_pair(-1, std::string());
+  };
+  auto [mine_status, mine_body] = api("client", "/api/jobs");
+  EXPECT_EQ(mine_status, 200);
+  EXPECT_THAT(mine_body, HasSubstr(compiled.id()));
+  auto [theirs_status, theirs_body] = api("other", "/api/jobs");
+  EXPECT_EQ(theirs_status, 200);
+  EXPECT_THAT(theirs_body, ::testing::Not(HasSubstr(compiled.id())));
+  EXPECT_EQ(api("other", "/api/jobs/" + compiled.id()).first, 404);
+  EXPECT_EQ(api("agent", "/api/jobs").first, 401);
 }
 
 }  // namespace
