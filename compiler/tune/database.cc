@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tune/database_postgres.h"
@@ -97,6 +99,12 @@ class SqliteTuningDatabase final : public TuningDatabase {
 };
 
 }  // namespace
+
+absl::Status CheckMeasuredSeconds(double seconds, const char* what) {
+  if (std::isfinite(seconds) && seconds > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " must be a positive number of seconds, not ", seconds));
+}
 
 absl::StatusOr<std::unique_ptr<TuningDatabase>> TuningDatabase::Open(const std::string& location) {
   if (PgConnection::IsUrl(location)) return OpenPostgresTuningDatabase(location);
@@ -200,6 +208,9 @@ absl::Status SqliteTuningDatabase::AddWorkload(const WorkloadId& w,
 }
 
 absl::Status SqliteTuningDatabase::AddRecord(const WorkloadId& w, const TuningRecord& r) {
+  if (r.seconds) {
+    if (absl::Status s = CheckMeasuredSeconds(*r.seconds, "a record's time"); !s.ok()) return s;
+  }
   absl::StatusOr<std::optional<int64_t>> id = FindWorkload(w);
   if (!id.ok()) return id.status();
   if (!id->has_value()) {
@@ -222,6 +233,9 @@ absl::Status SqliteTuningDatabase::AddRecord(const WorkloadId& w, const TuningRe
 }
 
 absl::Status SqliteTuningDatabase::SetDefaultSeconds(const WorkloadId& w, double seconds) {
+  if (absl::Status s = CheckMeasuredSeconds(seconds, "the untuned kernel's time"); !s.ok()) {
+    return s;
+  }
   Statement set(db_,
                 "UPDATE workloads SET default_seconds = ? WHERE workload_key = ? AND target = ? "
                 "AND device_key = ?");
@@ -263,7 +277,8 @@ absl::StatusOr<std::vector<TuningRecord>> SqliteTuningDatabase::Query(const Work
                 "SELECT r.candidate_key, r.trace, r.seconds, r.error, r.measured_at, "
                 "r.measured_on, r.compiler FROM records r JOIN workloads w ON r.workload_id = "
                 "w.id WHERE w.workload_key = ? AND w.target = ? AND w.device_key = ? "
-                "ORDER BY r.seconds IS NULL, r.seconds, r.id LIMIT ?");
+                "AND (r.seconds IS NULL OR r.seconds > 0) ORDER BY r.seconds IS NULL, r.seconds, "
+                "r.id LIMIT ?");
   if (!get.ok()) return Error("reading records");
   BindWorkload(get, w);
   get.Bind(4, limit);

@@ -39,6 +39,11 @@ inline bool RecordBeatsUntuned(double record_seconds, double untuned_seconds) {
 
 inline constexpr int kTuningSchemaVersion = 1;
 
+// A measured time the database keeps: finite and positive. Anything else (a negative time an
+// agent reported, say, which no candidate could ever beat) is refused on the way in and skipped
+// on the way out.
+absl::Status CheckMeasuredSeconds(double seconds, const char* what);
+
 struct WorkloadId {
   std::string workload_key;  // 16 hex digits
   std::string target;

@@ -55,6 +55,9 @@ class PostgresTuningDatabase final : public TuningDatabase {
   }
 
   absl::Status AddRecord(const WorkloadId& w, const TuningRecord& r) override {
+    if (r.seconds) {
+      if (absl::Status s = CheckMeasuredSeconds(*r.seconds, "a record's time"); !s.ok()) return s;
+    }
     absl::StatusOr<PgResult> added = db_->Query(
         "INSERT INTO records(workload_id, candidate_key, trace, seconds, error, measured_at, "
         "measured_on, compiler) SELECT id, $4, $5, NULLIF($6, '')::double precision, $7, $8, $9, "
@@ -72,6 +75,9 @@ class PostgresTuningDatabase final : public TuningDatabase {
   }
 
   absl::Status SetDefaultSeconds(const WorkloadId& w, double seconds) override {
+    if (absl::Status s = CheckMeasuredSeconds(seconds, "the untuned kernel's time"); !s.ok()) {
+      return s;
+    }
     return Error(db_->Query("UPDATE workloads SET default_seconds = $4::double precision "
                             "WHERE workload_key = $1 AND target = $2 AND device_key = $3",
                             {w.workload_key, w.target, w.device_key, Double(seconds)})
@@ -117,7 +123,8 @@ class PostgresTuningDatabase final : public TuningDatabase {
         "SELECT r.candidate_key, r.trace, r.seconds, r.error, r.measured_at, r.measured_on, "
         "r.compiler FROM records r JOIN workloads w ON r.workload_id = w.id "
         "WHERE w.workload_key = $1 AND w.target = $2 AND w.device_key = $3 "
-        "ORDER BY r.seconds IS NULL, r.seconds, r.id LIMIT NULLIF($4::bigint, -1)",
+        "AND (r.seconds IS NULL OR r.seconds > 0) ORDER BY r.seconds IS NULL, r.seconds, r.id "
+        "LIMIT NULLIF($4::bigint, -1)",
         {w.workload_key, w.target, w.device_key, absl::StrCat(limit < 0 ? -1 : limit)});
     if (!r.ok()) return Error(r.status());
     std::vector<TuningRecord> out;

@@ -2,7 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "compiler/testing/temp_path.h"
 #include "gmock/gmock.h"
@@ -100,6 +102,37 @@ TEST_P(Backends, RoundTripBestFirstAcrossReopen) {
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].workload_key, w.workload_key);
+}
+
+// Finding 4 of issue 47: an agent reported -1 s, which no candidate could beat. Times that are
+// not finite and positive are refused, and one already stored (an older database) is skipped.
+TEST_P(Backends, ImplausibleTimesAreRefusedAndNeverBest) {
+  const std::string path = Location("implausible");
+  const WorkloadId w{"0123456789abcdef", "llvm", ""};
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->AddWorkload(w, "# the kernel").ok());
+  ASSERT_TRUE((*db)->AddRecord(w, Record("honest", 2e-3, 4)).ok());
+  for (double bad : {-1.0, 0.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    absl::Status s = (*db)->AddRecord(w, Record("forged", bad, 4));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("must be a positive number of seconds"));
+    EXPECT_EQ((*db)->SetDefaultSeconds(w, bad).code(), absl::StatusCode::kInvalidArgument);
+  }
+  absl::StatusOr<std::optional<TuningRecord>> best = (*db)->Best(w);
+  ASSERT_TRUE(best.ok() && best->has_value());
+  EXPECT_EQ((*best)->candidate_key, "honest");
+  if (GetParam() == "sqlite") {  // a negative time written before the check: skipped
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw, "UPDATE records SET seconds = -1 WHERE candidate_key = 'honest'",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(raw);
+    best = (*db)->Best(w);
+    ASSERT_TRUE(best.ok());
+    EXPECT_FALSE(best->has_value());
+  }
 }
 
 TEST_P(Backends, RecordOfAnUnknownWorkloadIsNotFound) {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/backend/toolchain.h"
+#include "compiler/tir/flops.h"
 #include "runtime/kernel_measure.h"
 
 namespace kiln::tune {
@@ -218,6 +219,7 @@ absl::StatusOr<v1::KernelMeasure> MeasureRequest(const TuneTask& task, const std
   m.set_min_repeat_ms(options.min_repeat_ms);
   m.set_tolerance(options.tolerance);
   m.set_threads(options.threads);
+  m.set_flops(tir::EstimateFlops(f));
   // A tensor per buffer parameter, symbolic dimensions at the representative extent; that extent
   // for a scalar parameter.
   for (const ir::Var& param : f->params) {

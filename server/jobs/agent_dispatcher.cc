@@ -7,6 +7,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "server/jobs/measured_time.h"
 #include "server/log.h"
 
 namespace kiln::server {
@@ -88,10 +89,18 @@ void AgentDispatcher::Result(const std::shared_ptr<AgentLink>& agent,
       agent->busy_measurement.clear();
       auto m = measurements_.find(result.task_id());
       if (m != measurements_.end()) {  // else the tune stopped waiting for it
+        // A time the device could not have measured is no record (measured_time.h).
+        const absl::Status plausible =
+            result.ok() ? CheckReportedSeconds(result.measured_seconds(), m->second.measure.flops(),
+                                               devices_[agent->device_key].attributes())
+                        : absl::OkStatus();
         m->second.done = true;
-        m->second.ok = result.ok();
+        m->second.ok = result.ok() && plausible.ok();
         m->second.seconds = result.measured_seconds();
-        m->second.error = result.ok() ? "" : absl::StrCat("on ", agent->id, ": ", result.error());
+        m->second.error = !result.ok() ? absl::StrCat("on ", agent->id, ": ", result.error())
+                          : !plausible.ok()
+                              ? absl::StrCat("on ", agent->id, ": refused: ", plausible.message())
+                              : "";
       }
       measured_.notify_all();
       DispatchLocked();

@@ -190,5 +190,41 @@ TEST_F(AgentDispatcherTest, CandidatesAreMeasuredOneAtATimeAndRetriedOnAnotherAg
   EXPECT_FALSE(dispatcher_->Measure(*held, batch).has_value());
 }
 
+// An agent's time the device could not have measured is refused, never a record (issue 47,
+// finding 4: a negative time was applied to every tenant's compiles).
+TEST_F(AgentDispatcherTest, ImplausibleTimesAreRefused) {
+  v1::Job tune;
+  tune.set_kind(v1::JOB_KIND_TUNE);
+  tune.set_client("alice");
+  tune.set_device_key("pi");
+  tune.set_deadline_ms(60000);
+  const std::string id = table_->Insert(tune, JobInput(), v1::JOB_STATE_QUEUED, "queued").job.id();
+  std::optional<HeldJob> held = table_->StartInWorker(id);
+  ASSERT_TRUE(held.has_value());
+  Inbox inbox;
+  auto agent = Connect("pi", &inbox);
+  MeasureBatch batch;
+  batch.add_candidates()->set_flops(1e12);  // a teraflop: seconds on any board
+  batch.add_candidates();
+  std::optional<MeasureResults> results;
+  std::thread tuner([&] { results = dispatcher_->Measure(*held, batch); });
+  const double reported[] = {1e-6, -1.0};
+  for (size_t n = 1; n <= 2; ++n) {
+    v1::TaskResult r;
+    r.set_task_id(inbox.Wait(n).task().task_id());
+    r.set_ok(true);
+    r.set_measured_seconds(reported[n - 1]);
+    dispatcher_->Result(agent, r);
+  }
+  tuner.join();
+  ASSERT_TRUE(results.has_value());
+  ASSERT_EQ(results->results_size(), 2);
+  for (const auto& r : results->results()) {
+    EXPECT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), ::testing::HasSubstr("refused: a reported time of"));
+  }
+  EXPECT_THAT(results->results(0).error(), ::testing::HasSubstr("faster than the device's peak"));
+}
+
 }  // namespace
 }  // namespace kiln::server
