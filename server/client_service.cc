@@ -321,6 +321,13 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
         "options: warmup, number, min_repeat_ms and cooldown_ms must be >= 0, "
         "repeat in [0, 10000]");
   }
+  // A shared device's time: one client's profile may not hold it for long.
+  const JobManagerOptions& limits = ctx_->jobs->options();
+  if (o.min_repeat_ms() > limits.max_min_repeat_ms || o.cooldown_ms() > limits.max_cooldown_ms) {
+    return Invalid(absl::StrCat("options: min_repeat_ms is at most ", limits.max_min_repeat_ms,
+                                " and cooldown_ms at most ", limits.max_cooldown_ms,
+                                " on this server (--max-min-repeat-ms, --max-cooldown-ms)"));
+  }
   v1::Device device;
   grpc::Status s = ResolveDevice(request->device_key(), request->device_selector(), &device);
   if (s.ok()) s = PrepareTask(request->artifact(), caller, &manifest, &task);
@@ -546,6 +553,9 @@ grpc::Status KilnService::ListJobs(grpc::ServerContext* context, const v1::ListJ
   const std::string& client = caller.name;
   int limit = request->limit() > 0 ? request->limit() : 100;
   for (v1::Job& job : ctx_->jobs->List(request->state(), limit, caller.admin ? "" : client)) {
+    // A listing names outputs (names, dtypes, shapes); their data comes with GetJob, one job
+    // at a time, so that no listing grows with what the jobs computed.
+    for (v1::TensorValue& t : *job.mutable_inference()->mutable_outputs()) t.clear_data();
     *response->add_jobs() = std::move(job);
   }
   response->set_retention_s(ctx_->jobs->options().job_retention_ms / 1000);

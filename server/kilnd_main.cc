@@ -142,6 +142,19 @@ int main(int argc, char** argv) {
                  "unfinished jobs one client may have")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  int64_t max_output_mb = options.jobs.max_output_bytes >> 20;
+  app.add_option("--max-output-mb", max_output_mb,
+                 "the most an inference's outputs may hold in all (a larger answer fails the job)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-min-repeat-ms", options.jobs.max_min_repeat_ms,
+                 "the largest min_repeat_ms a profile may ask for")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-cooldown-ms", options.jobs.max_cooldown_ms,
+                 "the largest cooldown_ms a profile may ask for")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--max-tune-trials", options.jobs.max_tune_trials,
                  "the largest trial budget a tune job may ask for")
       ->capture_default_str()
@@ -193,6 +206,7 @@ int main(int argc, char** argv) {
   options.cache_max_bytes = cache_max_mb << 20;
   options.jobs.worker_memory_bytes = worker_memory_mb << 20;
   options.jobs.max_constant_bytes = max_constant_mb << 20;
+  options.jobs.max_output_bytes = max_output_mb << 20;
   options.jobs.job_retention_ms = job_retention_s * 1000;
   options.jobs.store_max_bytes = store_max_mb << 20;
   options.jobs.max_folded_bytes = max_folded_mb << 20;

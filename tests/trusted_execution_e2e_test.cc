@@ -191,5 +191,36 @@ TEST_F(TrustedExecutionTest, AnotherTenantCannotRewriteAStoredArtifact) {
   EXPECT_EQ(works->state(), v1::JOB_STATE_SUCCEEDED) << works->reason();
 }
 
+// Finding 5: outputs came back with every listing (ListJobs failed with RESOURCE_EXHAUSTED
+// once they were large), and a profile's cool-down held a shared device as long as a client
+// asked. A listing names outputs without their data; GetJob has it; the profile's minimum
+// repeat time and cool-down are bounded by the server.
+TEST_F(TrustedExecutionTest, ListingsCarryNoOutputsAndProfilesAreBounded) {
+  absl::StatusOr<v1::Job> inferred = InferDigest(*alice_, compiled_.artifact_digest());
+  ASSERT_TRUE(inferred.ok()) << inferred.status();
+  ASSERT_EQ(inferred->state(), v1::JOB_STATE_SUCCEEDED) << inferred->reason();
+  ASSERT_EQ(inferred->inference().outputs_size(), 1);
+  EXPECT_EQ(inferred->inference().outputs(0).data().size(), 4u * 8 * 4);  // GetJob: the data
+  absl::StatusOr<std::vector<v1::Job>> listed = alice_->ListJobs();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  bool found = false;
+  for (const v1::Job& j : *listed) {
+    if (j.id() != inferred->id()) continue;
+    found = true;
+    ASSERT_EQ(j.inference().outputs_size(), 1);
+    EXPECT_EQ(j.inference().outputs(0).shape_size(), 2);
+    EXPECT_TRUE(j.inference().outputs(0).data().empty());
+  }
+  EXPECT_TRUE(found);
+
+  v1::SubmitProfileRequest profile;
+  profile.mutable_artifact()->set_digest(compiled_.artifact_digest());
+  profile.set_device_key("cpu");
+  profile.mutable_options()->set_cooldown_ms(60000);
+  absl::Status held = alice_->SubmitProfile(profile).status();
+  EXPECT_EQ(held.code(), absl::StatusCode::kInvalidArgument) << held;
+  EXPECT_THAT(held.message(), HasSubstr("--max-cooldown-ms"));
+}
+
 }  // namespace
 }  // namespace kiln::testing

@@ -108,7 +108,13 @@ void AgentDispatcher::Result(const std::shared_ptr<AgentLink>& agent,
     }
     if (agent->busy_task == result.task_id()) {  // else not the task it was given
       agent->busy_task.clear();
-      if (result.ok()) {
+      const absl::Status bounded =
+          result.ok() ? CheckTaskResult(result, options_.max_output_bytes) : absl::OkStatus();
+      if (!bounded.ok()) {
+        table_->Transition(
+            result.task_id(), v1::JOB_STATE_RUNNING, v1::JOB_STATE_FAILED,
+            absl::StrCat("on ", agent->id, ": refused its result: ", bounded.message()));
+      } else if (result.ok()) {
         table_->Transition(result.task_id(), v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED,
                            absl::StrCat("done on ", agent->id), [&](v1::Job& job) {
                              if (result.has_profile()) *job.mutable_profile() = result.profile();

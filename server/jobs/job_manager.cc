@@ -40,7 +40,8 @@ JobManager::JobManager(JobManagerOptions options, Store* store, ArtifactCache* c
       store_(store),
       table_(store, store->cluster() != nullptr ? store->cluster()->instance() : ""),
       admission_(LimitOptions(options_), store),
-      agents_(DispatcherOptions{options_.heartbeat_interval_ms, options_.measure_timeout_ms},
+      agents_(DispatcherOptions{options_.heartbeat_interval_ms, options_.measure_timeout_ms,
+                                options_.max_output_bytes},
               &table_, store),
       pool_(PoolOptions(options_), &table_, &agents_, cache),
       runners_{&pool_, &agents_} {

@@ -64,6 +64,11 @@ struct JobManagerOptions {
   std::string tuning_db_path;
   int max_tune_trials = 2000;
   int64_t measure_timeout_ms = 20000;
+  // What one task may cost others on a shared device and in the store: an inference's outputs
+  // in all, and a profile's per-repeat minimum and cool-down (a client asking more is refused).
+  int64_t max_output_bytes = int64_t{64} << 20;
+  int max_min_repeat_ms = 1000;
+  int max_cooldown_ms = 1000;
 };
 
 // Counts for the metrics endpoint.

@@ -33,4 +33,60 @@ absl::Status CheckReportedSeconds(double seconds, double flops,
   return absl::OkStatus();
 }
 
+namespace {
+
+int64_t DtypeBytes(const std::string& dtype) {
+  static const std::pair<const char*, int64_t> kSizes[] = {
+      {"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2}, {"int8", 1},
+      {"uint8", 1},   {"int16", 2},   {"uint16", 2},  {"int32", 4},    {"uint32", 4},
+      {"int64", 8},   {"uint64", 8},  {"bool", 1}};
+  for (const auto& [name, size] : kSizes) {
+    if (dtype == name) return size;
+  }
+  return 0;
+}
+
+}  // namespace
+
+absl::Status CheckTaskResult(const v1::TaskResult& result, int64_t max_output_bytes) {
+  if (result.has_profile()) {
+    const v1::ProfileResult& p = result.profile();
+    for (double s : p.seconds_per_call()) {
+      if (!std::isfinite(s) || s <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("a profile time of ", s, " s is not a positive number of seconds"));
+      }
+    }
+    for (double s : {p.median_seconds(), p.mean_seconds(), p.min_seconds(), p.max_seconds()}) {
+      if (!std::isfinite(s) || s < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("a profile statistic of ", s, " s"));
+      }
+    }
+  }
+  int64_t total = 0;
+  for (const v1::TensorValue& t : result.inference().outputs()) {
+    total += static_cast<int64_t>(t.data().size());
+    if (total > max_output_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("outputs of more than ", max_output_bytes,
+                                                     " bytes (the server's --max-output-mb)"));
+    }
+    const int64_t size = DtypeBytes(t.dtype());
+    if (size == 0) continue;
+    int64_t elements = 1;
+    for (int64_t d : t.shape()) {
+      if (d < 0 || (d > 0 && elements > max_output_bytes / d)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("output '", t.name(), "' has an impossible shape"));
+      }
+      elements *= d;
+    }
+    if (elements * size != static_cast<int64_t>(t.data().size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output '", t.name(), "' holds ", t.data().size(),
+                       " bytes, its shape and dtype ", elements * size));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::server

@@ -1,4 +1,5 @@
-// What kilnd believes of a time an agent reports for a tuning candidate. The agent runs the
+// What kilnd believes of what an agent reports: a tuning candidate's time, a profile's times, an
+// inference's outputs. The agent runs the
 // candidate and says how long it took; kilnd cannot check that, but it can refuse what cannot be
 // true: a time that is not finite and positive, or faster than the device could do the
 // kernel's work at a peak no CPU reaches. Such a record would be applied to every tenant's
@@ -7,6 +8,7 @@
 #define KILN_SERVER_JOBS_MEASURED_TIME_H_
 
 #include "absl/status/status.h"
+#include "proto/kiln/v1/agent.pb.h"
 #include "proto/kiln/v1/jobs.pb.h"
 
 namespace kiln::server {
@@ -19,6 +21,12 @@ double PeakFlopsBound(const v1::DeviceAttributes& device);
 // OK where `seconds` per call of a kernel doing `flops` operations (0: unknown) could have been
 // measured on `device`; InvalidArgument naming the time and the bound otherwise.
 absl::Status CheckReportedSeconds(double seconds, double flops, const v1::DeviceAttributes& device);
+
+// OK where an agent's answer to a profile or inference task could be true and is within bounds:
+// every time finite and positive; every output's data exactly its shape times its dtype's size
+// (known dtypes); the outputs within `max_output_bytes` in all. InvalidArgument saying what is
+// wrong otherwise.
+absl::Status CheckTaskResult(const v1::TaskResult& result, int64_t max_output_bytes);
 
 }  // namespace kiln::server
 

@@ -30,5 +30,35 @@ TEST(MeasuredTimeTest, ImpossibleTimesAreRefused) {
   EXPECT_TRUE(CheckReportedSeconds(1e-9, 0, avx512).ok());  // unknown work: positive will do
 }
 
+// Finding 6: NaN and negative profile times, and outputs whose size contradicts their shape,
+// were stored as SUCCEEDED; finding 5: outputs were unbounded.
+TEST(MeasuredTimeTest, TaskResultsAreCheckedAndBounded) {
+  v1::TaskResult profile;
+  profile.mutable_profile()->add_seconds_per_call(1e-3);
+  profile.mutable_profile()->set_median_seconds(1e-3);
+  EXPECT_TRUE(CheckTaskResult(profile, 1 << 20).ok());
+  profile.mutable_profile()->add_seconds_per_call(std::nan(""));
+  EXPECT_THAT(CheckTaskResult(profile, 1 << 20).message(), HasSubstr("not a positive number"));
+  v1::TaskResult negative;
+  negative.mutable_profile()->set_median_seconds(-1);
+  EXPECT_FALSE(CheckTaskResult(negative, 1 << 20).ok());
+
+  v1::TaskResult inference;
+  v1::TensorValue* y = inference.mutable_inference()->add_outputs();
+  y->set_name("y");
+  y->set_dtype("float32");
+  y->add_shape(4);
+  y->add_shape(8);
+  y->set_data(std::string(4 * 8 * 4, '\0'));
+  EXPECT_TRUE(CheckTaskResult(inference, 1 << 20).ok());
+  EXPECT_THAT(CheckTaskResult(inference, 100).message(), HasSubstr("--max-output-mb"));
+  y->set_data(std::string(7, '\0'));
+  EXPECT_THAT(CheckTaskResult(inference, 1 << 20).message(),
+              HasSubstr("output 'y' holds 7 bytes, its shape and dtype 128"));
+  y->set_data(std::string(128, '\0'));
+  y->add_shape(-1);
+  EXPECT_THAT(CheckTaskResult(inference, 1 << 20).message(), HasSubstr("impossible shape"));
+}
+
 }  // namespace
 }  // namespace kiln::server
