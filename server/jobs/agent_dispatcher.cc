@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -155,6 +156,7 @@ void AgentDispatcher::Gone(const std::shared_ptr<AgentLink>& agent) {
                      why + "; the task goes to another agent of device '" + agent->device_key + "'",
                      [](v1::Job& job) { job.clear_agent_id(); })) {
         task_queues_[agent->device_key].push_front(id);
+        if (std::optional<v1::Job> j = table_->Get(id)) task_clients_[id] = j->client();
       }
       agent->busy_task.clear();
     }
@@ -178,10 +180,12 @@ void AgentDispatcher::Gone(const std::shared_ptr<AgentLink>& agent) {
   if (observer_ != nullptr) observer_->AgentLeft(agent->id);  // or its session expires
 }
 
-void AgentDispatcher::Enqueue(const std::string& id, const std::string& device_key) {
+void AgentDispatcher::Enqueue(const std::string& id, const std::string& device_key,
+                              const std::string& client) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
   task_queues_[device_key].push_back(id);
+  task_clients_[id] = client;
   DispatchLocked();
 }
 
@@ -195,6 +199,7 @@ void AgentDispatcher::WithdrawLocked(const std::string& id, const std::string& d
                                      bool release_agent) {
   std::deque<std::string>& queue = task_queues_[device_key];
   queue.erase(std::remove(queue.begin(), queue.end(), id), queue.end());
+  task_clients_.erase(id);
   for (auto& [agent_id, agent] : agents_) {
     if (agent->busy_task != id) continue;
     v1::ServerMessage m;
@@ -261,11 +266,26 @@ void AgentDispatcher::DispatchLocked() {
   for (auto& [id, agent] : agents_) {
     if (agent->gone || !agent->busy_task.empty() || !agent->busy_measurement.empty()) continue;
     std::deque<std::string>& queue = task_queues_[agent->device_key];
+    std::map<std::string, int64_t>& turns = last_served_[agent->device_key];
     while (!queue.empty()) {
-      std::string job_id = queue.front();
-      queue.pop_front();
+      // The oldest task of the client served longest ago (never: first).
+      auto next = queue.begin();
+      int64_t oldest_turn = INT64_MAX;
+      for (auto it = queue.begin(); it != queue.end(); ++it) {
+        auto turn = turns.find(task_clients_[*it]);
+        const int64_t t = turn == turns.end() ? -1 : turn->second;
+        if (t < oldest_turn) {
+          oldest_turn = t;
+          next = it;
+        }
+      }
+      std::string job_id = *next;
+      queue.erase(next);
+      const std::string client = task_clients_[job_id];
+      task_clients_.erase(job_id);
       std::optional<HeldJob> job = table_->StartOnAgent(job_id, agent->id);
       if (!job.has_value()) continue;  // cancelled or handed over meanwhile
+      turns[client] = ++dispatches_;
       agent->busy_task = job_id;
       v1::ServerMessage m;
       *m.mutable_task() = job->input.task();
@@ -372,6 +392,7 @@ void AgentDispatcher::Stop() {
   std::lock_guard<std::mutex> lock(mu_);
   stopping_ = true;
   task_queues_.clear();
+  task_clients_.clear();
   measure_queues_.clear();
   measured_.notify_all();
 }

@@ -82,8 +82,12 @@ class AgentDispatcher {
   void Result(const std::shared_ptr<AgentLink>& agent, const v1::TaskResult& result);
   void Gone(const std::shared_ptr<AgentLink>& agent);
 
-  // Queues a task (a job the table holds queued) for an agent of `device_key`.
-  void Enqueue(const std::string& id, const std::string& device_key);
+  // Queues a task (a job the table holds queued) of `client` for an agent of `device_key`. Each
+  // device's queue is shared fairly: an idle agent takes the oldest task of the client its
+  // device served least recently, so one client's hundred tasks do not stand before another's
+  // one.
+  void Enqueue(const std::string& id, const std::string& device_key,
+               const std::string& client = "");
   // Takes a task out of its queue and tells the agent running it, if any, to stop; with
   // `release_agent` the agent counts as idle at once (the job is handed over).
   void Withdraw(const std::string& id, const std::string& device_key, bool release_agent = false);
@@ -131,7 +135,11 @@ class AgentDispatcher {
   std::condition_variable measured_;  // a measurement finished, or the dispatcher stops
   std::map<std::string, std::shared_ptr<AgentLink>> agents_;
   std::map<std::string, v1::Device> devices_;
-  std::map<std::string, std::deque<std::string>> task_queues_;     // by device key
+  std::map<std::string, std::deque<std::string>> task_queues_;  // by device key
+  std::map<std::string, std::string> task_clients_;             // queued task -> its client
+  // By device key, each client's turn: when the device last started one of its tasks.
+  std::map<std::string, std::map<std::string, int64_t>> last_served_;
+  int64_t dispatches_ = 0;
   std::map<std::string, Measurement> measurements_;                // by id
   std::map<std::string, std::deque<std::string>> measure_queues_;  // by device key
   uint64_t next_measurement_ = 1;

@@ -64,17 +64,18 @@ class AgentDispatcherTest : public ::testing::Test {
     return dispatcher_->Register(hello, principal, &context_,
                                  [inbox](v1::ServerMessage m) { inbox->Push(std::move(m)); });
   }
-  std::string QueueTask(const std::string& key, const std::string& digest = "d1") {
+  std::string QueueTask(const std::string& key, const std::string& digest = "d1",
+                        const std::string& client = "alice") {
     v1::Job job;
     job.set_kind(v1::JOB_KIND_PROFILE);
-    job.set_client("alice");
+    job.set_client(client);
     job.set_device_key(key);
     job.set_deadline_ms(60000);
     job.set_artifact_digest(digest);
     JobInput input;
     input.mutable_task()->set_kind(v1::JOB_KIND_PROFILE);
     const std::string id = table_->Insert(job, input, v1::JOB_STATE_QUEUED, "queued").job.id();
-    dispatcher_->Enqueue(id, key);
+    dispatcher_->Enqueue(id, key, client);
     return id;
   }
   grpc::ServerContext context_;
@@ -188,6 +189,30 @@ TEST_F(AgentDispatcherTest, CandidatesAreMeasuredOneAtATimeAndRetriedOnAnotherAg
   // A cancelled tune stops waiting and gets no answer.
   *held->cancel = true;
   EXPECT_FALSE(dispatcher_->Measure(*held, batch).has_value());
+}
+
+// Finding 5 of issue 47: a client's many tasks stood before another's one on a shared device.
+// Each device's queue is shared by turns: bob's one task runs second, not last.
+TEST_F(AgentDispatcherTest, ADevicesQueueIsSharedFairlyBetweenClients) {
+  Inbox pi;
+  auto agent = Connect("pi", &pi);
+  std::vector<std::string> alices;
+  for (int i = 0; i < 4; ++i) alices.push_back(QueueTask("pi", "d1", "alice"));
+  const std::string bobs = QueueTask("pi", "d1", "bob");
+  std::vector<std::string> order;
+  for (size_t n = 1; n <= 5; ++n) {
+    const std::string id = pi.Wait(n).task().task_id();
+    order.push_back(id);
+    v1::TaskResult done;
+    done.set_task_id(id);
+    done.set_ok(true);
+    dispatcher_->Result(agent, done);
+  }
+  ASSERT_EQ(order.size(), 5u);
+  EXPECT_EQ(order[0], alices[0]);  // the first queued, running when bob came
+  EXPECT_EQ(order[1], bobs);       // bob's turn before alice's second
+  EXPECT_EQ(std::vector<std::string>(order.begin() + 2, order.end()),
+            std::vector<std::string>(alices.begin() + 1, alices.end()));
 }
 
 // An agent's time the device could not have measured is refused, never a record (issue 47,

@@ -398,7 +398,7 @@ void Runners::Queue(const v1::Job& job) const {
   if (RunsInWorker(job)) {
     pool->Enqueue(job.id());
   } else {
-    agents->Enqueue(job.id(), job.device_key());
+    agents->Enqueue(job.id(), job.device_key(), job.client());
   }
 }
 
