@@ -25,10 +25,13 @@ enum class Role { kClient, kAgent };
 struct Principal {
   std::string name;
   bool admin = false;
-  // An agent credential's device keys (`keys=board1,board2` in the token file): registering
-  // under any other is refused. Empty: every key (and kilnd warns at start).
+  // The device keys of the credential (`keys=board1,board2` in the token file): an agent's may
+  // serve them (registering under another is refused), a client's may use them (others are
+  // neither listed nor usable: they answer as unknown). Empty: every key (kilnd warns at
+  // start); an admin uses every device.
   std::vector<std::string> device_keys;
   bool MayServe(const std::string& device_key) const;
+  bool MayUse(const std::string& device_key) const { return admin || MayServe(device_key); }
   // A client credential's `upload=allow`: it may run artifacts kilnd did not build (they are
   // signed on arrival, and run as any artifact does). Without it, only artifacts signed by a key
   // kilnd trusts (its own) are accepted back.

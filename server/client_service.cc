@@ -159,7 +159,8 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   std::string target = request->target();
   v1::Device device;
   if (!request->device_key().empty() || !request->device_selector().empty()) {
-    grpc::Status s = ResolveDevice(request->device_key(), request->device_selector(), &device);
+    grpc::Status s =
+        ResolveDevice(request->device_key(), request->device_selector(), caller, &device);
     if (!s.ok()) return s;
     if (target.empty()) target = TargetForDevice(device.attributes(), ServerHost());
   }
@@ -202,12 +203,12 @@ absl::StatusOr<v1::Job> KilnService::OwnJob(const Principal& caller, const std::
 }
 
 grpc::Status KilnService::ResolveDevice(const std::string& key, const std::string& selector,
-                                        v1::Device* device) const {
+                                        const Principal& caller, v1::Device* device) const {
   if (!key.empty() && !selector.empty()) {
     return Invalid("give device_key or device_selector, not both");
   }
   if (key.empty() && selector.empty()) return Invalid("device_key: required");
-  std::vector<v1::Device> devices = ctx_->jobs->Devices();
+  std::vector<v1::Device> devices = UsableDevices(*ctx_->jobs, caller);
   if (!selector.empty()) {
     absl::StatusOr<DeviceSelector> parsed = ParseDeviceSelector(selector);
     if (!parsed.ok()) return ToGrpc(parsed.status());
@@ -329,7 +330,8 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
                                 " on this server (--max-min-repeat-ms, --max-cooldown-ms)"));
   }
   v1::Device device;
-  grpc::Status s = ResolveDevice(request->device_key(), request->device_selector(), &device);
+  grpc::Status s =
+      ResolveDevice(request->device_key(), request->device_selector(), caller, &device);
   if (s.ok()) s = PrepareTask(request->artifact(), caller, &manifest, &task);
   if (!s.ok()) return s;
   std::string function = o.function().empty() ? "main" : o.function();
@@ -355,7 +357,8 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   v1::Device device;
-  grpc::Status s = ResolveDevice(request->device_key(), request->device_selector(), &device);
+  grpc::Status s =
+      ResolveDevice(request->device_key(), request->device_selector(), caller, &device);
   if (s.ok()) s = PrepareTask(request->artifact(), caller, &manifest, &task);
   if (!s.ok()) return s;
   std::string function = request->function().empty() ? "main" : request->function();
@@ -393,7 +396,12 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   // then compiles for this server's CPU unless told otherwise.
   v1::Device device;
   device.set_key(request->device_key());
-  if (grpc::Status s = ResolveDevice(request->device_key(), request->device_selector(), &device);
+  if (!request->device_key().empty() && !caller.MayUse(request->device_key())) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("unknown device key '", request->device_key(), "'"));
+  }
+  if (grpc::Status s =
+          ResolveDevice(request->device_key(), request->device_selector(), caller, &device);
       !s.ok() &&
       !(s.error_code() == grpc::StatusCode::NOT_FOUND && request->device_selector().empty())) {
     return s;
@@ -583,7 +591,7 @@ grpc::Status KilnService::ListDevices(grpc::ServerContext* context,
   Principal caller;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
-  for (v1::Device& d : ctx_->jobs->Devices()) *response->add_devices() = std::move(d);
+  for (v1::Device& d : UsableDevices(*ctx_->jobs, caller)) *response->add_devices() = std::move(d);
   return grpc::Status::OK;
 }
 

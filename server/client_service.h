@@ -54,10 +54,10 @@ class KilnService final
   grpc::Status CheckModule(const kiln::v1::ModuleSource& module) const;
   // A target string LLVM's target parser accepts.
   grpc::Status CheckTarget(const std::string& target) const;
-  // The device a request names by key or by selector (not both): NotFound when no registered
-  // device is, or matches, it.
+  // The device a request names by key or by selector (not both), among those `caller` may use:
+  // NotFound when no such registered device is, or matches, it.
   grpc::Status ResolveDevice(const std::string& key, const std::string& selector,
-                             kiln::v1::Device* device) const;
+                             const Principal& caller, kiln::v1::Device* device) const;
   // Shared by profile and inference (the caller is authorized, the device resolved): the
   // artifact, checked (a digest must be one of the caller's artifacts), and stored.
   grpc::Status PrepareTask(const kiln::v1::ArtifactRef& ref, const Principal& caller,

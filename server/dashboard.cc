@@ -74,10 +74,12 @@ HttpResponse OneJob(const DashboardContext& ctx, const Principal& caller, const 
   return {200, kJson, body + "]}"};
 }
 
-HttpResponse Devices(const DashboardContext& ctx) {
+HttpResponse Devices(const DashboardContext& ctx, const Principal& caller) {
   std::string body = "{\"devices\": [";
   int n = 0;
-  for (const v1::Device& d : ctx.jobs->Devices()) absl::StrAppend(&body, n++ ? ", " : "", Json(d));
+  for (const v1::Device& d : ctx.jobs->Devices()) {
+    if (caller.MayUse(d.key())) absl::StrAppend(&body, n++ ? ", " : "", Json(d));
+  }
   return {200, kJson, body + "]}"};
 }
 
@@ -119,7 +121,7 @@ HttpResponse ServeHttp(const DashboardContext& ctx, const HttpRequest& request) 
   if (!caller.ok()) return Error(401, std::string(caller.status().message()));
   if (path == "/api/jobs") return Jobs(ctx, *caller, request);
   if (absl::StartsWith(path, "/api/jobs/")) return OneJob(ctx, *caller, path.substr(10));
-  if (path == "/api/devices") return Devices(ctx);
+  if (path == "/api/devices") return Devices(ctx, *caller);
   if (path == "/api/status") return Status(ctx);
   return Error(404, absl::StrCat("no API ", path));
 }

@@ -159,6 +159,13 @@ absl::StatusOr<std::shared_ptr<const AuthConfig>> LoadAuth(
                {{"agent", principal.name}});
     }
   }
+  for (const auto& [digest, principal] : auth->client_tokens) {
+    if (principal.device_keys.empty() && !principal.admin) {
+      LogEvent(LogLevel::kWarning,
+               "a client token may use every device (name them with keys=K1,K2)",
+               {{"client", principal.name}});
+    }
+  }
   return std::shared_ptr<const AuthConfig>(std::move(auth));
 }
 

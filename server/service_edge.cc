@@ -60,6 +60,14 @@ grpc::Status NoArtifact(const std::string& digest) {
   return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no artifact ", digest));
 }
 
+std::vector<v1::Device> UsableDevices(JobManager& jobs, const Principal& caller) {
+  std::vector<v1::Device> usable;
+  for (v1::Device& d : jobs.Devices()) {
+    if (caller.MayUse(d.key())) usable.push_back(std::move(d));
+  }
+  return usable;
+}
+
 bool ValidDeviceKey(const std::string& key) {
   if (key.empty() || key.size() > 64) return false;
   for (char c : key) {

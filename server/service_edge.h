@@ -48,6 +48,8 @@ grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max
                            const std::string& prefix = "");
 // An artifact none of the caller's jobs made or ran is answered as one that does not exist.
 grpc::Status NoArtifact(const std::string& digest);
+// The devices `caller` may use (Principal::MayUse): what it is shown and may name.
+std::vector<v1::Device> UsableDevices(JobManager& jobs, const Principal& caller);
 // A device key: 1 to 64 letters, digits, '-', '_' or '.'.
 bool ValidDeviceKey(const std::string& key);
 // Streams a stored artifact, verified before the first byte goes out.

@@ -25,7 +25,8 @@ class TrustedExecutionTest : public ServiceTest {
     dir_ = StartWithTokens(
         "trusted_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()),
         "alice-secret name=alice\nbob-secret name=bob\n"
-        "uploader-secret name=uploader upload=allow\n",
+        "uploader-secret name=uploader upload=allow\n"
+        "carol-secret name=carol keys=stranger\n",
         "agent-secret name=cpu-agent keys=cpu,stranger,both\n");
     std::ofstream(dir_ + "/agent.token") << "agent-secret\n";
     PrivateFile(dir_ + "/agent.token");
@@ -189,6 +190,30 @@ TEST_F(TrustedExecutionTest, AnotherTenantCannotRewriteAStoredArtifact) {
   absl::StatusOr<v1::Job> works = InferDigest(*alice_, compiled_.artifact_digest());
   ASSERT_TRUE(works.ok()) << works.status();
   EXPECT_EQ(works->state(), v1::JOB_STATE_SUCCEEDED) << works->reason();
+}
+
+// Devices per principal: carol's credential names the one device she may use; she sees only it,
+// and another device answers as unknown, by key and by selector.
+TEST_F(TrustedExecutionTest, AClientSeesAndUsesOnlyItsDevices) {
+  ASSERT_TRUE(cluster_->StartAgent("stranger", {"--token", dir_ + "/agent.token"}).ok());
+  std::unique_ptr<client::KilnClient> carol = As("carol-secret");
+  absl::StatusOr<std::vector<v1::Device>> devices = carol->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].key(), "stranger");
+  EXPECT_EQ(alice_->ListDevices()->size(), 2u);  // alice's token names none: every device
+
+  v1::Job mine = CompileOk(*carol, CompileRequest(kMlp));  // the cache's: now hers too
+  absl::StatusOr<v1::Job> on_cpu = InferDigest(*carol, mine.artifact_digest(), "cpu");
+  EXPECT_EQ(on_cpu.status().code(), absl::StatusCode::kNotFound) << on_cpu.status();
+  EXPECT_THAT(on_cpu.status().message(), HasSubstr("unknown device key 'cpu'"));
+  v1::SubmitInferenceRequest by_selector;
+  by_selector.mutable_artifact()->set_digest(mine.artifact_digest());
+  by_selector.set_device_selector("arch=x86_64,key=cpu");
+  EXPECT_FALSE(carol->SubmitInference(by_selector).ok());
+  absl::StatusOr<v1::Job> on_hers = InferDigest(*carol, mine.artifact_digest(), "stranger");
+  ASSERT_TRUE(on_hers.ok()) << on_hers.status();
+  EXPECT_EQ(on_hers->state(), v1::JOB_STATE_SUCCEEDED) << on_hers->reason();
 }
 
 // Finding 5: outputs came back with every listing (ListJobs failed with RESOURCE_EXHAUSTED
