@@ -3,7 +3,9 @@
 //     32 concurrent clients: p50 / p99 latency and requests per second;
 //   - a cold compile through kilnd (queue, worker process, store, download) against the same
 //     compile in this process: the daemon's overhead;
-//   - artifact download throughput.
+//   - artifact download throughput;
+//   - what signed artifacts cost (issue 47): signing once per build, against the build;
+//     checking the signature once per load, against the load.
 // Real kilnd processes on loopback. Run: bazel run --config=opt //bench:service_bench
 #include <algorithm>
 #include <atomic>
@@ -18,6 +20,8 @@
 #include "compiler/frontend/load_module.h"
 #include "compiler/relax/block_builder.h"
 #include "runtime/agent/channel.h"
+#include "runtime/artifact.h"
+#include "runtime/artifact_signing.h"
 #include "tests/service_cluster.h"
 
 namespace {
@@ -170,6 +174,58 @@ void Download(const Cluster& cluster, const std::string& module) {
   std::printf("  %d downloads, %.1f MB/s\n", rounds, static_cast<double>(bytes) / 1e6 / s);
 }
 
+// Median seconds of `fn` over `runs` calls.
+template <typename Fn>
+double MedianSeconds(int runs, Fn fn) {
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) {
+    Clock::time_point t = Clock::now();
+    fn();
+    times.push_back(Seconds(t));
+  }
+  return Percentile(times, 0.5);
+}
+
+// kilnd signs each artifact once, when it stores it (parse, sign the digest, serialize); an
+// agent checks the signature each time it loads one (the content digest was checked before
+// signatures existed). Each step timed in this process on the same artifact, in the same run as
+// the step it rides on: the build, and the load.
+void SigningCost(const std::string& module) {
+  auto mod = kiln::frontend::ParseModuleFile(module);
+  auto normalized = kiln::ir::relax::NormalizeModule(*mod);
+  std::string bytes;
+  const double build =
+      MedianSeconds(3, [&] { bytes = *kiln::backend::BuildArtifact(*normalized, "llvm"); });
+  auto key = kiln::runtime::SigningKey::Generate();
+  auto trusted = kiln::runtime::TrustedKeys::FromPem(key->PublicKeyPem(), "bench");
+  kiln::v1::ArtifactProto artifact;
+  const double parse = MedianSeconds(
+      5, [&] { artifact = *kiln::runtime::ParseArtifact(bytes, /*check_host=*/true); });
+  std::string signed_bytes;
+  const double sign = MedianSeconds(9, [&] {
+    kiln::v1::ArtifactProto a = *kiln::runtime::ParseArtifact(bytes, false);
+    kiln::runtime::SignArtifact(*key, &a);
+    signed_bytes = a.SerializeAsString();
+  });
+  kiln::runtime::SignArtifact(*key, &artifact);
+  bool verified = true;
+  const double verify = MedianSeconds(
+      201, [&] { verified &= kiln::runtime::CheckArtifactSignature(artifact, *trusted).ok(); });
+  auto pool = std::make_shared<kiln::runtime::ThreadPool>(1);
+  const double load = MedianSeconds(5, [&] {
+    auto loaded = kiln::runtime::LoadParsedArtifact(artifact, pool);
+    if (!loaded.ok()) verified = false;
+  });
+  std::printf("\nsigned artifacts: %s (%.2f MB)%s\n", module.c_str(),
+              static_cast<double>(bytes.size()) / 1e6, verified ? "" : "  FAILED TO VERIFY");
+  std::printf("  build %9.1f ms   sign (parse, sign, serialize) %7.2f ms = %5.2f%% of the build\n",
+              build * 1e3, sign * 1e3, 100 * sign / build);
+  std::printf("  load  %9.2f ms   (parse + content digest %.2f ms, map + VM %.2f ms)\n",
+              (parse + load) * 1e3, parse * 1e3, load * 1e3);
+  std::printf("  check the signature %6.1f us = %5.3f%% of the load\n", verify * 1e6,
+              100 * verify / (parse + load));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -211,5 +267,6 @@ int main(int argc, char** argv) {
   }
   ColdCompile(mlp, 5);
   ColdCompile(cnn, 3);
+  for (const std::string& m : {mlp, cnn, big}) SigningCost(m);
   return 0;
 }

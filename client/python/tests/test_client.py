@@ -38,6 +38,11 @@ def test_compile_run_and_profile_a_cnn_on_the_agent(client, tmp_path):
     assert len(compiled.artifact_digest) == 64
     path = compiled.download_artifact(tmp_path / "cnn.kiln")
     assert os.path.getsize(path) > 0
+    # The download is checked against its digest (the manifest included), as the C++ side does.
+    with open(path, "rb") as f:
+        data = f.read()
+    assert kiln.content_digest(data) == compiled.artifact_digest
+    assert kiln.content_digest(data.replace(b"main", b"mai2", 1)) != compiled.artifact_digest
 
     x = np.load(os.path.join(MODELS, "tiny_resnet.input.npy"))
     want = np.load(os.path.join(MODELS, "tiny_resnet.output.npy"))
@@ -140,6 +145,11 @@ def test_listing_jobs_and_devices(client):
     client.submit_compile_job(MLP).wait()
     compiles = client.jobs(kind="compile", state="succeeded")
     assert compiles and all(j.kind == "compile" for j in compiles)
+    # A listed inference names its outputs; its result fetches their data.
+    inferences = client.jobs(kind="inference", state="succeeded")
+    assert inferences  # the first test ran three
+    for job in inferences:
+        assert all(isinstance(v, np.ndarray) and v.size for v in job.result().values())
     devices = {d["key"]: d for d in client.devices()}
     assert devices["cpu"]["agents_connected"] == 1
     assert devices["cpu"]["target_triple"].startswith(os.uname().machine)

@@ -9,6 +9,6 @@
 Errors are KilnError (a refused request: the gRPC code and the server's reason) or JobFailed (a
 job that ended failed or cancelled: its state and reason).
 """
-from kiln.client import Client, Job, JobFailed, KilnError
+from kiln.client import Client, Job, JobFailed, KilnError, content_digest
 
-__all__ = ["Client", "Job", "JobFailed", "KilnError"]
+__all__ = ["Client", "Job", "JobFailed", "KilnError", "content_digest"]

@@ -5,7 +5,9 @@ _generated/; nothing here encodes a message by hand.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import struct
 import sys
 import uuid
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
@@ -15,6 +17,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_generated"))
 from proto.kiln.v1 import jobs_pb2, service_pb2, service_pb2_grpc  # noqa: E402
+from runtime.format import artifact_pb2  # noqa: E402
 
 # A model: a path (.onnx, .py TVMScript, .pb IR), ONNX bytes, TVMScript text, or a
 # torch.nn.Module (with example inputs: exported to ONNX here, on the client).
@@ -186,6 +189,9 @@ class Job:
 
     def result(self) -> Any:
         j = self._job
+        if j.kind == jobs_pb2.JOB_KIND_INFERENCE and any(
+                not t.data and list(t.shape) for t in j.inference.outputs):
+            j = self.refresh()._job  # a listing names the outputs; GetJob carries their data
         if j.kind == jobs_pb2.JOB_KIND_INFERENCE:
             return {t.name or f"output{i}": _from_tensor_value(t)
                     for i, t in enumerate(j.inference.outputs)}
@@ -235,6 +241,25 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, kind={self.kind!r}, state={_state_name(self._job.state)!r})"
+
+
+def content_digest(artifact: bytes) -> str:
+    """The content digest of .kiln bytes, as runtime/artifact.h computes it: SHA-256 over the
+    executable, the kernels and the manifest (its digest field empty, serialized
+    deterministically), each prefixed by its length; the signature is outside it."""
+    a = artifact_pb2.ArtifactProto()
+    try:
+        a.ParseFromString(artifact)
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError has no stable import path
+        return ""
+    manifest = artifact_pb2.ArtifactManifest()
+    manifest.CopyFrom(a.manifest)
+    manifest.ClearField("digest")
+    h = hashlib.sha256()
+    for field in (a.executable, a.kernels, manifest.SerializeToString(deterministic=True)):
+        h.update(struct.pack("<Q", len(field)))
+        h.update(field)
+    return h.hexdigest()
 
 
 class Client:
@@ -386,6 +411,9 @@ class Client:
         data = b"".join(chunks)
         if total is not None and len(data) != total:
             raise KilnError("DATA_LOSS", f"artifact {digest}: {len(data)} of {total} bytes came")
+        actual = content_digest(data)
+        if actual != digest:
+            raise KilnError("DATA_LOSS", f"artifact {digest}: what came has digest {actual}")
         return data
 
     def server_info(self) -> Dict[str, Any]:
