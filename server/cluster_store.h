@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -67,6 +68,14 @@ class ClusterStore {
                                                                 const std::string& key) = 0;
   virtual absl::StatusOr<bool> ClientHasArtifact(const std::string& client,
                                                  const std::string& digest) = 0;
+
+  // Quotas every instance counts alike. The client's unfinished and stored jobs, wherever
+  // submitted:
+  virtual absl::StatusOr<std::pair<int, int>> ClientJobCounts(const std::string& client) = 0;
+  // One more submission of `client` in the current minute (the database's clock), unless it
+  // made `limit` already: then nullopt. The second: ms left of the minute.
+  virtual absl::StatusOr<std::pair<std::optional<int>, int64_t>> CountSubmission(
+      const std::string& client, int limit) = 0;
 
   // Agent sessions, renewed with the leases: how many agents each device has in the cluster.
   virtual absl::Status PutAgentSession(const std::string& agent_id,

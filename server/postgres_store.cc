@@ -43,6 +43,9 @@ const std::vector<std::vector<const char*>>& Migrations() {
        "CREATE INDEX jobs_by_artifact ON jobs (artifact_digest, client)",
        "CREATE TABLE agent_sessions (id TEXT PRIMARY KEY, instance TEXT NOT NULL, "
        "device_key TEXT NOT NULL, seen_ms BIGINT NOT NULL)"},
+      // 4: submissions per client and minute, counted by every instance alike (quotas).
+      {"CREATE TABLE client_minutes (client TEXT NOT NULL, minute_ms BIGINT NOT NULL, "
+       "submitted INT NOT NULL, PRIMARY KEY (client, minute_ms))"},
   };
   return *migrations;
 }
@@ -678,6 +681,40 @@ absl::StatusOr<bool> PostgresStore::ClientHasArtifact(const std::string& client,
                   {digest, client});
   if (!r.ok()) return r.status();
   return r->rows() > 0;
+}
+
+absl::StatusOr<std::pair<int, int>> PostgresStore::ClientJobCounts(const std::string& client) {
+  absl::StatusOr<tune::PgResult> r =
+      db()->Query(absl::StrCat("SELECT (count(*) FILTER (WHERE ", kUnfinished,
+                               "))::bigint, count(*)::bigint FROM jobs WHERE client = $1"),
+                  {client});
+  if (!r.ok()) return r.status();
+  return std::make_pair(static_cast<int>(r->Int(0, 0)), static_cast<int>(r->Int(0, 1)));
+}
+
+absl::StatusOr<std::pair<std::optional<int>, int64_t>> PostgresStore::CountSubmission(
+    const std::string& client, int limit) {
+  // The minute by the database's clock, which every instance shares; one statement, so two
+  // instances counting at once cannot both take the last one.
+  const std::string minute = absl::StrCat("(", kNowMs, " / 60000 * 60000)");
+  absl::StatusOr<tune::PgResult> r = db()->Query(
+      absl::StrCat("INSERT INTO client_minutes AS c (client, minute_ms, submitted) VALUES ($1, ",
+                   minute,
+                   ", 1) ON CONFLICT (client, minute_ms) DO UPDATE SET submitted = "
+                   "c.submitted + 1 WHERE c.submitted < $2::int RETURNING c.submitted::bigint, (",
+                   minute, " + 60000 - ", kNowMs, ")::bigint"),
+      {client, absl::StrCat(limit)});
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0) {
+    absl::StatusOr<tune::PgResult> left =
+        db()->Query(absl::StrCat("SELECT (", minute, " + 60000 - ", kNowMs, ")::bigint"), {});
+    return std::make_pair(std::optional<int>(), left.ok() ? left->Int(0, 0) : int64_t{60000});
+  }
+  // Earlier minutes are of no use: gone with this client's next count.
+  db()->Query(absl::StrCat("DELETE FROM client_minutes WHERE client = $1 AND minute_ms < ", minute),
+              {client})
+      .IgnoreError();
+  return std::make_pair(std::optional<int>(static_cast<int>(r->Int(0, 0))), r->Int(0, 1));
 }
 
 absl::Status PostgresStore::PutAgentSession(const std::string& agent_id,

@@ -94,6 +94,9 @@ class PostgresStore final : public Store, public ClusterStore {
   absl::Status DropAgentSession(const std::string& agent_id) override;
   absl::StatusOr<std::map<std::string, int>> AgentsByDevice() override;
   absl::StatusOr<std::map<std::string, int>> TasksQueuedByDevice() override;
+  absl::StatusOr<std::pair<int, int>> ClientJobCounts(const std::string& client) override;
+  absl::StatusOr<std::pair<std::optional<int>, int64_t>> CountSubmission(const std::string& client,
+                                                                         int limit) override;
 
   // The schema version this binary migrates to.
   static int SchemaVersion();

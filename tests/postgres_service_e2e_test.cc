@@ -252,6 +252,41 @@ TEST(PostgresService, AnUnreachableDatabaseIsAClearStartupError) {
   EXPECT_THAT(cluster.daemon().Log(), ::testing::HasSubstr("cannot connect to PostgreSQL"));
 }
 
+// Issue 47, finding 5: quotas were counted per instance, so behind a load balancer a client got
+// N times its quota. Both instances count the client's submissions in PostgreSQL: with a limit
+// of 3 a minute, two on each instance make the fourth refused, wherever it lands.
+TEST(PostgresService, QuotasAreCountedAcrossInstances) {
+  absl::StatusOr<std::unique_ptr<kiln::testing::PostgresServer>> postgres =
+      kiln::testing::PostgresServer::Start();
+  ASSERT_TRUE(postgres.ok()) << postgres.status();
+  absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("kiln");
+  ASSERT_TRUE(url.ok()) << url.status();
+  Cluster first("quota_first"), second("quota_second");
+  ASSERT_TRUE(
+      first.StartDaemon({"--postgres", *url, "--instance", "first", "--max-jobs-per-minute", "3"})
+          .ok());
+  ASSERT_TRUE(
+      second.StartDaemon({"--postgres", *url, "--instance", "second", "--max-jobs-per-minute", "3"})
+          .ok());
+  std::unique_ptr<client::KilnClient> a = *first.Client();
+  std::unique_ptr<client::KilnClient> b = *second.Client();
+  // The four submissions within one minute of the database's clock (this machine's): start
+  // with at least 30 s of it left.
+  const int64_t in_minute = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count() %
+                            60000;
+  if (in_minute > 30000) std::this_thread::sleep_for(std::chrono::milliseconds(60100 - in_minute));
+  const v1::SubmitCompileRequest request = Compile("tests/models/mlp_784_128_10.onnx");
+  EXPECT_EQ(Finish(*a, a->SubmitCompile(request)).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_TRUE(a->SubmitCompile(request).ok());  // a cache hit
+  EXPECT_TRUE(b->SubmitCompile(request).ok());  // the other instance's first: the client's third
+  absl::Status fourth = b->SubmitCompile(request).status();
+  EXPECT_EQ(fourth.code(), absl::StatusCode::kResourceExhausted) << fourth;
+  EXPECT_THAT(fourth.message(), ::testing::HasSubstr("3 jobs this minute across the cluster"));
+  EXPECT_EQ(a->SubmitCompile(request).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 }  // namespace kiln::testing
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "server/cluster_store.h"
 #include "server/log.h"
 
 namespace kiln::server {
@@ -42,6 +43,15 @@ absl::Status Admission::Admit(const std::string& client, int active, int stored)
                                                store_health_.message(),
                                                "): new jobs are refused until it is back"));
   }
+  // In a cluster every instance counts the same jobs and submissions: the database's.
+  ClusterStore* cluster = store_->cluster();
+  if (cluster != nullptr) {
+    absl::StatusOr<std::pair<int, int>> counts = cluster->ClientJobCounts(client);
+    if (!counts.ok())
+      return absl::UnavailableError(absl::StrCat("quotas: ", counts.status().message()));
+    active = std::max(active, counts->first);
+    stored = std::max(stored, counts->second);
+  }
   if (active >= options_.max_active_jobs_per_client) {
     return RefuseLocked(
         "active_jobs",
@@ -57,7 +67,20 @@ absl::Status Admission::Admit(const std::string& client, int active, int stored)
                      options_.job_retention_ms / 1000, " s"));
   }
   if (absl::Status room = StoreRoomLocked(now); !room.ok()) return room;
-  if (options_.max_jobs_per_minute_per_client > 0) {
+  if (options_.max_jobs_per_minute_per_client > 0 && cluster != nullptr) {
+    const int limit = options_.max_jobs_per_minute_per_client;
+    absl::StatusOr<std::pair<std::optional<int>, int64_t>> counted =
+        cluster->CountSubmission(client, limit);
+    if (!counted.ok()) {
+      return absl::UnavailableError(absl::StrCat("quotas: ", counted.status().message()));
+    }
+    if (!counted->first.has_value()) {
+      return RefuseLocked("jobs_per_minute",
+                          absl::StrCat("client ", client, " submitted ", limit,
+                                       " jobs this minute across the cluster (the limit is ", limit,
+                                       "); try again in ", (counted->second + 999) / 1000, " s"));
+    }
+  } else if (options_.max_jobs_per_minute_per_client > 0) {
     Rate& rate = rate_by_client_[client];
     if (now - rate.window_start_ms >= 60000) rate = Rate{now, 0};
     if (rate.count >= options_.max_jobs_per_minute_per_client) {
