@@ -33,7 +33,8 @@ const v1::DeviceAttributes& ServerHost() {
 
 // The exact bytes of what a compile asks for, less what does not change the artifact (the
 // idempotency key, the deadline).
-std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const std::string& target) {
+std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const std::string& target,
+                               const std::string& records_owner) {
   v1::SubmitCompileRequest copy;
   *copy.mutable_module() = request.module();
   copy.set_target(target);
@@ -44,8 +45,12 @@ std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const st
   coded.SetSerializationDeterministic(true);
   copy.SerializeToCodedStream(&coded);
   coded.Trim();
-  return runtime::Sha256Hex(absl::StrCat(CompilerIdentity(), "\n", bytes));
+  return runtime::Sha256Hex(absl::StrCat(CompilerIdentity(), "\n", records_owner, "\n", bytes));
 }
+
+// Whose tuning records a caller's compiles apply and its tunes write: its own (beside the
+// published ones), or, for an admin, the published ones.
+std::string RecordsOwner(const Principal& caller) { return caller.admin ? "" : caller.name; }
 
 size_t SourceBytes(const v1::ModuleSource& source) {
   return source.ir_proto().size() + source.tvmscript().size() + source.onnx().size();
@@ -175,7 +180,7 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
   // A request seen before is answered by its fingerprint; anything else goes to a worker, which
   // loads the module (kilnd never parses one), matches it against the cache and builds on a miss.
-  std::string fingerprint = RequestFingerprint(*request, target);
+  std::string fingerprint = RequestFingerprint(*request, target, RecordsOwner(caller));
   job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
                                                        : request->module().name());
   if (std::optional<CachedArtifact> hit = ctx_->cache->LookupFingerprint(fingerprint)) {
@@ -186,8 +191,9 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
     response->set_deduplicated(submitted.deduplicated);
     return grpc::Status::OK;
   }
-  Submitted submitted = ctx_->jobs->EnqueueCompile(std::move(job), request->module(),
-                                                   request->options(), std::move(fingerprint));
+  Submitted submitted =
+      ctx_->jobs->EnqueueCompile(std::move(job), request->module(), request->options(),
+                                 std::move(fingerprint), RecordsOwner(caller));
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);
   return grpc::Status::OK;
@@ -421,7 +427,8 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
   job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
                                                        : request->module().name());
-  Submitted submitted = ctx_->jobs->EnqueueTune(std::move(job), request->module(), *request);
+  Submitted submitted =
+      ctx_->jobs->EnqueueTune(std::move(job), request->module(), *request, RecordsOwner(caller));
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);
   return grpc::Status::OK;

@@ -5,6 +5,7 @@
 // loopback, with client and agent tokens.
 //
 // Arguments: kilnd, kiln-agent, kiln (the binaries under test).
+#include "compiler/tune/database.h"
 #include "runtime/artifact_signing.h"
 #include "tests/service_test_util.h"
 
@@ -214,6 +215,42 @@ TEST_F(TrustedExecutionTest, AClientSeesAndUsesOnlyItsDevices) {
   absl::StatusOr<v1::Job> on_hers = InferDigest(*carol, mine.artifact_digest(), "stranger");
   ASSERT_TRUE(on_hers.ok()) << on_hers.status();
   EXPECT_EQ(on_hers->state(), v1::JOB_STATE_SUCCEEDED) << on_hers->reason();
+}
+
+// Finding 4: whoever held an agent token decided which record every tenant's compiles applied.
+// A tenant's tune records are its own: the service's database keeps them under its name, and
+// another tenant's compile of the same module applies none of them.
+TEST_F(TrustedExecutionTest, ATenantsTuneRecordsAreItsOwn) {
+  v1::SubmitTuneRequest tune;
+  *tune.mutable_module() = *client::ModuleSourceFromFile(kMlp);
+  tune.set_device_key("cpu");
+  tune.set_trials(4);
+  absl::StatusOr<v1::SubmitResponse> submitted = alice_->SubmitTune(tune);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  absl::StatusOr<v1::Job> tuned = alice_->Wait(submitted->job().id());
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  ASSERT_EQ(tuned->state(), v1::JOB_STATE_SUCCEEDED) << tuned->reason();
+
+  absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> db =
+      tune::TuningDatabase::Open(dir_ + "/store/tuning.db");
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<std::vector<tune::WorkloadId>> workloads = (*db)->Workloads();
+  ASSERT_TRUE(workloads.ok() && !workloads->empty());
+  size_t alices = 0;
+  for (const tune::WorkloadId& w : *workloads) {
+    EXPECT_TRUE((*db)->Records(w)->empty()) << "a record was published";  // the published view
+    (*db)->set_owner("alice");
+    alices += (*db)->Records(w)->size();
+    (*db)->set_owner("");
+  }
+  EXPECT_GT(alices, 0u);
+
+  v1::Job bobs = CompileOk(*bob_, CompileRequest(kMlp));
+  absl::StatusOr<std::string> bytes = bob_->DownloadArtifact(bobs.artifact_digest());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<v1::ArtifactManifest> manifest = runtime::ReadArtifactManifest(*bytes);
+  ASSERT_TRUE(manifest.ok());
+  EXPECT_EQ(manifest->tuned_kernels_size(), 0);
 }
 
 // Finding 5: outputs came back with every listing (ListJobs failed with RESOURCE_EXHAUSTED

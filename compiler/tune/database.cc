@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS records(
   error TEXT NOT NULL,
   measured_at TEXT NOT NULL,
   measured_on TEXT NOT NULL,
-  compiler TEXT NOT NULL);
+  compiler TEXT NOT NULL,
+  owner TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_id, seconds);
 )sql";
 
@@ -165,6 +166,15 @@ absl::StatusOr<std::unique_ptr<TuningDatabase>> SqliteTuningDatabase::Open(
   if (!get.ok()) return db->Error("reading the schema version");
   if (get.Step() == SQLITE_ROW) {
     std::string version = get.Text(0);
+    if (version == "1") {  // records gain an owner; the existing ones stay published
+      if (sqlite3_exec(raw,
+                       "ALTER TABLE records ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
+                       "UPDATE kiln_tuning_meta SET value = '2' WHERE key = 'schema_version'",
+                       nullptr, nullptr, nullptr) != SQLITE_OK) {
+        return db->Error("upgrading the schema to version 2");
+      }
+      version = "2";
+    }
     if (version != std::to_string(kTuningSchemaVersion)) {
       return absl::FailedPreconditionError(
           absl::StrCat("tuning database ", path, ": schema version ", version,
@@ -219,7 +229,7 @@ absl::Status SqliteTuningDatabase::AddRecord(const WorkloadId& w, const TuningRe
   }
   Statement add(db_,
                 "INSERT INTO records(workload_id, candidate_key, trace, seconds, error, "
-                "measured_at, measured_on, compiler) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+                "measured_at, measured_on, compiler, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   add.Bind(1, **id);
   add.Bind(2, r.candidate_key);
   add.Bind(3, tir::TraceToJson(r.trace));
@@ -228,6 +238,7 @@ absl::Status SqliteTuningDatabase::AddRecord(const WorkloadId& w, const TuningRe
   add.Bind(6, r.measured_at);
   add.Bind(7, r.measured_on);
   add.Bind(8, r.compiler);
+  add.Bind(9, owner());
   if (add.Step() != SQLITE_DONE) return Error("adding a record");
   return absl::OkStatus();
 }
@@ -277,11 +288,12 @@ absl::StatusOr<std::vector<TuningRecord>> SqliteTuningDatabase::Query(const Work
                 "SELECT r.candidate_key, r.trace, r.seconds, r.error, r.measured_at, "
                 "r.measured_on, r.compiler FROM records r JOIN workloads w ON r.workload_id = "
                 "w.id WHERE w.workload_key = ? AND w.target = ? AND w.device_key = ? "
-                "AND (r.seconds IS NULL OR r.seconds > 0) ORDER BY r.seconds IS NULL, r.seconds, "
-                "r.id LIMIT ?");
+                "AND (r.seconds IS NULL OR r.seconds > 0) AND (r.owner = '' OR r.owner = ?) "
+                "ORDER BY r.seconds IS NULL, r.seconds, r.id LIMIT ?");
   if (!get.ok()) return Error("reading records");
   BindWorkload(get, w);
-  get.Bind(4, limit);
+  get.Bind(4, owner());
+  get.Bind(5, limit);
   std::vector<TuningRecord> out;
   int rc;
   while ((rc = get.Step()) == SQLITE_ROW) {

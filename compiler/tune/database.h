@@ -9,9 +9,10 @@
 //             with the kernel's TVMScript so a record can be read without the model, and the
 //             untuned kernel's time (a record slower than it is never applied)
 //   records(id, workload_id, candidate_key, trace, seconds, error, measured_at, measured_on,
-//           compiler)
+//           compiler, owner)
 //             one per measured candidate: its trace (JSON, schedule/trace.h), seconds per call or
-//             NULL with the build or run error, when and where, the compiler identity
+//             NULL with the build or run error, when and where, the compiler identity, and
+//             whose tune measured it ("" once published: every tenant's compiles apply it)
 //
 // Plain SQL tables with no SQLite-only types: database_postgres.cc creates the same ones.
 #ifndef KILN_COMPILER_TUNE_DATABASE_H_
@@ -37,7 +38,8 @@ inline bool RecordBeatsUntuned(double record_seconds, double untuned_seconds) {
   return record_seconds * (1 + kMinTunedGain) < untuned_seconds;
 }
 
-inline constexpr int kTuningSchemaVersion = 1;
+// 2: records have an owner (the tenant whose tune measured them; "" for published ones).
+inline constexpr int kTuningSchemaVersion = 2;
 
 // A measured time the database keeps: finite and positive. Anything else (a negative time an
 // agent reported, say, which no candidate could ever beat) is refused on the way in and skipped
@@ -73,6 +75,12 @@ class TuningDatabase {
 
   const std::string& path() const { return path_; }
 
+  // Whose records this handle writes and reads (kilnd's tenants): records it adds are
+  // `owner`'s, and it sees the published ones ("") and `owner`'s only, so that one tenant's tune
+  // never decides another's compiles. The default, "", writes and reads the published ones.
+  void set_owner(std::string owner) { owner_ = std::move(owner); }
+  const std::string& owner() const { return owner_; }
+
   // Adds the workload if new (the module text is kept from the first time).
   virtual absl::Status AddWorkload(const WorkloadId& workload,
                                    const std::string& module_script) = 0;
@@ -104,6 +112,7 @@ class TuningDatabase {
 
  private:
   std::string path_;
+  std::string owner_;
 };
 
 }  // namespace kiln::tune

@@ -19,7 +19,8 @@ constexpr const char* kSchema[] = {
     "CREATE TABLE IF NOT EXISTS records(id BIGSERIAL PRIMARY KEY, "
     "workload_id BIGINT NOT NULL REFERENCES workloads(id), candidate_key TEXT NOT NULL, "
     "trace TEXT NOT NULL, seconds DOUBLE PRECISION, error TEXT NOT NULL, "
-    "measured_at TEXT NOT NULL, measured_on TEXT NOT NULL, compiler TEXT NOT NULL)",
+    "measured_at TEXT NOT NULL, measured_on TEXT NOT NULL, compiler TEXT NOT NULL, "
+    "owner TEXT NOT NULL DEFAULT '')",
     "CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_id, seconds)",
 };
 constexpr int64_t kSchemaLock = 0x6b696c6e74;  // "kilnt"
@@ -60,12 +61,12 @@ class PostgresTuningDatabase final : public TuningDatabase {
     }
     absl::StatusOr<PgResult> added = db_->Query(
         "INSERT INTO records(workload_id, candidate_key, trace, seconds, error, measured_at, "
-        "measured_on, compiler) SELECT id, $4, $5, NULLIF($6, '')::double precision, $7, $8, $9, "
-        "$10 "
+        "measured_on, compiler, owner) SELECT id, $4, $5, NULLIF($6, '')::double precision, $7, "
+        "$8, $9, $10, $11 "
         "FROM workloads WHERE workload_key = $1 AND target = $2 AND device_key = $3",
         {w.workload_key, w.target, w.device_key, r.candidate_key, tir::TraceToJson(r.trace),
          r.seconds ? Double(*r.seconds) : std::string(), r.error, r.measured_at, r.measured_on,
-         r.compiler});
+         r.compiler, owner()});
     if (!added.ok()) return Error(added.status());
     if (added->rows() == 0 && !Module(w).ok()) {
       return absl::NotFoundError(absl::StrCat("tuning database ", path(), ": no workload ",
@@ -123,9 +124,9 @@ class PostgresTuningDatabase final : public TuningDatabase {
         "SELECT r.candidate_key, r.trace, r.seconds, r.error, r.measured_at, r.measured_on, "
         "r.compiler FROM records r JOIN workloads w ON r.workload_id = w.id "
         "WHERE w.workload_key = $1 AND w.target = $2 AND w.device_key = $3 "
-        "AND (r.seconds IS NULL OR r.seconds > 0) ORDER BY r.seconds IS NULL, r.seconds, r.id "
-        "LIMIT NULLIF($4::bigint, -1)",
-        {w.workload_key, w.target, w.device_key, absl::StrCat(limit < 0 ? -1 : limit)});
+        "AND (r.seconds IS NULL OR r.seconds > 0) AND (r.owner = '' OR r.owner = $5) "
+        "ORDER BY r.seconds IS NULL, r.seconds, r.id LIMIT NULLIF($4::bigint, -1)",
+        {w.workload_key, w.target, w.device_key, absl::StrCat(limit < 0 ? -1 : limit), owner()});
     if (!r.ok()) return Error(r.status());
     std::vector<TuningRecord> out;
     for (int i = 0; i < r->rows(); ++i) {
@@ -151,6 +152,14 @@ class PostgresTuningDatabase final : public TuningDatabase {
                               "('schema_version', $1)",
                               {absl::StrCat(kTuningSchemaVersion)})
                        .status());
+    }
+    if (version->Bytes(0, 0) == "1") {  // records gain an owner; the existing ones stay published
+      for (const char* sql :
+           {"ALTER TABLE records ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT ''",
+            "UPDATE kiln_tuning_meta SET value = '2' WHERE key = 'schema_version'"}) {
+        if (absl::Status s = db_->Query(sql).status(); !s.ok()) return Error(s);
+      }
+      return absl::OkStatus();
     }
     if (version->Bytes(0, 0) != absl::StrCat(kTuningSchemaVersion)) {
       return absl::FailedPreconditionError(

@@ -135,6 +135,32 @@ TEST_P(Backends, ImplausibleTimesAreRefusedAndNeverBest) {
   }
 }
 
+// Issue 47, finding 4: a tenant's tune decided every tenant's compiles. Records are their
+// tenant's: another tenant neither sees nor applies them; published ones ("") everyone does.
+TEST_P(Backends, ATenantsRecordsAreItsOwn) {
+  const std::string path = Location("owners");
+  const WorkloadId w{"fedcba9876543210", "llvm", "cpu"};
+  auto open_as = [&](const std::string& owner) {
+    absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+    EXPECT_TRUE(db.ok()) << db.status();
+    (*db)->set_owner(owner);
+    return std::move(*db);
+  };
+  std::unique_ptr<TuningDatabase> published = open_as("");
+  ASSERT_TRUE(published->AddWorkload(w, "# the kernel").ok());
+  ASSERT_TRUE(published->AddRecord(w, Record("published", 3e-3, 4)).ok());
+  std::unique_ptr<TuningDatabase> mallory = open_as("mallory");
+  ASSERT_TRUE(mallory->AddRecord(w, Record("mallory's", 1e-6, 8)).ok());
+  std::unique_ptr<TuningDatabase> alice = open_as("alice");
+  ASSERT_TRUE(alice->AddRecord(w, Record("alice's", 2e-3, 16)).ok());
+
+  EXPECT_EQ((*mallory->Best(w))->candidate_key, "mallory's");
+  EXPECT_EQ((*alice->Best(w))->candidate_key, "alice's");
+  EXPECT_EQ((*open_as("bob")->Best(w))->candidate_key, "published");
+  EXPECT_EQ((*published->Best(w))->candidate_key, "published");
+  EXPECT_EQ(alice->Records(w)->size(), 2u);  // its own and the published one
+}
+
 TEST_P(Backends, RecordOfAnUnknownWorkloadIsNotFound) {
   absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(Location("unknown"));
   ASSERT_TRUE(db.ok());
@@ -150,6 +176,30 @@ TEST(TuningDatabaseTest, AnUnreachableServerIsUnavailableWithoutThePassword) {
   EXPECT_EQ(db.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(db.status().message(), HasSubstr("postgresql://kiln@127.0.0.1:1/kiln"));
   EXPECT_THAT(db.status().message(), ::testing::Not(HasSubstr("hunter2")));
+}
+
+// A version 1 file (records without an owner) opens as version 2, its records published.
+TEST(TuningDatabaseTest, AVersionOneFileIsUpgraded) {
+  const std::string path = FreshTempPath("v1.db");
+  const WorkloadId w{"0011223344556677", "llvm", ""};
+  {
+    absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->AddWorkload(w, "# k").ok());
+    ASSERT_TRUE((*db)->AddRecord(w, Record("old", 1e-3, 4)).ok());
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "ALTER TABLE records DROP COLUMN owner;"
+                         "UPDATE kiln_tuning_meta SET value = '1' WHERE key = 'schema_version'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  (*db)->set_owner("anyone");
+  EXPECT_EQ((*(*db)->Best(w))->candidate_key, "old");
 }
 
 TEST(TuningDatabaseTest, AnotherSchemaVersionIsRefused) {

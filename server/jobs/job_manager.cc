@@ -93,8 +93,10 @@ Submitted JobManager::AddCacheHit(v1::Job job) {
 }
 
 Submitted JobManager::EnqueueCompile(v1::Job job, v1::ModuleSource source,
-                                     v1::CompileOptions options, std::string fingerprint) {
+                                     v1::CompileOptions options, std::string fingerprint,
+                                     const std::string& records_owner) {
   JobInput input;
+  input.set_records_owner(records_owner);
   *input.mutable_source() = std::move(source);
   input.set_fingerprint(std::move(fingerprint));
   *input.mutable_options() = std::move(options);
@@ -110,8 +112,10 @@ Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task) {
 }
 
 Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
-                                  const v1::SubmitTuneRequest& request) {
+                                  const v1::SubmitTuneRequest& request,
+                                  const std::string& records_owner) {
   JobInput input;
+  input.set_records_owner(records_owner);
   *input.mutable_source() = std::move(source);
   input.mutable_tune()->set_trials(request.trials());
   input.mutable_tune()->set_max_trials_per_task(request.max_trials_per_task());

@@ -103,11 +103,14 @@ class JobManager {
   Submitted AddCacheHit(v1::Job job);
   // A compile of `source` as submitted: a kiln-worker loads it, asks the cache and builds on a
   // miss. `fingerprint` (the request's exact bytes) answers a repeat of it once it succeeded.
+  // `records_owner`: whose tuning records apply beside the published ones (a tenant's; "").
   Submitted EnqueueCompile(v1::Job job, v1::ModuleSource source, v1::CompileOptions options,
-                           std::string fingerprint);
+                           std::string fingerprint, const std::string& records_owner = "");
   Submitted EnqueueTask(v1::Job job, v1::Task task);
-  // A tune: a kiln-worker searches and builds, the agents of the job's device key measure.
-  Submitted EnqueueTune(v1::Job job, v1::ModuleSource source, const v1::SubmitTuneRequest& request);
+  // A tune: a kiln-worker searches and builds, the agents of the job's device key measure; its
+  // records are `records_owner`'s ("": published).
+  Submitted EnqueueTune(v1::Job job, v1::ModuleSource source, const v1::SubmitTuneRequest& request,
+                        const std::string& records_owner = "");
 
   absl::StatusOr<v1::Job> Get(const std::string& id);
   // The events of a job still in memory (a pruned one's are gone: NotFound).

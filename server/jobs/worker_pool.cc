@@ -171,6 +171,7 @@ void WorkerPool::RunCompile(const HeldJob& job, std::unique_ptr<runtime::Child> 
   work.set_max_constant_bytes(options_.max_constant_bytes);
   work.set_max_folded_bytes(options_.max_folded_bytes);
   work.set_tuning_db_path(options_.tuning_db_path);
+  work.set_records_owner(job.input.records_owner());
   const int64_t timeout_ms = std::max<int64_t>(1, job.deadline_unix_ms - NowUnixMs());
   // The compile's side of the conversation (worker.proto): the worker's cache query is answered
   // with the candidates stored under its key; its outcome is kept.
@@ -264,6 +265,7 @@ void WorkerPool::RunTune(const HeldJob& job, std::unique_ptr<runtime::Child> wor
   work.set_max_trials_per_task(job.input.tune().max_trials_per_task());
   work.set_seed(job.input.tune().seed());
   work.set_tuning_db_path(options_.tuning_db_path);
+  work.set_records_owner(job.input.records_owner());
   work.set_device_key(job.job.device_key());
   work.set_cpu_limit_seconds(options_.worker_cpu_seconds);
   work.set_max_constant_bytes(options_.max_constant_bytes);

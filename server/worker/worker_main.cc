@@ -115,6 +115,7 @@ void Compile(const CompileWork& work, CompileOutcome* outcome) {
     absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> opened =
         tune::TuningDatabase::Open(work.tuning_db_path());
     if (!opened.ok()) return Fail(opened.status(), outcome);
+    (*opened)->set_owner(work.records_owner());
     absl::StatusOr<std::string> digest = tune::AppliedRecordsDigest(**opened, work.target());
     if (!digest.ok()) return Fail(digest.status(), outcome);
     records = *digest;

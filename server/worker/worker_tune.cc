@@ -75,6 +75,7 @@ TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
   absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> db =
       tune::TuningDatabase::Open(work.tuning_db_path());
   if (!db.ok()) return Failure(db.status());
+  (*db)->set_owner(work.records_owner());
   tune::LocalBuilderOptions builder_options;
   builder_options.target = work.target();
   std::unique_ptr<tune::Builder> builder = tune::MakeLocalBuilder(builder_options);
