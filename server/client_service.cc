@@ -48,6 +48,31 @@ std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const st
   return runtime::Sha256Hex(absl::StrCat(CompilerIdentity(), "\n", records_owner, "\n", bytes));
 }
 
+// What an entry's result signature says its outputs are, in the order an agent answers them
+// (runtime/agent/tensor_value.h: a tensor, or a tuple's tensors): dtype and shape, -1 for a
+// symbolic or unknown dimension. Empty where the signature says less (a nested tuple, an object).
+std::vector<v1::TensorValue> ExpectedOutputs(const v1::ValueSignature& result) {
+  std::vector<v1::TensorValue> out;
+  auto add = [&](const v1::ValueSignature& sig) {
+    if (sig.kind() != "tensor" || sig.dtype().empty()) return false;
+    v1::TensorValue& t = out.emplace_back();
+    t.set_dtype(sig.dtype());
+    for (const std::string& d : sig.dims()) {
+      int64_t n = -1;
+      t.add_shape(absl::SimpleAtoi(d, &n) ? n : -1);
+    }
+    return true;
+  };
+  if (result.kind() == "tensor") {
+    if (!add(result)) out.clear();
+  } else if (result.kind() == "tuple") {
+    for (const v1::ValueSignature& f : result.fields()) {
+      if (!add(f)) return {};
+    }
+  }
+  return out;
+}
+
 // Whose tuning records a caller's compiles apply and its tunes write: its own (beside the
 // published ones), or, for an admin, the published ones.
 std::string RecordsOwner(const Principal& caller) { return caller.admin ? "" : caller.name; }
@@ -295,7 +320,8 @@ bool KilnService::Deduplicated(const std::string& client, const std::string& key
 
 grpc::Status KilnService::EnqueueTask(const std::string& client, const std::string& key,
                                       const std::string& device_key, int64_t deadline_ms,
-                                      v1::Task task, v1::SubmitResponse* response) {
+                                      v1::Task task, v1::SubmitResponse* response,
+                                      std::vector<v1::TensorValue> expected_outputs) {
   v1::Job job;
   job.set_kind(task.kind());
   job.set_client(client);
@@ -304,7 +330,8 @@ grpc::Status KilnService::EnqueueTask(const std::string& client, const std::stri
   job.set_artifact_digest(task.artifact_digest());
   job.set_artifact_size(task.artifact_size());
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(deadline_ms));
-  Submitted submitted = ctx_->jobs->EnqueueTask(std::move(job), std::move(task));
+  Submitted submitted =
+      ctx_->jobs->EnqueueTask(std::move(job), std::move(task), std::move(expected_outputs));
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);
   return grpc::Status::OK;
@@ -376,7 +403,7 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
   task.set_function(function);
   *task.mutable_inputs() = request->inputs();
   return EnqueueTask(client, request->idempotency_key(), device.key(), request->deadline_ms(),
-                     std::move(task), response);
+                     std::move(task), response, ExpectedOutputs(entry->result()));
 }
 
 grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,

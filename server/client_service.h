@@ -68,7 +68,8 @@ class KilnService final
   // A checked profile or inference task, as a queued job.
   grpc::Status EnqueueTask(const std::string& client, const std::string& key,
                            const std::string& device_key, int64_t deadline_ms, kiln::v1::Task task,
-                           kiln::v1::SubmitResponse* response);
+                           kiln::v1::SubmitResponse* response,
+                           std::vector<kiln::v1::TensorValue> expected_outputs = {});
   ServiceContext* ctx_;
 };
 

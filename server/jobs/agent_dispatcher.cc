@@ -110,7 +110,8 @@ void AgentDispatcher::Result(const std::shared_ptr<AgentLink>& agent,
     if (agent->busy_task == result.task_id()) {  // else not the task it was given
       agent->busy_task.clear();
       const absl::Status bounded =
-          result.ok() ? CheckTaskResult(result, options_.max_output_bytes) : absl::OkStatus();
+          result.ok() ? CheckTaskResult(result, options_.max_output_bytes, agent->expected_outputs)
+                      : absl::OkStatus();
       if (!bounded.ok()) {
         table_->Transition(
             result.task_id(), v1::JOB_STATE_RUNNING, v1::JOB_STATE_FAILED,
@@ -287,6 +288,8 @@ void AgentDispatcher::DispatchLocked() {
       if (!job.has_value()) continue;  // cancelled or handed over meanwhile
       turns[client] = ++dispatches_;
       agent->busy_task = job_id;
+      agent->expected_outputs.assign(job->input.expected_outputs().begin(),
+                                     job->input.expected_outputs().end());
       v1::ServerMessage m;
       *m.mutable_task() = job->input.task();
       m.mutable_task()->set_timeout_ms(std::max<int64_t>(1, job->deadline_unix_ms - NowUnixMs()));

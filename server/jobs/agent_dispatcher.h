@@ -40,7 +40,9 @@ struct AgentLink {
   grpc::ServerContextBase* context = nullptr;
   // Queues a message for the agent's stream (called under the dispatcher's lock: it only queues).
   std::function<void(v1::ServerMessage)> send;
-  std::string busy_task;         // the job it runs
+  std::string busy_task;  // the job it runs
+  // What the task's answer must be (an inference's outputs: JobInput.expected_outputs).
+  std::vector<v1::TensorValue> expected_outputs;
   std::string busy_measurement;  // or the tuning candidate it measures; both empty when idle
   int64_t last_seen_ms = 0;
   bool gone = false;

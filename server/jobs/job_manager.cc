@@ -103,9 +103,11 @@ Submitted JobManager::EnqueueCompile(v1::Job job, v1::ModuleSource source,
   return Submit(std::move(job), std::move(input), "queued for a compile worker");
 }
 
-Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task) {
+Submitted JobManager::EnqueueTask(v1::Job job, v1::Task task,
+                                  std::vector<v1::TensorValue> expected_outputs) {
   JobInput input;
   *input.mutable_task() = std::move(task);
+  for (v1::TensorValue& t : expected_outputs) *input.add_expected_outputs() = std::move(t);
   const std::string message =
       absl::StrCat("queued for an agent of device '", job.device_key(), "'");
   return Submit(std::move(job), std::move(input), message);

@@ -106,7 +106,10 @@ class JobManager {
   // `records_owner`: whose tuning records apply beside the published ones (a tenant's; "").
   Submitted EnqueueCompile(v1::Job job, v1::ModuleSource source, v1::CompileOptions options,
                            std::string fingerprint, const std::string& records_owner = "");
-  Submitted EnqueueTask(v1::Job job, v1::Task task);
+  // A profile or inference task for an agent of the job's device; `expected_outputs`: what an
+  // inference must answer (JobInput), empty where the signature does not say.
+  Submitted EnqueueTask(v1::Job job, v1::Task task,
+                        std::vector<v1::TensorValue> expected_outputs = {});
   // A tune: a kiln-worker searches and builds, the agents of the job's device key measure; its
   // records are `records_owner`'s ("": published).
   Submitted EnqueueTune(v1::Job job, v1::ModuleSource source, const v1::SubmitTuneRequest& request,

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace kiln::server {
 
@@ -48,7 +49,31 @@ int64_t DtypeBytes(const std::string& dtype) {
 
 }  // namespace
 
-absl::Status CheckTaskResult(const v1::TaskResult& result, int64_t max_output_bytes) {
+absl::Status CheckTaskResult(const v1::TaskResult& result, int64_t max_output_bytes,
+                             const std::vector<v1::TensorValue>& expected) {
+  const auto& outputs = result.inference().outputs();
+  if (!expected.empty() && result.has_inference()) {
+    if (outputs.size() != static_cast<int>(expected.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(outputs.size(),
+                                                     " outputs, the artifact's "
+                                                     "signature says ",
+                                                     expected.size()));
+    }
+    for (int i = 0; i < outputs.size(); ++i) {
+      const v1::TensorValue& got = outputs[i];
+      const v1::TensorValue& want = expected[static_cast<size_t>(i)];
+      bool same = got.dtype() == want.dtype() && got.shape_size() == want.shape_size();
+      for (int d = 0; same && d < want.shape_size(); ++d) {
+        same = want.shape(d) < 0 || want.shape(d) == got.shape(d);
+      }
+      if (!same) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("output '", got.name(), "' is ", got.dtype(), "[",
+                         absl::StrJoin(got.shape(), ", "), "], the artifact's signature says ",
+                         want.dtype(), "[", absl::StrJoin(want.shape(), ", "), "]"));
+      }
+    }
+  }
   if (result.has_profile()) {
     const v1::ProfileResult& p = result.profile();
     for (double s : p.seconds_per_call()) {

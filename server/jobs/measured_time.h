@@ -7,6 +7,8 @@
 #ifndef KILN_SERVER_JOBS_MEASURED_TIME_H_
 #define KILN_SERVER_JOBS_MEASURED_TIME_H_
 
+#include <vector>
+
 #include "absl/status/status.h"
 #include "proto/kiln/v1/agent.pb.h"
 #include "proto/kiln/v1/jobs.pb.h"
@@ -24,9 +26,11 @@ absl::Status CheckReportedSeconds(double seconds, double flops, const v1::Device
 
 // OK where an agent's answer to a profile or inference task could be true and is within bounds:
 // every time finite and positive; every output's data exactly its shape times its dtype's size
-// (known dtypes); the outputs within `max_output_bytes` in all. InvalidArgument saying what is
-// wrong otherwise.
-absl::Status CheckTaskResult(const v1::TaskResult& result, int64_t max_output_bytes);
+// (known dtypes); the outputs within `max_output_bytes` in all; and, where `expected` (the
+// artifact's signature: dtypes and shapes, -1 for a symbolic dimension) is given, as many
+// outputs of those dtypes and shapes. InvalidArgument saying what is wrong otherwise.
+absl::Status CheckTaskResult(const v1::TaskResult& result, int64_t max_output_bytes,
+                             const std::vector<v1::TensorValue>& expected = {});
 
 }  // namespace kiln::server
 

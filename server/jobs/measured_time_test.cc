@@ -60,5 +60,30 @@ TEST(MeasuredTimeTest, TaskResultsAreCheckedAndBounded) {
   EXPECT_THAT(CheckTaskResult(inference, 1 << 20).message(), HasSubstr("impossible shape"));
 }
 
+// Finding 6: outputs whose shape contradicted the artifact's signature were stored as SUCCEEDED.
+TEST(MeasuredTimeTest, OutputsMustMatchTheArtifactsSignature) {
+  v1::TaskResult inference;
+  v1::TensorValue* y = inference.mutable_inference()->add_outputs();
+  y->set_name("output");
+  y->set_dtype("float32");
+  y->add_shape(4);
+  y->add_shape(8);
+  y->set_data(std::string(4 * 8 * 4, '\0'));
+  v1::TensorValue want;  // float32[n, 8]: the batch symbolic
+  want.set_dtype("float32");
+  want.add_shape(-1);
+  want.add_shape(8);
+  EXPECT_TRUE(CheckTaskResult(inference, 1 << 20, {want}).ok());
+  want.set_shape(1, 10);
+  EXPECT_THAT(CheckTaskResult(inference, 1 << 20, {want}).message(),
+              HasSubstr("output 'output' is float32[4, 8], the artifact's signature says "
+                        "float32[-1, 10]"));
+  want.set_shape(1, 8);
+  want.set_dtype("int64");
+  EXPECT_FALSE(CheckTaskResult(inference, 1 << 20, {want}).ok());
+  EXPECT_THAT(CheckTaskResult(inference, 1 << 20, {want, want}).message(),
+              HasSubstr("1 outputs, the artifact's signature says 2"));
+}
+
 }  // namespace
 }  // namespace kiln::server
