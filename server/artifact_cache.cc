@@ -77,6 +77,12 @@ void ArtifactCache::RememberFingerprint(const std::string& fingerprint, const st
   fingerprints_[fingerprint] = digest;
 }
 
+std::function<bool(const std::string&)> ArtifactCache::EvictableFor(
+    const std::string& tenant) const {
+  if (tenant.empty() || !others_refer_) return nullptr;
+  return [this, tenant](const std::string& digest) { return !others_refer_(digest, tenant); };
+}
+
 void ArtifactCache::ForgetFingerprints() {
   std::lock_guard<std::mutex> lock(mu_);
   fingerprints_.clear();
@@ -84,7 +90,8 @@ void ArtifactCache::ForgetFingerprints() {
 
 absl::StatusOr<int64_t> ArtifactCache::Insert(const std::string& key, const std::string& digest,
                                               const std::string& artifact,
-                                              const std::string& module_bytes) {
+                                              const std::string& module_bytes,
+                                              const std::string& tenant) {
   std::string bytes = artifact;
   if (signer_ != nullptr) {
     absl::StatusOr<v1::ArtifactProto> parsed = runtime::ParseArtifact(artifact, false);
@@ -97,7 +104,7 @@ absl::StatusOr<int64_t> ArtifactCache::Insert(const std::string& key, const std:
     bytes = parsed->SerializeAsString();
   }
   if (absl::Status s = store_->PutArtifact(digest, key, bytes, module_bytes); !s.ok()) return s;
-  absl::StatusOr<int> evicted = store_->EvictTo(max_bytes_, digest);
+  absl::StatusOr<int> evicted = store_->EvictTo(max_bytes_, digest, EvictableFor(tenant));
   if (!evicted.ok()) return evicted.status();
   evictions_ += *evicted;
   return static_cast<int64_t>(bytes.size());

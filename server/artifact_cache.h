@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -40,8 +41,16 @@ class ArtifactCache {
   void RecordMiss() { ++misses_; }
   // Stores a fresh artifact with the module it came from, signed, then evicts down to the
   // bound; the stored size. The artifact must verify against `digest` (DataLoss otherwise).
+  // Made for `tenant`: what it evicts is never an artifact another tenant's job refers to
+  // (SetReferences); the cache may stay over its bound rather than take one.
   absl::StatusOr<int64_t> Insert(const std::string& key, const std::string& digest,
-                                 const std::string& artifact, const std::string& module_bytes);
+                                 const std::string& artifact, const std::string& module_bytes,
+                                 const std::string& tenant = "");
+  // Whether a job of another tenant than `tenant` refers to `digest` (the job table knows).
+  using References = std::function<bool(const std::string& digest, const std::string& tenant)>;
+  void SetReferences(References others_refer) { others_refer_ = std::move(others_refer); }
+  // What eviction on behalf of `tenant` may take ("": anything).
+  std::function<bool(const std::string&)> EvictableFor(const std::string& tenant) const;
 
   // Requests seen before, by a fingerprint of their exact bytes (module source, target,
   // options): the same bytes parse to the same module, so a remembered fingerprint is a hit
@@ -65,6 +74,7 @@ class ArtifactCache {
   Store* store_;
   int64_t max_bytes_;
   const runtime::SigningKey* signer_;
+  References others_refer_;
   std::atomic<int64_t> hits_{0}, misses_{0}, evictions_{0};
   std::mutex mu_;
   std::map<std::string, std::pair<int64_t, int64_t>> verified_;  // digest -> (size, mtime ns)

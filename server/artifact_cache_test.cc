@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -143,6 +144,41 @@ TEST(ArtifactCache, EvictsTheLeastRecentlyUsedToStayInBounds) {
   EXPECT_EQ((*store)->ReadArtifact(pa.manifest().digest()).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE((*store)->ReadArtifact(pb.manifest().digest()).ok());
+}
+
+// Issue 47, finding 5: one tenant's uploads evicted other tenants' artifacts. What bob's insert
+// evicts is never an artifact a job of another tenant refers to: the cache stays over its bound
+// instead, and bob's own older artifact goes first.
+TEST(ArtifactCache, ATenantsWorkNeverEvictsAnothersArtifact) {
+  auto store = Store::Open(StoreDir("tenants"));
+  ASSERT_TRUE(store.ok());
+  ir::IRModule mlp = Import("compiler/script/testdata/tvm_mlp.py");
+  ir::IRModule cnn = Import("tests/models/tiny_resnet.onnx");
+  absl::StatusOr<std::string> a = backend::BuildArtifact(mlp, "llvm");
+  absl::StatusOr<std::string> b = backend::BuildArtifact(cnn, "llvm");
+  ASSERT_TRUE(a.ok() && b.ok());
+  v1::ArtifactProto pa, pb;
+  pa.ParseFromString(*a);
+  pb.ParseFromString(*b);
+  const std::string alices = pa.manifest().digest(), bobs = pb.manifest().digest();
+  ArtifactCache cache(store->get(), static_cast<int64_t>(std::max(a->size(), b->size())));
+  std::map<std::string, std::string> referred_by = {{alices, "alice"}};
+  cache.SetReferences([&](const std::string& digest, const std::string& tenant) {
+    auto it = referred_by.find(digest);
+    return it != referred_by.end() && it->second != tenant;
+  });
+  ASSERT_TRUE(cache.Insert("ka", alices, *a, "", "alice").ok());
+  ASSERT_TRUE(cache.Insert("kb", bobs, *b, "", "bob").ok());
+  EXPECT_EQ(cache.evictions(), 0);  // over the bound rather than alice's artifact
+  EXPECT_TRUE((*store)->ReadArtifact(alices).ok());
+  // Alice's own work may evict what only she refers to.
+  referred_by[bobs] = "bob";
+  referred_by.erase(alices);
+  ASSERT_TRUE(cache.Insert("ka", alices, *a, "", "alice").ok());
+  EXPECT_EQ(cache.evictions(), 0);  // bob's is bob's
+  referred_by.erase(bobs);
+  ASSERT_TRUE(cache.Insert("ka", alices, *a, "", "alice").ok());
+  EXPECT_EQ(cache.evictions(), 1);
 }
 
 TEST(ArtifactCache, ACorruptArtifactIsNoCandidate) {

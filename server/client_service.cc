@@ -299,7 +299,8 @@ grpc::Status KilnService::PrepareTask(const v1::ArtifactRef& ref, const Principa
     }
     *manifest = parsed->manifest();
     digest = manifest->digest();
-    absl::StatusOr<int64_t> stored = ctx_->cache->Insert("", digest, ref.artifact(), "");
+    absl::StatusOr<int64_t> stored =
+        ctx_->cache->Insert("", digest, ref.artifact(), "", caller.name);
     if (!stored.ok()) return ToGrpc(stored.status());
     task->set_artifact_size(*stored);
   } else {
@@ -470,6 +471,12 @@ grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobR
   absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   *response = *job;
+  // Said, not hidden: a job whose artifact was evicted since cannot be downloaded or run again.
+  if (job->state() == v1::JOB_STATE_SUCCEEDED && !job->artifact_digest().empty()) {
+    absl::StatusOr<std::optional<ArtifactRecord>> stored =
+        ctx_->store->FindArtifact(job->artifact_digest());
+    response->set_artifact_evicted(stored.ok() && !stored->has_value());
+  }
   return grpc::Status::OK;
 }
 

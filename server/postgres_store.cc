@@ -499,7 +499,9 @@ absl::Status PostgresStore::DeleteJobs(const std::vector<std::string>& ids) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> PostgresStore::EvictTo(int64_t max_bytes, const std::string& keep) {
+absl::StatusOr<int> PostgresStore::EvictTo(
+    int64_t max_bytes, const std::string& keep,
+    const std::function<bool(const std::string& digest)>& evictable) {
   absl::StatusOr<tune::PgResult> r =
       db()->Query("SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC", {});
   if (!r.ok()) return r.status();
@@ -508,7 +510,7 @@ absl::StatusOr<int> PostgresStore::EvictTo(int64_t max_bytes, const std::string&
   int evicted = 0;
   for (int i = 0; i < r->rows() && total > max_bytes; ++i) {
     std::string digest = r->Bytes(i, 0);
-    if (digest == keep) continue;
+    if (digest == keep || (evictable && !evictable(digest))) continue;
     if (absl::Status s = DropArtifact(digest); !s.ok()) return s;
     total -= r->Int(i, 1);
     ++evicted;

@@ -66,7 +66,9 @@ class PostgresStore final : public Store, public ClusterStore {
   absl::StatusOr<int64_t> TotalArtifactBytes() override;
   int64_t DatabaseBytes() const override;
   absl::Status DeleteJobs(const std::vector<std::string>& ids) override;
-  absl::StatusOr<int> EvictTo(int64_t max_bytes, const std::string& keep) override;
+  absl::StatusOr<int> EvictTo(
+      int64_t max_bytes, const std::string& keep,
+      const std::function<bool(const std::string& digest)>& evictable = nullptr) override;
   absl::Status DropArtifact(const std::string& digest) override;
   absl::Status PutJobInput(const std::string& id, const std::string& input) override;
   absl::StatusOr<std::optional<std::string>> GetJobInput(const std::string& id) override;

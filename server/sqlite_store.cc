@@ -338,12 +338,14 @@ absl::Status SqliteStore::DeleteJobs(const std::vector<std::string>& ids) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> SqliteStore::EvictTo(int64_t max_bytes, const std::string& keep) {
-  std::lock_guard<std::mutex> lock(mu_);
-  FlushQueueLocked();  // the last-used times it orders by
+absl::StatusOr<int> SqliteStore::EvictTo(
+    int64_t max_bytes, const std::string& keep,
+    const std::function<bool(const std::string& digest)>& evictable) {
   std::vector<std::pair<std::string, int64_t>> lru;
   int64_t total = 0;
   {
+    std::lock_guard<std::mutex> lock(mu_);
+    FlushQueueLocked();  // the last-used times it orders by
     Statement s(db_, "SELECT digest, size FROM artifacts ORDER BY last_used_ms ASC");
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {
@@ -355,8 +357,8 @@ absl::StatusOr<int> SqliteStore::EvictTo(int64_t max_bytes, const std::string& k
   int evicted = 0;
   for (const auto& [digest, size] : lru) {
     if (total <= max_bytes) break;
-    if (digest == keep) continue;
-    if (absl::Status s = DropArtifactLocked(digest); !s.ok()) return s;
+    if (digest == keep || (evictable && !evictable(digest))) continue;
+    if (absl::Status s = DropArtifact(digest); !s.ok()) return s;
     total -= size;
     ++evicted;
   }

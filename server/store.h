@@ -15,6 +15,7 @@
 #define KILN_SERVER_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,7 +72,11 @@ class Store {
   virtual absl::Status DeleteJobs(const std::vector<std::string>& ids) = 0;
   // Removes least-recently-used artifacts until at most `max_bytes` remain, sparing `keep`.
   // Returns how many were removed.
-  virtual absl::StatusOr<int> EvictTo(int64_t max_bytes, const std::string& keep) = 0;
+  // Only artifacts `evictable` accepts (all, when it is empty) go; it is called without the
+  // store's lock held.
+  virtual absl::StatusOr<int> EvictTo(
+      int64_t max_bytes, const std::string& keep,
+      const std::function<bool(const std::string& digest)>& evictable = nullptr) = 0;
   virtual absl::Status DropArtifact(const std::string& digest) = 0;
   // What an unfinished job needs to run again after a crash or a takeover (its module, task or
   // tune), kept until it finishes; deleting the jobs deletes theirs.

@@ -284,5 +284,35 @@ TEST_F(TrustedExecutionTest, ListingsCarryNoOutputsAndProfilesAreBounded) {
   EXPECT_THAT(held.message(), HasSubstr("--max-cooldown-ms"));
 }
 
+// Finding 5: evicted artifacts left their jobs saying SUCCEEDED with nothing behind them, and
+// one tenant's work evicted another's. Here the cache holds about one MobileNetV2: bob's compile
+// cannot evict alice's artifact (the cache stays over its bound); alice's own next compile
+// evicts it, and her job says so.
+TEST_F(ServiceTest, EvictionSparesOtherTenantsAndAJobSaysWhenItsArtifactIsGone) {
+  std::string dir = StartWithTokens("eviction", "alice-secret name=alice\nbob-secret name=bob\n",
+                                    "", {"--cache-max-mb", "20"});
+  auto as = [&](const char* token) {
+    runtime::ChannelOptions o;
+    o.token = token;
+    return std::move(*cluster_->Client(o));
+  };
+  std::unique_ptr<client::KilnClient> alice = as("alice-secret"), bob = as("bob-secret");
+  v1::Job big = CompileOk(*alice, CompileRequest(kBig));  // 14 MB
+  v1::SubmitCompileRequest big_for_avx2 = CompileRequest(kBig);
+  big_for_avx2.set_target("llvm -mcpu=haswell");
+  v1::Job bobs = CompileOk(*bob, big_for_avx2);  // another 14 MB: over the bound
+  EXPECT_TRUE(alice->DownloadArtifact(big.artifact_digest()).ok());
+  EXPECT_FALSE(alice->GetJob(big.id())->artifact_evicted());
+  // Alice's own next artifact may push hers out (bob's stays: his).
+  v1::SubmitCompileRequest big_for_arm = CompileRequest(kBig);
+  big_for_arm.set_target("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
+  CompileOk(*alice, big_for_arm);
+  absl::StatusOr<v1::Job> gone = alice->GetJob(big.id());
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  EXPECT_TRUE(gone->artifact_evicted());
+  EXPECT_TRUE(bob->DownloadArtifact(bobs.artifact_digest()).ok());
+  EXPECT_FALSE(bob->GetJob(bobs.id())->artifact_evicted());
+}
+
 }  // namespace
 }  // namespace kiln::testing

@@ -66,7 +66,7 @@ absl::Status Admission::Admit(const std::string& client, int active, int stored)
                      options_.max_stored_jobs_per_client, "); finished jobs are pruned after ",
                      options_.job_retention_ms / 1000, " s"));
   }
-  if (absl::Status room = StoreRoomLocked(now); !room.ok()) return room;
+  if (absl::Status room = StoreRoomLocked(now, client); !room.ok()) return room;
   if (options_.max_jobs_per_minute_per_client > 0 && cluster != nullptr) {
     const int limit = options_.max_jobs_per_minute_per_client;
     absl::StatusOr<std::pair<std::optional<int>, int64_t>> counted =
@@ -95,7 +95,7 @@ absl::Status Admission::Admit(const std::string& client, int active, int stored)
   return absl::OkStatus();
 }
 
-absl::Status Admission::StoreRoomLocked(int64_t now_ms) {
+absl::Status Admission::StoreRoomLocked(int64_t now_ms, const std::string& client) {
   if (options_.store_max_bytes <= 0) return absl::OkStatus();
   // Measured at most once a second: the database's files and the artifacts' bytes.
   if (now_ms - store_checked_ms_ >= 1000) {
@@ -103,8 +103,13 @@ absl::Status Admission::StoreRoomLocked(int64_t now_ms) {
     const int64_t database = store_->DatabaseBytes();
     int64_t artifacts = store_->TotalArtifactBytes().value_or(0);
     if (database + artifacts > options_.store_max_bytes) {
+      // Never another client's artifact on this one's behalf.
+      std::function<bool(const std::string&)> evictable;
+      if (others_refer_) {
+        evictable = [&](const std::string& digest) { return !others_refer_(digest, client); };
+      }
       absl::StatusOr<int> evicted =
-          store_->EvictTo(std::max<int64_t>(0, options_.store_max_bytes - database), "");
+          store_->EvictTo(std::max<int64_t>(0, options_.store_max_bytes - database), "", evictable);
       artifacts = store_->TotalArtifactBytes().value_or(0);
       if (evicted.ok() && *evicted > 0) {
         LogEvent(LogLevel::kInfo, "store over its bound: artifacts evicted",

@@ -5,6 +5,7 @@
 #define KILN_SERVER_JOBS_ADMISSION_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -33,6 +34,11 @@ class Admission {
   // a limit or the store is full; Unavailable while draining or while the store cannot be
   // reached (a job it could not save would not survive this kilnd).
   absl::Status Admit(const std::string& client, int active, int stored);
+  // Whether a job of another client than the second refers to an artifact: the store's bound
+  // then never evicts it on that client's behalf.
+  void SetReferences(std::function<bool(const std::string&, const std::string&)> others_refer) {
+    others_refer_ = std::move(others_refer);
+  }
   // What readiness found of the store (server.cc asks it every second).
   void SetStoreHealth(const absl::Status& health);
   void SetDraining();
@@ -43,7 +49,7 @@ class Admission {
  private:
   absl::Status RefuseLocked(const std::string& limit, std::string message);
   // OK when the store fits its bound, after evicting artifacts if need be.
-  absl::Status StoreRoomLocked(int64_t now_ms);
+  absl::Status StoreRoomLocked(int64_t now_ms, const std::string& client);
 
   const AdmissionOptions options_;
   Store* const store_;
@@ -56,6 +62,7 @@ class Admission {
   };
   std::map<std::string, Rate> rate_by_client_;  // submissions in the current minute
   std::map<std::string, int64_t> refusals_;
+  std::function<bool(const std::string&, const std::string&)> others_refer_;
   int64_t store_checked_ms_ = 0;
   bool store_full_ = false;
 };

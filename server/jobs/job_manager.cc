@@ -53,6 +53,12 @@ JobManager::JobManager(JobManagerOptions options, Store* store, ArtifactCache* c
   }
   agents_.SetObserver(sharing_.get());
   pool_.SetOnFree([this] { sharing_->WorkerFree(); });
+  // One tenant's work never evicts an artifact another tenant's job refers to.
+  auto others_refer = [this](const std::string& digest, const std::string& client) {
+    return table_.OthersReferTo(digest, client);
+  };
+  if (cache != nullptr) cache->SetReferences(others_refer);
+  admission_.SetReferences(others_refer);
 }
 
 JobManager::~JobManager() { Drain(0); }

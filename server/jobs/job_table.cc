@@ -85,7 +85,10 @@ absl::StatusOr<std::vector<v1::Job>> JobTable::Load(bool resume) {
 
 void JobTable::IndexLocked(const v1::Job& job, const std::string& id) {
   if (!job.idempotency_key().empty()) idempotency_[{job.client(), job.idempotency_key()}] = id;
-  if (!job.artifact_digest().empty()) artifacts_.insert({job.client(), job.artifact_digest()});
+  if (!job.artifact_digest().empty()) {
+    artifacts_.insert({job.client(), job.artifact_digest()});
+    clients_by_artifact_[job.artifact_digest()].insert(job.client());
+  }
   ++stored_by_client_[job.client()];
 }
 
@@ -164,6 +167,7 @@ void JobTable::TransitionLocked(Entry& e, v1::JobState state, const std::string&
   }
   if (!e.job.artifact_digest().empty()) {
     artifacts_.insert({e.job.client(), e.job.artifact_digest()});
+    clients_by_artifact_[e.job.artifact_digest()].insert(e.job.client());
   }
   e.saved_ticket = store_->SaveJob(e.job);
   // Its input is deleted by the monitor, outside this lock, once this row is committed.
@@ -232,6 +236,13 @@ std::vector<v1::Job> JobTable::List(v1::JobState state, int limit, const std::st
 bool JobTable::HasArtifact(const std::string& client, const std::string& digest) {
   std::lock_guard<std::mutex> lock(mu_);
   return artifacts_.count({client, digest}) > 0;
+}
+
+bool JobTable::OthersReferTo(const std::string& digest, const std::string& client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = clients_by_artifact_.find(digest);
+  if (it == clients_by_artifact_.end()) return false;
+  return it->second.size() > 1 || (it->second.size() == 1 && !it->second.count(client));
 }
 
 int JobTable::ActiveJobs(const std::string& client) {

@@ -93,6 +93,9 @@ class JobTable {
   // The newest `limit` jobs in `state` (any when unspecified) of `client` (all when empty).
   std::vector<v1::Job> List(v1::JobState state, int limit, const std::string& client);
   bool HasArtifact(const std::string& client, const std::string& digest);
+  // Whether a job of a client other than `client` refers to `digest` (then `client`'s work
+  // never evicts it).
+  bool OthersReferTo(const std::string& digest, const std::string& client);
   int ActiveJobs(const std::string& client);
   int StoredJobs(const std::string& client);
   std::vector<HeldSummary> Held();
@@ -186,6 +189,7 @@ class JobTable {
   std::map<std::string, int> active_by_client_;                             // unfinished jobs
   std::map<std::string, int> stored_by_client_;                             // all its jobs
   std::set<std::pair<std::string, std::string>> artifacts_;  // (client, digest) of its jobs
+  std::map<std::string, std::set<std::string>> clients_by_artifact_;  // the same, by digest
   std::map<std::string, std::map<uint64_t, EventPush>> watchers_;
   std::map<std::string, RemoteWatch> remote_watchers_;
   std::map<uint64_t, std::string> watched_job_;  // subscription -> job id

@@ -219,7 +219,8 @@ void WorkerPool::RunCompile(const HeldJob& job, std::unique_ptr<runtime::Child> 
   } else if (failure.empty()) {
     cache_->RecordMiss();
     absl::StatusOr<int64_t> stored =
-        cache_->Insert(outcome.cache_key(), outcome.digest(), outcome.artifact(), outcome.module());
+        cache_->Insert(outcome.cache_key(), outcome.digest(), outcome.artifact(), outcome.module(),
+                       job.job.client());
     if (!stored.ok()) {
       failure = absl::StrCat("cannot store the artifact: ", stored.status().message());
       code = stored.status().code();
