@@ -206,6 +206,23 @@ class LocalRunner : public Runner {
 
 }  // namespace
 
+absl::Status CheckCandidate(const TuneTask& task, const std::string& reference,
+                            const std::string& library, const LocalRunnerOptions& options) {
+  LocalRunnerOptions once = options;
+  once.repeat = 1;
+  once.min_repeat_ms = 0;
+  absl::StatusOr<v1::KernelMeasure> measure = MeasureRequest(task, reference, library, once);
+  if (!measure.ok()) return measure.status();
+  std::vector<absl::StatusOr<std::string>> checked =
+      RunInChildren({[&]() -> absl::StatusOr<std::string> {
+                      absl::StatusOr<double> ran = runtime::MeasureKernel(*measure);
+                      if (!ran.ok()) return ran.status();
+                      return std::string("ok");
+                    }},
+                    1, options.timeout_s);
+  return checked[0].status();
+}
+
 absl::StatusOr<v1::KernelMeasure> MeasureRequest(const TuneTask& task, const std::string& reference,
                                                  const std::string& library,
                                                  const LocalRunnerOptions& options) {

@@ -71,6 +71,13 @@ absl::StatusOr<v1::KernelMeasure> MeasureRequest(const TuneTask& task, const std
                                                  const std::string& library,
                                                  const LocalRunnerOptions& options);
 
+// Whether `library` computes what `reference` does for `task` (a measurement's check, timed
+// once), run here in a child process: what kiln-worker asks before a time an agent reported
+// for a candidate can become a record, so that an agent's word that it matched is not the only
+// one. OK, or the reason (a wrong result, a crash).
+absl::Status CheckCandidate(const TuneTask& task, const std::string& reference,
+                            const std::string& library, const LocalRunnerOptions& options);
+
 std::unique_ptr<Builder> MakeLocalBuilder(LocalBuilderOptions options);
 std::unique_ptr<Runner> MakeLocalRunner(LocalRunnerOptions options);
 

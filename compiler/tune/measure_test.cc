@@ -124,6 +124,9 @@ def matmul(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32"), C
   EXPECT_THAT(ran[0].error, HasSubstr("wrong result"));
   EXPECT_FALSE(ran[1].seconds.has_value());
   EXPECT_THAT(ran[1].error, HasSubstr("run: "));
+  // The check alone, as kiln-worker makes it of what an agent reported.
+  EXPECT_THAT(CheckCandidate(task, *reference, *bad, {}).message(), HasSubstr("wrong result"));
+  EXPECT_TRUE(CheckCandidate(task, *reference, *reference, {}).ok());
 }
 
 }  // namespace

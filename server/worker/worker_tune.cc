@@ -1,15 +1,19 @@
 #include "server/worker/worker_tune.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/codegen/llvm_target.h"
 #include "compiler/tune/measure.h"
 #include "compiler/tune/task.h"
 #include "compiler/tune/tuner.h"
 #include "compiler/version.h"
+#include "runtime/device_info.h"
 #include "server/worker_frames.h"
 
 namespace kiln::server {
@@ -20,6 +24,10 @@ namespace {
 // comes back in the batch's order.
 class KilndRunner : public tune::Runner {
  public:
+  // `check_here`: the target's code runs on this machine, so a candidate an agent reports as
+  // the fastest so far is checked here too before its time counts.
+  explicit KilndRunner(bool check_here) : check_here_(check_here) {}
+
   std::vector<tune::RunResult> Run(const tune::TuneTask& task, const std::string& reference,
                                    const std::vector<std::string>& libraries) override {
     std::vector<tune::RunResult> out(libraries.size());
@@ -40,13 +48,25 @@ class KilndRunner : public tune::Runner {
       std::fprintf(stderr, "kiln-worker: kilnd sent no measurements; the tune ends\n");
       std::_Exit(1);
     }
+    double& best = best_seconds_.try_emplace(task.name, HUGE_VAL).first->second;
     for (size_t i = 0; i < libraries.size(); ++i) {
       const MeasureResult& r = results.results(static_cast<int>(i));
-      if (r.ok()) {
-        out[i].seconds = r.seconds();
-      } else {
+      if (!r.ok()) {
         out[i].error = absl::StrCat("run: ", r.error());
+        continue;
       }
+      // Only the fastest so far could ever be applied: it is checked here, not on the agent's
+      // word alone (a wrong kernel with a fast time would otherwise become the record).
+      if (check_here_ && r.seconds() < best) {
+        absl::Status checked = tune::CheckCandidate(task, reference, libraries[i], options_);
+        if (!checked.ok()) {
+          out[i].error = absl::StrCat("run: the agent timed it at ", r.seconds(),
+                                      " s, but kiln-worker's check failed: ", checked.message());
+          continue;
+        }
+      }
+      best = std::min(best, r.seconds());
+      out[i].seconds = r.seconds();
     }
     return out;
   }
@@ -57,7 +77,17 @@ class KilndRunner : public tune::Runner {
   }
 
   tune::LocalRunnerOptions options_;  // the timing and the tolerance the agents apply
+  const bool check_here_;
+  std::map<std::string, double> best_seconds_;  // by task: the fastest checked so far
 };
+
+// Whether code for `target` runs on this machine (its architecture and CPU features).
+bool RunsHere(const std::string& target) {
+  absl::StatusOr<codegen::LlvmTargetInfo> info = codegen::ParseTarget(target);
+  return info.ok() && runtime::CheckCodeRunsOn(info->triple, info->device_features,
+                                               runtime::LocalDeviceAttributes())
+                          .ok();
+}
 
 TuneOutcome Failure(const absl::Status& status) {
   TuneOutcome outcome;
@@ -79,7 +109,7 @@ TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
   tune::LocalBuilderOptions builder_options;
   builder_options.target = work.target();
   std::unique_ptr<tune::Builder> builder = tune::MakeLocalBuilder(builder_options);
-  KilndRunner runner;
+  KilndRunner runner(RunsHere(work.target()));
   tune::TuneOptions options;
   options.target = work.target();
   options.trials = work.trials();
