@@ -629,7 +629,12 @@ int KilnMain(int argc, char** argv) {
   CLI::App* records_list = records->add_subcommand("list", "each workload: records and best");
   CLI::App* records_export = records->add_subcommand("export", "every record as JSON lines");
   CLI::App* records_import = records->add_subcommand("import", "add records from JSON lines");
-  for (CLI::App* sub : {records_list, records_export, records_import}) {
+  CLI::App* records_publish = records->add_subcommand(
+      "publish", "make a tenant's records every tenant's (kilnd applies a tenant's to its own)");
+  std::string records_owner;
+  records_publish->add_option("--owner", records_owner, "the tenant (its principal's name)")
+      ->required();
+  for (CLI::App* sub : {records_list, records_export, records_import, records_publish}) {
     sub->add_option("--tuning-db", records_db,
                     "the SQLite tuning database (a kilnd store's is STORE/tuning.db)")
         ->required();
@@ -670,6 +675,7 @@ int KilnMain(int argc, char** argv) {
   if (*records_list) return kiln::client::ListTuningRecords(records_db);
   if (*records_export) return kiln::client::ExportTuningRecords(records_db, output);
   if (*records_import) return kiln::client::ImportTuningRecords(records_db, file);
+  if (*records_publish) return kiln::client::PublishTuningRecords(records_db, records_owner);
   if (*check) return CheckModule(file);
   if (*compile) {
     build_options.fuse = !no_fuse;

@@ -134,6 +134,15 @@ int ListTuningRecords(const std::string& database) {
   return 0;
 }
 
+int PublishTuningRecords(const std::string& database, const std::string& owner) {
+  std::unique_ptr<tune::TuningDatabase> db = OpenOrSay(database);
+  if (db == nullptr) return 1;
+  absl::StatusOr<int64_t> published = db->Publish(owner);
+  if (!published.ok()) return Say(published.status());
+  std::printf("published %lld records of %s\n", static_cast<long long>(*published), owner.c_str());
+  return 0;
+}
+
 int ExportTuningRecords(const std::string& database, const std::string& output) {
   std::unique_ptr<tune::TuningDatabase> db = OpenOrSay(database);
   if (db == nullptr) return 1;

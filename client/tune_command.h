@@ -31,6 +31,8 @@ int TuneModel(const TuneFlags& flags);
 int ListTuningRecords(const std::string& database);
 int ExportTuningRecords(const std::string& database, const std::string& output);
 int ImportTuningRecords(const std::string& database, const std::string& input);
+// `kiln tuning-records publish --owner NAME`: the tenant's records become every tenant's.
+int PublishTuningRecords(const std::string& database, const std::string& owner);
 
 }  // namespace kiln::client
 

@@ -88,6 +88,12 @@ class SqliteTuningDatabase final : public TuningDatabase {
   absl::StatusOr<std::optional<double>> DefaultSeconds(const WorkloadId& workload) const override;
   absl::StatusOr<std::string> Module(const WorkloadId& workload) const override;
   absl::StatusOr<std::vector<WorkloadId>> Workloads() const override;
+  absl::StatusOr<int64_t> Publish(const std::string& owner) override {
+    Statement publish(db_, "UPDATE records SET owner = '' WHERE owner = ?");
+    publish.Bind(1, owner);
+    if (publish.Step() != SQLITE_DONE) return Error("publishing records");
+    return static_cast<int64_t>(sqlite3_changes(db_));
+  }
 
  private:
   SqliteTuningDatabase(sqlite3* db, std::string path) : TuningDatabase(std::move(path)), db_(db) {}

@@ -97,6 +97,9 @@ class TuningDatabase {
   absl::StatusOr<std::optional<TuningRecord>> Best(const WorkloadId& workload) const;
   // Every workload the database holds.
   virtual absl::StatusOr<std::vector<WorkloadId>> Workloads() const = 0;
+  // Makes every record of `owner` published (every tenant's compiles apply them from now on):
+  // what an operator decides (`kiln tuning-records publish`). How many there were.
+  virtual absl::StatusOr<int64_t> Publish(const std::string& owner) = 0;
 
  protected:
   explicit TuningDatabase(std::string path) : path_(std::move(path)) {}

@@ -107,6 +107,13 @@ class PostgresTuningDatabase final : public TuningDatabase {
     return r->Bytes(0, 0);
   }
 
+  absl::StatusOr<int64_t> Publish(const std::string& owner) override {
+    absl::StatusOr<PgResult> r =
+        db_->Query("UPDATE records SET owner = '' WHERE owner = $1 RETURNING 1::bigint", {owner});
+    if (!r.ok()) return Error(r.status());
+    return static_cast<int64_t>(r->rows());
+  }
+
   absl::StatusOr<std::vector<WorkloadId>> Workloads() const override {
     absl::StatusOr<PgResult> r =
         db_->Query("SELECT workload_key, target, device_key FROM workloads ORDER BY id");

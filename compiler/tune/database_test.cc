@@ -159,6 +159,13 @@ TEST_P(Backends, ATenantsRecordsAreItsOwn) {
   EXPECT_EQ((*open_as("bob")->Best(w))->candidate_key, "published");
   EXPECT_EQ((*published->Best(w))->candidate_key, "published");
   EXPECT_EQ(alice->Records(w)->size(), 2u);  // its own and the published one
+
+  // An operator publishes alice's: every tenant's compiles see them from now on.
+  absl::StatusOr<int64_t> published_count = published->Publish("alice");
+  ASSERT_TRUE(published_count.ok()) << published_count.status();
+  EXPECT_EQ(*published_count, 1);
+  EXPECT_EQ((*open_as("bob")->Best(w))->candidate_key, "alice's");
+  EXPECT_EQ(*published->Publish("nobody"), 0);
 }
 
 TEST_P(Backends, RecordOfAnUnknownWorkloadIsNotFound) {
