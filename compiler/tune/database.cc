@@ -34,6 +34,11 @@ CREATE TABLE IF NOT EXISTS records(
   compiler TEXT NOT NULL,
   owner TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_id, seconds);
+CREATE TABLE IF NOT EXISTS owner_defaults(
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  owner TEXT NOT NULL,
+  seconds DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY(workload_id, owner));
 )sql";
 
 // One prepared statement, finalized on scope exit.
@@ -253,6 +258,19 @@ absl::Status SqliteTuningDatabase::SetDefaultSeconds(const WorkloadId& w, double
   if (absl::Status s = CheckMeasuredSeconds(seconds, "the untuned kernel's time"); !s.ok()) {
     return s;
   }
+  if (!owner().empty()) {  // a tenant's measurement of the untuned kernel is its own
+    Statement set(db_,
+                  "INSERT INTO owner_defaults(workload_id, owner, seconds) SELECT id, ?, ? FROM "
+                  "workloads WHERE workload_key = ? AND target = ? AND device_key = ? "
+                  "ON CONFLICT(workload_id, owner) DO UPDATE SET seconds = excluded.seconds");
+    set.Bind(1, owner());
+    set.Bind(2, std::optional<double>(seconds));
+    set.Bind(3, w.workload_key);
+    set.Bind(4, w.target);
+    set.Bind(5, w.device_key);
+    if (set.Step() != SQLITE_DONE) return Error("setting a default time");
+    return absl::OkStatus();
+  }
   Statement set(db_,
                 "UPDATE workloads SET default_seconds = ? WHERE workload_key = ? AND target = ? "
                 "AND device_key = ?");
@@ -266,10 +284,15 @@ absl::Status SqliteTuningDatabase::SetDefaultSeconds(const WorkloadId& w, double
 
 absl::StatusOr<std::optional<double>> SqliteTuningDatabase::DefaultSeconds(
     const WorkloadId& w) const {
+  // The tenant's own measurement where it made one, else the published one.
   Statement get(db_,
-                "SELECT default_seconds FROM workloads WHERE workload_key = ? AND target = ? AND "
-                "device_key = ?");
-  BindWorkload(get, w);
+                "SELECT COALESCE((SELECT d.seconds FROM owner_defaults d WHERE d.workload_id = "
+                "w.id AND d.owner = ?), w.default_seconds) FROM workloads w WHERE "
+                "w.workload_key = ? AND w.target = ? AND w.device_key = ?");
+  get.Bind(1, owner());
+  get.Bind(2, w.workload_key);
+  get.Bind(3, w.target);
+  get.Bind(4, w.device_key);
   int rc = get.Step();
   if (rc == SQLITE_ROW) return get.Real(0);
   if (rc != SQLITE_DONE) return Error("reading a default time");

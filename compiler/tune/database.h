@@ -7,7 +7,9 @@
 //   workloads(id, workload_key, target, device_key, module, default_seconds)
 //             one per kernel (structural hash, ir/structural.h) x target x device ("" = local),
 //             with the kernel's TVMScript so a record can be read without the model, and the
-//             untuned kernel's time (a record slower than it is never applied)
+//             untuned kernel's time (a record slower than it is never applied) as published
+//   owner_defaults(workload_id, owner, seconds)
+//             a tenant's own measurement of the untuned kernel, which its compiles use
 //   records(id, workload_id, candidate_key, trace, seconds, error, measured_at, measured_on,
 //           compiler, owner)
 //             one per measured candidate: its trace (JSON, schedule/trace.h), seconds per call or

@@ -22,6 +22,9 @@ constexpr const char* kSchema[] = {
     "measured_at TEXT NOT NULL, measured_on TEXT NOT NULL, compiler TEXT NOT NULL, "
     "owner TEXT NOT NULL DEFAULT '')",
     "CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_id, seconds)",
+    "CREATE TABLE IF NOT EXISTS owner_defaults(workload_id BIGINT NOT NULL REFERENCES "
+    "workloads(id), owner TEXT NOT NULL, seconds DOUBLE PRECISION NOT NULL, "
+    "PRIMARY KEY(workload_id, owner))",
 };
 constexpr int64_t kSchemaLock = 0x6b696c6e74;  // "kilnt"
 
@@ -79,6 +82,14 @@ class PostgresTuningDatabase final : public TuningDatabase {
     if (absl::Status s = CheckMeasuredSeconds(seconds, "the untuned kernel's time"); !s.ok()) {
       return s;
     }
+    if (!owner().empty()) {  // a tenant's measurement of the untuned kernel is its own
+      return Error(db_->Query("INSERT INTO owner_defaults(workload_id, owner, seconds) SELECT id, "
+                              "$5, $4::double precision FROM workloads WHERE workload_key = $1 "
+                              "AND target = $2 AND device_key = $3 ON CONFLICT (workload_id, "
+                              "owner) DO UPDATE SET seconds = excluded.seconds",
+                              {w.workload_key, w.target, w.device_key, Double(seconds), owner()})
+                       .status());
+    }
     return Error(db_->Query("UPDATE workloads SET default_seconds = $4::double precision "
                             "WHERE workload_key = $1 AND target = $2 AND device_key = $3",
                             {w.workload_key, w.target, w.device_key, Double(seconds)})
@@ -87,9 +98,10 @@ class PostgresTuningDatabase final : public TuningDatabase {
 
   absl::StatusOr<std::optional<double>> DefaultSeconds(const WorkloadId& w) const override {
     absl::StatusOr<PgResult> r = db_->Query(
-        "SELECT default_seconds FROM workloads WHERE workload_key = $1 AND target = $2 AND "
-        "device_key = $3",
-        {w.workload_key, w.target, w.device_key});
+        "SELECT COALESCE((SELECT d.seconds FROM owner_defaults d WHERE d.workload_id = w.id "
+        "AND d.owner = $4), w.default_seconds) FROM workloads w WHERE w.workload_key = $1 AND "
+        "w.target = $2 AND w.device_key = $3",
+        {w.workload_key, w.target, w.device_key, owner()});
     if (!r.ok()) return Error(r.status());
     if (r->rows() == 0 || r->null(0, 0)) return std::optional<double>();
     return std::optional<double>(r->Double(0, 0));

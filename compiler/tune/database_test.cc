@@ -160,6 +160,15 @@ TEST_P(Backends, ATenantsRecordsAreItsOwn) {
   EXPECT_EQ((*published->Best(w))->candidate_key, "published");
   EXPECT_EQ(alice->Records(w)->size(), 2u);  // its own and the published one
 
+  // Each tenant's measurement of the untuned kernel is its own; the published one otherwise.
+  ASSERT_TRUE(published->SetDefaultSeconds(w, 4e-3).ok());
+  ASSERT_TRUE(mallory->SetDefaultSeconds(w, 1e-6).ok());
+  EXPECT_DOUBLE_EQ(**mallory->DefaultSeconds(w), 1e-6);
+  EXPECT_DOUBLE_EQ(**alice->DefaultSeconds(w), 4e-3);
+  ASSERT_TRUE(alice->SetDefaultSeconds(w, 5e-3).ok());
+  EXPECT_DOUBLE_EQ(**alice->DefaultSeconds(w), 5e-3);
+  EXPECT_DOUBLE_EQ(**open_as("bob")->DefaultSeconds(w), 4e-3);
+
   // An operator publishes alice's: every tenant's compiles see them from now on.
   absl::StatusOr<int64_t> published_count = published->Publish("alice");
   ASSERT_TRUE(published_count.ok()) << published_count.status();
