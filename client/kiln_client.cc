@@ -229,4 +229,31 @@ absl::StatusOr<std::string> KilnClient::DownloadArtifact(const std::string& dige
   return bytes;
 }
 
+absl::StatusOr<std::vector<v1::TensorValue>> KilnClient::DownloadOutputs(
+    const std::string& job_id) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  v1::DownloadOutputsRequest request;
+  request.set_job_id(job_id);
+  std::unique_ptr<grpc::ClientReader<v1::OutputChunk>> reader =
+      stub_->DownloadOutputs(&context, request);
+  std::vector<v1::TensorValue> outputs;
+  v1::OutputChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (chunk.index() == static_cast<int>(outputs.size()) && chunk.offset() == 0) {
+      outputs.push_back(chunk.tensor());
+      outputs.back().mutable_data()->reserve(static_cast<size_t>(chunk.total_size()));
+      continue;
+    }
+    if (outputs.empty() || chunk.index() != static_cast<int>(outputs.size()) - 1 ||
+        chunk.offset() != static_cast<int64_t>(outputs.back().data().size())) {
+      return absl::DataLossError("output pieces arrived out of order");
+    }
+    outputs.back().mutable_data()->append(chunk.tensor().data());
+  }
+  absl::Status s = FromGrpc(reader->Finish());
+  if (!s.ok()) return s;
+  return outputs;
+}
+
 }  // namespace kiln::client

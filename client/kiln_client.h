@@ -60,6 +60,8 @@ class KilnClient {
   absl::StatusOr<std::vector<v1::Device>> ListDevices();
   // The artifact's bytes, checked against `digest` before they are returned.
   absl::StatusOr<std::string> DownloadArtifact(const std::string& digest);
+  // A finished inference's outputs, downloaded in pieces (DownloadOutputs) and put together.
+  absl::StatusOr<std::vector<v1::TensorValue>> DownloadOutputs(const std::string& job_id);
 
   const runtime::ChannelOptions& options() const { return options_; }
 

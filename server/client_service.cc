@@ -626,6 +626,40 @@ grpc::Status KilnService::DownloadArtifact(grpc::ServerContext* context,
   return StreamArtifact(ctx_->store, request->digest(), writer);
 }
 
+grpc::Status KilnService::DownloadOutputs(grpc::ServerContext* context,
+                                          const v1::DownloadOutputsRequest* request,
+                                          grpc::ServerWriter<v1::OutputChunk>* writer) {
+  Principal caller;
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+    return s;
+  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
+  absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
+  if (!job.ok()) return ToGrpc(job.status());
+  if (job->kind() != v1::JOB_KIND_INFERENCE || job->state() != v1::JOB_STATE_SUCCEEDED) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("job '", job->id(), "' is no succeeded inference"));
+  }
+  constexpr size_t kPiece = 1 << 20;
+  for (int i = 0; i < job->inference().outputs_size(); ++i) {
+    const v1::TensorValue& t = job->inference().outputs(i);
+    const std::string& data = t.data();
+    for (size_t offset = 0; offset == 0 || offset < data.size(); offset += kPiece) {
+      v1::OutputChunk chunk;
+      chunk.set_index(i);
+      chunk.set_offset(static_cast<int64_t>(offset));
+      if (offset == 0) {
+        *chunk.mutable_tensor() = t;
+        chunk.mutable_tensor()->clear_data();
+        chunk.set_total_size(static_cast<int64_t>(data.size()));
+      }
+      chunk.mutable_tensor()->set_data(data.substr(offset, kPiece));
+      if (!writer->Write(chunk))
+        return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+    }
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status KilnService::ListDevices(grpc::ServerContext* context,
                                       const v1::ListDevicesRequest* /*request*/,
                                       v1::ListDevicesResponse* response) {

@@ -43,6 +43,9 @@ class KilnService final
   grpc::Status DownloadArtifact(grpc::ServerContext* context,
                                 const kiln::v1::DownloadArtifactRequest* request,
                                 grpc::ServerWriter<kiln::v1::ArtifactChunk>* writer) override;
+  grpc::Status DownloadOutputs(grpc::ServerContext* context,
+                               const kiln::v1::DownloadOutputsRequest* request,
+                               grpc::ServerWriter<kiln::v1::OutputChunk>* writer) override;
   grpc::Status ListDevices(grpc::ServerContext* context,
                            const kiln::v1::ListDevicesRequest* request,
                            kiln::v1::ListDevicesResponse* response) override;

@@ -274,6 +274,14 @@ TEST_F(TrustedExecutionTest, ListingsCarryNoOutputsAndProfilesAreBounded) {
     EXPECT_TRUE(j.inference().outputs(0).data().empty());
   }
   EXPECT_TRUE(found);
+  // The paged download: the same outputs, byte for byte; another tenant's job answers as absent.
+  absl::StatusOr<std::vector<v1::TensorValue>> paged = alice_->DownloadOutputs(inferred->id());
+  ASSERT_TRUE(paged.ok()) << paged.status();
+  ASSERT_EQ(paged->size(), 1u);
+  EXPECT_EQ((*paged)[0].SerializeAsString(), inferred->inference().outputs(0).SerializeAsString());
+  EXPECT_EQ(bob_->DownloadOutputs(inferred->id()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(alice_->DownloadOutputs(compiled_.id()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 
   v1::SubmitProfileRequest profile;
   profile.mutable_artifact()->set_digest(compiled_.artifact_digest());
