@@ -189,6 +189,10 @@ void TrustedKeys::Add(const SigningKey& key) {
   if (one.ok()) keys_.push_back(one->keys_.front());
 }
 
+void TrustedKeys::Add(const TrustedKeys& more) {
+  keys_.insert(keys_.end(), more.keys_.begin(), more.keys_.end());
+}
+
 std::vector<std::string> TrustedKeys::key_ids() const {
   std::vector<std::string> ids;
   for (const Key& k : keys_) ids.push_back(k.key_id);

@@ -58,6 +58,7 @@ class TrustedKeys {
   static absl::StatusOr<TrustedKeys> FromPem(absl::string_view pem, const std::string& what);
   static absl::StatusOr<TrustedKeys> Load(const std::string& path);
   void Add(const SigningKey& key);
+  void Add(const TrustedKeys& more);
 
   bool empty() const { return keys_.empty(); }
   std::vector<std::string> key_ids() const;

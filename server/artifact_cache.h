@@ -49,8 +49,6 @@ class ArtifactCache {
   // Whether a job of another tenant than `tenant` refers to `digest` (the job table knows).
   using References = std::function<bool(const std::string& digest, const std::string& tenant)>;
   void SetReferences(References others_refer) { others_refer_ = std::move(others_refer); }
-  // What eviction on behalf of `tenant` may take ("": anything).
-  std::function<bool(const std::string&)> EvictableFor(const std::string& tenant) const;
 
   // Requests seen before, by a fingerprint of their exact bytes (module source, target,
   // options): the same bytes parse to the same module, so a remembered fingerprint is a hit
@@ -67,6 +65,8 @@ class ArtifactCache {
   int64_t max_bytes() const { return max_bytes_; }
 
  private:
+  // What eviction on behalf of `tenant` may take (anything, for "").
+  std::function<bool(const std::string&)> EvictableFor(const std::string& tenant) const;
   // The size of the artifact file if it is there and verifies; re-verified only when its size
   // or mtime changed since the last check (eviction and corruption both show there).
   std::optional<int64_t> IntactSize(const std::string& digest);

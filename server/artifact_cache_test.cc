@@ -15,6 +15,7 @@
 #include "compiler/version.h"
 #include "compiler/wire/ir_proto.h"
 #include "gtest/gtest.h"
+#include "runtime/artifact.h"
 #include "runtime/format/artifact.pb.h"
 #include "server/worker/cache_key.h"
 
@@ -125,25 +126,35 @@ TEST(ArtifactCache, AKeyCollisionWithADifferentModuleIsAMiss) {
   EXPECT_NE(FindStructuralMatch(mlp, *candidates), nullptr);
 }
 
+// Two artifacts (the MLP's and the tiny ResNet's), built once for the tests that evict.
+struct TwoArtifacts {
+  std::string a, b;                // bytes
+  std::string digest_a, digest_b;  // content digests
+  int64_t larger = 0;              // the larger one's size
+};
+const TwoArtifacts& BuildTwo() {
+  static const TwoArtifacts* two = [] {
+    auto* t = new TwoArtifacts();
+    t->a = *backend::BuildArtifact(Import("compiler/script/testdata/tvm_mlp.py"), "llvm");
+    t->b = *backend::BuildArtifact(Import("tests/models/tiny_resnet.onnx"), "llvm");
+    t->digest_a = runtime::ReadArtifactManifest(t->a)->digest();
+    t->digest_b = runtime::ReadArtifactManifest(t->b)->digest();
+    t->larger = static_cast<int64_t>(std::max(t->a.size(), t->b.size()));
+    return t;
+  }();
+  return *two;
+}
+
 TEST(ArtifactCache, EvictsTheLeastRecentlyUsedToStayInBounds) {
   auto store = Store::Open(StoreDir("lru"));
   ASSERT_TRUE(store.ok());
-  ir::IRModule mlp = Import("compiler/script/testdata/tvm_mlp.py");
-  ir::IRModule cnn = Import("tests/models/tiny_resnet.onnx");
-  absl::StatusOr<std::string> a = backend::BuildArtifact(mlp, "llvm");
-  absl::StatusOr<std::string> b = backend::BuildArtifact(cnn, "llvm");
-  ASSERT_TRUE(a.ok() && b.ok());
-  // Room for the larger of the two only.
-  ArtifactCache cache(store->get(), static_cast<int64_t>(std::max(a->size(), b->size())));
-  v1::ArtifactProto pa, pb;
-  pa.ParseFromString(*a);
-  pb.ParseFromString(*b);
-  ASSERT_TRUE(cache.Insert("ka", pa.manifest().digest(), *a, "").ok());
-  ASSERT_TRUE(cache.Insert("kb", pb.manifest().digest(), *b, "").ok());
+  const TwoArtifacts& two = BuildTwo();
+  ArtifactCache cache(store->get(), two.larger);  // room for the larger of the two only
+  ASSERT_TRUE(cache.Insert("ka", two.digest_a, two.a, "").ok());
+  ASSERT_TRUE(cache.Insert("kb", two.digest_b, two.b, "").ok());
   EXPECT_EQ(cache.evictions(), 1);
-  EXPECT_EQ((*store)->ReadArtifact(pa.manifest().digest()).status().code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_TRUE((*store)->ReadArtifact(pb.manifest().digest()).ok());
+  EXPECT_EQ((*store)->ReadArtifact(two.digest_a).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE((*store)->ReadArtifact(two.digest_b).ok());
 }
 
 // Issue 47, finding 5: one tenant's uploads evicted other tenants' artifacts. What bob's insert
@@ -152,32 +163,26 @@ TEST(ArtifactCache, EvictsTheLeastRecentlyUsedToStayInBounds) {
 TEST(ArtifactCache, ATenantsWorkNeverEvictsAnothersArtifact) {
   auto store = Store::Open(StoreDir("tenants"));
   ASSERT_TRUE(store.ok());
-  ir::IRModule mlp = Import("compiler/script/testdata/tvm_mlp.py");
-  ir::IRModule cnn = Import("tests/models/tiny_resnet.onnx");
-  absl::StatusOr<std::string> a = backend::BuildArtifact(mlp, "llvm");
-  absl::StatusOr<std::string> b = backend::BuildArtifact(cnn, "llvm");
-  ASSERT_TRUE(a.ok() && b.ok());
-  v1::ArtifactProto pa, pb;
-  pa.ParseFromString(*a);
-  pb.ParseFromString(*b);
-  const std::string alices = pa.manifest().digest(), bobs = pb.manifest().digest();
-  ArtifactCache cache(store->get(), static_cast<int64_t>(std::max(a->size(), b->size())));
+  const TwoArtifacts& two = BuildTwo();
+  const std::string& alices = two.digest_a;
+  const std::string& bobs = two.digest_b;
+  ArtifactCache cache(store->get(), two.larger);
   std::map<std::string, std::string> referred_by = {{alices, "alice"}};
   cache.SetReferences([&](const std::string& digest, const std::string& tenant) {
     auto it = referred_by.find(digest);
     return it != referred_by.end() && it->second != tenant;
   });
-  ASSERT_TRUE(cache.Insert("ka", alices, *a, "", "alice").ok());
-  ASSERT_TRUE(cache.Insert("kb", bobs, *b, "", "bob").ok());
+  ASSERT_TRUE(cache.Insert("ka", alices, two.a, "", "alice").ok());
+  ASSERT_TRUE(cache.Insert("kb", bobs, two.b, "", "bob").ok());
   EXPECT_EQ(cache.evictions(), 0);  // over the bound rather than alice's artifact
   EXPECT_TRUE((*store)->ReadArtifact(alices).ok());
   // Alice's own work may evict what only she refers to.
   referred_by[bobs] = "bob";
   referred_by.erase(alices);
-  ASSERT_TRUE(cache.Insert("ka", alices, *a, "", "alice").ok());
+  ASSERT_TRUE(cache.Insert("ka", alices, two.a, "", "alice").ok());
   EXPECT_EQ(cache.evictions(), 0);  // bob's is bob's
   referred_by.erase(bobs);
-  ASSERT_TRUE(cache.Insert("ka", alices, *a, "", "alice").ok());
+  ASSERT_TRUE(cache.Insert("ka", alices, two.a, "", "alice").ok());
   EXPECT_EQ(cache.evictions(), 1);
 }
 

@@ -639,11 +639,10 @@ grpc::Status KilnService::DownloadOutputs(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         absl::StrCat("job '", job->id(), "' is no succeeded inference"));
   }
-  constexpr size_t kPiece = 1 << 20;
   for (int i = 0; i < job->inference().outputs_size(); ++i) {
     const v1::TensorValue& t = job->inference().outputs(i);
     const std::string& data = t.data();
-    for (size_t offset = 0; offset == 0 || offset < data.size(); offset += kPiece) {
+    for (size_t offset = 0; offset == 0 || offset < data.size(); offset += kChunkBytes) {
       v1::OutputChunk chunk;
       chunk.set_index(i);
       chunk.set_offset(static_cast<int64_t>(offset));
@@ -652,7 +651,7 @@ grpc::Status KilnService::DownloadOutputs(grpc::ServerContext* context,
         chunk.mutable_tensor()->clear_data();
         chunk.set_total_size(static_cast<int64_t>(data.size()));
       }
-      chunk.mutable_tensor()->set_data(data.substr(offset, kPiece));
+      chunk.mutable_tensor()->set_data(data.substr(offset, kChunkBytes));
       if (!writer->Write(chunk))
         return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
     }

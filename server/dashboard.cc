@@ -7,6 +7,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "server/dashboard_assets.h"
+#include "server/service_edge.h"
 
 namespace kiln::server {
 namespace {
@@ -77,8 +78,8 @@ HttpResponse OneJob(const DashboardContext& ctx, const Principal& caller, const 
 HttpResponse Devices(const DashboardContext& ctx, const Principal& caller) {
   std::string body = "{\"devices\": [";
   int n = 0;
-  for (const v1::Device& d : ctx.jobs->Devices()) {
-    if (caller.MayUse(d.key())) absl::StrAppend(&body, n++ ? ", " : "", Json(d));
+  for (const v1::Device& d : UsableDevices(*ctx.jobs, caller)) {
+    absl::StrAppend(&body, n++ ? ", " : "", Json(d));
   }
   return {200, kJson, body + "]}"};
 }

@@ -268,10 +268,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
     absl::StatusOr<runtime::TrustedKeys> more =
         runtime::TrustedKeys::Load(options.trusted_keys_file);
     if (!more.ok()) return more.status();
-    absl::StatusOr<runtime::TrustedKeys> all =
-        runtime::TrustedKeys::FromPem(parts->own_keys.Pem() + more->Pem(), "the trusted keys");
-    if (!all.ok()) return all.status();
-    parts->own_keys = *std::move(all);
+    parts->own_keys.Add(*more);
   }
   LogEvent(LogLevel::kInfo, "signing artifacts",
            {{"key_id", parts->signing_key->key_id()},

@@ -7,11 +7,7 @@
 #include "server/log.h"
 
 namespace kiln::server {
-namespace {
-
-constexpr size_t kChunkBytes = 1 << 20;
-
-}  // namespace
+namespace {}  // namespace
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;

@@ -52,6 +52,8 @@ grpc::Status NoArtifact(const std::string& digest);
 std::vector<v1::Device> UsableDevices(JobManager& jobs, const Principal& caller);
 // A device key: 1 to 64 letters, digits, '-', '_' or '.'.
 bool ValidDeviceKey(const std::string& key);
+// The most bytes one streamed message carries (artifacts, outputs).
+inline constexpr size_t kChunkBytes = 1 << 20;
 // Streams a stored artifact, verified before the first byte goes out.
 grpc::Status StreamArtifact(Store* store, const std::string& digest,
                             grpc::ServerWriter<v1::ArtifactChunk>* writer);

@@ -11,21 +11,12 @@
 namespace kiln::backend {
 namespace {
 
-// A code-generation step: a function of the module that may leave products beside it.
-class CodegenStep : public pass::Pass {
- public:
-  CodegenStep(pass::PassInfo info, pass::ModuleFn fn) : Pass(std::move(info)), fn_(std::move(fn)) {}
-  absl::StatusOr<ir::IRModule> Run(const ir::IRModule& mod) const override { return fn_(mod); }
-
- private:
-  pass::ModuleFn fn_;
-};
-
 pass::PassPtr MakeStep(std::string name, pass::IRLevel level, std::vector<std::string> required,
                        std::function<std::string(const ir::IRModule&)> dump_text,
                        pass::ModuleFn fn) {
-  pass::PassInfo info{std::move(name), level, std::move(required), std::move(dump_text)};
-  return std::make_shared<CodegenStep>(std::move(info), std::move(fn));
+  return pass::MakeModulePass(
+      pass::PassInfo{std::move(name), level, std::move(required), std::move(dump_text)},
+      std::move(fn));
 }
 
 }  // namespace

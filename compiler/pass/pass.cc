@@ -46,6 +46,10 @@ PassPtr MakeModulePass(std::string name, ModuleFn fn, std::vector<std::string> r
                                       std::move(fn));
 }
 
+PassPtr MakeModulePass(PassInfo info, ModuleFn fn) {
+  return std::make_shared<ModulePass>(std::move(info), std::move(fn));
+}
+
 PassPtr MakePrimFuncPass(std::string name, PrimFuncFn fn, std::vector<std::string> required) {
   return std::make_shared<PrimFuncPass>(
       PassInfo{std::move(name), IRLevel::kPrimFunc, std::move(required), {}}, std::move(fn));

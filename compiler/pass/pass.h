@@ -55,6 +55,8 @@ using PrimFuncFn = std::function<absl::StatusOr<ir::PrimFunc>(const ir::PrimFunc
 // A pass over the whole module (`level` says what it changes, for the listing).
 PassPtr MakeModulePass(std::string name, ModuleFn fn, std::vector<std::string> required = {},
                        IRLevel level = IRLevel::kModule);
+// The same with every field of its PassInfo given (a code-generation step's dump_text).
+PassPtr MakeModulePass(PassInfo info, ModuleFn fn);
 // A pass over every PrimFunc of the module; Relax functions are kept as they are. An error
 // names the PrimFunc.
 PassPtr MakePrimFuncPass(std::string name, PrimFuncFn fn, std::vector<std::string> required = {});

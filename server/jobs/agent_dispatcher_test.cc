@@ -78,6 +78,17 @@ class AgentDispatcherTest : public ::testing::Test {
     dispatcher_->Enqueue(id, key, client);
     return id;
   }
+  // A tune of device `key` as its worker holds it: what measures candidates.
+  std::optional<HeldJob> HeldTune(const std::string& key) {
+    v1::Job tune;
+    tune.set_kind(v1::JOB_KIND_TUNE);
+    tune.set_client("alice");
+    tune.set_device_key(key);
+    tune.set_deadline_ms(60000);
+    const std::string id =
+        table_->Insert(tune, JobInput(), v1::JOB_STATE_QUEUED, "queued").job.id();
+    return table_->StartInWorker(id);
+  }
   grpc::ServerContext context_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<JobTable> table_;
@@ -154,13 +165,7 @@ TEST_F(AgentDispatcherTest, AnAgentMayFetchOnlyTheArtifactOfTheTaskItRuns) {
 }
 
 TEST_F(AgentDispatcherTest, CandidatesAreMeasuredOneAtATimeAndRetriedOnAnotherAgent) {
-  v1::Job tune;
-  tune.set_kind(v1::JOB_KIND_TUNE);
-  tune.set_client("alice");
-  tune.set_device_key("pi");
-  tune.set_deadline_ms(60000);
-  const std::string id = table_->Insert(tune, JobInput(), v1::JOB_STATE_QUEUED, "queued").job.id();
-  std::optional<HeldJob> held = table_->StartInWorker(id);
+  std::optional<HeldJob> held = HeldTune("pi");
   ASSERT_TRUE(held.has_value());
   Inbox first_inbox, second_inbox;
   auto first = Connect("pi", &first_inbox);
@@ -218,13 +223,7 @@ TEST_F(AgentDispatcherTest, ADevicesQueueIsSharedFairlyBetweenClients) {
 // An agent's time the device could not have measured is refused, never a record (issue 47,
 // finding 4: a negative time was applied to every tenant's compiles).
 TEST_F(AgentDispatcherTest, ImplausibleTimesAreRefused) {
-  v1::Job tune;
-  tune.set_kind(v1::JOB_KIND_TUNE);
-  tune.set_client("alice");
-  tune.set_device_key("pi");
-  tune.set_deadline_ms(60000);
-  const std::string id = table_->Insert(tune, JobInput(), v1::JOB_STATE_QUEUED, "queued").job.id();
-  std::optional<HeldJob> held = table_->StartInWorker(id);
+  std::optional<HeldJob> held = HeldTune("pi");
   ASSERT_TRUE(held.has_value());
   Inbox inbox;
   auto agent = Connect("pi", &inbox);

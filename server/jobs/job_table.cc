@@ -86,7 +86,6 @@ absl::StatusOr<std::vector<v1::Job>> JobTable::Load(bool resume) {
 void JobTable::IndexLocked(const v1::Job& job, const std::string& id) {
   if (!job.idempotency_key().empty()) idempotency_[{job.client(), job.idempotency_key()}] = id;
   if (!job.artifact_digest().empty()) {
-    artifacts_.insert({job.client(), job.artifact_digest()});
     clients_by_artifact_[job.artifact_digest()].insert(job.client());
   }
   ++stored_by_client_[job.client()];
@@ -166,7 +165,6 @@ void JobTable::TransitionLocked(Entry& e, v1::JobState state, const std::string&
     e.input.Clear();
   }
   if (!e.job.artifact_digest().empty()) {
-    artifacts_.insert({e.job.client(), e.job.artifact_digest()});
     clients_by_artifact_[e.job.artifact_digest()].insert(e.job.client());
   }
   e.saved_ticket = store_->SaveJob(e.job);
@@ -235,7 +233,8 @@ std::vector<v1::Job> JobTable::List(v1::JobState state, int limit, const std::st
 
 bool JobTable::HasArtifact(const std::string& client, const std::string& digest) {
   std::lock_guard<std::mutex> lock(mu_);
-  return artifacts_.count({client, digest}) > 0;
+  auto it = clients_by_artifact_.find(digest);
+  return it != clients_by_artifact_.end() && it->second.count(client) > 0;
 }
 
 bool JobTable::OthersReferTo(const std::string& digest, const std::string& client) {

@@ -188,8 +188,8 @@ class JobTable {
   std::map<std::pair<std::string, std::string>, std::string> idempotency_;  // (client, key)
   std::map<std::string, int> active_by_client_;                             // unfinished jobs
   std::map<std::string, int> stored_by_client_;                             // all its jobs
-  std::set<std::pair<std::string, std::string>> artifacts_;  // (client, digest) of its jobs
-  std::map<std::string, std::set<std::string>> clients_by_artifact_;  // the same, by digest
+  // Each artifact digest of its jobs: the clients whose jobs made or ran it.
+  std::map<std::string, std::set<std::string>> clients_by_artifact_;
   std::map<std::string, std::map<uint64_t, EventPush>> watchers_;
   std::map<std::string, RemoteWatch> remote_watchers_;
   std::map<uint64_t, std::string> watched_job_;  // subscription -> job id

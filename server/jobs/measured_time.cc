@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/tensor.h"
 
 namespace kiln::server {
 
@@ -33,21 +34,6 @@ absl::Status CheckReportedSeconds(double seconds, double flops,
   }
   return absl::OkStatus();
 }
-
-namespace {
-
-int64_t DtypeBytes(const std::string& dtype) {
-  static const std::pair<const char*, int64_t> kSizes[] = {
-      {"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2}, {"int8", 1},
-      {"uint8", 1},   {"int16", 2},   {"uint16", 2},  {"int32", 4},    {"uint32", 4},
-      {"int64", 8},   {"uint64", 8},  {"bool", 1}};
-  for (const auto& [name, size] : kSizes) {
-    if (dtype == name) return size;
-  }
-  return 0;
-}
-
-}  // namespace
 
 absl::Status CheckTaskResult(const v1::TaskResult& result, int64_t max_output_bytes,
                              const std::vector<v1::TensorValue>& expected) {
@@ -95,8 +81,9 @@ absl::Status CheckTaskResult(const v1::TaskResult& result, int64_t max_output_by
       return absl::InvalidArgumentError(absl::StrCat("outputs of more than ", max_output_bytes,
                                                      " bytes (the server's --max-output-mb)"));
     }
-    const int64_t size = DtypeBytes(t.dtype());
-    if (size == 0) continue;
+    absl::StatusOr<DLDataType> dtype = runtime::ParseDataType(t.dtype());
+    if (!dtype.ok()) continue;  // a dtype the runtime does not know: its size is unknown
+    const int64_t size = static_cast<int64_t>(runtime::DataTypeBytes(*dtype));
     int64_t elements = 1;
     for (int64_t d : t.shape()) {
       if (d < 0 || (d > 0 && elements > max_output_bytes / d)) {

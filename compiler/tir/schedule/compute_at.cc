@@ -15,12 +15,8 @@ namespace kiln::tir {
 
 using namespace ir;  // NOLINT: TIR rewriting
 namespace su = schedule_util;
-using su::BlockNames;
-using su::IsParam;
 using su::Locate;
 using su::Place;
-using su::WithRootBlock;
-using su::WithScopeBody;
 
 namespace {
 
