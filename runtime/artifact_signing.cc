@@ -244,4 +244,28 @@ absl::Status CheckArtifactSignature(const kiln::v1::ArtifactProto& artifact,
                         artifact.signature().signature());
 }
 
+std::string MeasurementStatement(const kiln::v1::KernelMeasure& measure) {
+  std::string framed;
+  for (const std::string* part : {&measure.reference(), &measure.candidate(), &measure.function()}) {
+    absl::StrAppend(&framed, part->size(), ":", *part);
+  }
+  return absl::StrCat("kiln-measure-v1:", Sha256Hex(framed));
+}
+
+void SignMeasurement(const SigningKey& key, kiln::v1::KernelMeasure* measure) {
+  measure->set_signing_key_id(key.key_id());
+  measure->set_signature(key.Sign(MeasurementStatement(*measure)));
+}
+
+absl::Status CheckMeasurementSignature(const kiln::v1::KernelMeasure& measure,
+                                       const TrustedKeys& trusted) {
+  if (measure.signature().empty()) {
+    return absl::PermissionDeniedError(
+        "the candidate's libraries are not signed: only kernels a trusted kilnd built run on a "
+        "device");
+  }
+  return trusted.Verify(measure.signing_key_id(), MeasurementStatement(measure),
+                        measure.signature());
+}
+
 }  // namespace kiln::runtime

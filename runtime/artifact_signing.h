@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "proto/kiln/v1/agent.pb.h"
 #include "runtime/format/artifact.pb.h"
 
 typedef struct evp_pkey_st EVP_PKEY;
@@ -86,6 +87,16 @@ void SignArtifact(const SigningKey& key, kiln::v1::ArtifactProto* artifact);
 // trusted (naming it), or a signature that does not match.
 absl::Status CheckArtifactSignature(const kiln::v1::ArtifactProto& artifact,
                                     const TrustedKeys& trusted);
+
+// Tuning candidates travel to agents as two kernel libraries (KernelMeasure), not as artifacts:
+// what kilnd signs for them is "kiln-measure-v1:" + the SHA-256 of the reference library, the
+// candidate library and the function's name (each length-prefixed), so an agent runs no library
+// kilnd's workers did not build either.
+std::string MeasurementStatement(const kiln::v1::KernelMeasure& measure);
+void SignMeasurement(const SigningKey& key, kiln::v1::KernelMeasure* measure);
+// As CheckArtifactSignature, for a measurement.
+absl::Status CheckMeasurementSignature(const kiln::v1::KernelMeasure& measure,
+                                       const TrustedKeys& trusted);
 
 }  // namespace kiln::runtime
 

@@ -105,6 +105,46 @@ TEST(ArtifactSigningTest, RotationKeepsBothKeysUntilTheOldIsDropped) {
   EXPECT_TRUE(CheckArtifactSignature(after, *new_only).ok());
 }
 
+TEST(MeasurementSigningTest, EitherLibraryOrTheFunctionChangedIsRefused) {
+  absl::StatusOr<SigningKey> key = SigningKey::Generate();
+  absl::StatusOr<SigningKey> stranger = SigningKey::Generate();
+  ASSERT_TRUE(key.ok() && stranger.ok());
+  TrustedKeys trusted;
+  trusted.Add(*key);
+  v1::KernelMeasure m;
+  m.set_reference("reference library");
+  m.set_candidate("candidate library");
+  m.set_function("fused_matmul");
+  m.set_repeat(3);
+
+  absl::Status unsigned_status = CheckMeasurementSignature(m, trusted);
+  EXPECT_EQ(unsigned_status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(unsigned_status.message().find("not signed"), std::string::npos) << unsigned_status;
+
+  SignMeasurement(*key, &m);
+  EXPECT_TRUE(CheckMeasurementSignature(m, trusted).ok());
+  // The timing settings are kilnd's to choose per agent; the code is what is signed.
+  m.set_repeat(5);
+  EXPECT_TRUE(CheckMeasurementSignature(m, trusted).ok());
+
+  // Moving a byte from one library to the other changes the statement (length-prefixed).
+  v1::KernelMeasure moved = m;
+  moved.set_reference("reference librar");
+  moved.set_candidate("ycandidate library");
+  EXPECT_EQ(CheckMeasurementSignature(moved, trusted).code(), absl::StatusCode::kPermissionDenied);
+  v1::KernelMeasure other_function = m;
+  other_function.set_function("fused_conv");
+  EXPECT_EQ(CheckMeasurementSignature(other_function, trusted).code(),
+            absl::StatusCode::kPermissionDenied);
+
+  v1::KernelMeasure foreign = m;
+  SignMeasurement(*stranger, &foreign);
+  absl::Status foreign_status = CheckMeasurementSignature(foreign, trusted);
+  EXPECT_EQ(foreign_status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(foreign_status.message().find(stranger->key_id()), std::string::npos)
+      << foreign_status;
+}
+
 TEST(SigningKeyTest, CreatedOnceOwnerOnlyAndLoadedAgain) {
   const std::string path = TempPath("signing_key.pem");
   unlink(path.c_str());

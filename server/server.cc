@@ -278,6 +278,9 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   ctx.allow_unsigned_uploads = options.allow_unsigned_uploads;
   parts->cache = std::make_unique<ArtifactCache>(parts->store.get(), options.cache_max_bytes,
                                                  parts->signing_key.get());
+  jobs.sign_measurement = [key = parts->signing_key.get()](v1::KernelMeasure* m) {
+    runtime::SignMeasurement(*key, m);
+  };
   parts->jobs = std::make_unique<JobManager>(jobs, parts->store.get(), parts->cache.get());
   if (absl::Status s = parts->jobs->Start(); !s.ok()) return s;
   ctx.store = parts->store.get();

@@ -97,7 +97,15 @@ v1::TaskResult RunTask(const AgentOptions& options, v1::AgentService::Stub* stub
   v1::TaskResult result;
   result.set_task_id(task.task_id());
   v1::LocalTask local;
-  if (task.kind() != v1::JOB_KIND_TUNE) {  // a measurement carries its libraries
+  if (task.kind() == v1::JOB_KIND_TUNE) {
+    // A measurement carries its libraries: checked here, before the child gets them (on its
+    // stdin, so what it loads is what was checked).
+    if (absl::Status s = CheckMeasurementSignature(task.measure(), options.trusted_keys);
+        !s.ok()) {
+      result.set_error(absl::StrCat("tuning candidate: ", s.message()));
+      return result;
+    }
+  } else {
     absl::StatusOr<std::string> path = EnsureArtifact(options, stub, agent_id, task);
     if (!path.ok()) {
       result.set_error(absl::StrCat("artifact ", task.artifact_digest().substr(0, 12), ": ",

@@ -221,6 +221,7 @@ std::optional<MeasureResults> AgentDispatcher::Measure(const HeldJob& job,
     measurement.job_id = job.job.id();
     measurement.device_key = key;
     measurement.measure = m;
+    if (options_.sign_measurement) options_.sign_measurement(&measurement.measure);
     measure_queues_[key].push_back(id);
     ids.push_back(id);
   }

@@ -63,6 +63,9 @@ struct DispatcherOptions {
   int heartbeat_interval_ms = 1000;              // agents are dropped after 5 missed heartbeats
   int64_t measure_timeout_ms = 20000;            // per candidate, from when an agent starts it
   int64_t max_output_bytes = int64_t{64} << 20;  // an inference's outputs in all
+  // Signs a tuning candidate before it goes to an agent (agents run no unsigned library);
+  // none: candidates go unsigned, and agents refuse them.
+  std::function<void(v1::KernelMeasure*)> sign_measurement;
 };
 
 class AgentDispatcher {

@@ -41,7 +41,7 @@ JobManager::JobManager(JobManagerOptions options, Store* store, ArtifactCache* c
       table_(store, store->cluster() != nullptr ? store->cluster()->instance() : ""),
       admission_(LimitOptions(options_), store),
       agents_(DispatcherOptions{options_.heartbeat_interval_ms, options_.measure_timeout_ms,
-                                options_.max_output_bytes},
+                                options_.max_output_bytes, options_.sign_measurement},
               &table_, store),
       pool_(PoolOptions(options_), &table_, &agents_, cache),
       runners_{&pool_, &agents_} {

@@ -69,6 +69,8 @@ struct JobManagerOptions {
   int64_t max_output_bytes = int64_t{64} << 20;
   int max_min_repeat_ms = 1000;
   int max_cooldown_ms = 1000;
+  // Signs each tuning candidate before an agent gets it (DispatcherOptions).
+  std::function<void(v1::KernelMeasure*)> sign_measurement;
 };
 
 // Counts for the metrics endpoint.
