@@ -238,11 +238,12 @@ absl::StatusOr<std::vector<v1::TensorValue>> KilnClient::DownloadOutputs(
   std::unique_ptr<grpc::ClientReader<v1::OutputChunk>> reader =
       stub_->DownloadOutputs(&context, request);
   std::vector<v1::TensorValue> outputs;
+  std::vector<int64_t> sizes;  // each output's total_size, as its first piece says
   v1::OutputChunk chunk;
   while (reader->Read(&chunk)) {
     if (chunk.index() == static_cast<int>(outputs.size()) && chunk.offset() == 0) {
       outputs.push_back(chunk.tensor());
-      outputs.back().mutable_data()->reserve(static_cast<size_t>(chunk.total_size()));
+      sizes.push_back(chunk.total_size());
       continue;
     }
     if (outputs.empty() || chunk.index() != static_cast<int>(outputs.size()) - 1 ||
@@ -253,6 +254,12 @@ absl::StatusOr<std::vector<v1::TensorValue>> KilnClient::DownloadOutputs(
   }
   absl::Status s = FromGrpc(reader->Finish());
   if (!s.ok()) return s;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (static_cast<int64_t>(outputs[i].data().size()) != sizes[i]) {
+      return absl::DataLossError(absl::StrCat("output ", i, ": ", outputs[i].data().size(), " of ",
+                                              sizes[i], " bytes came"));
+    }
+  }
   return outputs;
 }
 

@@ -216,9 +216,16 @@ int RemoteRun(const RemoteFlags& flags, const std::string& artifact, const std::
   if (!submitted.ok()) return Fail(submitted.status());
   absl::StatusOr<v1::Job> job = Follow(**client, *submitted, false);
   if (!job.ok()) return Fail(job.status());
+  std::vector<v1::TensorValue> outputs(job->inference().outputs().begin(),
+                                       job->inference().outputs().end());
+  if (job->inference().data_elsewhere()) {  // more than a job message carries: streamed
+    absl::StatusOr<std::vector<v1::TensorValue>> downloaded = (*client)->DownloadOutputs(job->id());
+    if (!downloaded.ok()) return Fail(downloaded.status());
+    outputs = *std::move(downloaded);
+  }
   std::error_code ec;
   std::filesystem::create_directories(output_dir, ec);
-  for (const v1::TensorValue& out : job->inference().outputs()) {
+  for (const v1::TensorValue& out : outputs) {
     absl::StatusOr<runtime::Tensor> t = runtime::TensorFromProto(out);
     if (!t.ok()) return Fail(t.status());
     absl::StatusOr<std::string> npy = runtime::WriteNpy(*t);

@@ -72,6 +72,7 @@ std::optional<CachedArtifact> ArtifactCache::LookupFingerprint(const std::string
 }
 
 void ArtifactCache::RememberFingerprint(const std::string& fingerprint, const std::string& digest) {
+  if (fingerprint.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (fingerprints_.size() >= kFingerprintMemo) fingerprints_.clear();
   fingerprints_[fingerprint] = digest;
@@ -81,11 +82,6 @@ std::function<bool(const std::string&)> ArtifactCache::EvictableFor(
     const std::string& tenant) const {
   if (tenant.empty() || !others_refer_) return nullptr;
   return [this, tenant](const std::string& digest) { return !others_refer_(digest, tenant); };
-}
-
-void ArtifactCache::ForgetFingerprints() {
-  std::lock_guard<std::mutex> lock(mu_);
-  fingerprints_.clear();
 }
 
 absl::StatusOr<int64_t> ArtifactCache::Insert(const std::string& key, const std::string& digest,

@@ -54,10 +54,8 @@ class ArtifactCache {
   // options): the same bytes parse to the same module, so a remembered fingerprint is a hit
   // without parsing at all. Only intact artifacts are returned.
   std::optional<CachedArtifact> LookupFingerprint(const std::string& fingerprint);
+  // (An empty fingerprint is never remembered.)
   void RememberFingerprint(const std::string& fingerprint, const std::string& digest);
-  // Forgets every fingerprint: what a repeated request compiles to may have changed (new tuning
-  // records); the next one goes to a worker again.
-  void ForgetFingerprints();
 
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }

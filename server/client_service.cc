@@ -206,9 +206,21 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   // A request seen before is answered by its fingerprint; anything else goes to a worker, which
   // loads the module (kilnd never parses one), matches it against the cache and builds on a miss.
   std::string fingerprint = RequestFingerprint(*request, target, RecordsOwner(caller));
+  if (ctx_->records_generation != nullptr) {
+    // What a compile applies changes with the tuning records, whoever changed them (a tune here
+    // or on another instance, a publish): a fingerprint holds for one generation of them.
+    absl::StatusOr<int64_t> generation = ctx_->records_generation->Read();
+    if (generation.ok()) {
+      absl::StrAppend(&fingerprint, "@records:", *generation);
+    } else {
+      fingerprint.clear();  // unknown: the worker decides, and nothing is remembered
+    }
+  }
   job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
                                                        : request->module().name());
-  if (std::optional<CachedArtifact> hit = ctx_->cache->LookupFingerprint(fingerprint)) {
+  std::optional<CachedArtifact> hit;
+  if (!fingerprint.empty()) hit = ctx_->cache->LookupFingerprint(fingerprint);
+  if (hit.has_value()) {
     job.set_artifact_digest(hit->digest);
     job.set_artifact_size(hit->size);
     Submitted submitted = ctx_->jobs->AddCacheHit(std::move(job));
@@ -315,6 +327,7 @@ bool KilnService::Deduplicated(const std::string& client, const std::string& key
   std::optional<v1::Job> earlier = ctx_->jobs->FindIdempotent(client, key);
   if (!earlier.has_value()) return false;
   *response->mutable_job() = *earlier;
+  OutputsForTheWire(response->mutable_job());
   response->set_deduplicated(true);
   return true;
 }
@@ -471,6 +484,7 @@ grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobR
   absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   *response = *job;
+  OutputsForTheWire(response);
   // Said, not hidden: a job whose artifact was evicted since cannot be downloaded or run again.
   if (job->state() == v1::JOB_STATE_SUCCEEDED && !job->artifact_digest().empty()) {
     absl::StatusOr<std::optional<ArtifactRecord>> stored =
@@ -539,6 +553,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   void WriteNextLocked() {
     current_ = std::move(pending_.front());
     pending_.pop_front();
+    OutputsForTheWire(current_.mutable_job());
     writing_ = true;
     StartWrite(&current_);
   }
@@ -590,6 +605,7 @@ grpc::Status KilnService::CancelJob(grpc::ServerContext* context,
   absl::StatusOr<v1::Job> job = ctx_->jobs->Cancel(request->job_id(), request->reason());
   if (!job.ok()) return ToGrpc(job.status());
   *response = *job;
+  OutputsForTheWire(response);
   return grpc::Status::OK;
 }
 
@@ -602,9 +618,9 @@ grpc::Status KilnService::ListJobs(grpc::ServerContext* context, const v1::ListJ
   const std::string& client = caller.name;
   int limit = request->limit() > 0 ? request->limit() : 100;
   for (v1::Job& job : ctx_->jobs->List(request->state(), limit, caller.admin ? "" : client)) {
-    // A listing names outputs (names, dtypes, shapes); their data comes with GetJob, one job
-    // at a time, so that no listing grows with what the jobs computed.
-    for (v1::TensorValue& t : *job.mutable_inference()->mutable_outputs()) t.clear_data();
+    // A listing names outputs (names, dtypes, shapes); their data comes with GetJob (where it
+    // is small) or DownloadOutputs, one job at a time: no listing grows with what jobs computed.
+    OutputsForTheWire(&job, /*inline_bytes=*/0);
     *response->add_jobs() = std::move(job);
   }
   response->set_retention_s(ctx_->jobs->options().job_retention_ms / 1000);

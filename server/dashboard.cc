@@ -65,6 +65,7 @@ HttpResponse OneJob(const DashboardContext& ctx, const Principal& caller, const 
   if (!job.ok() || (!caller.admin && job->client() != caller.name)) {
     return Error(404, absl::StrCat("no job '", id, "'"));
   }
+  OutputsForTheWire(&*job);  // as GetJob: small outputs inline, large ones named
   std::string body = absl::StrCat("{\"job\": ", Json(*job), ", \"events\": [");
   absl::StatusOr<std::vector<v1::JobEvent>> events = ctx.jobs->Events(id);
   int n = 0;

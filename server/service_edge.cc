@@ -74,6 +74,16 @@ bool ValidDeviceKey(const std::string& key) {
   return true;
 }
 
+void OutputsForTheWire(v1::Job* job, size_t inline_bytes) {
+  if (!job->has_inference()) return;
+  v1::InferenceResult* inference = job->mutable_inference();
+  size_t total = 0;
+  for (const v1::TensorValue& t : inference->outputs()) total += t.data().size();
+  if (total == 0 || (inline_bytes > 0 && total <= inline_bytes)) return;
+  for (v1::TensorValue& t : *inference->mutable_outputs()) t.clear_data();
+  inference->set_data_elsewhere(true);
+}
+
 grpc::Status StreamArtifact(Store* store, const std::string& digest,
                             grpc::ServerWriter<v1::ArtifactChunk>* writer) {
   if (digest.empty()) return Invalid("digest: required");

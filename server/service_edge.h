@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "compiler/tune/records_generation.h"
 #include "google/protobuf/message.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "runtime/artifact_signing.h"
@@ -37,6 +38,8 @@ struct ServiceContext {
   // --trusted-keys); others need Principal::may_upload or allow_unsigned_uploads.
   const runtime::TrustedKeys* own_keys = nullptr;
   bool allow_unsigned_uploads = false;
+  // The tuning database's generation: a request's fingerprint names the one it was built under.
+  tune::RecordsGeneration* records_generation = nullptr;
 };
 
 grpc::Status ToGrpc(const absl::Status& s);
@@ -54,6 +57,10 @@ std::vector<v1::Device> UsableDevices(JobManager& jobs, const Principal& caller)
 bool ValidDeviceKey(const std::string& key);
 // The most bytes one streamed message carries (artifacts, outputs).
 inline constexpr size_t kChunkBytes = 1 << 20;
+// An inference job as it goes to a client: its outputs' data inline where it fits one streamed
+// message (`inline_bytes` in all), else names, dtypes and shapes with `data_elsewhere` (the
+// client asks DownloadOutputs). 0 leaves every output's data out (listings).
+void OutputsForTheWire(v1::Job* job, size_t inline_bytes = kChunkBytes);
 // Streams a stored artifact, verified before the first byte goes out.
 grpc::Status StreamArtifact(Store* store, const std::string& digest,
                             grpc::ServerWriter<v1::ArtifactChunk>* writer);

@@ -5,6 +5,10 @@
 // loopback, with client and agent tokens.
 //
 // Arguments: kilnd, kiln-agent, kiln (the binaries under test).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "compiler/tune/database.h"
 #include "runtime/artifact_signing.h"
 #include "tests/service_test_util.h"
@@ -251,6 +255,19 @@ TEST_F(TrustedExecutionTest, ATenantsTuneRecordsAreItsOwn) {
   absl::StatusOr<v1::ArtifactManifest> manifest = runtime::ReadArtifactManifest(*bytes);
   ASSERT_TRUE(manifest.ok());
   EXPECT_EQ(manifest->tuned_kernels_size(), 0);
+
+  // An operator publishes alice's records, out of kilnd's sight (`kiln tuning-records publish`
+  // on the database; the untuned kernels measured slow, so that every record applies): bob's
+  // same request is no longer answered from kilnd's memory of it, but applies them.
+  ASSERT_TRUE((*db)->Publish("alice").ok());
+  for (const tune::WorkloadId& w : *workloads) ASSERT_TRUE((*db)->SetDefaultSeconds(w, 1.0).ok());
+  v1::Job republished = CompileOk(*bob_, CompileRequest(kMlp));
+  EXPECT_NE(republished.artifact_digest(), bobs.artifact_digest());
+  bytes = bob_->DownloadArtifact(republished.artifact_digest());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  manifest = runtime::ReadArtifactManifest(*bytes);
+  ASSERT_TRUE(manifest.ok());
+  EXPECT_GT(manifest->tuned_kernels_size(), 0);
 }
 
 // Finding 5: outputs came back with every listing (ListJobs failed with RESOURCE_EXHAUSTED
@@ -282,6 +299,52 @@ TEST_F(TrustedExecutionTest, ListingsCarryNoOutputsAndProfilesAreBounded) {
   EXPECT_EQ(bob_->DownloadOutputs(inferred->id()).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(alice_->DownloadOutputs(compiled_.id()).status().code(),
             absl::StatusCode::kFailedPrecondition);
+
+  // Outputs over 1 MiB in all never travel with a job (GetJob, its events): they are named,
+  // and streamed by DownloadOutputs. relu((x + bias) / 2) of shape (4096, 8, 16): 2 MiB.
+  v1::Job broadcast =
+      CompileOk(*alice_, CompileRequest("compiler/script/testdata/relax_broadcast.py"));
+  std::vector<float> x(4096 * 16), bias(8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) - 48;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(i) * 3 - 10;
+  v1::SubmitInferenceRequest big;
+  big.mutable_artifact()->set_digest(broadcast.artifact_digest());
+  big.set_device_key("cpu");
+  auto add_input = [&big](const char* name, const std::vector<float>& data,
+                          std::vector<int64_t> shape) {
+    v1::TensorValue* t = big.add_inputs();
+    t->set_name(name);
+    t->set_dtype("float32");
+    for (int64_t d : shape) t->add_shape(d);
+    t->set_data(data.data(), data.size() * sizeof(float));
+  };
+  add_input("x", x, {4096, 1, 16});
+  add_input("bias", bias, {8, 1});
+  absl::StatusOr<v1::SubmitResponse> submitted = alice_->SubmitInference(big);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  absl::StatusOr<v1::Job> large = alice_->Wait(submitted->job().id());
+  ASSERT_TRUE(large.ok()) << large.status();
+  ASSERT_EQ(large->state(), v1::JOB_STATE_SUCCEEDED) << large->reason();
+  EXPECT_TRUE(large->inference().data_elsewhere());
+  ASSERT_EQ(large->inference().outputs_size(), 1);
+  EXPECT_TRUE(large->inference().outputs(0).data().empty());
+  EXPECT_EQ(large->inference().outputs(0).shape_size(), 3);
+  absl::StatusOr<std::vector<v1::TensorValue>> streamed = alice_->DownloadOutputs(large->id());
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  ASSERT_EQ(streamed->size(), 1u);
+  const std::string& y = (*streamed)[0].data();
+  ASSERT_EQ(y.size(), 4096u * 8 * 16 * sizeof(float));
+  int wrong = 0;
+  for (size_t b = 0; b < 4096; ++b) {
+    for (size_t c = 0; c < 8; ++c) {
+      for (size_t k = 0; k < 16; ++k) {
+        float want = std::max(0.0f, (x[b * 16 + k] + bias[c]) / 2), got;
+        std::memcpy(&got, y.data() + ((b * 8 + c) * 16 + k) * sizeof(float), sizeof(float));
+        wrong += got != want;
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0);
 
   v1::SubmitProfileRequest profile;
   profile.mutable_artifact()->set_digest(compiled_.artifact_digest());

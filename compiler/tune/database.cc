@@ -39,6 +39,25 @@ CREATE TABLE IF NOT EXISTS owner_defaults(
   owner TEXT NOT NULL,
   seconds DOUBLE PRECISION NOT NULL,
   PRIMARY KEY(workload_id, owner));
+-- Every change to what a compile may apply bumps the generation (records_generation.h).
+CREATE TRIGGER IF NOT EXISTS records_inserted AFTER INSERT ON records
+  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
+  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
+CREATE TRIGGER IF NOT EXISTS records_updated AFTER UPDATE ON records
+  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
+  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
+CREATE TRIGGER IF NOT EXISTS records_deleted AFTER DELETE ON records
+  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
+  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
+CREATE TRIGGER IF NOT EXISTS owner_defaults_inserted AFTER INSERT ON owner_defaults
+  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
+  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
+CREATE TRIGGER IF NOT EXISTS owner_defaults_updated AFTER UPDATE ON owner_defaults
+  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
+  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
+CREATE TRIGGER IF NOT EXISTS workloads_updated AFTER UPDATE ON workloads
+  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
+  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
 )sql";
 
 // One prepared statement, finalized on scope exit.
@@ -185,6 +204,13 @@ absl::StatusOr<std::unique_ptr<TuningDatabase>> SqliteTuningDatabase::Open(
         return db->Error("upgrading the schema to version 2");
       }
       version = "2";
+    }
+    if (version == "2") {  // the generation's triggers: kSchema above created them
+      if (sqlite3_exec(raw, "UPDATE kiln_tuning_meta SET value = '3' WHERE key = 'schema_version'",
+                       nullptr, nullptr, nullptr) != SQLITE_OK) {
+        return db->Error("upgrading the schema to version 3");
+      }
+      version = "3";
     }
     if (version != std::to_string(kTuningSchemaVersion)) {
       return absl::FailedPreconditionError(

@@ -3,7 +3,8 @@
 // the same tables in PostgreSQL (a "postgresql://" location: a cluster's kilnd keeps its records
 // beside its store, so every instance of a cluster has every record):
 //
-//   kiln_tuning_meta(key, value)     schema_version = kTuningSchemaVersion
+//   kiln_tuning_meta(key, value)     schema_version = kTuningSchemaVersion, and generation:
+//             bumped by triggers on every change below (records_generation.h)
 //   workloads(id, workload_key, target, device_key, module, default_seconds)
 //             one per kernel (structural hash, ir/structural.h) x target x device ("" = local),
 //             with the kernel's TVMScript so a record can be read without the model, and the
@@ -41,7 +42,8 @@ inline bool RecordBeatsUntuned(double record_seconds, double untuned_seconds) {
 }
 
 // 2: records have an owner (the tenant whose tune measured them; "" for published ones).
-inline constexpr int kTuningSchemaVersion = 2;
+// 3: triggers keep the generation (records_generation.h).
+inline constexpr int kTuningSchemaVersion = 3;
 
 // A measured time the database keeps: finite and positive. Anything else (a negative time an
 // agent reported, say, which no candidate could ever beat) is refused on the way in and skipped

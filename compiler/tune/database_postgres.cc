@@ -26,6 +26,20 @@ constexpr const char* kSchema[] = {
     "workloads(id), owner TEXT NOT NULL, seconds DOUBLE PRECISION NOT NULL, "
     "PRIMARY KEY(workload_id, owner))",
 };
+// Schema 3: every change to what a compile may apply bumps the generation
+// (records_generation.h). Created once, with the schema or on upgrade: DDL takes table locks.
+constexpr const char* kGenerationTriggers[] = {
+    "CREATE OR REPLACE FUNCTION kiln_tuning_changed() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1') "
+    "ON CONFLICT (key) DO UPDATE SET value = (kiln_tuning_meta.value::bigint + 1)::text; "
+    "RETURN NULL; END $$",
+    "CREATE OR REPLACE TRIGGER records_changed AFTER INSERT OR UPDATE OR DELETE ON records "
+    "FOR EACH STATEMENT EXECUTE FUNCTION kiln_tuning_changed()",
+    "CREATE OR REPLACE TRIGGER owner_defaults_changed AFTER INSERT OR UPDATE OR DELETE ON "
+    "owner_defaults FOR EACH STATEMENT EXECUTE FUNCTION kiln_tuning_changed()",
+    "CREATE OR REPLACE TRIGGER workloads_changed AFTER UPDATE ON workloads "
+    "FOR EACH STATEMENT EXECUTE FUNCTION kiln_tuning_changed()",
+};
 constexpr int64_t kSchemaLock = 0x6b696c6e74;  // "kilnt"
 
 // The URL for messages: without its password.
@@ -167,23 +181,42 @@ class PostgresTuningDatabase final : public TuningDatabase {
         db_->Query("SELECT value FROM kiln_tuning_meta WHERE key = 'schema_version'");
     if (!version.ok()) return Error(version.status());
     if (version->rows() == 0) {
+      if (absl::Status s = CreateTriggers(); !s.ok()) return s;
       return Error(db_->Query("INSERT INTO kiln_tuning_meta(key, value) VALUES "
                               "('schema_version', $1)",
                               {absl::StrCat(kTuningSchemaVersion)})
                        .status());
     }
-    if (version->Bytes(0, 0) == "1") {  // records gain an owner; the existing ones stay published
+    std::string v = version->Bytes(0, 0);
+    if (v == "1") {  // records gain an owner; the existing ones stay published
       for (const char* sql :
            {"ALTER TABLE records ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT ''",
             "UPDATE kiln_tuning_meta SET value = '2' WHERE key = 'schema_version'"}) {
         if (absl::Status s = db_->Query(sql).status(); !s.ok()) return Error(s);
       }
+      v = "2";
+    }
+    if (v == "2") {
+      if (absl::Status s = CreateTriggers(); !s.ok()) return s;
+      if (absl::Status s =
+              db_->Query("UPDATE kiln_tuning_meta SET value = '3' WHERE key = 'schema_version'")
+                  .status();
+          !s.ok()) {
+        return Error(s);
+      }
       return absl::OkStatus();
     }
-    if (version->Bytes(0, 0) != absl::StrCat(kTuningSchemaVersion)) {
+    if (v != absl::StrCat(kTuningSchemaVersion)) {
       return absl::FailedPreconditionError(
           absl::StrCat("tuning database ", path(), ": schema version ", version->Bytes(0, 0),
                        ", this kiln reads version ", kTuningSchemaVersion));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CreateTriggers() {
+    for (const char* sql : kGenerationTriggers) {
+      if (absl::Status s = db_->Query(sql).status(); !s.ok()) return Error(s);
     }
     return absl::OkStatus();
   }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "compiler/testing/temp_path.h"
+#include "compiler/tune/records_generation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/postgres_server.h"
@@ -175,6 +176,46 @@ TEST_P(Backends, ATenantsRecordsAreItsOwn) {
   EXPECT_EQ(*published_count, 1);
   EXPECT_EQ((*open_as("bob")->Best(w))->candidate_key, "alice's");
   EXPECT_EQ(*published->Publish("nobody"), 0);
+}
+
+// What kilnd reads before it answers a compile from memory: any change to what a compile may
+// apply — a record, a publish, an untuned kernel's time — moves the generation; reading moves
+// nothing, and a database not created yet reads as 0.
+TEST_P(Backends, EveryChangeMovesTheGeneration) {
+  const std::string path = Location("generation");
+  RecordsGeneration generation(path);
+  absl::StatusOr<int64_t> before = generation.Read();
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(*before, 0);
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(*generation.Read(), 0);  // created, nothing written
+  const WorkloadId w{"0123456789abcdef", "llvm", "cpu"};
+  ASSERT_TRUE((*db)->AddWorkload(w, "# the kernel").ok());
+  int64_t last = *generation.Read();
+  auto moved = [&] {
+    absl::StatusOr<int64_t> now = generation.Read();
+    EXPECT_TRUE(now.ok()) << now.status();
+    bool changed = now.ok() && *now > last;
+    if (now.ok()) last = *now;
+    return changed;
+  };
+  (*db)->set_owner("alice");
+  ASSERT_TRUE((*db)->AddRecord(w, Record("alice's", 2e-3, 4)).ok());
+  EXPECT_TRUE(moved());
+  EXPECT_FALSE(moved());  // reading changes nothing
+  ASSERT_TRUE((*db)->SetDefaultSeconds(w, 3e-3).ok());
+  EXPECT_TRUE(moved());
+  (*db)->set_owner("");
+  ASSERT_TRUE((*db)->SetDefaultSeconds(w, 4e-3).ok());
+  EXPECT_TRUE(moved());
+  ASSERT_TRUE((*db)->Publish("alice").ok());
+  EXPECT_TRUE(moved());
+  // Another process's change is seen too (a fresh connection wrote it).
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> other = TuningDatabase::Open(path);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE((*other)->AddRecord(w, Record("another", 1e-3, 8)).ok());
+  EXPECT_TRUE(moved());
 }
 
 TEST_P(Backends, RecordOfAnUnknownWorkloadIsNotFound) {

@@ -286,9 +286,6 @@ void WorkerPool::RunTune(const HeldJob& job, std::unique_ptr<runtime::Child> wor
           return results ? Frame(*results) : std::string();
         }
         if (message.has_tune_progress()) {
-          // New records may change what a compile applies: a repeated request is no longer
-          // answered by its fingerprint alone (the worker's cache key names its records).
-          cache_->ForgetFingerprints();
           const v1::TuneResult& progress = message.tune_progress();
           std::string text = absl::StrCat(progress.trials(), "/", progress.budget(), " trials");
           if (progress.curve_size() > 0) {
@@ -310,7 +307,6 @@ void WorkerPool::RunTune(const HeldJob& job, std::unique_ptr<runtime::Child> wor
   if (ran.ok() && ran->outcome == runtime::ChildResult::Outcome::kCancelled) {
     return;  // every record measured so far is in the database
   }
-  cache_->ForgetFingerprints();  // the records measured so far, whatever the outcome
   absl::StatusCode code = absl::StatusCode::kInternal;
   std::string failure =
       WorkerFailure(job, ran, have_outcome, broken, pid, timeout_ms, "tune", &code);

@@ -157,6 +157,23 @@ def test_listing_jobs_and_devices(client):
     assert client.server_info()["compiler_version"]
 
 
+def test_outputs_larger_than_a_message_are_streamed(client):
+    # (b, 1, 16) + (8, 1) -> relu(./2) of shape (b, 8, 16): b = 16384 makes 8 MiB of output, more
+    # than a job message carries and than gRPC's default 4 MiB a Python channel receives.
+    model = "compiler/script/testdata/relax_broadcast.py"
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((16384, 1, 16), dtype=np.float32)
+    bias = rng.standard_normal((8, 1), dtype=np.float32)
+    job = client.submit_inference_job(client.submit_compile_job(model).wait(),
+                                      {"x": x, "bias": bias}, device="cpu")
+    outputs = job.wait()
+    assert job.proto.inference.data_elsewhere
+    assert not job.proto.inference.outputs[0].data  # named, not carried
+    got = next(iter(outputs.values()))
+    assert got.shape == (16384, 8, 16)
+    np.testing.assert_allclose(got, np.maximum((x + bias) / 2, 0), rtol=1e-6)
+
+
 def test_errors_carry_the_grpc_code_and_the_reason(client):
     compiled = client.submit_compile_job(MLP).wait()
     with pytest.raises(kiln.KilnError) as refused:

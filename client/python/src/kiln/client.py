@@ -189,12 +189,12 @@ class Job:
 
     def result(self) -> Any:
         j = self._job
-        if j.kind == jobs_pb2.JOB_KIND_INFERENCE and any(
-                not t.data and list(t.shape) for t in j.inference.outputs):
-            j = self.refresh()._job  # a listing names the outputs; GetJob carries their data
         if j.kind == jobs_pb2.JOB_KIND_INFERENCE:
+            # Over 1 MiB in all (or listed): the job names its outputs, the data is streamed.
+            outputs = (self._client._download_outputs(self.id) if j.inference.data_elsewhere
+                       else list(j.inference.outputs))
             return {t.name or f"output{i}": _from_tensor_value(t)
-                    for i, t in enumerate(j.inference.outputs)}
+                    for i, t in enumerate(outputs)}
         if j.kind == jobs_pb2.JOB_KIND_PROFILE:
             p = j.profile
             return {"function": p.function, "number": p.number,
@@ -415,6 +415,36 @@ class Client:
         if actual != digest:
             raise KilnError("DATA_LOSS", f"artifact {digest}: what came has digest {actual}")
         return data
+
+    def _download_outputs(self, job_id: str) -> List[jobs_pb2.TensorValue]:
+        """A finished inference's outputs, streamed in pieces (DownloadOutputs)."""
+        outputs: List[jobs_pb2.TensorValue] = []
+        pieces: List[List[bytes]] = []
+        sizes: List[int] = []
+        got = 0  # bytes of the current output so far
+        stream = self._stub.DownloadOutputs(service_pb2.DownloadOutputsRequest(job_id=job_id),
+                                            metadata=self._metadata)
+        try:
+            for chunk in stream:
+                if chunk.index == len(outputs) and chunk.offset == 0:
+                    outputs.append(jobs_pb2.TensorValue(name=chunk.tensor.name,
+                                                        dtype=chunk.tensor.dtype,
+                                                        shape=chunk.tensor.shape))
+                    pieces.append([])
+                    sizes.append(chunk.total_size)
+                    got = 0
+                elif not outputs or chunk.index != len(outputs) - 1 or chunk.offset != got:
+                    raise KilnError("DATA_LOSS", f"job {job_id}: output pieces out of order")
+                pieces[-1].append(chunk.tensor.data)
+                got += len(chunk.tensor.data)
+        except grpc.RpcError as e:
+            raise KilnError(e.code().name, e.details() or "") from None
+        for i, t in enumerate(outputs):
+            t.data = b"".join(pieces[i])
+            if len(t.data) != sizes[i]:
+                raise KilnError("DATA_LOSS",
+                                f"job {job_id}: output {i}: {len(t.data)} of {sizes[i]} bytes came")
+        return outputs
 
     def server_info(self) -> Dict[str, Any]:
         info = _call(self._stub.GetServerInfo, service_pb2.GetServerInfoRequest(),
