@@ -159,6 +159,11 @@ int main(int argc, char** argv) {
                  "the largest trial budget a tune job may ask for")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  std::vector<std::string> candidate_checkers;
+  app.add_option("--candidate-checker", candidate_checkers,
+                 "ARCH=\"EMULATOR KILN-AGENT\": a kiln-agent built for ARCH checks tuning "
+                 "candidates for it (kilnd's machine cannot run them); ARCH=agent trusts the "
+                 "agents' own check. Repeatable");
   app.add_option("--max-jobs-per-minute", options.jobs.max_jobs_per_minute_per_client,
                  "jobs one client may submit per minute, cache hits included (0: no limit)")
       ->capture_default_str()
@@ -213,6 +218,13 @@ int main(int argc, char** argv) {
   options.jobs.default_deadline_ms = default_deadline_s * 1000;
   options.jobs.max_deadline_ms = max_deadline_s * 1000;
   options.drain_timeout_ms = drain_timeout_s * 1000;
+  for (const std::string& flag : candidate_checkers) {
+    if (absl::Status s = kiln::server::AddCandidateChecker(flag, &options.jobs.candidate_checkers);
+        !s.ok()) {
+      std::fprintf(stderr, "kilnd: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
   kiln::server::SetLogLevel(log_level == "debug"     ? kiln::server::LogLevel::kDebug
                             : log_level == "warning" ? kiln::server::LogLevel::kWarning
                             : log_level == "error"   ? kiln::server::LogLevel::kError

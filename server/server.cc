@@ -12,6 +12,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "runtime/agent/channel.h"
 #include "runtime/support/subprocess.h"
 #include "server/agent_service.h"
@@ -185,6 +186,30 @@ absl::Status KilnServer::ReloadTokens() {
   LogEvent(LogLevel::kInfo, "tokens reloaded",
            {{"client_tokens", std::to_string((*auth)->client_tokens.size())},
             {"agent_tokens", std::to_string((*auth)->agent_tokens.size())}});
+  return absl::OkStatus();
+}
+
+absl::Status AddCandidateChecker(const std::string& flag,
+                                 std::map<std::string, std::vector<std::string>>* checkers) {
+  const size_t eq = flag.find('=');
+  const std::string arch = flag.substr(0, eq);
+  if (eq == std::string::npos || arch.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--candidate-checker '", flag, "': expected ARCH=COMMAND (or ARCH=agent)"));
+  }
+  std::vector<std::string> command =
+      absl::StrSplit(flag.substr(eq + 1), absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  if (command.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--candidate-checker '", flag, "': no command after '='"));
+  }
+  if (command.size() == 1 && command[0] == "agent") {
+    command.clear();
+  } else if (access(command[0].c_str(), X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--candidate-checker '", flag, "': ", command[0], " is no executable file"));
+  }
+  (*checkers)[arch] = std::move(command);
   return absl::OkStatus();
 }
 

@@ -6,8 +6,10 @@
 
 #include <grpcpp/server.h>
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/jobs/job_manager.h"
@@ -62,6 +64,13 @@ struct ServerOptions {
   int64_t drain_timeout_ms = 30000;
   JobManagerOptions jobs;  // an empty worker_path means kiln-worker next to this executable
 };
+
+// One --candidate-checker: "ARCH=COMMAND ..." (a kiln-agent built for ARCH and how to start it
+// here, an emulator first: it checks tuning candidates for targets of ARCH, which this machine
+// cannot run), or "ARCH=agent" (the agents' own check trusted). Adds it to `checkers`;
+// InvalidArgument naming what is wrong (no '=', a command that is no executable file).
+absl::Status AddCandidateChecker(const std::string& flag,
+                                 std::map<std::string, std::vector<std::string>>* checkers);
 
 class KilnServer {
  public:

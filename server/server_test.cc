@@ -83,5 +83,20 @@ TEST(ServerStartTest, ReportsAddressThatCannotBeBound) {
   EXPECT_THAT(server.status().message(), HasSubstr("256.1.2.3:1"));
 }
 
+TEST(CandidateCheckerTest, ParsedCheckedOrRefusedByName) {
+  std::map<std::string, std::vector<std::string>> checkers;
+  ASSERT_TRUE(AddCandidateChecker("aarch64=/bin/sh -c true", &checkers).ok());
+  EXPECT_EQ(checkers["aarch64"], (std::vector<std::string>{"/bin/sh", "-c", "true"}));
+  ASSERT_TRUE(AddCandidateChecker("riscv64=agent", &checkers).ok());
+  EXPECT_TRUE(checkers.at("riscv64").empty());  // the agents' own check, as the operator says
+  for (const char* bad : {"aarch64", "=/bin/sh", "aarch64=", "aarch64=/no/such/qemu agent"}) {
+    absl::Status s = AddCandidateChecker(bad, &checkers);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("--candidate-checker")) << bad;
+  }
+  EXPECT_THAT(AddCandidateChecker("aarch64=/no/such/qemu x", &checkers).message(),
+              HasSubstr("/no/such/qemu is no executable file"));
+}
+
 }  // namespace
 }  // namespace kiln::server

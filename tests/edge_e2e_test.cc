@@ -38,13 +38,16 @@ runtime::Tensor Npy(const std::string& path) {
 class EdgeTest : public ClusterTest {
  protected:
   void SetUp() override {
-    StartWithAgents("edge", 1);  // the x86-64 agent, device "cpu"
     std::string dir = Cluster::TmpPath("board");
     std::string untar =
         absl::StrCat("mkdir -p ", dir, " && tar -xzf ", g_agent_package, " -C ", dir);
     ASSERT_EQ(std::system(untar.c_str()), 0) << untar;
-    // qemu-user emulates a Cortex-A72 for the agent and (through --task-launcher) its children.
+    // qemu-user emulates a Cortex-A72 for the agent and (through --task-launcher) its children,
+    // and for kiln-worker's check of the board's tuning candidates (--candidate-checker).
     setenv("QEMU_CPU", "cortex-a72", 1);
+    StartWithAgents("edge", 1,  // the x86-64 agent, device "cpu"
+                    {"--candidate-checker",
+                     absl::StrCat("aarch64=", kQemu, " ", dir, "/kiln-agent/bin/kiln-agent")});
     absl::StatusOr<std::string> board = cluster_->StartAgentCommand(
         {kQemu, dir + "/kiln-agent/bin/kiln-agent"}, "board", {"--task-launcher", kQemu});
     ASSERT_TRUE(board.ok()) << board.status();
@@ -196,6 +199,9 @@ TEST_F(EdgeTest, ATuneForTheBoardIsMeasuredOnIt) {
   }
   EXPECT_EQ(measured, 4);
   EXPECT_THAT(cluster_->agent(board_agent_).Log(), HasSubstr("(JOB_KIND_TUNE)"));
+  // Not on the board's word alone: kiln-worker checked the fastest candidates again, in the
+  // aarch64 kiln-agent under qemu (--candidate-checker).
+  EXPECT_GE(tuned.tune().candidates_checked(), 1);
 }
 
 TEST_F(EdgeTest, TheBoardRefusesCodeItCannotRun) {

@@ -270,6 +270,24 @@ TEST_F(TrustedExecutionTest, ATenantsTuneRecordsAreItsOwn) {
   EXPECT_GT(manifest->tuned_kernels_size(), 0);
 }
 
+// Finding 4 again: a record is checked in kiln-worker, not on the agent's word. For a target
+// kilnd's machine cannot run, and no kiln-agent named to check it under an emulator
+// (--candidate-checker), the tune is refused rather than run on the agents' word.
+TEST_F(TrustedExecutionTest, ATuneKilndCannotCheckIsRefused) {
+  v1::SubmitTuneRequest tune;
+  *tune.mutable_module() = *client::ModuleSourceFromFile(kMlp);
+  tune.set_device_key("cpu");
+  tune.set_target("llvm -mtriple=aarch64-linux-gnu -mattr=+neon");
+  tune.set_trials(4);
+  absl::StatusOr<v1::SubmitResponse> submitted = alice_->SubmitTune(tune);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  absl::StatusOr<v1::Job> tuned = alice_->Wait(submitted->job().id());
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_EQ(tuned->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(tuned->reason(), HasSubstr("cannot check tuning candidates for aarch64"));
+  EXPECT_THAT(tuned->reason(), HasSubstr("--candidate-checker aarch64="));
+}
+
 // Finding 5: outputs came back with every listing (ListJobs failed with RESOURCE_EXHAUSTED
 // once they were large), and a profile's cool-down held a shared device as long as a client
 // asked. A listing names outputs without their data; GetJob has it; the profile's minimum

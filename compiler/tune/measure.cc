@@ -16,6 +16,7 @@
 #include "compiler/backend/toolchain.h"
 #include "compiler/tir/flops.h"
 #include "runtime/kernel_measure.h"
+#include "runtime/support/subprocess.h"
 
 namespace kiln::tune {
 namespace {
@@ -221,6 +222,36 @@ absl::Status CheckCandidate(const TuneTask& task, const std::string& reference,
                     }},
                     1, options.timeout_s);
   return checked[0].status();
+}
+
+absl::Status CheckCandidateIn(const std::vector<std::string>& agent_command,
+                              const v1::TaskConfinement& confinement, const TuneTask& task,
+                              const std::string& reference, const std::string& library,
+                              const LocalRunnerOptions& options) {
+  LocalRunnerOptions once = options;
+  once.repeat = 1;
+  once.min_repeat_ms = 0;
+  v1::LocalTask local;
+  absl::StatusOr<v1::KernelMeasure> measure = MeasureRequest(task, reference, library, once);
+  if (!measure.ok()) return measure.status();
+  local.mutable_task()->set_kind(v1::JOB_KIND_TUNE);
+  *local.mutable_task()->mutable_measure() = *std::move(measure);
+  local.set_threads(options.threads);
+  *local.mutable_confinement() = confinement;
+  std::vector<std::string> argv = agent_command;
+  argv.push_back("--run-task");
+  runtime::ChildOptions child;
+  child.timeout_ms = static_cast<int64_t>(options.timeout_s * 1000);
+  absl::StatusOr<runtime::ChildResult> ran =
+      runtime::RunChild(argv, local.SerializeAsString(), child);
+  if (!ran.ok()) return ran.status();
+  v1::TaskResult result;
+  if (!ran->exited_ok() || !result.ParseFromString(ran->output)) {
+    return absl::InternalError(
+        absl::StrCat(argv[0], " ", ran->Describe(child.timeout_ms), ": ", ran->error_tail));
+  }
+  if (!result.ok()) return absl::InvalidArgumentError(result.error());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::KernelMeasure> MeasureRequest(const TuneTask& task, const std::string& reference,

@@ -78,6 +78,15 @@ absl::StatusOr<v1::KernelMeasure> MeasureRequest(const TuneTask& task, const std
 absl::Status CheckCandidate(const TuneTask& task, const std::string& reference,
                             const std::string& library, const LocalRunnerOptions& options);
 
+// The same check made by a kiln-agent built for the target, as its task child: `agent_command`
+// (say {"/usr/bin/qemu-aarch64", "/opt/kiln-agent/bin/kiln-agent"}, for a board's target this
+// machine runs only under an emulator) gets "--run-task" and a LocalTask on stdin, and gives up
+// what `confinement` says before it loads either library.
+absl::Status CheckCandidateIn(const std::vector<std::string>& agent_command,
+                              const v1::TaskConfinement& confinement, const TuneTask& task,
+                              const std::string& reference, const std::string& library,
+                              const LocalRunnerOptions& options);
+
 std::unique_ptr<Builder> MakeLocalBuilder(LocalBuilderOptions options);
 std::unique_ptr<Runner> MakeLocalRunner(LocalRunnerOptions options);
 

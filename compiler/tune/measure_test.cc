@@ -127,6 +127,20 @@ def matmul(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32"), C
   // The check alone, as kiln-worker makes it of what an agent reported.
   EXPECT_THAT(CheckCandidate(task, *reference, *bad, {}).message(), HasSubstr("wrong result"));
   EXPECT_TRUE(CheckCandidate(task, *reference, *reference, {}).ok());
+  // The same in a kiln-agent's task child (for a board's target: the agent built for it, under
+  // an emulator; here the host's), confined as it would be on the board.
+  const std::vector<std::string> agent = {"runtime/agent/kiln-agent"};
+  v1::TaskConfinement confinement;
+  confinement.set_uid(65534);  // nobody, where this runs as root
+  confinement.set_gid(65534);
+  absl::Status in_agent = CheckCandidateIn(agent, confinement, task, *reference, *bad, {});
+  EXPECT_EQ(in_agent.code(), absl::StatusCode::kInvalidArgument) << in_agent;
+  EXPECT_THAT(in_agent.message(), HasSubstr("wrong result"));
+  in_agent = CheckCandidateIn(agent, confinement, task, *reference, *reference, {});
+  EXPECT_TRUE(in_agent.ok()) << in_agent;
+  absl::Status no_agent =
+      CheckCandidateIn({"/nonexistent/kiln-agent"}, confinement, task, *reference, *bad, {});
+  EXPECT_FALSE(no_agent.ok());
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ WorkerPoolOptions PoolOptions(const JobManagerOptions& o) {
   pool.max_constant_bytes = o.max_constant_bytes;
   pool.max_folded_bytes = o.max_folded_bytes;
   pool.tuning_db_path = o.tuning_db_path;
+  pool.candidate_checkers = o.candidate_checkers;
   return pool;
 }
 

@@ -62,6 +62,7 @@ struct JobManagerOptions {
   // may ask for, and how long an agent may take over one candidate, from the moment it starts
   // it (time in the queue never counts).
   std::string tuning_db_path;
+  std::map<std::string, std::vector<std::string>> candidate_checkers;  // WorkerPoolOptions
   int max_tune_trials = 2000;
   int64_t measure_timeout_ms = 20000;
   // What one task may cost others on a shared device and in the store: an inference's outputs

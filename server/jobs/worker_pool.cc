@@ -270,6 +270,11 @@ void WorkerPool::RunTune(const HeldJob& job, std::unique_ptr<runtime::Child> wor
   work.set_device_key(job.job.device_key());
   work.set_cpu_limit_seconds(options_.worker_cpu_seconds);
   work.set_max_constant_bytes(options_.max_constant_bytes);
+  for (const auto& [arch, command] : options_.candidate_checkers) {
+    CandidateChecker* checker = work.add_candidate_checkers();
+    checker->set_arch(arch);
+    for (const std::string& part : command) checker->add_command(part);
+  }
   const int64_t timeout_ms = std::max<int64_t>(1, job.deadline_unix_ms - NowUnixMs());
   // The tune's side of the conversation: each MeasureBatch is measured on the job's agents (the
   // worker waits for the answer), progress is kept on the job, the outcome here.

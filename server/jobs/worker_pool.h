@@ -41,6 +41,9 @@ struct WorkerPoolOptions {
   int64_t max_constant_bytes = int64_t{64} << 20;
   int64_t max_folded_bytes = int64_t{256} << 20;
   std::string tuning_db_path;  // the service's tuning database
+  // By architecture: the kiln-agent (and emulator) that checks tuning candidates for targets
+  // this machine cannot run; an empty command trusts the agents' own check.
+  std::map<std::string, std::vector<std::string>> candidate_checkers;
 };
 
 class WorkerPool {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "compiler/tune/task.h"
 #include "compiler/tune/tuner.h"
 #include "compiler/version.h"
+#include "runtime/agent/confine.h"
 #include "runtime/device_info.h"
 #include "server/worker_frames.h"
 
@@ -22,11 +24,16 @@ namespace {
 // The tuner's runner in the service: each batch of candidates goes up to kilnd as a
 // MeasureBatch, which kilnd spreads over the idle agents of the job's device key; the answer
 // comes back in the batch's order.
+// Checks a candidate's numbers against the reference, in this worker (not on the agent's word).
+using CandidateCheck =
+    std::function<absl::Status(const tune::TuneTask&, const std::string&, const std::string&,
+                               const tune::LocalRunnerOptions&)>;
+
 class KilndRunner : public tune::Runner {
  public:
-  // `check_here`: the target's code runs on this machine, so a candidate an agent reports as
-  // the fastest so far is checked here too before its time counts.
-  explicit KilndRunner(bool check_here) : check_here_(check_here) {}
+  // `check`: what a candidate an agent reports as the fastest so far must pass before its time
+  // counts; none where the operator trusts the agents' own check (--candidate-checker ARCH=agent).
+  explicit KilndRunner(CandidateCheck check) : check_(std::move(check)) {}
 
   std::vector<tune::RunResult> Run(const tune::TuneTask& task, const std::string& reference,
                                    const std::vector<std::string>& libraries) override {
@@ -57,8 +64,9 @@ class KilndRunner : public tune::Runner {
       }
       // Only the fastest so far could ever be applied: it is checked here, not on the agent's
       // word alone (a wrong kernel with a fast time would otherwise become the record).
-      if (check_here_ && r.seconds() < best) {
-        absl::Status checked = tune::CheckCandidate(task, reference, libraries[i], options_);
+      if (check_ && r.seconds() < best) {
+        absl::Status checked = check_(task, reference, libraries[i], options_);
+        ++checked_;
         if (!checked.ok()) {
           out[i].error = absl::StrCat("run: the agent timed it at ", r.seconds(),
                                       " s, but kiln-worker's check failed: ", checked.message());
@@ -71,22 +79,50 @@ class KilndRunner : public tune::Runner {
     return out;
   }
 
+  int checked() const { return checked_; }
+
  private:
   static std::vector<tune::RunResult> Failed(size_t n, absl::string_view why) {
     return std::vector<tune::RunResult>(n, {std::nullopt, absl::StrCat("run: ", why)});
   }
 
   tune::LocalRunnerOptions options_;  // the timing and the tolerance the agents apply
-  const bool check_here_;
+  const CandidateCheck check_;
+  int checked_ = 0;
   std::map<std::string, double> best_seconds_;  // by task: the fastest checked so far
 };
 
-// Whether code for `target` runs on this machine (its architecture and CPU features).
-bool RunsHere(const std::string& target) {
-  absl::StatusOr<codegen::LlvmTargetInfo> info = codegen::ParseTarget(target);
-  return info.ok() && runtime::CheckCodeRunsOn(info->triple, info->device_features,
-                                               runtime::LocalDeviceAttributes())
-                          .ok();
+// Where a candidate for `work`'s target is checked: here where its code runs on this machine,
+// else in the kiln-agent kilnd names for the target's architecture (under an emulator), else
+// nowhere if kilnd says the agents are trusted; with none of these the tune cannot be trusted,
+// and is refused.
+absl::StatusOr<CandidateCheck> CheckFor(const TuneWork& work) {
+  absl::StatusOr<codegen::LlvmTargetInfo> info = codegen::ParseTarget(work.target());
+  if (!info.ok()) return info.status();
+  if (runtime::CheckCodeRunsOn(info->triple, info->device_features,
+                               runtime::LocalDeviceAttributes())
+          .ok()) {
+    return CandidateCheck(tune::CheckCandidate);
+  }
+  const std::string arch = info->triple.substr(0, info->triple.find('-'));
+  for (const CandidateChecker& checker : work.candidate_checkers()) {
+    if (checker.arch() != arch) continue;
+    if (checker.command().empty()) return CandidateCheck();  // the operator trusts the agents
+    std::vector<std::string> command(checker.command().begin(), checker.command().end());
+    absl::StatusOr<v1::TaskConfinement> confinement =
+        runtime::PlanConfinement("nobody", {}, /*emulated=*/true);
+    if (!confinement.ok()) return confinement.status();
+    return CandidateCheck([command, c = *confinement](
+                              const tune::TuneTask& task, const std::string& reference,
+                              const std::string& library, const tune::LocalRunnerOptions& options) {
+      return tune::CheckCandidateIn(command, c, task, reference, library, options);
+    });
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "kilnd cannot check tuning candidates for ", arch, " (", work.target(),
+      ") itself, and an agent's own check is not trusted: start kilnd with --candidate-checker ",
+      arch, "=\"EMULATOR KILN-AGENT\" (a kiln-agent built for ", arch, "), or --candidate-checker ",
+      arch, "=agent to trust the agents"));
 }
 
 TuneOutcome Failure(const absl::Status& status) {
@@ -109,7 +145,9 @@ TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
   tune::LocalBuilderOptions builder_options;
   builder_options.target = work.target();
   std::unique_ptr<tune::Builder> builder = tune::MakeLocalBuilder(builder_options);
-  KilndRunner runner(RunsHere(work.target()));
+  absl::StatusOr<CandidateCheck> check = CheckFor(work);
+  if (!check.ok()) return Failure(check.status());
+  KilndRunner runner(*std::move(check));
   tune::TuneOptions options;
   options.target = work.target();
   options.trials = work.trials();
@@ -127,6 +165,7 @@ TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
   TuneOutcome outcome;
   outcome.set_ok(true);
   *outcome.mutable_result() = tune::ToProto(*report, work.trials());
+  outcome.mutable_result()->set_candidates_checked(runner.checked());
   return outcome;
 }
 
