@@ -19,6 +19,7 @@
 #include "compiler/backend/build.h"
 #include "compiler/frontend/load_module.h"
 #include "compiler/relax/block_builder.h"
+#include "compiler/tune/database.h"
 #include "runtime/agent/channel.h"
 #include "runtime/artifact.h"
 #include "runtime/artifact_signing.h"
@@ -238,11 +239,26 @@ int main(int argc, char** argv) {
   const std::string mlp = "compiler/script/testdata/tvm_mlp.py";
   const std::string cnn = "tests/models/tiny_resnet.onnx";
   const std::string big = "tests/models/mobilenet_v2.onnx";
-  // The hot path twice in one run: with the per-client quotas off, and on (checked on every
-  // submission, set high enough never to refuse one here).
-  for (bool quotas : {false, true}) {
-    Cluster cluster(quotas ? "service_bench_quotas" : "service_bench");
+  // The hot path three times in one run: with the per-client quotas off, on (checked on every
+  // submission, set high enough never to refuse one here), and off with a tuning database that
+  // holds records (each cached compile reads its generation: a SQLite query, where without a
+  // database it is a stat).
+  for (int variant : {0, 1, 2}) {
+    const bool quotas = variant == 1, records = variant == 2;
+    Cluster cluster(quotas    ? "service_bench_quotas"
+                    : records ? "service_bench_records"
+                              : "service_bench");
     std::filesystem::remove_all(cluster.dir() + "/store");
+    if (records) {
+      std::filesystem::create_directories(cluster.dir() + "/store");
+      auto db = kiln::tune::TuningDatabase::Open(cluster.dir() + "/store/tuning.db");
+      const kiln::tune::WorkloadId w{"0123456789abcdef", "llvm -mcpu=nonexistent", ""};
+      if (!db.ok() || !(*db)->AddWorkload(w, "# no kernel of this run's").ok() ||
+          !(*db)->SetDefaultSeconds(w, 1e-3).ok()) {
+        std::fprintf(stderr, "cannot prepare the tuning database\n");
+        return 1;
+      }
+    }
     std::vector<std::string> flags = {"--log-level", "warning", "--max-jobs-per-client", "64"};
     if (quotas) {
       flags.insert(flags.end(), {"--max-jobs-per-minute", "100000000", "--max-stored-jobs",
@@ -259,10 +275,11 @@ int main(int argc, char** argv) {
     auto client = kiln::client::KilnClient::Connect(options);
     auto warm = (*client)->Compile(Request(mlp));  // fills the cache
     if (!warm.ok()) return 1;
-    std::printf("\n=== per-client quotas and the store bound %s ===\n", quotas ? "ON" : "off");
-    if (!quotas) GrpcFloor(cluster);
+    std::printf("\n=== per-client quotas and the store bound %s%s ===\n", quotas ? "ON" : "off",
+                records ? ", a tuning database with records" : "");
+    if (variant == 0) GrpcFloor(cluster);
     CachedRoundTrips(cluster, mlp);
-    if (!quotas) Download(cluster, big);
+    if (variant == 0) Download(cluster, big);
     cluster.StopDaemon();
   }
   ColdCompile(mlp, 5);

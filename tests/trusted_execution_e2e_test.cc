@@ -32,7 +32,7 @@ class TrustedExecutionTest : public ServiceTest {
         "alice-secret name=alice\nbob-secret name=bob\n"
         "uploader-secret name=uploader upload=allow\n"
         "carol-secret name=carol keys=stranger\n",
-        "agent-secret name=cpu-agent keys=cpu,stranger,both\n");
+        "agent-secret name=cpu-agent keys=cpu,stranger,both,liar-negative,liar-nan,liar-shape\n");
     std::ofstream(dir_ + "/agent.token") << "agent-secret\n";
     PrivateFile(dir_ + "/agent.token");
     absl::StatusOr<std::string> agent =
@@ -286,6 +286,53 @@ TEST_F(TrustedExecutionTest, ATuneKilndCannotCheckIsRefused) {
   EXPECT_EQ(tuned->state(), v1::JOB_STATE_FAILED);
   EXPECT_THAT(tuned->reason(), HasSubstr("cannot check tuning candidates for aarch64"));
   EXPECT_THAT(tuned->reason(), HasSubstr("--candidate-checker aarch64="));
+}
+
+// Findings 4 and 6 from a board that lies (kiln-agent built with a test hook: KILN_AGENT_LIES):
+// −1 s for every tuning candidate was a record every tenant's compiles applied; NaN profile
+// times and outputs whose shape contradicted the artifact were stored as SUCCEEDED. Each answer
+// is refused now, and the job says why.
+TEST_F(TrustedExecutionTest, AHostileBoardsAnswersAreRefused) {
+  auto start_liar = [&](const std::string& lie) {
+    setenv("KILN_AGENT_LIES", lie.c_str(), 1);
+    absl::StatusOr<std::string> id = cluster_->StartAgentCommand(
+        {"runtime/agent/kiln-agent-test-hooks"}, "liar-" + lie, {"--token", dir_ + "/agent.token"});
+    unsetenv("KILN_AGENT_LIES");
+    ASSERT_TRUE(id.ok()) << id.status();
+  };
+  start_liar("negative");
+  start_liar("nan");
+  start_liar("shape");
+
+  v1::SubmitTuneRequest tune;
+  *tune.mutable_module() = *client::ModuleSourceFromFile(kMlp);
+  tune.set_device_key("liar-negative");
+  tune.set_trials(4);
+  absl::StatusOr<v1::SubmitResponse> submitted = alice_->SubmitTune(tune);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  absl::StatusOr<v1::Job> tuned = alice_->Wait(submitted->job().id());
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  ASSERT_GT(tuned->tune().tasks_size(), 0);
+  for (const v1::TuneTaskResult& t : tuned->tune().tasks()) {
+    EXPECT_EQ(t.best_seconds(), 0) << t.name();  // nothing measured counts
+    EXPECT_THAT(t.error(), HasSubstr("is not a positive number of seconds")) << t.name();
+  }
+  v1::SubmitProfileRequest profile;
+  profile.mutable_artifact()->set_digest(compiled_.artifact_digest());
+  profile.set_device_key("liar-nan");
+  absl::StatusOr<v1::SubmitResponse> profiled = alice_->SubmitProfile(profile);
+  ASSERT_TRUE(profiled.ok()) << profiled.status();
+  absl::StatusOr<v1::Job> timed = alice_->Wait(profiled->job().id());
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  EXPECT_EQ(timed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(timed->reason(), HasSubstr("refused its result"));
+  EXPECT_THAT(timed->reason(), HasSubstr("nan"));
+
+  absl::StatusOr<v1::Job> inferred =
+      InferDigest(*alice_, compiled_.artifact_digest(), "liar-shape");
+  ASSERT_TRUE(inferred.ok()) << inferred.status();
+  EXPECT_EQ(inferred->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(inferred->reason(), HasSubstr("the artifact's signature says"));
 }
 
 // Finding 5: outputs came back with every listing (ListJobs failed with RESOURCE_EXHAUSTED

@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,27 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 void RequestStop(int /*signal*/) { g_stop = true; }
+
+#ifdef KILN_AGENT_TEST_HOOKS
+// Test-only (//runtime/agent:kiln-agent-test-hooks): a board that lies about what it ran, as
+// KILN_AGENT_LIES says — "negative" tuning times, "nan" profile times, outputs of another
+// "shape" — for the tests of what kilnd refuses of an agent's answers.
+void Lie(const kiln::v1::LocalTask& task, kiln::v1::TaskResult* result) {
+  const char* lie = std::getenv("KILN_AGENT_LIES");
+  if (lie == nullptr || !result->ok()) return;
+  const std::string what = lie;
+  if (what == "negative" && task.task().kind() == kiln::v1::JOB_KIND_TUNE) {
+    result->set_measured_seconds(-1);
+  } else if (what == "nan" && result->has_profile()) {
+    result->mutable_profile()->set_median_seconds(std::nan(""));
+  } else if (what == "shape" && result->has_inference()) {
+    for (kiln::v1::TensorValue& t : *result->mutable_inference()->mutable_outputs()) {
+      t.clear_shape();
+      t.add_shape(1000000);  // a million elements said, the real bytes carried
+    }
+  }
+}
+#endif
 
 // The task child: reads its input while it may, gives up what a task must not have
 // (confine.h), and only then loads code.
@@ -48,7 +70,11 @@ int RunTaskChild() {
                  std::string(confined.status().message()).c_str());
     return 1;
   }
-  std::string out = kiln::runtime::RunLocalTask(task, artifact).SerializeAsString();
+  kiln::v1::TaskResult result = kiln::runtime::RunLocalTask(task, artifact);
+#ifdef KILN_AGENT_TEST_HOOKS
+  Lie(task, &result);
+#endif
+  std::string out = result.SerializeAsString();
   return std::fwrite(out.data(), 1, out.size(), stdout) == out.size() ? 0 : 1;
 }
 
