@@ -1,5 +1,6 @@
 // kilnd: the Kiln compilation daemon. Every flag can also come from a config file
 // (--config FILE, TOML or INI: `listen = "0.0.0.0:7077"`); flags on the command line win.
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <csignal>
@@ -230,6 +231,13 @@ int main(int argc, char** argv) {
                             : log_level == "error"   ? kiln::server::LogLevel::kError
                                                      : kiln::server::LogLevel::kInfo);
 
+  // Every connection, stream and store file is a descriptor: the soft limit (1,024 under
+  // systemd) is raised to the hard one, which the unit file sets (LimitNOFILE).
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   absl::StatusOr<std::unique_ptr<kiln::server::KilnServer>> server =
       kiln::server::KilnServer::Start(options);
   if (!server.ok()) {
@@ -246,9 +254,14 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
   std::signal(SIGHUP, RequestReload);
+  int exit_code = 0;
   std::thread watcher([&] {
     while (!g_stop_requested) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if ((*server)->listener_failed()) {
+        exit_code = 1;  // for the supervisor (Restart=on-failure)
+        break;
+      }
       if (g_reload_requested) {
         g_reload_requested = 0;
         (void)(*server)->ReloadTokens();  // logged either way
@@ -260,5 +273,5 @@ int main(int argc, char** argv) {
   watcher.join();
   server->reset();
   std::printf("kilnd: stopped\n");
-  return 0;
+  return exit_code;
 }

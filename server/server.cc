@@ -1,10 +1,13 @@
 #include "server/server.h"
 
+#include <grpc/support/log.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -50,9 +53,24 @@ struct KilnServer::Parts {
   std::mutex readiness_mu;
   std::condition_variable readiness_cv;
   bool stopping = false;
+  std::atomic<bool> listener_failed{false};  // said and logged by the readiness loop
 };
 
 namespace {
+
+// gRPC's log goes to kilnd's (one format for operators), and one message of it is watched:
+// gRPC 1.51 closes its listening socket for good when accept4 fails with anything but
+// EINTR/EAGAIN/ECONNABORTED, and says so only in its log.
+std::atomic<bool> g_listener_failed{false};
+
+void GrpcLog(gpr_log_func_args* args) {
+  const std::string message = args->message != nullptr ? args->message : "";
+  if (message.find("Failed accept4") != std::string::npos) g_listener_failed = true;
+  LogEvent(args->severity == GPR_LOG_SEVERITY_ERROR  ? LogLevel::kError
+           : args->severity == GPR_LOG_SEVERITY_INFO ? LogLevel::kInfo
+                                                     : LogLevel::kDebug,
+           "grpc", {{"message", message}, {"at", absl::StrCat(args->file, ":", args->line)}});
+}
 
 std::string HostName() {
   char host[256] = {0};
@@ -319,8 +337,13 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   parts->kiln = std::make_unique<KilnService>(&ctx);
   parts->agents = std::make_unique<AgentServiceImpl>(&ctx);
 
+  gpr_set_log_function(GrpcLog);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
+  // A connection that never completes its handshake holds a descriptor: 10 s, not gRPC's 120.
+  // One idle (no call) for 5 minutes is closed; a client's channel reconnects when it calls.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 5 * 60 * 1000);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_request_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_request_bytes));
   builder.RegisterService(parts->kiln.get());
@@ -388,6 +411,17 @@ void KilnServer::ReadinessLoop() {
         return;
       }
     }
+    if (g_listener_failed) {
+      server_->GetHealthCheckService()->SetServingStatus(false);
+      rlimit files{};
+      getrlimit(RLIMIT_NOFILE, &files);
+      LogEvent(LogLevel::kError,
+               "the gRPC listener failed (descriptors ran out?): kilnd stops, for its supervisor "
+               "to start it again",
+               {{"descriptor_limit", std::to_string(files.rlim_cur)}});
+      parts_->listener_failed = true;
+      return;
+    }
     absl::Status store = parts_->store->Ping();
     parts_->jobs->SetStoreHealth(store);
     if (store.ok() != serving) {
@@ -399,6 +433,8 @@ void KilnServer::ReadinessLoop() {
     }
   }
 }
+
+bool KilnServer::listener_failed() const { return parts_ && parts_->listener_failed; }
 
 void KilnServer::Shutdown() {
   if (server_ == nullptr) return;

@@ -89,6 +89,10 @@ class KilnServer {
   // Reads the token files again and swaps them in (kilnd does on SIGHUP); a file that does not
   // read keeps the tokens in use, and the error is returned and logged.
   absl::Status ReloadTokens();
+  // True once the gRPC listener has failed for good (gRPC 1.51 closes it when accept4 fails:
+  // descriptors ran out). Readiness is NOT_SERVING from then on; kilnd exits with an error so
+  // that its supervisor starts it again — a live process with a dead listener serves nobody.
+  bool listener_failed() const;
 
  private:
   KilnServer() = default;
