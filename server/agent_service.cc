@@ -190,7 +190,9 @@ grpc::Status AgentServiceImpl::FetchArtifact(grpc::ServerContext* context,
                                      " is not the artifact of a task given to agent session '",
                                      request->agent_id().substr(0, 64), "'"));
   }
-  return StreamArtifact(ctx_->store, request->digest(), writer);
+  absl::StatusOr<StreamSlots::Slot> slot = ctx_->streams->Acquire("agent:" + agent_principal.name);
+  if (!slot.ok()) return ToGrpc(slot.status());
+  return StreamArtifact(ctx_->cache, request->digest(), writer);
 }
 
 }  // namespace kiln::server

@@ -1,6 +1,11 @@
 #include "server/artifact_cache.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/artifact.h"
@@ -12,6 +17,62 @@ namespace {
 constexpr size_t kFingerprintMemo = 4096;
 
 }  // namespace
+
+ArtifactFile::~ArtifactFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<std::string> ArtifactFile::Read(int64_t offset, size_t n) const {
+  std::string out(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(fd_, out.data() + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return absl::InternalError(absl::StrCat("reading an artifact: ", strerror(errno)));
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  out.resize(got);
+  return out;
+}
+
+absl::StatusOr<ArtifactFile> ArtifactCache::OpenVerified(const std::string& digest) {
+  std::string path = store_->ArtifactPath(digest);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    // Not here (evicted, or a cluster's artifact never copied to this instance): the store
+    // brings and verifies it, or says why not.
+    absl::StatusOr<std::string> bytes = store_->ReadArtifact(digest);
+    if (!bytes.ok()) return bytes.status();
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return absl::NotFoundError(absl::StrCat("no artifact ", digest));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return absl::InternalError(absl::StrCat("stat ", path));
+  }
+  ArtifactFile file(fd, st.st_size);
+  std::pair<int64_t, int64_t> stamp(st.st_size,
+                                    int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
+  bool known = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = verified_.find(digest);
+    known = it != verified_.end() && it->second == stamp;
+  }
+  if (!known) {
+    // Verified once per version of the file (the store writes each digest once).
+    absl::StatusOr<std::string> bytes = store_->ReadArtifact(digest);
+    if (!bytes.ok()) return bytes.status();
+    if (static_cast<int64_t>(bytes->size()) != stamp.first) {
+      return absl::UnavailableError(absl::StrCat("artifact ", digest, " changed while read"));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    verified_[digest] = stamp;
+  }
+  return file;
+}
 
 std::optional<int64_t> ArtifactCache::IntactSize(const std::string& digest) {
   struct stat st;

@@ -27,6 +27,25 @@ struct CachedArtifact {
   int64_t size = 0;
 };
 
+// A stored artifact's file, open and verified, for streaming it in pieces: a download holds a
+// descriptor and one piece at a time, never the artifact. Closes the descriptor.
+class ArtifactFile {
+ public:
+  ArtifactFile(int fd, int64_t size) : fd_(fd), size_(size) {}
+  ArtifactFile(ArtifactFile&& other) noexcept : fd_(other.fd_), size_(other.size_) {
+    other.fd_ = -1;
+  }
+  ArtifactFile& operator=(ArtifactFile&&) = delete;
+  ~ArtifactFile();
+  int64_t size() const { return size_; }
+  // Up to `n` bytes from `offset`; an error names what failed.
+  absl::StatusOr<std::string> Read(int64_t offset, size_t n) const;
+
+ private:
+  int fd_;
+  int64_t size_;
+};
+
 class ArtifactCache {
  public:
   // `signer`, where given, signs every artifact before it is stored (runtime/artifact_signing.h).
@@ -56,6 +75,10 @@ class ArtifactCache {
   std::optional<CachedArtifact> LookupFingerprint(const std::string& fingerprint);
   // (An empty fingerprint is never remembered.)
   void RememberFingerprint(const std::string& fingerprint, const std::string& digest);
+
+  // The artifact `digest` open for streaming, verified (again only when its file changed since
+  // the last check): NotFound when it is not stored, DataLoss when corrupt (then dropped).
+  absl::StatusOr<ArtifactFile> OpenVerified(const std::string& digest);
 
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }

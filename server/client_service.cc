@@ -639,7 +639,9 @@ grpc::Status KilnService::DownloadArtifact(grpc::ServerContext* context,
   if (!caller.admin && !ctx_->jobs->HasArtifact(client, request->digest())) {
     return NoArtifact(request->digest());
   }
-  return StreamArtifact(ctx_->store, request->digest(), writer);
+  absl::StatusOr<StreamSlots::Slot> slot = ctx_->streams->Acquire(client);
+  if (!slot.ok()) return ToGrpc(slot.status());
+  return StreamArtifact(ctx_->cache, request->digest(), writer);
 }
 
 grpc::Status KilnService::DownloadOutputs(grpc::ServerContext* context,
@@ -649,6 +651,8 @@ grpc::Status KilnService::DownloadOutputs(grpc::ServerContext* context,
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
   if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
+  absl::StatusOr<StreamSlots::Slot> slot = ctx_->streams->Acquire(caller.name);
+  if (!slot.ok()) return ToGrpc(slot.status());
   absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   if (job->kind() != v1::JOB_KIND_INFERENCE || job->state() != v1::JOB_STATE_SUCCEEDED) {

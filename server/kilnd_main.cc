@@ -144,6 +144,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   int64_t max_output_mb = options.jobs.max_output_bytes >> 20;
+  app.add_option("--max-downloads-per-client", options.max_downloads_per_client,
+                 "artifact and output downloads one client (or agent) may stream at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-output-mb", max_output_mb,
                  "the most an inference's outputs may hold in all (a larger answer fails the job)")
       ->capture_default_str()

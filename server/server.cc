@@ -34,6 +34,7 @@ struct KilnServer::Parts {
   std::unique_ptr<runtime::SigningKey> signing_key;
   runtime::TrustedKeys own_keys;  // the signing key's and --trusted-keys
   std::unique_ptr<tune::RecordsGeneration> records_generation;
+  std::unique_ptr<StreamSlots> streams;
   std::unique_ptr<Store> store;
   std::unique_ptr<ArtifactCache> cache;
   std::unique_ptr<JobManager> jobs;
@@ -329,6 +330,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   if (absl::Status s = parts->jobs->Start(); !s.ok()) return s;
   parts->records_generation = std::make_unique<tune::RecordsGeneration>(jobs.tuning_db_path);
   ctx.records_generation = parts->records_generation.get();
+  parts->streams = std::make_unique<StreamSlots>(options.max_downloads_per_client);
+  ctx.streams = parts->streams.get();
   ctx.store = parts->store.get();
   ctx.cache = parts->cache.get();
   ctx.jobs = parts->jobs.get();

@@ -55,6 +55,8 @@ struct ServerOptions {
   // Accept artifacts kilnd did not sign from every client (development without tokens); with
   // tokens, `upload=allow` names the clients that may.
   bool allow_unsigned_uploads = false;
+  // Downloads (artifacts, inference outputs) one client or agent may stream at once.
+  int max_downloads_per_client = 4;
   // Longest string field of any request or agent message (names, keys, targets, reasons); the
   // module's TVMScript text is bounded by max_module_bytes instead.
   int64_t max_string_bytes = 4096;

@@ -10,6 +10,8 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
+#include "server/service_edge.h"
+#include "server/service_edge.h"
 
 namespace kiln::server {
 namespace {
@@ -96,6 +98,21 @@ TEST(CandidateCheckerTest, ParsedCheckedOrRefusedByName) {
   }
   EXPECT_THAT(AddCandidateChecker("aarch64=/no/such/qemu x", &checkers).message(),
               HasSubstr("/no/such/qemu is no executable file"));
+}
+
+// Issue 52, finding 2: each download holds a server thread while its reader is slow; one client
+// (or agent) streams at most so many at once, and a finished one gives its slot back.
+TEST(StreamSlotsTest, AtMostSoManyPerClientAndGivenBack) {
+  StreamSlots slots(2);
+  absl::StatusOr<StreamSlots::Slot> a = slots.Acquire("alice");
+  absl::StatusOr<StreamSlots::Slot> b = slots.Acquire("alice");
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::StatusOr<StreamSlots::Slot> third = slots.Acquire("alice");
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(third.status().message(), HasSubstr("--max-downloads-per-client"));
+  EXPECT_TRUE(slots.Acquire("bob").ok());  // another client's are its own
+  { absl::StatusOr<StreamSlots::Slot> gone = std::move(a); }
+  EXPECT_TRUE(slots.Acquire("alice").ok());
 }
 
 }  // namespace

@@ -84,26 +84,47 @@ void OutputsForTheWire(v1::Job* job, size_t inline_bytes) {
   inference->set_data_elsewhere(true);
 }
 
-grpc::Status StreamArtifact(Store* store, const std::string& digest,
+grpc::Status StreamArtifact(ArtifactCache* cache, const std::string& digest,
                             grpc::ServerWriter<v1::ArtifactChunk>* writer) {
   if (digest.empty()) return Invalid("digest: required");
-  absl::StatusOr<std::string> bytes = store->ReadArtifact(digest);
-  if (!bytes.ok()) {
-    if (bytes.status().code() == absl::StatusCode::kDataLoss) {
+  absl::StatusOr<ArtifactFile> file = cache->OpenVerified(digest);
+  if (!file.ok()) {
+    if (file.status().code() == absl::StatusCode::kDataLoss) {
       LogEvent(LogLevel::kError, "corrupt artifact refused",
-               {{"digest", digest}, {"error", std::string(bytes.status().message())}});
+               {{"digest", digest}, {"error", std::string(file.status().message())}});
     }
-    return ToGrpc(bytes.status());
+    return ToGrpc(file.status());
   }
-  for (size_t offset = 0; offset == 0 || offset < bytes->size(); offset += kChunkBytes) {
+  const int64_t size = file->size();
+  for (int64_t offset = 0; offset == 0 || offset < size; offset += kChunkBytes) {
+    absl::StatusOr<std::string> piece = file->Read(offset, kChunkBytes);
+    if (!piece.ok()) return ToGrpc(piece.status());
     v1::ArtifactChunk chunk;
     chunk.set_digest(digest);
-    chunk.set_offset(static_cast<int64_t>(offset));
-    if (offset == 0) chunk.set_total_size(static_cast<int64_t>(bytes->size()));
-    chunk.set_data(bytes->substr(offset, kChunkBytes));
+    chunk.set_offset(offset);
+    if (offset == 0) chunk.set_total_size(size);
+    *chunk.mutable_data() = *std::move(piece);
     if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
   }
   return grpc::Status::OK;
+}
+
+StreamSlots::Slot::~Slot() {
+  if (owner_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(owner_->mu_);
+  if (--owner_->streaming_[client_] <= 0) owner_->streaming_.erase(client_);
+}
+
+absl::StatusOr<StreamSlots::Slot> StreamSlots::Acquire(const std::string& client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int& n = streaming_[client];
+  if (max_per_client_ > 0 && n >= max_per_client_) {
+    if (n == 0) streaming_.erase(client);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "at most ", max_per_client_, " downloads at once per client (--max-downloads-per-client)"));
+  }
+  ++n;
+  return Slot(this, client);
 }
 
 }  // namespace kiln::server

@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -23,6 +25,8 @@
 #include "server/store.h"
 
 namespace kiln::server {
+
+class StreamSlots;
 
 // What both services share.
 struct ServiceContext {
@@ -40,6 +44,8 @@ struct ServiceContext {
   bool allow_unsigned_uploads = false;
   // The tuning database's generation: a request's fingerprint names the one it was built under.
   tune::RecordsGeneration* records_generation = nullptr;
+  // Downloads (artifacts, outputs) streaming at once, per client or agent.
+  StreamSlots* streams = nullptr;
 };
 
 grpc::Status ToGrpc(const absl::Status& s);
@@ -61,9 +67,38 @@ inline constexpr size_t kChunkBytes = 1 << 20;
 // message (`inline_bytes` in all), else names, dtypes and shapes with `data_elsewhere` (the
 // client asks DownloadOutputs). 0 leaves every output's data out (listings).
 void OutputsForTheWire(v1::Job* job, size_t inline_bytes = kChunkBytes);
-// Streams a stored artifact, verified before the first byte goes out.
-grpc::Status StreamArtifact(Store* store, const std::string& digest,
+// Streams a stored artifact, verified before the first byte goes out, one piece at a time
+// from its file: a stalled reader holds a piece, not the artifact.
+grpc::Status StreamArtifact(ArtifactCache* cache, const std::string& digest,
                             grpc::ServerWriter<v1::ArtifactChunk>* writer);
+
+// Downloads streaming at once, per client (its principal, or its address where there are no
+// principals): each holds a server thread while its reader is slow. Acquire fails beyond
+// `max_per_client`; the slot is given back when the returned object goes.
+class StreamSlots {
+ public:
+  explicit StreamSlots(int max_per_client) : max_per_client_(max_per_client) {}
+  class Slot {
+   public:
+    Slot(StreamSlots* owner, std::string client) : owner_(owner), client_(std::move(client)) {}
+    Slot(Slot&& other) noexcept : owner_(other.owner_), client_(std::move(other.client_)) {
+      other.owner_ = nullptr;
+    }
+    Slot& operator=(Slot&&) = delete;
+    ~Slot();
+
+   private:
+    StreamSlots* owner_;
+    std::string client_;
+  };
+  // RESOURCE_EXHAUSTED naming the limit when `client` already streams `max_per_client`.
+  absl::StatusOr<Slot> Acquire(const std::string& client);
+
+ private:
+  const int max_per_client_;
+  std::mutex mu_;
+  std::map<std::string, int> streaming_;
+};
 
 }  // namespace kiln::server
 
