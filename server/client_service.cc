@@ -182,6 +182,7 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
   if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
+  if (grpc::Status s = CheckDeadline(request->deadline_ms()); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;
@@ -360,6 +361,7 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
   if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
+  if (grpc::Status s = CheckDeadline(request->deadline_ms()); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   const v1::ProfileOptions& o = request->options();
@@ -401,6 +403,7 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
   if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
+  if (grpc::Status s = CheckDeadline(request->deadline_ms()); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   v1::Device device;
@@ -427,6 +430,7 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
   if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
+  if (grpc::Status s = CheckDeadline(request->deadline_ms()); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;

@@ -11,7 +11,6 @@
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "server/service_edge.h"
-#include "server/service_edge.h"
 
 namespace kiln::server {
 namespace {

@@ -74,6 +74,12 @@ bool ValidDeviceKey(const std::string& key) {
   return true;
 }
 
+grpc::Status CheckDeadline(int64_t deadline_ms) {
+  if (deadline_ms >= 0) return grpc::Status::OK;
+  return Invalid(
+      absl::StrCat("deadline_ms: ", deadline_ms, " is negative (0 asks for the server's default)"));
+}
+
 void OutputsForTheWire(v1::Job* job, size_t inline_bytes) {
   if (!job->has_inference()) return;
   v1::InferenceResult* inference = job->mutable_inference();

@@ -55,6 +55,8 @@ grpc::Status Invalid(const std::string& message);
 // The TVMScript text of a module is the payload, bounded by --max-module-mb instead.
 grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max_bytes,
                            const std::string& prefix = "");
+// INVALID_ARGUMENT for a negative deadline (0 asks for the server's default), naming it.
+grpc::Status CheckDeadline(int64_t deadline_ms);
 // An artifact none of the caller's jobs made or ran is answered as one that does not exist.
 grpc::Status NoArtifact(const std::string& digest);
 // The devices `caller` may use (Principal::MayUse): what it is shown and may name.

@@ -582,6 +582,13 @@ TEST_F(ServiceTest, BadInputIsRefusedWithTheRightCodeAndNothingIsStored) {
   add(
       refused, "no module", [](auto&) {}, absl::StatusCode::kInvalidArgument, "none was set");
   add(
+      refused, "negative deadline",  // issue 52, finding 8: it became the default silently
+      [&](auto& r) {
+        r.mutable_module()->set_tvmscript(ir);
+        r.set_deadline_ms(-5);
+      },
+      absl::StatusCode::kInvalidArgument, "deadline_ms: -5 is negative");
+  add(
       refused, "module over the limit",
       [](auto& r) { r.mutable_module()->set_tvmscript(std::string((1 << 20) + 10, '#')); },
       absl::StatusCode::kResourceExhausted, "limit");

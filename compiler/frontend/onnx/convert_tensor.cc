@@ -318,6 +318,10 @@ absl::StatusOr<Outputs> ConstantOfShape(Context& ctx) {
   std::vector<int64_t> dims;
   for (const PrimExpr& d : shape) {
     const int64_t* c = ir::AsConstInt(d);
+    if (c != nullptr && *c < 0) {  // issue 52, finding 8: [-1, 5] compiled
+      return ctx.Error(absl::StrCat("shape dimension ", dims.size(), " is ", *c,
+                                    ": a dimension is never negative"));
+    }
     dims.push_back(c != nullptr ? *c : -1);
   }
   bool known = std::find(dims.begin(), dims.end(), -1) == dims.end();

@@ -58,6 +58,28 @@ TEST(OnnxImportError, OpsetOutOfRange) {
   ExpectError(Import(future), absl::StatusCode::kUnimplemented, "opset 21 is not supported");
 }
 
+// Issue 52, finding 8: opset 2^32 + 13 was read as 13, and two graph outputs could share a name.
+TEST(OnnxImportError, OpsetReadWholeAndOutputsNamedOnce) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {2}).Output("y", kF).Node("Relu", {"x"}, {"y"});
+  auto model = g.model();
+  model.mutable_opset_import(0)->set_version((int64_t{1} << 32) + 13);
+  ExpectError(ImportOnnx(model.SerializeAsString(), "m.onnx").status(),
+              absl::StatusCode::kUnimplemented, "opset 4294967309 is not supported (1 to 18)");
+  GraphBuilder twice(13);
+  twice.Input("x", kF, {2}).Output("y", kF).Output("y", kF).Node("Relu", {"x"}, {"y"});
+  ExpectError(Import(twice), absl::StatusCode::kInvalidArgument, "graph output 'y' is named twice");
+}
+
+TEST(OnnxImportError, ConstantOfANegativeShape) {
+  GraphBuilder g(13);
+  g.Output("y", kF)
+      .Init(IntTensor("shape", {2}, {-1, 5}))
+      .Node("ConstantOfShape", {"shape"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
+              "shape dimension 0 is -1: a dimension is never negative");
+}
+
 TEST(OnnxImportError, DanglingInput) {
   GraphBuilder g(13);
   g.Input("x", kF, {2}).Output("y", kF).Node("Add", {"x", "nowhere"}, {"y"});

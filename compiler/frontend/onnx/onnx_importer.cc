@@ -78,6 +78,13 @@ class Importer {
     }
     if (graph.output_size() == 0)
       return Error(absl::StatusCode::kInvalidArgument, "the graph has no outputs");
+    std::set<std::string> output_names;
+    for (const onnx::ValueInfoProto& output : graph.output()) {
+      if (!output_names.insert(output.name()).second) {
+        return Error(absl::StatusCode::kInvalidArgument,
+                     absl::StrCat("graph output '", output.name(), "' is named twice"));
+      }
+    }
 
     builder_.BeginFunction("main", params);
     builder_.BeginDataflowBlock();
@@ -121,7 +128,15 @@ class Importer {
     opset_ = -1;
     bool training = false;
     for (const onnx::OperatorSetIdProto& id : model.opset_import()) {
-      if (id.domain().empty() || id.domain() == "ai.onnx") opset_ = static_cast<int>(id.version());
+      if (id.domain().empty() || id.domain() == "ai.onnx") {
+        // Read whole: 2^32 + 13 is not opset 13.
+        if (id.version() < 0 || id.version() > kMaxOnnxOpset) {
+          return Error(absl::StatusCode::kUnimplemented,
+                       absl::StrCat("opset ", id.version(), " is not supported (", kMinOnnxOpset,
+                                    " to ", kMaxOnnxOpset, ")"));
+        }
+        opset_ = static_cast<int>(id.version());
+      }
       training = training || id.domain() == kTrainingDomain;
     }
     // A model of training operators alone needs no default-domain opset.
