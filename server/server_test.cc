@@ -11,6 +11,7 @@
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "server/service_edge.h"
+#include "server/worker_frames.h"
 
 namespace kiln::server {
 namespace {
@@ -97,6 +98,18 @@ TEST(CandidateCheckerTest, ParsedCheckedOrRefusedByName) {
   }
   EXPECT_THAT(AddCandidateChecker("aarch64=/no/such/qemu x", &checkers).message(),
               HasSubstr("/no/such/qemu is no executable file"));
+}
+
+// Issue 52, finding 6: a diagnostic quoting a client's bytes is made valid UTF-8 before it goes
+// into a message (a proto3 string that is not UTF-8 does not parse).
+TEST(ValidUtf8Test, KeepsCharactersAndReplacesWhatIsNone) {
+  EXPECT_EQ(ValidUtf8("plain ascii"), "plain ascii");
+  EXPECT_EQ(ValidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5");
+  EXPECT_EQ(ValidUtf8("half \xc3"), "half \xef\xbf\xbd");
+  EXPECT_EQ(ValidUtf8("\xa9x"), "\xef\xbf\xbdx");
+  EXPECT_EQ(ValidUtf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");                  // overlong '/'
+  EXPECT_EQ(ValidUtf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // surrogate
 }
 
 // Issue 52, finding 2: each download holds a server thread while its reader is slow; one client

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
 
 namespace kiln::server {
@@ -24,6 +25,11 @@ bool TakeFrame(std::string* buffer, std::string* payload, bool* oversized);
 // Blocking read of one frame from `in` (the worker's stdin); nullopt at end of input or on a
 // broken frame.
 std::optional<std::string> ReadFrame(std::FILE* in);
+
+// `text` with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD: what a
+// diagnostic quoting a client's bytes becomes before it goes into a message's string field (a
+// proto3 string that is not UTF-8 does not parse, and the diagnostic would be lost).
+std::string ValidUtf8(absl::string_view text);
 
 // Writes `message` as one frame to `out` and flushes; false when the write failed.
 bool WriteFrame(std::FILE* out, const google::protobuf::MessageLite& message);

@@ -560,6 +560,22 @@ TEST_F(ServiceTest, BadInputIsRefusedWithTheRightCodeAndNothingIsStored) {
         r.mutable_module()->set_name("broken.py");
       },
       absl::StatusCode::kInvalidArgument, "broken.py:");
+  add(  // issue 52, finding 6: half a character in the diagnostic lost it (INTERNAL)
+      failed, "TVMScript with a character it does not know",
+      [](auto& r) {
+        r.mutable_module()->set_tvmscript("x = 1 + \xc3\xa9\n");
+        r.mutable_module()->set_name("accent.py");
+      },
+      absl::StatusCode::kInvalidArgument, "unexpected character '\xc3\xa9' (U+00E9)");
+  frontend::testing::GraphBuilder latin1(13);  // a node name that is no UTF-8, quoted back
+  latin1.Input("x", 1, {2, 2}).Output("y", 1).Node("Unique", {"x"}, {"y"});
+  onnx::ModelProto latin1_model = latin1.model();
+  latin1_model.mutable_graph()->mutable_node(0)->set_name("caf\xe9");
+  std::string latin1_bytes = latin1_model.SerializeAsString();
+  add(
+      failed, "ONNX node name that is no UTF-8",
+      [&](auto& r) { r.mutable_module()->set_onnx(latin1_bytes); },
+      absl::StatusCode::kUnimplemented, "ONNX node 'caf\xef\xbf\xbd' (Unique");
   frontend::testing::GraphBuilder unique(13);
   unique.Input("x", 1, {2, 2}).Output("y", 1).Node("Unique", {"x"}, {"y"});
   std::string unique_bytes = unique.Serialize();

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::script {
@@ -78,6 +79,26 @@ class Lexer {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
   }
   static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+  // The character at `at` for a message, whole: 'é' (U+00E9) for a UTF-8 sequence, byte 0xC3
+  // for a byte that starts none — never half a character, which would make the message
+  // invalid UTF-8 and unsendable.
+  std::string DescribeCharacter(size_t at) const {
+    const auto byte = static_cast<unsigned char>(text_[at]);
+    if (byte == 0) return "'\\0'";
+    if (byte >= 0x20 && byte < 0x7f) return absl::StrCat("'", std::string(1, text_[at]), "'");
+    size_t length = byte >= 0xf0 && byte < 0xf8 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc2 ? 2 : 0;
+    if (byte >= 0xf8) length = 0;
+    uint32_t code = length == 4 ? byte & 0x07u : length == 3 ? byte & 0x0fu : byte & 0x1fu;
+    for (size_t i = 1; i < length; ++i) {
+      const auto next = at + i < text_.size() ? static_cast<unsigned char>(text_[at + i]) : 0;
+      if ((next & 0xc0) != 0x80) length = 0;
+      if (length == 0) break;
+      code = (code << 6) | (next & 0x3fu);
+    }
+    if (length == 0) return absl::StrFormat("byte 0x%02X (not UTF-8)", byte);
+    return absl::StrFormat("'%s' (U+%04X)", std::string(text_.substr(at, length)), code);
+  }
 
   void Advance(size_t n) {
     for (size_t i = 0; i < n && pos_ < text_.size(); ++i, ++pos_) {
@@ -270,9 +291,7 @@ class Lexer {
     char c = text_[pos_];
     static const std::string kOne = "+-*/%<>=()[]{},:.@";
     if (kOne.find(c) == std::string::npos) {
-      return source_.Error(
-          at, absl::StrCat("unexpected character '",
-                           std::string(1, c) == "\0" ? "\\0" : std::string(1, c), "'"));
+      return source_.Error(at, absl::StrCat("unexpected character ", DescribeCharacter(pos_)));
     }
     if (c == '(' || c == '[' || c == '{') ++depth_;
     if ((c == ')' || c == ']' || c == '}') && depth_ > 0) --depth_;

@@ -57,6 +57,11 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"unterminated_string", "x = \"abc\n", "1:5", "unterminated string literal"},
         ErrorCase{"bad_unindent", "if a:\n        b\n    c\n", "3:5", "unindent does not match"},
         ErrorCase{"bad_character", "x = 1 $ 2\n", "1:7", "unexpected character '$'"},
+        // Issue 52, finding 6: half of 'é' made the message invalid UTF-8, and the job INTERNAL.
+        ErrorCase{"non_ascii_character", "x = 1 + \xc3\xa9\n", "1:9",
+                  "unexpected character '\xc3\xa9' (U+00E9)"},
+        ErrorCase{"stray_byte", "x = 1 + \xa9\n", "1:9",
+                  "unexpected character byte 0xA9 (not UTF-8)"},
         ErrorCase{"missing_colon", "def f()\n    pass\n", "1:8", "expected ':'"},
         ErrorCase{"missing_paren", "x = f(1, 2\ny = 3\n", "1:6", "'(' was never closed"},
         ErrorCase{"bad_separator", "x = f(1 2)\n", "1:9", "expected ',' or ')', found '2'"},

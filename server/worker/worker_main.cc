@@ -40,7 +40,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 void Fail(const absl::Status& status, CompileOutcome* outcome) {
   outcome->set_ok(false);
   outcome->set_code(static_cast<int>(status.code()));
-  outcome->set_error(std::string(status.message()));
+  outcome->set_error(ValidUtf8(status.message()));
 }
 
 #ifdef KILN_WORKER_TEST_HOOKS
@@ -234,7 +234,7 @@ void Tune(const TuneWork& work, TuneOutcome* outcome) {
       Load(work.source(), work.module_name(), work.max_constant_bytes());
   if (!mod.ok()) {
     outcome->set_code(static_cast<int>(mod.status().code()));
-    outcome->set_error(std::string(mod.status().message()));
+    outcome->set_error(ValidUtf8(mod.status().message()));
     return;
   }
   *outcome = TuneInWorker(work, *mod);
@@ -266,7 +266,7 @@ int WorkerMain() {
                      " needs more than the worker's memory limit", MemoryLimit()));
     if (tune) {
       reply.mutable_tune_outcome()->set_code(static_cast<int>(status.code()));
-      reply.mutable_tune_outcome()->set_error(std::string(status.message()));
+      reply.mutable_tune_outcome()->set_error(ValidUtf8(status.message()));
     } else {
       Fail(status, reply.mutable_outcome());
     }

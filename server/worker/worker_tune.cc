@@ -129,7 +129,7 @@ TuneOutcome Failure(const absl::Status& status) {
   TuneOutcome outcome;
   outcome.set_ok(false);
   outcome.set_code(static_cast<int>(status.code()));
-  outcome.set_error(std::string(status.message()));
+  outcome.set_error(ValidUtf8(status.message()));
   return outcome;
 }
 
