@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <unordered_map>
+#include <utility>
 
 #include "compiler/ir/structural.h"
 
@@ -87,14 +89,22 @@ class Canonicalizer {
  public:
   explicit Canonicalizer(Analyzer* analyzer) : analyzer_(analyzer) {}
 
+  // Both walks are memoized over shared nodes: a symbolic shape squared again and again is a
+  // DAG of n nodes and 2^n paths, and is walked once per node (each memo holds its node, so no
+  // address is reused while this lives).
   PrimExpr Simplify(const PrimExpr& e) {
     if (!e) return e;
+    auto it = simplified_.find(e.get());
+    if (it != simplified_.end()) return it->second.second;
+    PrimExpr out;
     if (IsIntegral(e) && e->dtype.is_scalar()) {
       Sum s = ToSum(e);
-      if (s.valid) return ToExpr(s, e->dtype);
-      return e;
+      out = s.valid ? ToExpr(s, e->dtype) : e;
+    } else {
+      out = SimplifyNonIntegral(e);
     }
-    return SimplifyNonIntegral(e);
+    simplified_.emplace(e.get(), std::make_pair(e, out));
+    return out;
   }
 
  private:
@@ -198,6 +208,14 @@ class Canonicalizer {
   }
 
   Sum ToSum(const PrimExpr& e) {
+    auto it = sums_.find(e.get());
+    if (it != sums_.end()) return it->second.second;
+    Sum s = ToSumOnce(e);
+    sums_.emplace(e.get(), std::make_pair(e, s));
+    return s;
+  }
+
+  Sum ToSumOnce(const PrimExpr& e) {
     if (const int64_t* v = ir::AsConstInt(e)) return Const(*v);
     const auto* bin = e.as<BinaryNode>();
     if (bin == nullptr) return AtomSum(SimplifyChildren(e));
@@ -430,6 +448,8 @@ class Canonicalizer {
 
   Analyzer* analyzer_;
   std::vector<PrimExpr> atoms_;
+  std::unordered_map<const void*, std::pair<PrimExpr, Sum>> sums_;
+  std::unordered_map<const void*, std::pair<PrimExpr, PrimExpr>> simplified_;
 };
 
 // ---- Analyzer ------------------------------------------------------------------------------
@@ -461,7 +481,24 @@ const ConstIntBound* Analyzer::FindBound(const ir::Object* var) const {
   return nullptr;
 }
 
+// Bound and Modular are memoized over shared nodes within their outermost call (the nodes are
+// the root's, alive throughout): a DAG is walked once per node, not once per path.
 ConstIntBound Analyzer::Bound(const PrimExpr& e) {
+  if (bound_memo_ == nullptr) {
+    std::unordered_map<const void*, ConstIntBound> memo;
+    bound_memo_ = &memo;
+    ConstIntBound b = Bound(e);
+    bound_memo_ = nullptr;
+    return b;
+  }
+  auto it = bound_memo_->find(e.get());
+  if (it != bound_memo_->end()) return it->second;
+  ConstIntBound b = BoundOnce(e);
+  bound_memo_->emplace(e.get(), b);
+  return b;
+}
+
+ConstIntBound Analyzer::BoundOnce(const PrimExpr& e) {
   if (const int64_t* v = ir::AsConstInt(e)) return {*v, *v};
   if (const auto* var = e.as<ir::VarNode>()) {
     if (const ConstIntBound* b = FindBound(var)) return *b;
@@ -516,6 +553,21 @@ ConstIntBound Analyzer::Bound(const PrimExpr& e) {
 }
 
 ModularSet Analyzer::Modular(const PrimExpr& e) {
+  if (modular_memo_ == nullptr) {
+    std::unordered_map<const void*, ModularSet> memo;
+    modular_memo_ = &memo;
+    ModularSet m = Modular(e);
+    modular_memo_ = nullptr;
+    return m;
+  }
+  auto it = modular_memo_->find(e.get());
+  if (it != modular_memo_->end()) return it->second;
+  ModularSet m = ModularOnce(e);
+  modular_memo_->emplace(e.get(), m);
+  return m;
+}
+
+ModularSet Analyzer::ModularOnce(const PrimExpr& e) {
   if (const int64_t* v = ir::AsConstInt(e)) return {0, *v};
   const auto* bin = e.as<BinaryNode>();
   if (bin == nullptr) return {1, 0};

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/tir_stmt.h"
@@ -59,7 +60,12 @@ class Analyzer {
     ConstIntBound bound;
   };
   const ConstIntBound* FindBound(const ir::Object* var) const;
+  ConstIntBound BoundOnce(const PrimExpr& e);
+  ModularSet ModularOnce(const PrimExpr& e);
   std::vector<VarBound> bounds_;
+  // Within one outermost Bound or Modular call: results by node (analyzer.cc).
+  std::unordered_map<const void*, ConstIntBound>* bound_memo_ = nullptr;
+  std::unordered_map<const void*, ModularSet>* modular_memo_ = nullptr;
 };
 
 }  // namespace kiln::arith

@@ -342,14 +342,18 @@ class Substituter : public StmtExprMutator {
 
 class PostOrder : public StmtExprVisitor {
  public:
-  explicit PostOrder(const std::function<void(const PrimExpr&)>& f) : f_(f) {}
+  // `once`: each distinct node once, however many paths lead to it.
+  PostOrder(const std::function<void(const PrimExpr&)>& f, bool once) : f_(f), once_(once) {}
   void VisitExpr(const PrimExpr& e) override {
+    if (once_ && !visited_.insert(e.get()).second) return;
     DefaultVisitExpr(e);
     f_(e);
   }
 
  private:
   const std::function<void(const PrimExpr&)>& f_;
+  const bool once_;
+  std::unordered_set<const void*> visited_;
 };
 
 }  // namespace
@@ -361,11 +365,15 @@ Stmt Substitute(const Stmt& s, const std::function<PrimExpr(const Var&)>& lookup
   return Substituter(lookup).VisitStmt(s);
 }
 void PostOrderVisit(const PrimExpr& e, const std::function<void(const PrimExpr&)>& f) {
-  PostOrder(f).VisitExpr(e);
+  PostOrder(f, /*once=*/false).VisitExpr(e);
+}
+
+void PostOrderVisitOnce(const PrimExpr& e, const std::function<void(const PrimExpr&)>& f) {
+  PostOrder(f, /*once=*/true).VisitExpr(e);
 }
 
 void PostOrderVisit(const Stmt& s, const std::function<void(const PrimExpr&)>& f) {
-  PostOrder(f).VisitStmt(s);
+  PostOrder(f, /*once=*/false).VisitStmt(s);
 }
 
 std::vector<Var> UnboundVars(const PrimFuncNode& f) {

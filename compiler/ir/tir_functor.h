@@ -49,6 +49,10 @@ Stmt Substitute(const Stmt& s, const std::function<PrimExpr(const Var&)>& lookup
 
 // Calls `f` on every sub-expression of `e`, children before parents.
 void PostOrderVisit(const PrimExpr& e, const std::function<void(const PrimExpr&)>& f);
+// The same, once per distinct node: for questions of which nodes occur (variables used), linear
+// in a DAG's nodes where PostOrderVisit is linear in its paths (a symbolic shape squared again
+// and again: n nodes, 2^n paths).
+void PostOrderVisitOnce(const PrimExpr& e, const std::function<void(const PrimExpr&)>& f);
 // The same for every expression in a statement (loop bounds, indices, values, conditions).
 void PostOrderVisit(const Stmt& s, const std::function<void(const PrimExpr&)>& f);
 

@@ -14,6 +14,9 @@
 namespace kiln::ir::relax {
 namespace {
 
+// A dimension is code every pass and the kernels write out; real models' are a few terms.
+constexpr int64_t kMaxDimensionTerms = 2000;
+
 bool IsBoolScalar(const StructInfo& s) {
   if (const auto* p = s.as<PrimStructInfoNode>()) return p->dtype.is_bool();
   if (const auto* t = s.as<TensorStructInfoNode>()) {
@@ -483,6 +486,12 @@ class BlockBuilder::Impl {
   // Checks the variable's annotation against the value and appends the binding.
   absl::Status Append(const Binding& b, const Expr& value) {
     KILN_ASSIGN_OR_RETURN(StructInfo sinfo, SInfo(value));
+    if (LargestDimensionTerms(sinfo, kMaxDimensionTerms) > kMaxDimensionTerms) {
+      return Error(absl::StrCat("a dimension of its value is an expression of more than ",
+                                kMaxDimensionTerms,
+                                " terms written out: no shape a model means (a symbolic "
+                                "dimension squared again and again?)"));
+    }
     const Var& var = b->var;
     if (var->struct_info()) {
       BaseCheck check = CheckBaseOf(var->struct_info(), sinfo, &analyzer_);

@@ -1,6 +1,7 @@
 #include "compiler/relax/struct_info.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -62,7 +63,7 @@ bool DimsEqual(const std::vector<PrimExpr>& a, const std::vector<PrimExpr>& b,
 
 bool UsesOnly(const PrimExpr& e, const ShapeVarPredicate& in_scope) {
   bool ok = true;
-  PostOrderVisit(e, [&](const PrimExpr& sub) {
+  PostOrderVisitOnce(e, [&](const PrimExpr& sub) {
     if (const auto* v = sub.as<ir::VarNode>()) ok = ok && in_scope(v);
   });
   return ok;
@@ -102,6 +103,31 @@ void ForEachDim(const StructInfo& sinfo, const std::function<void(const PrimExpr
 }
 
 }  // namespace
+
+int64_t LargestDimensionTerms(const StructInfo& sinfo, int64_t cap) {
+  std::unordered_map<const void*, int64_t> terms;  // by node, saturating at cap + 1
+  auto of = [&](const PrimExpr& e) { return e ? terms.at(e.get()) : 0; };
+  int64_t largest = 0;
+  ForEachDim(sinfo, [&](const PrimExpr& dim, bool) {
+    PostOrderVisitOnce(dim, [&](const PrimExpr& e) {
+      int64_t n = 1;
+      if (const auto* bin = e.as<ir::BinaryNode>()) {
+        n += of(bin->a) + of(bin->b);
+      } else if (const auto* cast = e.as<ir::CastNode>()) {
+        n += of(cast->value);
+      } else if (const auto* no = e.as<ir::NotNode>()) {
+        n += of(no->a);
+      } else if (const auto* sel = e.as<ir::SelectNode>()) {
+        n += of(sel->condition) + of(sel->true_value) + of(sel->false_value);
+      } else if (const auto* call = e.as<ir::CallNode>()) {
+        for (const PrimExpr& arg : call->args) n += of(arg);
+      }
+      terms[e.get()] = std::min(n, cap + 1);
+    });
+    largest = std::max(largest, terms.at(dim.get()));
+  });
+  return largest;
+}
 
 BaseCheck CheckBaseOf(const StructInfo& base, const StructInfo& derived, arith::Analyzer* ana) {
   if (!base || base.as<ObjectStructInfoNode>()) return BaseCheck::kPass;

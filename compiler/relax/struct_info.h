@@ -74,6 +74,12 @@ absl::StatusOr<StructInfo> DeriveCallResult(const FuncStructInfoNode& func,
                                             const std::vector<StructInfo>& args,
                                             const std::string& callee, arith::Analyzer* ana);
 
+// The size of the largest dimension expression in `sinfo`, counted as written out (a term used
+// twice counts twice), up to `cap` + 1. Computed over shared nodes once; what it guards is the
+// passes that write a dimension out (codegen, printing): a symbolic dimension squared again and
+// again doubles its written size with each squaring.
+int64_t LargestDimensionTerms(const StructInfo& sinfo, int64_t cap);
+
 // The StructInfo of a Function value: its parameters' annotations, its return annotation (or
 // `inferred_ret` when it has none) and its purity.
 StructInfo FunctionStructInfo(const FunctionNode& func, const StructInfo& inferred_ret);

@@ -4,6 +4,7 @@
 #include <random>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/frontend/onnx/testing/onnx_builder.h"
 #include "compiler/frontend/onnx/testing/op_cases.h"
@@ -78,6 +79,25 @@ TEST(OnnxImportError, ConstantOfANegativeShape) {
       .Node("ConstantOfShape", {"shape"}, {"y"});
   ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
               "shape dimension 0 is -1: a dimension is never negative");
+}
+
+// Issue 52, finding 4: 783 bytes of ONNX — d0 + d1 + 1 from Shape, squared 24 times, into
+// ConstantOfShape — held a worker until its deadline. Each walk over the shape is linear in its
+// nodes now, and a dimension written out past 2,000 terms is refused, at once.
+TEST(OnnxImportError, ASymbolicDimensionSquaredAgainAndAgain) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {-1, -1}, {"a", "b"}).Output("y", kF);
+  g.Init(IntTensor("i0", {}, {0})).Init(IntTensor("i1", {}, {1})).Init(IntTensor("one", {}, {1}));
+  g.Init(IntTensor("axes", {1}, {0}));
+  g.Node("Shape", {"x"}, {"s"}).Node("Gather", {"s", "i0"}, {"d0"});
+  g.Node("Gather", {"s", "i1"}, {"d1"}).Node("Add", {"d0", "d1"}, {"t"});
+  g.Node("Add", {"t", "one"}, {"v0"});
+  for (int i = 0; i < 24; ++i) {
+    g.Node("Mul", {absl::StrCat("v", i), absl::StrCat("v", i)}, {absl::StrCat("v", i + 1)});
+  }
+  g.Node("Unsqueeze", {"v24", "axes"}, {"shape"}).Node("ConstantOfShape", {"shape"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
+              "is an expression of more than 2000 terms written out");
 }
 
 TEST(OnnxImportError, DanglingInput) {
