@@ -567,6 +567,14 @@ TEST_F(ServiceTest, BadInputIsRefusedWithTheRightCodeAndNothingIsStored) {
         r.mutable_module()->set_name("accent.py");
       },
       absl::StatusCode::kInvalidArgument, "unexpected character '\xc3\xa9' (U+00E9)");
+  add(  // issue 52, finding 8: it compiled
+      failed, "a buffer of a negative dimension",
+      [](auto& r) {
+        r.mutable_module()->set_tvmscript(
+            "@I.ir_module\nclass Module:\n    @T.prim_func\n"
+            "    def f(A: T.Buffer((-8,), \"float32\")):\n        A[0] = T.float32(1)\n");
+      },
+      absl::StatusCode::kInvalidArgument, "buffer 'A' dimension 0 is -8");
   frontend::testing::GraphBuilder latin1(13);  // a node name that is no UTF-8, quoted back
   latin1.Input("x", 1, {2, 2}).Output("y", 1).Node("Unique", {"x"}, {"y"});
   onnx::ModelProto latin1_model = latin1.model();

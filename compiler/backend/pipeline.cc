@@ -18,6 +18,7 @@
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/transform/transform.h"
 #include "compiler/tir/verify/tir_verifier.h"
+#include "compiler/tir/verify/verify_prim_func.h"
 
 namespace kiln::backend {
 
@@ -122,6 +123,7 @@ absl::StatusOr<ir::IRModule> RunPasses(const ir::IRModule& mod,
   absl::StatusOr<ir::IRModule> current = relax::NormalizeModule(mod);
   if (!current.ok()) return current.status();
   if (absl::Status s = relax::CheckTensorSizes(*current); !s.ok()) return s;
+  if (absl::Status s = tir::VerifyBufferShapes(*current); !s.ok()) return s;
   return MakePassContext(options).Run(*current, passes);
 }
 

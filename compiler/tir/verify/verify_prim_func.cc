@@ -1,5 +1,6 @@
 #include "compiler/tir/verify/verify_prim_func.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -152,6 +153,7 @@ class Verifier {
   }
 
   void CheckBufferFields(const ir::Buffer& b) {
+    for (std::string& problem : BufferShapeProblems(*b)) Report("TIR-BUFFER", std::move(problem));
     for (const ir::PrimExpr& d : b->shape) VisitExpr(d);
     for (const ir::PrimExpr& s : b->strides) VisitExpr(s);
     VisitExpr(b->elem_offset);
@@ -475,6 +477,41 @@ absl::Status VerifyPrimFuncs(const ir::IRModule& mod) {
   }
   if (messages.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrJoin(messages, "\n"));
+}
+
+std::vector<std::string> BufferShapeProblems(const ir::BufferNode& b) {
+  std::vector<std::string> problems;
+  int64_t bytes = std::max(1, b.dtype.bits() * b.dtype.lanes() / 8);
+  bool overflow = false;
+  for (size_t i = 0; i < b.shape.size(); ++i) {
+    const int64_t* c = ir::AsConstInt(b.shape[i]);
+    if (c == nullptr) continue;
+    if (*c < 0) {
+      problems.push_back(absl::StrCat("buffer '", b.name, "' dimension ", i, " is ", *c,
+                                      ": a dimension is never negative"));
+    } else if (!overflow && __builtin_mul_overflow(bytes, *c, &bytes)) {
+      overflow = true;
+      problems.push_back(absl::StrCat("buffer '", b.name, "' (", b.shape.size(), " dimensions, ",
+                                      b.dtype.ToString(),
+                                      ") is larger than 2^63 bytes at dimension ", i));
+    }
+  }
+  return problems;
+}
+
+absl::Status VerifyBufferShapes(const ir::IRModule& mod) {
+  for (const auto& [name, entry] : mod->functions) {
+    const auto* f = entry.second.as<ir::PrimFuncNode>();
+    if (f == nullptr) continue;
+    for (const auto& [param, buffer] : f->buffer_map) {
+      std::vector<std::string> problems = BufferShapeProblems(*buffer);
+      if (!problems.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("[TIR-BUFFER] in '", name, "': ", problems.front()));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::tir

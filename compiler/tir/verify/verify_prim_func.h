@@ -5,7 +5,8 @@
 //
 //   TIR-SCOPE   every variable is bound (a parameter, a parameter buffer's shape, a loop, a let,
 //               a block iterator, an allocation) where it is used, and bound once on any path
-//   TIR-BUFFER  an accessed buffer's storage is declared in scope; as many indices as dimensions
+//   TIR-BUFFER  an accessed buffer's storage is declared in scope; as many indices as dimensions;
+//               constant dimensions not negative, a buffer's bytes within 2^63
 //   TIR-BOUNDS  no access is provably outside its buffer (loop and block-iterator ranges known,
 //               accesses under a condition not judged)
 //   TIR-DTYPE   a store's value and a load have the buffer's element type; a binary operation's
@@ -36,6 +37,13 @@ std::vector<TirViolation> FindTirViolations(const std::string& name, const ir::P
 absl::Status VerifyPrimFunc(const std::string& name, const ir::PrimFunc& func);
 // Every PrimFunc of `mod`.
 absl::Status VerifyPrimFuncs(const ir::IRModule& mod);
+
+// What is wrong with a buffer's shape, each a message: a negative constant dimension, more than
+// 2^63 bytes. (TIR-BUFFER; also checked of every module a build starts from, verifiers on or
+// off: such a buffer is an input error, not a pass's.)
+std::vector<std::string> BufferShapeProblems(const ir::BufferNode& b);
+// InvalidArgument naming the first parameter buffer of a PrimFunc of `mod` with such a problem.
+absl::Status VerifyBufferShapes(const ir::IRModule& mod);
 
 }  // namespace kiln::tir
 

@@ -3,6 +3,7 @@
 // runs from one row into the next inside its buffer, are not reported.
 #include "compiler/tir/verify/verify_prim_func.h"
 
+#include "absl/strings/str_cat.h"
 #include "compiler/ir/tir_functor.h"
 #include "compiler/script/script_parser.h"
 #include "compiler/tir/transform/transform.h"
@@ -133,6 +134,24 @@ class Module:
   EXPECT_THAT(std::string(VerifyPrimFunc("f", broken).message()),
               HasSubstr("[TIR-BUFFER] in 'f': a store of buffer 'B' has 1 indices for its 2 "
                         "dimensions"));
+}
+
+// Issue 52, finding 8: T.Buffer((-8,)) and buffers of (2^62)^4 elements compiled.
+TEST(VerifyPrimFuncTest, NegativeDimensionsAndBuffersPast2To63BytesAreReported) {
+  ir::IRModule mod = Parse(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((-8,), "float32"), B: T.Buffer((T.int64(4611686018427387904), T.int64(4611686018427387904)), "float32")):
+        A[0] = B[0, 0]
+)");
+  std::vector<TirViolation> found = FindTirViolations("f", Func(mod, "f"));
+  std::string all;
+  for (const TirViolation& v : found) absl::StrAppend(&all, v.rule, ": ", v.message, "\n");
+  EXPECT_THAT(all, HasSubstr("TIR-BUFFER: buffer 'A' dimension 0 is -8: a dimension is never "
+                             "negative"));
+  EXPECT_THAT(all, HasSubstr("TIR-BUFFER: buffer 'B' (2 dimensions, float32) is larger than "
+                             "2^63 bytes"));
 }
 
 TEST(VerifyPrimFuncTest, WhatAConditionGuardsIsNotJudged) {
