@@ -84,6 +84,19 @@ class Module:
               HasSubstr("param.py: in function 'main': 'x' is a R.Tensor((1099511627776, "
                         "1099511627776)"));
   EXPECT_THAT(m.status().message(), HasSubstr("more than 2^63 bytes"));
+  // Nor one with a negative dimension (issue 52: a shape computed past 2^63 wraps negative).
+  const char* negative = R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((-1, 5), "float32")):
+        return x
+)";
+  m = LoadModule(SourceForm::kTvmScript, negative, "negative.py");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(), HasSubstr("'x' is a R.Tensor((-1, 5), \"float32\"), a negative "
+                                              "dimension"));
   const char* made = R"(
 @I.ir_module
 class Module:

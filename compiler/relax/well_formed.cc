@@ -646,28 +646,34 @@ class ImpossibleTensors : public ExprVisitor {
  public:
   std::string found;
   void VisitVarDef(const Var& v) override {
-    if (found.empty() && Impossible(v->struct_info())) {
-      found = absl::StrCat("'", v->name_hint, "' is a ", ToString(v->struct_info()));
+    if (!found.empty()) return;
+    if (std::string why = Impossible(v->struct_info()); !why.empty()) {
+      found = absl::StrCat("'", v->name_hint, "' is a ", ToString(v->struct_info()), ", ", why);
     }
   }
 
  private:
-  static bool Impossible(const StructInfo& sinfo) {
+  // Why no tensor of `sinfo` can exist, or "".
+  static std::string Impossible(const StructInfo& sinfo) {
     if (const auto* t = sinfo.as<TensorStructInfoNode>()) {
       const std::vector<PrimExpr>* dims = t->dims();
-      if (dims == nullptr || t->dtype.is_void()) return false;
+      if (dims == nullptr || t->dtype.is_void()) return "";
+      bool all_known = true;
       for (const PrimExpr& d : *dims) {
         const int64_t* c = AsConstInt(d);
-        if (c == nullptr || *c < 0) return false;
+        // A shape computed past 2^63 wraps negative (Pad by 2^62: issue 52).
+        if (c != nullptr && *c < 0) return "a negative dimension";
+        all_known = all_known && c != nullptr;
       }
-      return !StaticTensorBytes(sinfo).has_value();
+      if (all_known && !StaticTensorBytes(sinfo).has_value()) return "more than 2^63 bytes";
+      return "";
     }
     if (const auto* t = sinfo.as<TupleStructInfoNode>()) {
       for (const StructInfo& f : t->fields) {
-        if (Impossible(f)) return true;
+        if (std::string why = Impossible(f); !why.empty()) return why;
       }
     }
-    return false;
+    return "";
   }
 };
 
@@ -680,8 +686,7 @@ absl::Status CheckTensorSizes(const IRModule& mod) {
     ImpossibleTensors check;
     check.VisitExpr(f);
     if (!check.found.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("in function '", name, "': ", check.found, ", more than 2^63 bytes"));
+      return absl::InvalidArgumentError(absl::StrCat("in function '", name, "': ", check.found));
     }
   }
   return absl::OkStatus();

@@ -100,6 +100,17 @@ TEST(OnnxImportError, ASymbolicDimensionSquaredAgainAndAgain) {
               "is an expression of more than 2000 terms written out");
 }
 
+// Issue 52, finding 8: Pad by 2^62 on both sides wrapped to a dimension of -2^63 + 2.
+TEST(OnnxImportError, PadPast2To63) {
+  GraphBuilder g(13);
+  g.Input("x", kF, {2, 3}).Output("y", kF);
+  g.Init(IntTensor("pads", {4}, {0, int64_t{1} << 62, 0, int64_t{1} << 62}));
+  g.Node("Pad", {"x", "pads"}, {"y"});
+  ExpectError(Import(g), absl::StatusCode::kInvalidArgument,
+              "pad_width of axis 1 (4611686018427387904, 4611686018427387904) makes it larger "
+              "than 2^63");
+}
+
 TEST(OnnxImportError, DanglingInput) {
   GraphBuilder g(13);
   g.Input("x", kF, {2}).Output("y", kF).Node("Add", {"x", "nowhere"}, {"y"});

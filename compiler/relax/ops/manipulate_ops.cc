@@ -378,8 +378,17 @@ absl::StatusOr<StructInfo> InferPad(const CallNode& call, const OpInferContext& 
   absl::StatusOr<std::vector<int64_t>> w = PadWidth(call, dims->size());
   if (!w.ok()) return w.status();
   std::vector<PrimExpr> out;
-  for (size_t k = 0; k < dims->size(); ++k)
-    out.push_back(ctx.analyzer->Simplify((*dims)[k] + ((*w)[2 * k] + (*w)[2 * k + 1])));
+  for (size_t k = 0; k < dims->size(); ++k) {
+    // Widths past 2^63 in all wrapped to a negative dimension (issue 52): refused instead.
+    int64_t widths = 0, padded = 0;
+    const int64_t* n = AsConstInt((*dims)[k]);
+    if (__builtin_add_overflow((*w)[2 * k], (*w)[2 * k + 1], &widths) ||
+        (n != nullptr && __builtin_add_overflow(*n, widths, &padded))) {
+      return OpError(call, absl::StrCat("pad_width of axis ", k, " (", (*w)[2 * k], ", ",
+                                        (*w)[2 * k + 1], ") makes it larger than 2^63"));
+    }
+    out.push_back(ctx.analyzer->Simplify((*dims)[k] + widths));
+  }
   return TensorSInfo(std::move(out), call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype);
 }
 
