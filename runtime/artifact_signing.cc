@@ -246,7 +246,8 @@ absl::Status CheckArtifactSignature(const kiln::v1::ArtifactProto& artifact,
 
 std::string MeasurementStatement(const kiln::v1::KernelMeasure& measure) {
   std::string framed;
-  for (const std::string* part : {&measure.reference(), &measure.candidate(), &measure.function()}) {
+  for (const std::string* part :
+       {&measure.reference(), &measure.candidate(), &measure.function()}) {
     absl::StrAppend(&framed, part->size(), ":", *part);
   }
   return absl::StrCat("kiln-measure-v1:", Sha256Hex(framed));

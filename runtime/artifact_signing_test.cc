@@ -141,8 +141,7 @@ TEST(MeasurementSigningTest, EitherLibraryOrTheFunctionChangedIsRefused) {
   SignMeasurement(*stranger, &foreign);
   absl::Status foreign_status = CheckMeasurementSignature(foreign, trusted);
   EXPECT_EQ(foreign_status.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_NE(foreign_status.message().find(stranger->key_id()), std::string::npos)
-      << foreign_status;
+  EXPECT_NE(foreign_status.message().find(stranger->key_id()), std::string::npos) << foreign_status;
 }
 
 TEST(SigningKeyTest, CreatedOnceOwnerOnlyAndLoadedAgain) {

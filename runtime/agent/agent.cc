@@ -100,8 +100,7 @@ v1::TaskResult RunTask(const AgentOptions& options, v1::AgentService::Stub* stub
   if (task.kind() == v1::JOB_KIND_TUNE) {
     // A measurement carries its libraries: checked here, before the child gets them (on its
     // stdin, so what it loads is what was checked).
-    if (absl::Status s = CheckMeasurementSignature(task.measure(), options.trusted_keys);
-        !s.ok()) {
+    if (absl::Status s = CheckMeasurementSignature(task.measure(), options.trusted_keys); !s.ok()) {
       result.set_error(absl::StrCat("tuning candidate: ", s.message()));
       return result;
     }
