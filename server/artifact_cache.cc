@@ -36,12 +36,30 @@ absl::StatusOr<std::string> ArtifactFile::Read(int64_t offset, size_t n) const {
   return out;
 }
 
+absl::Status ArtifactCache::VerifyOnce(const std::string& digest, const struct stat& st) {
+  const std::pair<int64_t, int64_t> stamp(
+      st.st_size, int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = verified_.find(digest);
+    if (it != verified_.end() && it->second == stamp) return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> bytes = store_->ReadArtifact(digest);  // a corrupt one is dropped
+  if (!bytes.ok()) return bytes.status();
+  if (static_cast<int64_t>(bytes->size()) != stamp.first) {
+    return absl::UnavailableError(absl::StrCat("artifact ", digest, " changed while read"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  verified_[digest] = stamp;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ArtifactFile> ArtifactCache::OpenVerified(const std::string& digest) {
-  std::string path = store_->ArtifactPath(digest);
+  const std::string path = store_->ArtifactPath(digest);
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     // Not here (evicted, or a cluster's artifact never copied to this instance): the store
-    // brings and verifies it, or says why not.
+    // brings it, or says why not.
     absl::StatusOr<std::string> bytes = store_->ReadArtifact(digest);
     if (!bytes.ok()) return bytes.status();
     fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -53,42 +71,15 @@ absl::StatusOr<ArtifactFile> ArtifactCache::OpenVerified(const std::string& dige
     return absl::InternalError(absl::StrCat("stat ", path));
   }
   ArtifactFile file(fd, st.st_size);
-  std::pair<int64_t, int64_t> stamp(st.st_size,
-                                    int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
-  bool known = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = verified_.find(digest);
-    known = it != verified_.end() && it->second == stamp;
-  }
-  if (!known) {
-    // Verified once per version of the file (the store writes each digest once).
-    absl::StatusOr<std::string> bytes = store_->ReadArtifact(digest);
-    if (!bytes.ok()) return bytes.status();
-    if (static_cast<int64_t>(bytes->size()) != stamp.first) {
-      return absl::UnavailableError(absl::StrCat("artifact ", digest, " changed while read"));
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    verified_[digest] = stamp;
-  }
+  if (absl::Status s = VerifyOnce(digest, st); !s.ok()) return s;
   return file;
 }
 
 std::optional<int64_t> ArtifactCache::IntactSize(const std::string& digest) {
   struct stat st;
-  std::string path = store_->ArtifactPath(digest);
-  if (stat(path.c_str(), &st) != 0) return std::nullopt;
-  std::pair<int64_t, int64_t> stamp(st.st_size,
-                                    int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = verified_.find(digest);
-    if (it != verified_.end() && it->second == stamp) return stamp.first;
-  }
-  if (!store_->ReadArtifact(digest).ok()) return std::nullopt;  // a corrupt one is dropped there
-  std::lock_guard<std::mutex> lock(mu_);
-  verified_[digest] = stamp;
-  return stamp.first;
+  if (stat(store_->ArtifactPath(digest).c_str(), &st) != 0) return std::nullopt;
+  if (!VerifyOnce(digest, st).ok()) return std::nullopt;
+  return st.st_size;
 }
 
 absl::StatusOr<CacheCandidates> ArtifactCache::Candidates(const std::string& key) {

@@ -19,6 +19,8 @@
 #include "server/store.h"
 #include "server/worker.pb.h"
 
+struct stat;
+
 namespace kiln::server {
 
 // A hit: the artifact's digest and size in bytes.
@@ -88,9 +90,11 @@ class ArtifactCache {
  private:
   // What eviction on behalf of `tenant` may take (anything, for "").
   std::function<bool(const std::string&)> EvictableFor(const std::string& tenant) const;
-  // The size of the artifact file if it is there and verifies; re-verified only when its size
-  // or mtime changed since the last check (eviction and corruption both show there).
+  // The size of the artifact file if it is there and verifies (VerifyOnce).
   std::optional<int64_t> IntactSize(const std::string& digest);
+  // Whether the artifact file `st` describes verifies: read and checked again only when its size
+  // or mtime changed since the last check (eviction and corruption both show there).
+  absl::Status VerifyOnce(const std::string& digest, const struct stat& st);
 
   Store* store_;
   int64_t max_bytes_;

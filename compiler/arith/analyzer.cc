@@ -74,6 +74,24 @@ ConstIntBound MulBounds(ConstIntBound a, ConstIntBound b) {
 
 bool IsIntegral(const PrimExpr& e) { return e->dtype.is_integral() && !e->dtype.is_bool(); }
 
+// `once(e)` memoized over shared nodes within the outermost call (which owns the memo; the nodes
+// are the root's, alive throughout): a DAG is walked once per node, not once per path.
+template <typename T, typename Once>
+T Memoized(std::unordered_map<const void*, T>** memo, const PrimExpr& e, const Once& once) {
+  std::unordered_map<const void*, T> outermost;
+  const bool owner = *memo == nullptr;
+  if (owner) *memo = &outermost;
+  T result;
+  if (auto it = (*memo)->find(e.get()); it != (*memo)->end()) {
+    result = it->second;
+  } else {
+    result = once(e);  // may grow the memo: no iterator is held across it
+    (*memo)->emplace(e.get(), result);
+  }
+  if (owner) *memo = nullptr;
+  return result;
+}
+
 }  // namespace
 
 // ---- Canonical sums -------------------------------------------------------------------------
@@ -481,21 +499,8 @@ const ConstIntBound* Analyzer::FindBound(const ir::Object* var) const {
   return nullptr;
 }
 
-// Bound and Modular are memoized over shared nodes within their outermost call (the nodes are
-// the root's, alive throughout): a DAG is walked once per node, not once per path.
 ConstIntBound Analyzer::Bound(const PrimExpr& e) {
-  if (bound_memo_ == nullptr) {
-    std::unordered_map<const void*, ConstIntBound> memo;
-    bound_memo_ = &memo;
-    ConstIntBound b = Bound(e);
-    bound_memo_ = nullptr;
-    return b;
-  }
-  auto it = bound_memo_->find(e.get());
-  if (it != bound_memo_->end()) return it->second;
-  ConstIntBound b = BoundOnce(e);
-  bound_memo_->emplace(e.get(), b);
-  return b;
+  return Memoized(&bound_memo_, e, [this](const PrimExpr& x) { return BoundOnce(x); });
 }
 
 ConstIntBound Analyzer::BoundOnce(const PrimExpr& e) {
@@ -553,18 +558,7 @@ ConstIntBound Analyzer::BoundOnce(const PrimExpr& e) {
 }
 
 ModularSet Analyzer::Modular(const PrimExpr& e) {
-  if (modular_memo_ == nullptr) {
-    std::unordered_map<const void*, ModularSet> memo;
-    modular_memo_ = &memo;
-    ModularSet m = Modular(e);
-    modular_memo_ = nullptr;
-    return m;
-  }
-  auto it = modular_memo_->find(e.get());
-  if (it != modular_memo_->end()) return it->second;
-  ModularSet m = ModularOnce(e);
-  modular_memo_->emplace(e.get(), m);
-  return m;
+  return Memoized(&modular_memo_, e, [this](const PrimExpr& x) { return ModularOnce(x); });
 }
 
 ModularSet Analyzer::ModularOnce(const PrimExpr& e) {

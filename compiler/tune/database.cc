@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tune/database_postgres.h"
@@ -39,26 +40,26 @@ CREATE TABLE IF NOT EXISTS owner_defaults(
   owner TEXT NOT NULL,
   seconds DOUBLE PRECISION NOT NULL,
   PRIMARY KEY(workload_id, owner));
--- Every change to what a compile may apply bumps the generation (records_generation.h).
-CREATE TRIGGER IF NOT EXISTS records_inserted AFTER INSERT ON records
-  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
-  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
-CREATE TRIGGER IF NOT EXISTS records_updated AFTER UPDATE ON records
-  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
-  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
-CREATE TRIGGER IF NOT EXISTS records_deleted AFTER DELETE ON records
-  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
-  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
-CREATE TRIGGER IF NOT EXISTS owner_defaults_inserted AFTER INSERT ON owner_defaults
-  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
-  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
-CREATE TRIGGER IF NOT EXISTS owner_defaults_updated AFTER UPDATE ON owner_defaults
-  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
-  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
-CREATE TRIGGER IF NOT EXISTS workloads_updated AFTER UPDATE ON workloads
-  BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1')
-  ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
 )sql";
+
+// Every change to what a compile may apply bumps the generation (records_generation.h): a
+// trigger per table and change (SQLite's triggers are per row), each the same bump.
+std::string GenerationTriggers() {
+  struct Change {
+    const char* table;
+    const char* event;
+  };
+  std::string sql;
+  for (const Change& c : {Change{"records", "INSERT"}, Change{"records", "UPDATE"},
+                          Change{"records", "DELETE"}, Change{"owner_defaults", "INSERT"},
+                          Change{"owner_defaults", "UPDATE"}, Change{"workloads", "UPDATE"}}) {
+    absl::StrAppend(&sql, "CREATE TRIGGER IF NOT EXISTS ", c.table, "_",
+                    absl::AsciiStrToLower(c.event), " AFTER ", c.event, " ON ", c.table,
+                    " BEGIN INSERT INTO kiln_tuning_meta(key, value) VALUES ('generation', '1') "
+                    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;\n");
+  }
+  return sql;
+}
 
 // One prepared statement, finalized on scope exit.
 class Statement {
@@ -183,7 +184,8 @@ absl::StatusOr<std::unique_ptr<TuningDatabase>> SqliteTuningDatabase::Open(
   if (rc != SQLITE_OK) return db->Error("cannot open");
   sqlite3_busy_timeout(raw, 5000);
   char* message = nullptr;
-  rc = sqlite3_exec(raw, kSchema, nullptr, nullptr, &message);
+  const std::string schema = kSchema + GenerationTriggers();
+  rc = sqlite3_exec(raw, schema.c_str(), nullptr, nullptr, &message);
   if (rc != SQLITE_OK) {
     std::string why = message ? message : sqlite3_errstr(rc);
     sqlite3_free(message);

@@ -207,12 +207,23 @@ class LocalRunner : public Runner {
 
 }  // namespace
 
-absl::Status CheckCandidate(const TuneTask& task, const std::string& reference,
-                            const std::string& library, const LocalRunnerOptions& options) {
+namespace {
+
+// A check is a measurement timed once: what both checks below run.
+absl::StatusOr<v1::KernelMeasure> CheckRequest(const TuneTask& task, const std::string& reference,
+                                               const std::string& library,
+                                               const LocalRunnerOptions& options) {
   LocalRunnerOptions once = options;
   once.repeat = 1;
   once.min_repeat_ms = 0;
-  absl::StatusOr<v1::KernelMeasure> measure = MeasureRequest(task, reference, library, once);
+  return MeasureRequest(task, reference, library, once);
+}
+
+}  // namespace
+
+absl::Status CheckCandidate(const TuneTask& task, const std::string& reference,
+                            const std::string& library, const LocalRunnerOptions& options) {
+  absl::StatusOr<v1::KernelMeasure> measure = CheckRequest(task, reference, library, options);
   if (!measure.ok()) return measure.status();
   std::vector<absl::StatusOr<std::string>> checked =
       RunInChildren({[&]() -> absl::StatusOr<std::string> {
@@ -228,12 +239,9 @@ absl::Status CheckCandidateIn(const std::vector<std::string>& agent_command,
                               const v1::TaskConfinement& confinement, const TuneTask& task,
                               const std::string& reference, const std::string& library,
                               const LocalRunnerOptions& options) {
-  LocalRunnerOptions once = options;
-  once.repeat = 1;
-  once.min_repeat_ms = 0;
-  v1::LocalTask local;
-  absl::StatusOr<v1::KernelMeasure> measure = MeasureRequest(task, reference, library, once);
+  absl::StatusOr<v1::KernelMeasure> measure = CheckRequest(task, reference, library, options);
   if (!measure.ok()) return measure.status();
+  v1::LocalTask local;
   local.mutable_task()->set_kind(v1::JOB_KIND_TUNE);
   *local.mutable_task()->mutable_measure() = *std::move(measure);
   local.set_threads(options.threads);
