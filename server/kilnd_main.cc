@@ -124,6 +124,16 @@ int main(int argc, char** argv) {
                  "CPU-time limit of a worker, in seconds (0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--compile-cpu-s-base", options.jobs.compile_cpu_seconds_base,
+                 "CPU seconds any compile may use; with --compile-cpu-s-per-mb, a compile's "
+                 "budget grows with its module, so that a small input cannot hold a worker for "
+                 "minutes (within --worker-cpu-s)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--compile-cpu-s-per-mb", options.jobs.compile_cpu_seconds_per_mb,
+                 "CPU seconds a compile may use per MB of its module, beyond the base")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--max-constant-mb", max_constant_mb,
                  "largest constant a compile computes (ONNX import, FoldConstant); a larger "
                  "one stays computed at run time, or the import is refused")

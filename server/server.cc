@@ -351,6 +351,9 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_request_bytes));
   builder.RegisterService(parts->kiln.get());
   builder.RegisterService(parts->agents.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(UnparsableRequestInterceptors());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen_address, "'"));

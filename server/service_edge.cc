@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "server/log.h"
+#include "server/worker_frames.h"
 
 namespace kiln::server {
 namespace {}  // namespace
@@ -18,6 +19,36 @@ grpc::Status Invalid(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
 }
 
+namespace {
+
+// Text that travels as bytes (jobs.proto says why): checked for UTF-8 here.
+bool IsTextInBytes(const google::protobuf::FieldDescriptor& f) {
+  return f.full_name() == "kiln.v1.ModuleSource.tvmscript" ||
+         f.full_name() == "kiln.v1.SubmitCompileRequest.target" ||
+         f.full_name() == "kiln.v1.SubmitTuneRequest.target";
+}
+
+// Where `text` stops being UTF-8 ("byte 7 (line 1, column 8)"), or "" when it is UTF-8.
+std::string NotUtf8At(absl::string_view text) {
+  const std::string valid = ValidUtf8(text);
+  if (valid.size() == text.size() && valid == text) return "";
+  size_t at = 0;  // the first byte that differs from its replacement
+  while (at < text.size() && at < valid.size() && text[at] == valid[at]) ++at;
+  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xc0) == 0x80) --at;
+  int line = 1, column = 1;
+  for (size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) {
+      ++column;
+    }
+  }
+  return absl::StrCat("byte ", at, " (line ", line, ", column ", column, ")");
+}
+
+}  // namespace
+
 grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max_bytes,
                            const std::string& prefix) {
   const google::protobuf::Reflection* reflection = message.GetReflection();
@@ -25,15 +56,22 @@ grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max
   reflection->ListFields(message, &fields);
   for (const google::protobuf::FieldDescriptor* f : fields) {
     std::string name = prefix + f->name();
-    if (f->type() == google::protobuf::FieldDescriptor::TYPE_STRING &&
-        f->full_name() != "kiln.v1.ModuleSource.tvmscript") {
+    const bool text_in_bytes = IsTextInBytes(*f);
+    if (f->type() == google::protobuf::FieldDescriptor::TYPE_STRING || text_in_bytes) {
       int n = f->is_repeated() ? reflection->FieldSize(message, f) : 1;
       for (int k = 0; k < n; ++k) {
         std::string scratch;
         const std::string& value =
             f->is_repeated() ? reflection->GetRepeatedStringReference(message, f, k, &scratch)
                              : reflection->GetStringReference(message, f, &scratch);
-        if (static_cast<int64_t>(value.size()) > max_bytes) {
+        if (text_in_bytes) {
+          if (std::string at = NotUtf8At(value); !at.empty()) {
+            return Invalid(absl::StrCat(name, ": not UTF-8 text at ", at));
+          }
+        }
+        // The TVMScript text of a module is the payload, bounded by --max-module-mb instead.
+        if (f->full_name() != "kiln.v1.ModuleSource.tvmscript" &&
+            static_cast<int64_t>(value.size()) > max_bytes) {
           return Invalid(absl::StrCat(name, ": ", value.size(), " bytes, more than the ", max_bytes,
                                       " a string field may have (--max-string-bytes)"));
         }
@@ -50,6 +88,50 @@ grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max
     }
   }
   return grpc::Status::OK;
+}
+
+namespace {
+
+class UnparsableRequestInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit UnparsableRequestInterceptor(grpc::experimental::ServerRpcInfo* info)
+      : method_(info->method()) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    using grpc::experimental::InterceptionHookPoints;
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
+        methods->GetRecvMessage() == nullptr) {
+      unparsable_ = true;
+    }
+    if (unparsable_ &&
+        methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS) &&
+        methods->GetSendStatus().error_code() == grpc::StatusCode::INTERNAL) {
+      methods->ModifySendStatus(Invalid(absl::StrCat(
+          "the request to ", method_,
+          " does not parse as its message: a string field (a name, key or id) holds bytes that "
+          "are not UTF-8, or the bytes are not that message")));
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string method_;
+  bool unparsable_ = false;
+};
+
+class UnparsableRequestFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new UnparsableRequestInterceptor(info);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+UnparsableRequestInterceptors() {
+  return std::make_unique<UnparsableRequestFactory>();
 }
 
 grpc::Status NoArtifact(const std::string& digest) {

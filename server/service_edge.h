@@ -6,6 +6,7 @@
 #define KILN_SERVER_SERVICE_EDGE_H_
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include <atomic>
 #include <cstdint>
@@ -55,6 +56,11 @@ grpc::Status Invalid(const std::string& message);
 // The TVMScript text of a module is the payload, bounded by --max-module-mb instead.
 grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max_bytes,
                            const std::string& prefix = "");
+// gRPC answers a request that does not parse — a string field that is not UTF-8, bytes that are
+// not the message — with INTERNAL and no message, before any handler runs. The interceptors this
+// makes turn that answer into INVALID_ARGUMENT saying so.
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+UnparsableRequestInterceptors();
 // INVALID_ARGUMENT for a negative deadline (0 asks for the server's default), naming it.
 grpc::Status CheckDeadline(int64_t deadline_ms);
 // An artifact none of the caller's jobs made or ran is answered as one that does not exist.

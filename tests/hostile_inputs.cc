@@ -44,6 +44,13 @@ std::string StoreProto(const std::function<ir::PrimExpr(const ir::PrimExpr&)>& v
   return wire::SerializeModule(mb.Build());
 }
 
+std::string Repeat(const std::string& piece, int times) {
+  std::string out;
+  out.reserve(piece.size() * times);
+  for (int k = 0; k < times; ++k) out += piece;
+  return out;
+}
+
 }  // namespace
 
 std::string TirSumChain(int terms) {
@@ -93,6 +100,56 @@ std::string RelaxFlatTuple(int width) {
                       items, ")\n        return y\n");
 }
 
+std::string RelaxNestedTupleAccess(int depth) {
+  std::string access = "t";
+  for (int k = 0; k < depth; ++k) access += "[0]";
+  return absl::StrCat(kHeader, "    @R.function\n    def main(x: ", kTensor,
+                      "):\n        t = ", std::string(depth, '('), "x", Repeat(",)", depth),
+                      "\n        y = ", access, "\n        return y\n");
+}
+
+std::string RelaxCallChain(int count) {
+  std::string text = kHeader;
+  for (int k = 0; k < count; ++k) {
+    absl::StrAppend(&text, "    @R.function\n    def ", k == 0 ? "main" : absl::StrCat("f", k),
+                    "(x: ", kTensor, ") -> ", kTensor, ":\n");
+    if (k + 1 < count) {
+      absl::StrAppend(&text, "        cls = Module\n        y = cls.f", k + 1,
+                      "(x)\n        return y\n");
+    } else {
+      absl::StrAppend(&text, "        return x\n");
+    }
+  }
+  return text;
+}
+
+std::string TirManyFunctions(int count) {
+  std::string text = kHeader;
+  for (int k = 0; k < count; ++k) {
+    absl::StrAppend(&text, "    @T.prim_func\n    def f", k,
+                    "(A: T.Buffer((4,), \"float32\"), B: T.Buffer((4,), \"float32\")):\n",
+                    "        for i in range(4):\n            with T.block(\"b\"):\n",
+                    "                B[i] = A[i] + T.float32(", k, ")\n");
+  }
+  return text;
+}
+
+std::string TirBlockAxes(int axes) {
+  std::string body = "            with T.block(\"b\"):\n";
+  for (int k = 0; k < axes; ++k) {
+    absl::StrAppend(&body, "                v", k, " = T.axis.spatial(1, 0)\n");
+  }
+  absl::StrAppend(&body, "                B[i] = A[i]\n");
+  return PrimFuncOf(body);
+}
+
+std::string TirOrChain(int terms) {
+  std::string cond = "A[i] < T.float32(0)";
+  for (int k = 1; k < terms; ++k) absl::StrAppend(&cond, " or A[i] < T.float32(", k, ")");
+  return PrimFuncOf(absl::StrCat("            with T.block(\"b\"):\n                if ", cond,
+                                 ":\n                    B[i] = A[i]\n"));
+}
+
 std::string SharedDagProto(int levels) {
   return StoreProto([levels](const ir::PrimExpr& load) {
     ir::PrimExpr e = load;
@@ -106,6 +163,13 @@ std::string ChainProto(int depth) {
     ir::PrimExpr e = load;
     for (int k = 1; k < depth; ++k) e = e + load;
     return e;
+  });
+}
+
+std::string MixedTypeAddProto() {
+  return StoreProto([](const ir::PrimExpr& load) {
+    return ir::Make<ir::BinaryNode>(ir::NodeKind::kAdd, load->dtype, load,
+                                    ir::IntImm(ir::DataType::Int(32), 1));
   });
 }
 
@@ -130,6 +194,49 @@ std::string HugeRangeOnnx(int64_t elements) {
       .Init(frontend::testing::IntTensor("limit", {}, {elements}))
       .Init(frontend::testing::IntTensor("delta", {}, {1}));
   g.Node("Range", {"start", "limit", "delta"}, {"y"});
+  return g.Serialize();
+}
+
+std::string HighRankOnnx(int rank) {
+  frontend::testing::GraphBuilder g(13);
+  g.Input("x", 1, std::vector<int64_t>(rank, 1)).Output("y", 1);  // FLOAT
+  g.Node("Relu", {"x"}, {"y"});
+  return g.Serialize();
+}
+
+std::string WideSequenceOnnx(int elements) {
+  frontend::testing::GraphBuilder g(13);
+  g.Input("x", 1, {4}).Output("y", 1).Init(frontend::testing::IntTensor("zero", {}, {0}));
+  g.Node("SequenceConstruct", std::vector<std::string>(elements, "x"), {"s"});
+  g.Node("SequenceAt", {"s", "zero"}, {"y"});
+  return g.Serialize();
+}
+
+std::string WideGraphOnnx(int nodes) {
+  frontend::testing::GraphBuilder g(13);
+  g.Input("x", 1, {4});
+  for (int k = 0; k < nodes; ++k) {
+    const std::string c = absl::StrCat("c", k), y = absl::StrCat("y", k);
+    g.Init(frontend::testing::FloatTensor(c, {}, {static_cast<float>(k)}));
+    g.Node("Add", {"x", c}, {y}).Output(y, 1);
+  }
+  return g.Serialize();
+}
+
+std::string SquaredDimensionOnnx(int times) {
+  using frontend::testing::IntTensor;
+  frontend::testing::GraphBuilder g(13);
+  g.Input("x", 1, {-1, -1}, {"a", "b"}).Output("y", 1);
+  g.Init(IntTensor("i0", {}, {0})).Init(IntTensor("i1", {}, {1})).Init(IntTensor("one", {}, {1}));
+  g.Init(IntTensor("axes", {1}, {0}));
+  g.Node("Shape", {"x"}, {"s"}).Node("Gather", {"s", "i0"}, {"d0"});
+  g.Node("Gather", {"s", "i1"}, {"d1"}).Node("Add", {"d0", "d1"}, {"t"});
+  g.Node("Add", {"t", "one"}, {"v0"});
+  for (int i = 0; i < times; ++i) {
+    g.Node("Mul", {absl::StrCat("v", i), absl::StrCat("v", i)}, {absl::StrCat("v", i + 1)});
+  }
+  g.Node("Unsqueeze", {absl::StrCat("v", times), "axes"}, {"shape"});
+  g.Node("ConstantOfShape", {"shape"}, {"y"});
   return g.Serialize();
 }
 

@@ -23,6 +23,16 @@ std::string RelaxParentheses(int depth);
 std::string RelaxBindings(int count);
 // A Relax function returning a tuple of `width` references to x.
 std::string RelaxFlatTuple(int width);
+// A tuple nested `depth` levels around x, then taken apart again: `t[0][0]...[0]`.
+std::string RelaxNestedTupleAccess(int depth);
+// A chain of `count` Relax functions, each calling the next; the last returns its argument.
+std::string RelaxCallChain(int count);
+// A module of `count` PrimFuncs, each `B[i] = A[i] + k`.
+std::string TirManyFunctions(int count);
+// A PrimFunc with one block of `axes` block axes, each `T.axis.spatial(1, 0)`.
+std::string TirBlockAxes(int axes);
+// A PrimFunc whose store is guarded by `A[i] < 0 or A[i] < 1 or ...`, `terms` comparisons.
+std::string TirOrChain(int terms);
 
 // ---- Protobuf IR (serialized IRModuleProto) ----
 // main returns a PrimValue whose expression is `levels` Adds, each using the one before twice:
@@ -30,12 +40,22 @@ std::string RelaxFlatTuple(int width);
 std::string SharedDagProto(int levels);
 // main returns a PrimValue of `x + 1 + 1 + ...`, `depth` nodes deep.
 std::string ChainProto(int depth);
+// A PrimFunc storing A[0] + 1 with the 1 an int32: operands that do not agree.
+std::string MixedTypeAddProto();
 // main returns a tuple of `width` distinct PrimValues.
 std::string FlatTupleProto(int width);
 
 // ---- ONNX ----
 // A model of a hundred bytes: y = Range(0, elements, 1) in int64.
 std::string HugeRangeOnnx(int64_t elements);
+// y = Relu(x) where x has `rank` dimensions of 1.
+std::string HighRankOnnx(int rank);
+// y = SequenceAt(SequenceConstruct(x, x, ... `elements` times), 0).
+std::string WideSequenceOnnx(int elements);
+// `nodes` nodes y_k = Add(x, c_k), each a graph output.
+std::string WideGraphOnnx(int nodes);
+// A symbolic dimension d0 + d1 + 1 (from Shape), squared `times` times, into ConstantOfShape.
+std::string SquaredDimensionOnnx(int times);
 // Known integers [1024, 1] + [1, 1024] + [1024, 1, 1]: a billion elements if computed while
 // importing.
 std::string BroadcastBlowupOnnx();

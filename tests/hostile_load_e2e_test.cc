@@ -7,16 +7,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "runtime/artifact.h"
+#include "tests/hostile_inputs.h"
 #include "tests/service_test_util.h"
 
 namespace kiln::testing {
 namespace {
+
+using ::testing::HasSubstr;
 
 // Up to `n` TCP connections to `address`'s port that never send a byte (fewer where a connect
 // fails: the listener is gone, or this process ran out).
@@ -153,6 +158,90 @@ TEST_F(HostileLoadTest, StalledDownloadsHoldAPieceEachNotTheArtifact) {
   absl::StatusOr<std::string> whole = client_->DownloadArtifact(digest);
   ASSERT_TRUE(whole.ok()) << whole.status();
   EXPECT_GT(whole->size(), size_t{30} << 20);
+}
+
+// Finding 6: text that is not UTF-8 failed to parse inside gRPC: INTERNAL, with nothing said.
+// The module's TVMScript and the target travel as bytes and are checked at the edge, naming the
+// field and where; any other string field (a name, a key) is answered INVALID_ARGUMENT too.
+TEST_F(HostileLoadTest, TextThatIsNotUtf8IsRefusedNamingWhere) {
+  StartWithAgents("not_utf8", 0);
+  v1::SubmitCompileRequest script = CompileRequest(kMlp);
+  std::string text = script.module().tvmscript();
+  const size_t at = text.find("def main");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 4, "\xff\xfe");
+  script.mutable_module()->set_tvmscript(text);
+  absl::StatusOr<v1::SubmitResponse> refused = client_->SubmitCompile(script);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(absl::StrCat("module.tvmscript: not UTF-8 text at byte ", at + 4)));
+
+  v1::SubmitCompileRequest target = CompileRequest(kMlp);
+  target.set_target("llvm -mcpu=\xc3");
+  refused = client_->SubmitCompile(target);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("target: not UTF-8 text at byte 11 (line 1, column 12)"));
+
+  v1::SubmitCompileRequest name = CompileRequest(kMlp);
+  name.mutable_module()->set_name("mlp\xff.py");  // a string field: gRPC cannot parse it
+  refused = client_->SubmitCompile(name);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("/kiln.v1.Kiln/SubmitCompile does not parse"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("not UTF-8"));
+
+  // Text that is UTF-8 but not ASCII reaches the parser, and its diagnostic comes back whole.
+  v1::SubmitCompileRequest accented = CompileRequest(kMlp);
+  text = accented.module().tvmscript();
+  text.insert(text.find("def main"), "\xc3\xa9t\xc3\xa9 = ");
+  accented.mutable_module()->set_tvmscript(text);
+  absl::StatusOr<v1::Job> failed = client_->Compile(accented);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(failed->error_code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(failed->reason(), HasSubstr("\xc3\xa9"));
+  CompileOk(*client_, CompileRequest(kMlp));
+}
+
+// Findings 5 and 7: small inputs held a worker for minutes, until their deadline. A compile's
+// CPU budget follows from its size (--compile-cpu-s-base, --compile-cpu-s-per-mb): one that
+// spins is ended at its budget, RESOURCE_EXHAUSTED, and says how the budget came about.
+TEST_F(HostileLoadTest, ACompileEndsAtTheCpuBudgetItsSizeGives) {
+  StartWithAgents(
+      "cpu_budget", 0,
+      {"--worker", std::filesystem::absolute(TestBinaries().worker_with_test_hooks).string(),
+       "--compile-cpu-s-base", "2", "--compile-cpu-s-per-mb", "0"});
+  v1::SubmitCompileRequest spin = CompileRequest(kMlp);
+  spin.mutable_module()->set_name("kiln-test-spin-in-frontend");
+  absl::StatusOr<v1::Job> spun = client_->Compile(spin);
+  ASSERT_TRUE(spun.ok()) << spun.status();
+  EXPECT_EQ(spun->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(spun->error_code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(spun->reason(),
+              HasSubstr("over its CPU-time budget of 2 s: 2 s and 0 s per MB of its"));
+  CompileOk(*client_, CompileRequest(kMlp));
+}
+
+// Finding 6: out of memory was RESOURCE_EXHAUSTED where the compiler's own code ran out, and
+// SIGABRT / INTERNAL where LLVM or another thread did. A module of 30,000 kernels needs more
+// than 1 GiB wherever it runs out: RESOURCE_EXHAUSTED, naming the limit.
+TEST_F(HostileLoadTest, OutOfMemoryAnywhereIsResourceExhausted) {
+  StartWithAgents("out_of_memory", 0, {"--worker-memory-mb", "1024"});
+  v1::SubmitCompileRequest many;
+  many.set_target("llvm");
+  many.mutable_module()->set_tvmscript(TirManyFunctions(30000));
+  many.mutable_module()->set_name("many.py");
+  absl::StatusOr<v1::Job> over = client_->Compile(many);
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_EQ(over->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(over->error_code(), static_cast<int>(absl::StatusCode::kResourceExhausted))
+      << over->reason();
+  EXPECT_THAT(over->reason(), HasSubstr("out of memory: compiling many.py"));
+  EXPECT_THAT(over->reason(), HasSubstr("1024 MiB"));
+  CompileOk(*client_, CompileRequest(kMlp));
 }
 
 }  // namespace

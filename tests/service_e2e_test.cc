@@ -179,7 +179,7 @@ TEST_F(ServiceTest, AFrontEndThatCrashesOrSpinsCostsOnlyItsJob) {
   ASSERT_TRUE(spun.ok()) << spun.status();
   EXPECT_EQ(spun->state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(spun->error_code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
-  EXPECT_THAT(spun->reason(), HasSubstr("CPU-time limit of 2 s"));
+  EXPECT_THAT(spun->reason(), HasSubstr("CPU-time budget of 2 s (--worker-cpu-s)"));
 
   // kilnd is still serving, and compiles on.
   EXPECT_TRUE(client_->ServerInfo().ok());
@@ -226,6 +226,7 @@ TEST_F(ServiceTest, AModelOverTheWorkersMemoryLimitCostsOnlyItsJob) {
   absl::StatusOr<v1::Job> over = client_->Compile(huge);
   ASSERT_TRUE(over.ok()) << over.status();
   EXPECT_EQ(over->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(over->error_code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(over->reason(), HasSubstr("memory limit"));
   EXPECT_THAT(over->reason(), HasSubstr("1536 MiB"));
 

@@ -105,11 +105,15 @@ struct Sum {
 
 class Canonicalizer {
  public:
-  explicit Canonicalizer(Analyzer* analyzer) : analyzer_(analyzer) {}
+  explicit Canonicalizer(Analyzer* analyzer)
+      : analyzer_(analyzer),
+        simplified_(analyzer->simplified_
+                        ? *analyzer->simplified_
+                        : *(analyzer->simplified_ = std::make_shared<Analyzer::SimplifyMemo>())) {}
 
   // Both walks are memoized over shared nodes: a symbolic shape squared again and again is a
   // DAG of n nodes and 2^n paths, and is walked once per node (each memo holds its node, so no
-  // address is reused while this lives).
+  // address is reused while this lives). Simplify's memo is the analyzer's, across calls.
   PrimExpr Simplify(const PrimExpr& e) {
     if (!e) return e;
     auto it = simplified_.find(e.get());
@@ -467,12 +471,13 @@ class Canonicalizer {
   Analyzer* analyzer_;
   std::vector<PrimExpr> atoms_;
   std::unordered_map<const void*, std::pair<PrimExpr, Sum>> sums_;
-  std::unordered_map<const void*, std::pair<PrimExpr, PrimExpr>> simplified_;
+  Analyzer::SimplifyMemo& simplified_;
 };
 
 // ---- Analyzer ------------------------------------------------------------------------------
 
 void Analyzer::Bind(const Var& v, int64_t min, int64_t max) {
+  simplified_.reset();  // what was simplified under the old bounds may simplify further now
   for (VarBound& b : bounds_) {
     if (b.var == v.get()) {
       b.bound = {min, max};

@@ -15,7 +15,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/tir_stmt.h"
@@ -66,6 +68,11 @@ class Analyzer {
   // Within one outermost Bound or Modular call: results by node (analyzer.cc).
   std::unordered_map<const void*, ConstIntBound>* bound_memo_ = nullptr;
   std::unordered_map<const void*, ModularSet>* modular_memo_ = nullptr;
+  // Simplify's results by node (each entry holds its node, so no address is reused), kept while
+  // the bounds stay as they are: a pass that simplifies each node of an expression after its
+  // children walks it once, not once per node. Bind starts a new one.
+  using SimplifyMemo = std::unordered_map<const void*, std::pair<PrimExpr, PrimExpr>>;
+  std::shared_ptr<SimplifyMemo> simplified_;
 };
 
 }  // namespace kiln::arith

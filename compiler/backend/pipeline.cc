@@ -124,6 +124,7 @@ absl::StatusOr<ir::IRModule> RunPasses(const ir::IRModule& mod,
   if (!current.ok()) return current.status();
   if (absl::Status s = relax::CheckTensorSizes(*current); !s.ok()) return s;
   if (absl::Status s = tir::VerifyBufferShapes(*current); !s.ok()) return s;
+  if (absl::Status s = tir::VerifyTypes(*current); !s.ok()) return s;
   return MakePassContext(options).Run(*current, passes);
 }
 

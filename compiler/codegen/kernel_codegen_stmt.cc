@@ -182,6 +182,29 @@ void KernelCodeGen::SerialLoop(const ForNode& f) {
   SerialLoop(f, min, b_.CreateAdd(min, b_.CreateIntCast(extent, t, true)));
 }
 
+namespace {
+
+// Instructions in a loop body, counted up to `limit`: the block `body` and every block created
+// after `done` (the body's nested blocks: blocks are appended as they are made).
+bool BodyLargerThan(llvm::BasicBlock* body, llvm::BasicBlock* done, size_t limit) {
+  size_t count = 0;
+  auto add = [&](const llvm::BasicBlock& block) {  // ilist's size() is linear: counted here
+    for (auto it = block.begin(); it != block.end() && count <= limit; ++it) ++count;
+  };
+  add(*body);
+  for (auto it = std::next(done->getIterator()); it != done->getParent()->end(); ++it) {
+    if (count > limit) break;
+    add(*it);
+  }
+  return count > limit;
+}
+
+// Far above what LLVM would fully unroll at O3 (a few hundred instructions, times four at most
+// when unrolling simplifies the body).
+constexpr size_t kLargestUnrollableBody = 4096;
+
+}  // namespace
+
 void KernelCodeGen::SerialLoop(const ForNode& f, llvm::Value* begin, llvm::Value* end) {
   llvm::Type* t = begin->getType();
   llvm::BasicBlock* pre = b_.GetInsertBlock();
@@ -200,12 +223,21 @@ void KernelCodeGen::SerialLoop(const ForNode& f, llvm::Value* begin, llvm::Value
   llvm::Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(t, 1), "", false, true);
   llvm::BranchInst* back = b_.CreateBr(head);
   i->addIncoming(next, b_.GetInsertBlock());
-  if (f.for_kind == ForKind::kVectorized || f.for_kind == ForKind::kUnrolled) {
-    llvm::MDNode* hint = llvm::MDNode::get(
-        ctx_,
-        {llvm::MDString::get(ctx_, f.for_kind == ForKind::kVectorized ? "llvm.loop.vectorize.enable"
-                                                                      : "llvm.loop.unroll.full"),
-         llvm::ConstantAsMetadata::get(b_.getTrue())});
+  const char* hint_name = f.for_kind == ForKind::kVectorized ? "llvm.loop.vectorize.enable"
+                          : f.for_kind == ForKind::kUnrolled ? "llvm.loop.unroll.full"
+                                                             : nullptr;
+  if (hint_name == nullptr && BodyLargerThan(body, done, kLargestUnrollableBody)) {
+    // LLVM's full-unroll analysis simulates the body once per iteration it might unroll, at a
+    // cost that grows faster than the body (an expression of 10^4 `or`s: minutes). A body this
+    // large is never unrolled anyway: skipping the analysis changes no code.
+    hint_name = "llvm.loop.unroll.disable";
+  }
+  if (hint_name != nullptr) {
+    llvm::MDNode* hint =
+        f.for_kind == ForKind::kVectorized || f.for_kind == ForKind::kUnrolled
+            ? llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, hint_name),
+                                       llvm::ConstantAsMetadata::get(b_.getTrue())})
+            : llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, hint_name)});
     llvm::MDNode* loop = llvm::MDNode::getDistinct(ctx_, {nullptr, hint});
     loop->replaceOperandWith(0, loop);
     back->setMetadata(llvm::LLVMContext::MD_loop, loop);

@@ -1,11 +1,13 @@
 // The operator kernels of testdata/kernels.py, compiled with the default schedule and run on 1
 // and 2 threads against plain C++ references.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
+#include <string>
 
 #include "compiler/backend/toolchain.h"
 #include "compiler/script/script_parser.h"
@@ -330,6 +332,39 @@ TEST_P(KernelsTest, SymbolicSizeScratch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, KernelsTest, ::testing::Values(1, 2));
+
+// A kernel past 20,000 LLVM instructions is compiled without LLVM's superlinear optimizations
+// (codegen_llvm.cc): still the same results. 5,000 branches: B[i] is the first k > A[i].
+TEST(HugeKernelTest, ComputesWhatItSays) {
+  constexpr int kBranches = 5000;
+  std::string text =
+      "@I.ir_module\nclass Module:\n    @T.prim_func\n"
+      "    def f(A: T.Buffer((4,), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+      "        for i in range(4):\n"
+      "            if A[i] < T.float32(0):\n                B[i] = T.float32(0)\n";
+  for (int k = 1; k <= kBranches; ++k) {
+    text += "            elif A[i] < T.float32(" + std::to_string(k) + "):\n" +
+            "                B[i] = T.float32(" + std::to_string(k) + ")\n";
+  }
+  text += "            else:\n                B[i] = A[i]\n";
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(text, "huge.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*mod, "llvm");
+  ASSERT_TRUE(so.ok()) << so.status();
+  absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
+      runtime::KernelLibrary::LoadFromMemory(*so, "huge");
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  absl::StatusOr<runtime::Function> fn =
+      (*lib)->GetFunction("f", std::make_shared<runtime::ThreadPool>(1));
+  ASSERT_TRUE(fn.ok()) << fn.status();
+  Tensor a = *Tensor::Empty({4}, *runtime::ParseDataType("float32"));
+  Tensor b = *Tensor::Empty({4}, *runtime::ParseDataType("float32"));
+  const float in[4] = {-1.0f, 0.5f, 2500.5f, 7000.0f};
+  std::copy(in, in + 4, static_cast<float*>(a.data()));
+  ASSERT_TRUE((*fn)({a, b}).ok());
+  const float want[4] = {0.0f, 1.0f, 2501.0f, 7000.0f};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(static_cast<const float*>(b.data())[i], want[i]) << i;
+}
 
 }  // namespace
 }  // namespace kiln::codegen

@@ -149,6 +149,10 @@ void DeleteNode(const Object* node);
 // the two are chosen together: the stress tests (tests/stress_test.cc) compile at this depth.
 inline constexpr int kMaxNestingDepth = 20000;
 
+// The most dimensions a tensor or buffer may have (NumPy's and PyTorch's limit too). Scheduling
+// and lowering do work per pair of loops in a nest: a rank of 10^4 would cost minutes.
+inline constexpr int kMaxTensorRank = 64;
+
 class Object {
  public:
   explicit Object(NodeKind kind) : kind_(kind) {}

@@ -1,5 +1,6 @@
 #include "compiler/ir/relax_expr.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -49,6 +50,13 @@ StructInfo TensorSInfo(std::vector<PrimExpr> shape, DataType dtype) {
 StructInfo TensorSInfoUnknown(DataType dtype, int ndim) {
   return Make<TensorStructInfoNode>(nullptr, dtype, ndim);
 }
+TupleStructInfoNode::TupleStructInfoNode(std::vector<StructInfo> fields)
+    : StructInfoNode(NodeKind::kTupleStructInfo), fields(std::move(fields)) {
+  for (const StructInfo& f : this->fields) {
+    if (const auto* t = f.as<TupleStructInfoNode>()) nesting = std::max(nesting, t->nesting + 1);
+  }
+}
+
 StructInfo TupleSInfo(std::vector<StructInfo> fields) {
   return Make<TupleStructInfoNode>(std::move(fields));
 }

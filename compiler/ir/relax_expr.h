@@ -72,10 +72,12 @@ class TensorStructInfoNode : public StructInfoNode {
 class TupleStructInfoNode : public StructInfoNode {
  public:
   static bool Classof(NodeKind k) { return k == NodeKind::kTupleStructInfo; }
-  explicit TupleStructInfoNode(std::vector<StructInfo> fields)
-      : StructInfoNode(NodeKind::kTupleStructInfo), fields(std::move(fields)) {}
+  explicit TupleStructInfoNode(std::vector<StructInfo> fields);
   void VisitFields(FieldVisitor& v) const override;
   std::vector<StructInfo> fields;
+  // Levels of tuples, this one included: 1 for a tuple of tensors (kept so that a limit on it
+  // costs nothing to check).
+  int nesting = 1;
 };
 
 // Closures (params + ret) or opaque packed functions (derive_func names a registered rule that

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,49 @@ namespace {
 
 // A dimension is code every pass and the kernels write out; real models' are a few terms.
 constexpr int64_t kMaxDimensionTerms = 2000;
+// Tuples in tuples: a model nests a few levels (a KV cache of layers of pairs). Passes look at a
+// binding's StructInfo whole, so a tuple nested n deep taken apart level by level costs n^2.
+constexpr int kMaxTupleNesting = 256;
+
+int TupleNesting(const StructInfo& sinfo) {
+  const auto* t = sinfo.as<TupleStructInfoNode>();
+  return t != nullptr ? t->nesting : 0;
+}
+
+// The rank of the first tensor in `sinfo` of more than kMaxTensorRank dimensions, or -1. Each
+// StructInfo node is looked at once per builder (`checked` holds them, so no address is reused):
+// aliases of a wide tuple cost nothing.
+using CheckedSInfo = std::unordered_map<const void*, StructInfo>;
+int64_t RankOverLimit(const StructInfo& sinfo, CheckedSInfo* checked) {
+  if (!sinfo || !checked->emplace(sinfo.get(), sinfo).second) return -1;
+  if (const auto* t = sinfo.as<TensorStructInfoNode>()) {
+    return t->ndim > ir::kMaxTensorRank ? t->ndim : -1;
+  }
+  if (const auto* t = sinfo.as<TupleStructInfoNode>()) {
+    for (const StructInfo& f : t->fields) {
+      if (int64_t r = RankOverLimit(f, checked); r >= 0) return r;
+    }
+  }
+  if (const auto* f = sinfo.as<FuncStructInfoNode>()) {
+    if (f->params) {
+      for (const StructInfo& p : *f->params) {
+        if (int64_t r = RankOverLimit(p, checked); r >= 0) return r;
+      }
+    }
+    return RankOverLimit(f->ret, checked);
+  }
+  return -1;
+}
+
+std::string TooManyDimensions(int64_t rank) {
+  return absl::StrCat("a tensor of ", rank, " dimensions: more than the ", ir::kMaxTensorRank,
+                      " a tensor may have");
+}
+
+std::string TooDeep(const StructInfo& sinfo) {
+  return absl::StrCat("tuples nested ", TupleNesting(sinfo), " levels deep (more than ",
+                      kMaxTupleNesting, ")");
+}
 
 bool IsBoolScalar(const StructInfo& s) {
   if (const auto* p = s.as<PrimStructInfoNode>()) return p->dtype.is_bool();
@@ -242,7 +286,9 @@ class BlockBuilder::Impl {
         KILN_ASSIGN_OR_RETURN(StructInfo s, SInfo(f));
         sinfos.push_back(std::move(s));
       }
-      out->SetStructInfoOnce(TupleSInfo(std::move(sinfos)));
+      StructInfo sinfo = TupleSInfo(std::move(sinfos));
+      if (TupleNesting(sinfo) > kMaxTupleNesting) return Error(TooDeep(sinfo));
+      out->SetStructInfoOnce(std::move(sinfo));
     }
     return out;
   }
@@ -492,7 +538,13 @@ class BlockBuilder::Impl {
                                 " terms written out: no shape a model means (a symbolic "
                                 "dimension squared again and again?)"));
     }
+    if (int64_t rank = RankOverLimit(sinfo, &rank_checked_); rank >= 0) {
+      return Error(absl::StrCat("its value is ", TooManyDimensions(rank)));
+    }
     const Var& var = b->var;
+    if (var->struct_info() && TupleNesting(var->struct_info()) > kMaxTupleNesting) {
+      return Error(absl::StrCat("the annotation: ", TooDeep(var->struct_info())));
+    }
     if (var->struct_info()) {
       BaseCheck check = CheckBaseOf(var->struct_info(), sinfo, &analyzer_);
       if (check == BaseCheck::kFail) {
@@ -553,6 +605,12 @@ class BlockBuilder::Impl {
       if (p->is_dataflow()) {
         return Error(absl::StrCat("parameter '", p->name_hint, "' is a DataflowVar"));
       }
+      if (TupleNesting(p->struct_info()) > kMaxTupleNesting) {
+        return Error(absl::StrCat("parameter '", p->name_hint, "': ", TooDeep(p->struct_info())));
+      }
+      if (int64_t rank = RankOverLimit(p->struct_info(), &rank_checked_); rank >= 0) {
+        return Error(absl::StrCat("parameter '", p->name_hint, "' is ", TooManyDimensions(rank)));
+      }
       Define(p.get());
       for (const ir::Var& v : BindableShapeVars(p->struct_info())) Define(v.get());
     }
@@ -604,6 +662,7 @@ class BlockBuilder::Impl {
 
   IRModule context_;
   arith::Analyzer analyzer_;
+  CheckedSInfo rank_checked_;
   OpInferContext ctx_;
   GlobalResolver resolver_;
   std::vector<Scope> scopes_;

@@ -1,9 +1,12 @@
 #include "compiler/relax/well_formed.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,6 +28,9 @@ std::string WellFormedViolation::ToString() const {
 namespace {
 
 // Which global functions can reach themselves through calls (for WF7 and WF8).
+// Which functions call which (directly or through others). Its strongly connected components
+// are found once (Tarjan's algorithm, without recursion), so each question is answered in
+// constant time: a depth-first search per function would cost a chain of n functions n^2.
 class CallGraph {
  public:
   explicit CallGraph(const IRModuleNode& mod) {
@@ -34,24 +40,78 @@ class CallGraph {
       std::set<std::string>& callees = edges_[name];
       CollectGlobals(Expr(f), &callees);
     }
+    FindComponents();
   }
-  bool Reaches(const std::string& from, const std::string& to) const {
-    std::set<std::string> seen;
-    std::vector<std::string> stack = {from};
-    while (!stack.empty()) {
-      std::string f = stack.back();
-      stack.pop_back();
-      auto it = edges_.find(f);
-      if (it == edges_.end()) continue;
-      for (const std::string& g : it->second) {
-        if (g == to) return true;
-        if (seen.insert(g).second) stack.push_back(g);
-      }
-    }
-    return false;
+  // True when `f` can end up calling itself.
+  bool Recursive(const std::string& f) const {
+    auto it = index_.find(f);
+    return it != index_.end() && cyclic_[component_[it->second]];
+  }
+  // True when `callee`, which `caller` calls, can end up calling `caller` again.
+  bool CallsBack(const std::string& callee, const std::string& caller) const {
+    auto a = index_.find(callee), b = index_.find(caller);
+    return a != index_.end() && b != index_.end() && component_[a->second] == component_[b->second];
   }
 
  private:
+  void FindComponents() {
+    std::vector<std::vector<int>> out;
+    for (const auto& [name, callees] : edges_)
+      index_.emplace(name, static_cast<int>(index_.size()));
+    out.resize(index_.size());
+    std::vector<bool> self_call(index_.size(), false);
+    for (const auto& [name, callees] : edges_) {
+      const int from = index_.at(name);
+      for (const std::string& g : callees) {
+        auto it = index_.find(g);
+        if (it == index_.end()) continue;  // a PrimFunc or an unknown name: calls nothing back
+        out[from].push_back(it->second);
+        if (it->second == from) self_call[from] = true;
+      }
+    }
+    const int n = static_cast<int>(out.size());
+    std::vector<int> order(n, -1), low(n, 0), stack;
+    std::vector<bool> on_stack(n, false);
+    component_.assign(n, -1);
+    int next = 0;
+    for (int root = 0; root < n; ++root) {
+      if (order[root] >= 0) continue;
+      std::vector<std::pair<int, size_t>> walk = {{root, 0}};  // node, next edge to follow
+      order[root] = low[root] = next++;
+      stack.push_back(root);
+      on_stack[root] = true;
+      while (!walk.empty()) {
+        auto& [v, edge] = walk.back();
+        if (edge < out[v].size()) {
+          const int w = out[v][edge++];
+          if (order[w] < 0) {
+            order[w] = low[w] = next++;
+            stack.push_back(w);
+            on_stack[w] = true;
+            walk.push_back({w, 0});
+          } else if (on_stack[w]) {
+            low[v] = std::min(low[v], order[w]);
+          }
+          continue;
+        }
+        const int done = v;
+        walk.pop_back();
+        if (!walk.empty()) low[walk.back().first] = std::min(low[walk.back().first], low[done]);
+        if (low[done] != order[done]) continue;
+        const int id = static_cast<int>(cyclic_.size());
+        int size = 0, w = -1;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          component_[w] = id;
+          ++size;
+        } while (w != done);
+        cyclic_.push_back(size > 1 || self_call[done]);
+      }
+    }
+  }
+
   static void CollectGlobals(const Expr& e, std::set<std::string>* out) {
     if (!e) return;
     if (const auto* gv = e.as<GlobalVarNode>()) {
@@ -77,6 +137,9 @@ class CallGraph {
     }
   }
   std::map<std::string, std::set<std::string>> edges_;
+  std::map<std::string, int> index_;
+  std::vector<int> component_;  // by index
+  std::vector<bool> cyclic_;    // by component
 };
 
 // Where a StructInfo appears decides which shape variables it may bind.
@@ -350,7 +413,7 @@ class Checker {
       CheckAnnotation(f.ret_struct_info, AnnotationSite::kUse, "the return annotation");
     }
     bool recursive =
-        is_global ? calls_.Reaches(function_, function_) : self != nullptr && UsesVar(f.body, self);
+        is_global ? calls_.Recursive(function_) : self != nullptr && UsesVar(f.body, self);
     if (recursive && !f.ret_struct_info) {
       Report(8, "the function is recursive but has no return StructInfo annotation");
     }
@@ -582,7 +645,7 @@ class Checker {
       if (const auto* gv = c.op.as<GlobalVarNode>()) {
         if (gv->name_hint == function_) {
           Report(7, absl::StrCat("recursive call to '", function_, "' inside a dataflow block"));
-        } else if (calls_.Reaches(gv->name_hint, function_)) {
+        } else if (calls_.CallsBack(gv->name_hint, function_)) {
           Report(7,
                  absl::StrCat("call to '", gv->name_hint, "', which is mutually recursive with '",
                               function_, "', inside a dataflow block"));

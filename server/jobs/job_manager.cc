@@ -17,6 +17,8 @@ WorkerPoolOptions PoolOptions(const JobManagerOptions& o) {
   pool.workers = o.workers;
   pool.worker_memory_bytes = o.worker_memory_bytes;
   pool.worker_cpu_seconds = o.worker_cpu_seconds;
+  pool.compile_cpu_seconds_base = o.compile_cpu_seconds_base;
+  pool.compile_cpu_seconds_per_mb = o.compile_cpu_seconds_per_mb;
   pool.max_constant_bytes = o.max_constant_bytes;
   pool.max_folded_bytes = o.max_folded_bytes;
   pool.tuning_db_path = o.tuning_db_path;

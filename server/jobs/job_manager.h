@@ -40,6 +40,10 @@ struct JobManagerOptions {
   int workers = 2;                    // concurrent compiles
   int64_t worker_memory_bytes = 0;    // per worker (RLIMIT_AS); 0 for none
   int64_t worker_cpu_seconds = 1800;  // per worker (RLIMIT_CPU); 0 for none
+  // A compile's CPU time grows with its input: it may use the base plus so much per MB of its
+  // module (within worker_cpu_seconds), so that a small input cannot hold a worker for minutes.
+  int64_t compile_cpu_seconds_base = 30;
+  int64_t compile_cpu_seconds_per_mb = 60;
   // Compile-time constants (CompileWork): the largest one, and what folding may add in all.
   int64_t max_constant_bytes = int64_t{64} << 20;
   int64_t max_folded_bytes = int64_t{256} << 20;

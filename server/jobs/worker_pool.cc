@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 
 #include "absl/strings/ascii.h"
@@ -167,7 +168,8 @@ void WorkerPool::RunCompile(const HeldJob& job, std::unique_ptr<runtime::Child> 
   work.set_target(job.job.target());
   *work.mutable_options() = job.input.options();
   work.set_module_name(job.job.module_name());
-  work.set_cpu_limit_seconds(options_.worker_cpu_seconds);
+  const auto [cpu_seconds, cpu_budget] = CompileCpuBudget(job);
+  work.set_cpu_limit_seconds(cpu_seconds);
   work.set_max_constant_bytes(options_.max_constant_bytes);
   work.set_max_folded_bytes(options_.max_folded_bytes);
   work.set_tuning_db_path(options_.tuning_db_path);
@@ -202,7 +204,7 @@ void WorkerPool::RunCompile(const HeldJob& job, std::unique_ptr<runtime::Child> 
   }
   absl::StatusCode code = absl::StatusCode::kInternal;
   std::string failure =
-      WorkerFailure(job, ran, have_outcome, broken, pid, timeout_ms, "compile", &code);
+      WorkerFailure(job, ran, have_outcome, broken, pid, timeout_ms, "compile", cpu_budget, &code);
   if (failure.empty() && !outcome.ok()) {
     failure = outcome.error();
     code = static_cast<absl::StatusCode>(outcome.code());
@@ -314,7 +316,8 @@ void WorkerPool::RunTune(const HeldJob& job, std::unique_ptr<runtime::Child> wor
   }
   absl::StatusCode code = absl::StatusCode::kInternal;
   std::string failure =
-      WorkerFailure(job, ran, have_outcome, broken, pid, timeout_ms, "tune", &code);
+      WorkerFailure(job, ran, have_outcome, broken, pid, timeout_ms, "tune",
+                    absl::StrCat(options_.worker_cpu_seconds, " s (--worker-cpu-s)"), &code);
   if (failure.empty() && !outcome.ok()) {
     failure = outcome.error();
     code = static_cast<absl::StatusCode>(outcome.code());
@@ -341,11 +344,26 @@ void WorkerPool::RunTune(const HeldJob& job, std::unique_ptr<runtime::Child> wor
                      });
 }
 
+std::pair<int64_t, std::string> WorkerPool::CompileCpuBudget(const HeldJob& job) const {
+  const double mb = static_cast<double>(job.input.source().ByteSizeLong()) / (1 << 20);
+  int64_t seconds = options_.compile_cpu_seconds_base +
+                    static_cast<int64_t>(std::ceil(options_.compile_cpu_seconds_per_mb * mb));
+  if (options_.worker_cpu_seconds > 0 && seconds > options_.worker_cpu_seconds) {
+    return {options_.worker_cpu_seconds,
+            absl::StrCat(options_.worker_cpu_seconds, " s (--worker-cpu-s)")};
+  }
+  return {seconds, absl::StrCat(seconds, " s: ", options_.compile_cpu_seconds_base, " s and ",
+                                options_.compile_cpu_seconds_per_mb, " s per MB of its ",
+                                absl::SixDigits(mb),
+                                " MB module (--compile-cpu-s-base, "
+                                "--compile-cpu-s-per-mb)")};
+}
+
 std::string WorkerPool::WorkerFailure(const HeldJob& job,
                                       const absl::StatusOr<runtime::ChildResult>& ran,
                                       bool have_outcome, const std::string& broken, int pid,
                                       int64_t timeout_ms, const char* what,
-                                      absl::StatusCode* code) {
+                                      const std::string& cpu_budget, absl::StatusCode* code) {
   if (!ran.ok()) {
     return absl::StrCat("cannot start the ", what, " worker ", options_.worker_path, ": ",
                         ran.status().message());
@@ -359,8 +377,8 @@ std::string WorkerPool::WorkerFailure(const HeldJob& job,
   std::string failure = absl::StrCat("the ", what, " worker (pid ", pid, ") ",
                                      broken.empty() ? ran->Describe(timeout_ms) : broken);
   if (ran->outcome == runtime::ChildResult::Outcome::kSignaled) {
-    if (ran->signal == SIGXCPU && options_.worker_cpu_seconds > 0) {
-      absl::StrAppend(&failure, ": over its CPU-time limit of ", options_.worker_cpu_seconds, " s");
+    if (ran->signal == SIGXCPU) {
+      absl::StrAppend(&failure, ": over its CPU-time budget of ", cpu_budget);
       *code = absl::StatusCode::kResourceExhausted;
     } else if (options_.worker_memory_bytes > 0) {
       absl::StrAppend(&failure, " (its memory limit is ", options_.worker_memory_bytes >> 20,

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,10 @@ struct WorkerPoolOptions {
   int workers = 2;                    // concurrent compiles
   int64_t worker_memory_bytes = 0;    // per worker (RLIMIT_AS); 0 for none
   int64_t worker_cpu_seconds = 1800;  // per worker (RLIMIT_CPU); 0 for none
+  // A compile's CPU time grows with its input: it may use the base plus so much per MB of its
+  // module (within worker_cpu_seconds), so that a small input cannot hold a worker for minutes.
+  int64_t compile_cpu_seconds_base = 30;
+  int64_t compile_cpu_seconds_per_mb = 60;
   // Compile-time constants (CompileWork): the largest one, and what folding may add in all.
   int64_t max_constant_bytes = int64_t{64} << 20;
   int64_t max_folded_bytes = int64_t{256} << 20;
@@ -85,9 +90,13 @@ class WorkerPool {
       int* pid);
   // Why a worker that ran (or could not start) gave no usable outcome, or "" when it did;
   // `*code` is the status code to report.
+  // `cpu_budget` is what the worker's CPU-time limit explains.
   std::string WorkerFailure(const HeldJob& job, const absl::StatusOr<runtime::ChildResult>& ran,
                             bool have_outcome, const std::string& broken, int pid,
-                            int64_t timeout_ms, const char* what, absl::StatusCode* code);
+                            int64_t timeout_ms, const char* what, const std::string& cpu_budget,
+                            absl::StatusCode* code);
+  // The CPU seconds a compile of `job` may use, and how that follows from its size.
+  std::pair<int64_t, std::string> CompileCpuBudget(const HeldJob& job) const;
   // Fails the job with `failure`, or queues it again in a second when it failed only because
   // the store was unreachable (`code` Unavailable) and its deadline allows.
   void Fail(const HeldJob& job, absl::StatusCode code, const std::string& failure,

@@ -4,7 +4,9 @@
 // costs that one job and never the daemon. The conversation with kilnd is in worker.proto.
 #include <poll.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,7 @@
 #include "compiler/tune/database.h"
 #include "compiler/tune/postgres_connection.h"
 #include "compiler/wire/ir_proto.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "runtime/format/artifact.pb.h"
 #include "runtime/support/large_stack.h"
 #include "server/worker.pb.h"
@@ -222,6 +225,50 @@ std::string MemoryLimit() {
   return absl::StrCat(" of ", limit.rlim_cur >> 20, " MiB");
 }
 
+// Out of memory anywhere — in LLVM (built without exceptions, it would abort), in a thread of
+// the compiler's own, or where nothing catches std::bad_alloc — the worker writes the outcome
+// made before the work started (RESOURCE_EXHAUSTED) and ends: what kilnd reports does not depend
+// on where the last allocation failed. The frame is written as it is: nothing is allocated.
+std::string* out_of_memory_frame = nullptr;
+std::atomic_flag out_of_memory_written = ATOMIC_FLAG_INIT;
+
+[[noreturn]] void OutOfMemory() {
+  if (out_of_memory_written.test_and_set()) {
+    for (;;) pause();  // another thread is writing it and ending the process
+  }
+  const std::string& frame = *out_of_memory_frame;
+  size_t written = 0;
+  while (written < frame.size()) {
+    ssize_t n = write(STDOUT_FILENO, frame.data() + written, frame.size() - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  _exit(written == frame.size() ? 0 : 1);
+}
+
+void OnLlvmOutOfMemory(void* /*user_data*/, const char* /*reason*/, bool /*gen_crash_diag*/) {
+  OutOfMemory();
+}
+
+// Made before the work starts (the message names the module and the limit).
+void PrepareForOutOfMemory(const WorkerInput& work) {
+  const bool tune = work.has_tune();
+  absl::Status status = absl::ResourceExhaustedError(
+      absl::StrCat("out of memory: ", tune ? "tuning " : "compiling ",
+                   ValidUtf8(tune ? work.tune().module_name() : work.compile().module_name()),
+                   " needs more than the worker's memory limit", MemoryLimit()));
+  WorkerMessage reply;
+  if (tune) {
+    reply.mutable_tune_outcome()->set_code(static_cast<int>(status.code()));
+    reply.mutable_tune_outcome()->set_error(std::string(status.message()));
+  } else {
+    Fail(status, reply.mutable_outcome());
+  }
+  out_of_memory_frame = new std::string(Frame(reply));
+  std::set_new_handler(OutOfMemory);
+  llvm::install_bad_alloc_error_handler(OnLlvmOutOfMemory);
+}
+
 }  // namespace
 }  // namespace kiln::server
 
@@ -251,25 +298,12 @@ int WorkerMain() {
   }
   const bool tune = work.has_tune();
   LimitCpu(tune ? work.tune().cpu_limit_seconds() : work.compile().cpu_limit_seconds());
+  PrepareForOutOfMemory(work);
   WorkerMessage reply;
-  try {
-    if (tune) {
-      Tune(work.tune(), reply.mutable_tune_outcome());
-    } else {
-      Compile(work.compile(), reply.mutable_outcome());
-    }
-  } catch (const std::bad_alloc&) {
-    reply.Clear();
-    absl::Status status = absl::ResourceExhaustedError(
-        absl::StrCat("out of memory: ", tune ? "tuning " : "compiling ",
-                     tune ? work.tune().module_name() : work.compile().module_name(),
-                     " needs more than the worker's memory limit", MemoryLimit()));
-    if (tune) {
-      reply.mutable_tune_outcome()->set_code(static_cast<int>(status.code()));
-      reply.mutable_tune_outcome()->set_error(ValidUtf8(status.message()));
-    } else {
-      Fail(status, reply.mutable_outcome());
-    }
+  if (tune) {
+    Tune(work.tune(), reply.mutable_tune_outcome());
+  } else {
+    Compile(work.compile(), reply.mutable_outcome());
   }
   // kilnd waits for the process to end; the destructors of what the compile built (LLVM's
   // statics, the runtime's thread pool, the heap) would make that about 100 ms after the outcome

@@ -481,6 +481,12 @@ absl::Status VerifyPrimFuncs(const ir::IRModule& mod) {
 
 std::vector<std::string> BufferShapeProblems(const ir::BufferNode& b) {
   std::vector<std::string> problems;
+  if (b.shape.size() > static_cast<size_t>(ir::kMaxTensorRank)) {
+    problems.push_back(absl::StrCat("buffer '", b.name, "' has ", b.shape.size(),
+                                    " dimensions: more than the ", ir::kMaxTensorRank,
+                                    " a tensor may have"));
+    return problems;
+  }
   int64_t bytes = std::max(1, b.dtype.bits() * b.dtype.lanes() / 8);
   bool overflow = false;
   for (size_t i = 0; i < b.shape.size(); ++i) {
@@ -512,6 +518,19 @@ absl::Status VerifyBufferShapes(const ir::IRModule& mod) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status VerifyTypes(const ir::IRModule& mod) {
+  std::vector<std::string> messages;
+  for (const auto& [name, entry] : mod->functions) {
+    const auto* f = entry.second.as<ir::PrimFuncNode>();
+    if (f == nullptr) continue;
+    for (const TirViolation& v : FindTirViolations(name, entry.second.as_ref<ir::PrimFuncNode>())) {
+      if (v.rule == "TIR-DTYPE") messages.push_back(v.ToString());
+    }
+  }
+  if (messages.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(messages, "\n"));
 }
 
 }  // namespace kiln::tir

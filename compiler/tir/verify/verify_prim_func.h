@@ -44,6 +44,9 @@ absl::Status VerifyPrimFuncs(const ir::IRModule& mod);
 std::vector<std::string> BufferShapeProblems(const ir::BufferNode& b);
 // InvalidArgument naming the first parameter buffer of a PrimFunc of `mod` with such a problem.
 absl::Status VerifyBufferShapes(const ir::IRModule& mod);
+// InvalidArgument listing every TIR-DTYPE violation of `mod`'s PrimFuncs: checked of every
+// module a build starts from, like the shapes (code generation assumes operands that agree).
+absl::Status VerifyTypes(const ir::IRModule& mod);
 
 }  // namespace kiln::tir
 

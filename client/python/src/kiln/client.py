@@ -102,12 +102,12 @@ def _module_source(model: Model, example_inputs: Any = None) -> jobs_pb2.ModuleS
         elif path.endswith(".pb"):
             source.ir_proto = data
         elif path.endswith(".py"):
-            source.tvmscript = data.decode("utf-8")
+            source.tvmscript = data  # UTF-8 text: kilnd says where it is not
         else:
             raise ValueError(f"{path}: a model is .onnx, .py (TVMScript) or .pb (Kiln IR)")
         source.name = os.path.basename(path)
     elif isinstance(model, str) and "ir_module" in model:
-        source.tvmscript = model  # TVM's mod.script() output, as it is
+        source.tvmscript = model.encode("utf-8")  # TVM's mod.script() output, as it is
         source.name = "module.py"
     else:
         raise ValueError(f"not a model file, ONNX bytes or TVMScript text: {str(model)[:80]!r}")
@@ -311,7 +311,7 @@ class Client:
         `example_inputs`; its inputs are then named "input" (or input0, input1, ...) and its
         output "output"."""
         request = jobs_pb2.SubmitCompileRequest(module=_module_source(model, example_inputs),
-                                                target=target or ("" if device else "llvm"),
+                                                target=(target or ("" if device else "llvm")).encode(),
                                                 deadline_ms=int(deadline_s * 1000),
                                                 **_device_fields(device))
         request.options.no_fuse = no_fuse
@@ -362,7 +362,7 @@ class Client:
         go to the service's tuning database, which later compiles apply. The target is the
         device's unless given."""
         request = jobs_pb2.SubmitTuneRequest(module=_module_source(model, example_inputs),
-                                             target=target, **_device_fields(device),
+                                             target=target.encode(), **_device_fields(device),
                                              trials=trials,
                                              max_trials_per_task=max_trials_per_task, seed=seed,
                                              deadline_ms=int(deadline_s * 1000))
