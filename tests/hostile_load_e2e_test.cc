@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -241,6 +242,49 @@ TEST_F(HostileLoadTest, OutOfMemoryAnywhereIsResourceExhausted) {
       << over->reason();
   EXPECT_THAT(over->reason(), HasSubstr("out of memory: compiling many.py"));
   EXPECT_THAT(over->reason(), HasSubstr("1024 MiB"));
+  CompileOk(*client_, CompileRequest(kMlp));
+}
+
+// Finding 3 (open): 200 concurrent 30 MB submits took kilnd to 2.4 GB, and 1.7 GB stayed. The
+// acceptance: 40 concurrent 30 MB submits keep kilnd's peak under 1.5 GB. Measured on
+// 2026-11-28 (2-vCPU EPYC): peak 2.9-4.0 GB, and 39 of the 40 clients' 10 s deadlines ran out
+// (submits of large modules are handled one after another). Disabled until kilnd admits
+// requests against a memory budget; run it with --gtest_also_run_disabled_tests.
+TEST_F(HostileLoadTest, DISABLED_FortyConcurrentLargeSubmits) {
+  StartWithAgents("large_submits", 0);
+  const int64_t rss_before = Memory(cluster_->daemon().pid()).first;
+  std::vector<std::thread> clients;
+  std::vector<absl::StatusOr<v1::SubmitResponse>> answers(40, absl::UnknownError("not sent"));
+  for (int i = 0; i < 40; ++i) {
+    clients.emplace_back([&, i] {
+      v1::SubmitCompileRequest large = CompileRequest(kMlp);
+      // 30 MB: the MLP after a comment of its own (distinct modules: no job is shared).
+      std::string text = "# " + std::string(size_t{30} << 20, static_cast<char>('a' + i % 26)) +
+                         std::to_string(i) + "\n" + large.module().tvmscript();
+      large.mutable_module()->set_tvmscript(std::move(text));
+      absl::StatusOr<std::unique_ptr<client::KilnClient>> client = cluster_->Client();
+      answers[i] = client.ok() ? (*client)->SubmitCompile(large) : client.status();
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  const auto [rss, peak] = Memory(cluster_->daemon().pid());
+  int accepted = 0, refused = 0;
+  for (const auto& a : answers) {
+    if (a.ok()) {
+      ++accepted;
+      (void)client_->Cancel(a->job().id(), "the test is done");
+    } else {
+      EXPECT_EQ(a.status().code(), absl::StatusCode::kResourceExhausted) << a.status();
+      ++refused;
+    }
+  }
+  std::printf(
+      "kilnd: %lld MB before, %lld MB after 40 submits of 30 MB (%d accepted, %d "
+      "refused), peak %lld MB\n",
+      static_cast<long long>(rss_before), static_cast<long long>(rss), accepted, refused,
+      static_cast<long long>(peak));
+  EXPECT_LT(peak, 1536);
+  EXPECT_GT(accepted, 0);
   CompileOk(*client_, CompileRequest(kMlp));
 }
 
