@@ -32,20 +32,28 @@ const v1::DeviceAttributes& ServerHost() {
 }
 
 // The exact bytes of what a compile asks for, less what does not change the artifact (the
-// idempotency key, the deadline).
+// idempotency key, the deadline). The module's bytes are hashed where they lie: a module of
+// 30 MB is not copied to be fingerprinted.
 std::string RequestFingerprint(const v1::SubmitCompileRequest& request, const std::string& target,
                                const std::string& records_owner) {
-  v1::SubmitCompileRequest copy;
-  *copy.mutable_module() = request.module();
-  copy.set_target(target);
-  *copy.mutable_options() = request.options();
+  const v1::ModuleSource& module = request.module();
+  absl::string_view payload = module.form_case() == v1::ModuleSource::kIrProto ? module.ir_proto()
+                              : module.form_case() == v1::ModuleSource::kTvmscript
+                                  ? module.tvmscript()
+                                  : module.onnx();
+  v1::SubmitCompileRequest rest;  // everything else, small
+  rest.mutable_module()->set_name(module.name());
+  rest.set_target(target);
+  *rest.mutable_options() = request.options();
   std::string bytes;
   google::protobuf::io::StringOutputStream stream(&bytes);
   google::protobuf::io::CodedOutputStream coded(&stream);
   coded.SetSerializationDeterministic(true);
-  copy.SerializeToCodedStream(&coded);
+  rest.SerializeToCodedStream(&coded);
   coded.Trim();
-  return runtime::Sha256Hex(absl::StrCat(CompilerIdentity(), "\n", records_owner, "\n", bytes));
+  return runtime::Sha256Hex(absl::StrCat(CompilerIdentity(), "\n", records_owner, "\n",
+                                         static_cast<int>(module.form_case()), "\n",
+                                         runtime::Sha256Hex(payload), "\n", bytes));
 }
 
 // What an entry's result signature says its outputs are, in the order an agent answers them
@@ -178,6 +186,9 @@ grpc::Status KilnService::CheckTarget(const std::string& target) const {
 grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
                                         const v1::SubmitCompileRequest* request,
                                         v1::SubmitResponse* response) {
+  absl::StatusOr<InflightBytes::Reservation> inflight =
+      ReserveInflight(*ctx_, static_cast<int64_t>(request->ByteSizeLong()));
+  if (!inflight.ok()) return ToGrpc(inflight.status());
   Principal caller;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;
@@ -355,6 +366,9 @@ grpc::Status KilnService::EnqueueTask(const std::string& client, const std::stri
 grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
                                         const v1::SubmitProfileRequest* request,
                                         v1::SubmitResponse* response) {
+  absl::StatusOr<InflightBytes::Reservation> inflight =
+      ReserveInflight(*ctx_, static_cast<int64_t>(request->ByteSizeLong()));
+  if (!inflight.ok()) return ToGrpc(inflight.status());
   Principal caller;
   v1::ArtifactManifest manifest;
   v1::Task task;
@@ -397,6 +411,9 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
 grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
                                           const v1::SubmitInferenceRequest* request,
                                           v1::SubmitResponse* response) {
+  absl::StatusOr<InflightBytes::Reservation> inflight =
+      ReserveInflight(*ctx_, static_cast<int64_t>(request->ByteSizeLong()));
+  if (!inflight.ok()) return ToGrpc(inflight.status());
   Principal caller;
   v1::ArtifactManifest manifest;
   v1::Task task;
@@ -426,6 +443,9 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
 grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
                                      const v1::SubmitTuneRequest* request,
                                      v1::SubmitResponse* response) {
+  absl::StatusOr<InflightBytes::Reservation> inflight =
+      ReserveInflight(*ctx_, static_cast<int64_t>(request->ByteSizeLong()));
+  if (!inflight.ok()) return ToGrpc(inflight.status());
   Principal caller;
   if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
     return s;

@@ -1,5 +1,6 @@
 // kilnd: the Kiln compilation daemon. Every flag can also come from a config file
 // (--config FILE, TOML or INI: `listen = "0.0.0.0:7077"`); flags on the command line win.
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   options.store_dir = DefaultStoreDir();
   int64_t max_request_mb = options.max_request_bytes >> 20;
   int64_t max_module_mb = options.max_module_bytes >> 20;
+  int64_t max_inflight_mb = options.max_inflight_bytes >> 20;
   int64_t cache_max_mb = options.cache_max_bytes >> 20;
   int64_t worker_memory_mb = 8192;
   int64_t max_constant_mb = 64, max_folded_mb = 256;
@@ -203,6 +205,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-request-mb", max_request_mb, "largest gRPC message accepted")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-inflight-mb", max_inflight_mb,
+                 "MB of large requests (1 MB and more) being handled and of unfinished jobs' "
+                 "modules kilnd holds at once; a request past it is refused RESOURCE_EXHAUSTED "
+                 "(0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--max-module-mb", max_module_mb, "largest module or artifact accepted")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -223,6 +231,7 @@ int main(int argc, char** argv) {
 
   options.max_request_bytes = max_request_mb << 20;
   options.max_module_bytes = max_module_mb << 20;
+  options.max_inflight_bytes = max_inflight_mb << 20;
   options.cache_max_bytes = cache_max_mb << 20;
   options.jobs.worker_memory_bytes = worker_memory_mb << 20;
   options.jobs.max_constant_bytes = max_constant_mb << 20;
@@ -252,6 +261,10 @@ int main(int argc, char** argv) {
     files.rlim_cur = files.rlim_max;
     setrlimit(RLIMIT_NOFILE, &files);
   }
+  // Requests and artifacts of megabytes come and go: glibc would raise its mmap threshold to the
+  // largest block freed (up to 32 MB) and keep such blocks in its heaps afterwards. Fixed at
+  // 1 MB, each large buffer is a mapping of its own, given back to the system when freed.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   absl::StatusOr<std::unique_ptr<kiln::server::KilnServer>> server =
       kiln::server::KilnServer::Start(options);
   if (!server.ok()) {

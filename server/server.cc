@@ -35,6 +35,7 @@ struct KilnServer::Parts {
   runtime::TrustedKeys own_keys;  // the signing key's and --trusted-keys
   std::unique_ptr<tune::RecordsGeneration> records_generation;
   std::unique_ptr<StreamSlots> streams;
+  std::unique_ptr<InflightBytes> inflight;
   std::unique_ptr<Store> store;
   std::unique_ptr<ArtifactCache> cache;
   std::unique_ptr<JobManager> jobs;
@@ -332,6 +333,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   ctx.records_generation = parts->records_generation.get();
   parts->streams = std::make_unique<StreamSlots>(options.max_downloads_per_client);
   ctx.streams = parts->streams.get();
+  parts->inflight = std::make_unique<InflightBytes>(options.max_inflight_bytes);
+  ctx.inflight = parts->inflight.get();
   ctx.store = parts->store.get();
   ctx.cache = parts->cache.get();
   ctx.jobs = parts->jobs.get();

@@ -61,7 +61,10 @@ struct ServerOptions {
   // module's TVMScript text is bounded by max_module_bytes instead.
   int64_t max_string_bytes = 4096;
   int64_t max_request_bytes = 64 << 20;  // any one gRPC message
-  int64_t max_module_bytes = 32 << 20;   // a submitted module or artifact
+  // Large requests (1 MB and more) being handled and the inputs of unfinished jobs, their bytes
+  // all together (InflightBytes); 0: no limit.
+  int64_t max_inflight_bytes = int64_t{256} << 20;
+  int64_t max_module_bytes = 32 << 20;  // a submitted module or artifact
   int64_t cache_max_bytes = int64_t{1} << 30;
   int64_t drain_timeout_ms = 30000;
   JobManagerOptions jobs;  // an empty worker_path means kiln-worker next to this executable

@@ -1,6 +1,9 @@
 #include "server/service_edge.h"
 
+#include <malloc.h>
+
 #include <cctype>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
@@ -30,11 +33,8 @@ bool IsTextInBytes(const google::protobuf::FieldDescriptor& f) {
 
 // Where `text` stops being UTF-8 ("byte 7 (line 1, column 8)"), or "" when it is UTF-8.
 std::string NotUtf8At(absl::string_view text) {
-  const std::string valid = ValidUtf8(text);
-  if (valid.size() == text.size() && valid == text) return "";
-  size_t at = 0;  // the first byte that differs from its replacement
-  while (at < text.size() && at < valid.size() && text[at] == valid[at]) ++at;
-  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xc0) == 0x80) --at;
+  const size_t at = FirstNotUtf8(text);
+  if (at == absl::string_view::npos) return "";
   int line = 1, column = 1;
   for (size_t i = 0; i < at; ++i) {
     if (text[i] == '\n') {
@@ -132,6 +132,70 @@ class UnparsableRequestFactory : public grpc::experimental::ServerInterceptorFac
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
 UnparsableRequestInterceptors() {
   return std::make_unique<UnparsableRequestFactory>();
+}
+
+namespace {
+constexpr int64_t kLargeRequestBytes = 1 << 20;
+}  // namespace
+
+InflightBytes::InflightBytes(int64_t budget) : budget_(budget), trimmer_([this] { TrimLoop(); }) {}
+
+InflightBytes::~InflightBytes() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  trimmer_.join();
+}
+
+absl::StatusOr<InflightBytes::Reservation> InflightBytes::Reserve(int64_t bytes, int64_t held) {
+  if (bytes < kLargeRequestBytes) return Reservation(nullptr, 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (budget_ > 0 && held + held_ + bytes > budget_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "kilnd holds ", held >> 20, " MB of modules for unfinished jobs and ", held_ >> 20,
+        " MB of requests being handled, and this one is ", bytes >> 20, " MB: more than the ",
+        budget_ >> 20, " MB it holds at once (--max-inflight-mb); try again in a moment"));
+  }
+  held_ += bytes;
+  return Reservation(this, bytes);
+}
+
+absl::StatusOr<InflightBytes::Reservation> ReserveInflight(const ServiceContext& ctx,
+                                                           int64_t bytes) {
+  if (ctx.inflight == nullptr || bytes < kLargeRequestBytes) {
+    return InflightBytes::Reservation(nullptr, 0);
+  }
+  return ctx.inflight->Reserve(bytes, ctx.jobs != nullptr ? ctx.jobs->HeldInputBytes() : 0);
+}
+
+InflightBytes::Reservation::~Reservation() {
+  if (owner_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(owner_->mu_);
+    owner_->held_ -= bytes_;
+    owner_->released_since_trim_ += bytes_;
+  }
+  owner_->changed_.notify_all();
+}
+
+void InflightBytes::TrimLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    changed_.wait(lock, [&] { return stopping_ || (released_since_trim_ > 0 && held_ == 0); });
+    if (stopping_) break;
+    // gRPC frees the request after the handler returns: trim once the large requests have
+    // stopped for a moment (a new one arriving meanwhile postpones it).
+    if (changed_.wait_for(lock, std::chrono::milliseconds(500),
+                          [&] { return stopping_ || held_ > 0; })) {
+      continue;
+    }
+    released_since_trim_ = 0;
+    lock.unlock();
+    malloc_trim(0);
+    lock.lock();
+  }
 }
 
 grpc::Status NoArtifact(const std::string& digest) {

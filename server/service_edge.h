@@ -9,13 +9,16 @@
 #include <grpcpp/support/server_interceptor.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "compiler/tune/records_generation.h"
 #include "google/protobuf/message.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
@@ -28,6 +31,7 @@
 namespace kiln::server {
 
 class StreamSlots;
+class InflightBytes;
 
 // What both services share.
 struct ServiceContext {
@@ -47,6 +51,8 @@ struct ServiceContext {
   tune::RecordsGeneration* records_generation = nullptr;
   // Downloads (artifacts, outputs) streaming at once, per client or agent.
   StreamSlots* streams = nullptr;
+  // The bytes of large submits being handled, all together.
+  InflightBytes* inflight = nullptr;
 };
 
 grpc::Status ToGrpc(const absl::Status& s);
@@ -79,6 +85,49 @@ void OutputsForTheWire(v1::Job* job, size_t inline_bytes = kChunkBytes);
 // from its file: a stalled reader holds a piece, not the artifact.
 grpc::Status StreamArtifact(ArtifactCache* cache, const std::string& digest,
                             grpc::ServerWriter<v1::ArtifactChunk>* writer);
+
+// The bytes of the large requests kilnd is handling (a submitted module or artifact is copied
+// into its job and saved while the handler runs) and of the inputs its unfinished jobs hold: a
+// request that would take them past the budget is refused RESOURCE_EXHAUSTED at once, and its
+// memory goes with it. After a large
+// request, the allocator's free pages are given back to the system (malloc_trim, on a thread of
+// its own, a moment after the last one).
+class InflightBytes {
+ public:
+  explicit InflightBytes(int64_t budget);
+  ~InflightBytes();
+  // Held for the handler's time; `ok()` false when the budget is spent.
+  class Reservation {
+   public:
+    Reservation(InflightBytes* owner, int64_t bytes) : owner_(owner), bytes_(bytes) {}
+    Reservation(Reservation&& other) noexcept : owner_(other.owner_), bytes_(other.bytes_) {
+      other.owner_ = nullptr;
+    }
+    Reservation& operator=(Reservation&&) = delete;
+    ~Reservation();
+
+   private:
+    InflightBytes* owner_;
+    int64_t bytes_;
+  };
+  // Requests under 1 MB are not counted (and always admitted). `held` is what the unfinished
+  // jobs' inputs already hold: they count against the budget too.
+  absl::StatusOr<Reservation> Reserve(int64_t bytes, int64_t held);
+
+ private:
+  void TrimLoop();
+  const int64_t budget_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  int64_t held_ = 0;
+  int64_t released_since_trim_ = 0;
+  bool stopping_ = false;
+  std::thread trimmer_;
+};
+
+// `ctx`'s budget reserved for a request of `bytes` (nothing reserved where it has none).
+absl::StatusOr<InflightBytes::Reservation> ReserveInflight(const ServiceContext& ctx,
+                                                           int64_t bytes);
 
 // Downloads streaming at once, per client (its principal, or its address where there are no
 // principals): each holds a server thread while its reader is slow. Acquire fails beyond

@@ -52,31 +52,40 @@ bool WriteFrame(std::FILE* out, const google::protobuf::MessageLite& message) {
   return std::fwrite(frame.data(), 1, frame.size(), out) == frame.size() && std::fflush(out) == 0;
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at text[i], or 0 where none starts there (a stray
+// continuation byte, a sequence cut short, an overlong form, a surrogate, past U+10FFFF).
+size_t SequenceAt(absl::string_view text, size_t i) {
+  const auto byte = static_cast<unsigned char>(text[i]);
+  size_t length = byte < 0x80                   ? 1
+                  : byte >= 0xc2 && byte < 0xe0 ? 2
+                  : byte >= 0xe0 && byte < 0xf0 ? 3
+                  : byte >= 0xf0 && byte < 0xf5 ? 4
+                                                : 0;
+  for (size_t k = 1; k < length; ++k) {
+    if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) {
+      return 0;
+    }
+  }
+  if (length == 3) {
+    const auto next = static_cast<unsigned char>(text[i + 1]);
+    if ((byte == 0xe0 && next < 0xa0) || (byte == 0xed && next >= 0xa0)) return 0;
+  } else if (length == 4) {
+    const auto next = static_cast<unsigned char>(text[i + 1]);
+    if ((byte == 0xf0 && next < 0x90) || (byte == 0xf4 && next >= 0x90)) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
 std::string ValidUtf8(absl::string_view text) {
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
   while (i < text.size()) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    size_t length = byte < 0x80                   ? 1
-                    : byte >= 0xc2 && byte < 0xe0 ? 2
-                    : byte >= 0xe0 && byte < 0xf0 ? 3
-                    : byte >= 0xf0 && byte < 0xf5 ? 4
-                                                  : 0;
-    for (size_t k = 1; k < length; ++k) {
-      if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) {
-        length = 0;
-        break;
-      }
-    }
-    // Overlong three-byte forms and UTF-16 surrogates, and code points past U+10FFFF.
-    if (length == 3) {
-      const auto next = static_cast<unsigned char>(text[i + 1]);
-      if ((byte == 0xe0 && next < 0xa0) || (byte == 0xed && next >= 0xa0)) length = 0;
-    } else if (length == 4) {
-      const auto next = static_cast<unsigned char>(text[i + 1]);
-      if ((byte == 0xf0 && next < 0x90) || (byte == 0xf4 && next >= 0x90)) length = 0;
-    }
+    const size_t length = SequenceAt(text, i);
     if (length == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;
@@ -86,6 +95,15 @@ std::string ValidUtf8(absl::string_view text) {
     }
   }
   return out;
+}
+
+size_t FirstNotUtf8(absl::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = SequenceAt(text, i);
+    if (length == 0) return i;
+    i += length;
+  }
+  return absl::string_view::npos;
 }
 
 }  // namespace kiln::server

@@ -31,6 +31,10 @@ std::optional<std::string> ReadFrame(std::FILE* in);
 // proto3 string that is not UTF-8 does not parse, and the diagnostic would be lost).
 std::string ValidUtf8(absl::string_view text);
 
+// Where `text` stops being UTF-8: the offset of the first byte that is not part of a valid
+// sequence, or npos when it is UTF-8 throughout. Nothing is copied.
+size_t FirstNotUtf8(absl::string_view text);
+
 // Writes `message` as one frame to `out` and flushes; false when the write failed.
 bool WriteFrame(std::FILE* out, const google::protobuf::MessageLite& message);
 

@@ -246,10 +246,11 @@ TEST_F(HostileLoadTest, OutOfMemoryAnywhereIsResourceExhausted) {
 }
 
 // Finding 3 (open): 200 concurrent 30 MB submits took kilnd to 2.4 GB, and 1.7 GB stayed. The
-// acceptance: 40 concurrent 30 MB submits keep kilnd's peak under 1.5 GB. Measured on
-// 2026-11-28 (2-vCPU EPYC): peak 2.9-4.0 GB, and 39 of the 40 clients' 10 s deadlines ran out
-// (submits of large modules are handled one after another). Disabled until kilnd admits
-// requests against a memory budget; run it with --gtest_also_run_disabled_tests.
+// acceptance: 40 concurrent 30 MB submits keep kilnd's peak under 1.5 GB. Measured (2-vCPU
+// EPYC): before the in-flight budget, peaks of 2.9-4.0 GB and 39 of 40 clients past their 10 s
+// deadline; with it (--max-inflight-mb 256), peaks of 1.37-1.62 GB, the refusals at once. What
+// is left is gRPC's: it receives every request whole before a handler can refuse one. Disabled
+// until large modules are uploaded as a stream; run it with --gtest_also_run_disabled_tests.
 TEST_F(HostileLoadTest, DISABLED_FortyConcurrentLargeSubmits) {
   StartWithAgents("large_submits", 0);
   const int64_t rss_before = Memory(cluster_->daemon().pid()).first;
@@ -286,6 +287,32 @@ TEST_F(HostileLoadTest, DISABLED_FortyConcurrentLargeSubmits) {
   EXPECT_LT(peak, 1536);
   EXPECT_GT(accepted, 0);
   CompileOk(*client_, CompileRequest(kMlp));
+}
+
+// Finding 3, the memory kept: 1.7 GB stayed after the large submits were done. Ten 30 MB modules
+// compiled one after another leave kilnd within 150 MB of where it started: each large buffer
+// is its own mapping (M_MMAP_THRESHOLD), given back when freed.
+TEST_F(HostileLoadTest, LargeRequestsGiveTheirMemoryBack) {
+  StartWithAgents("memory_back", 0);
+  CompileOk(*client_, CompileRequest(kMlp));
+  const int64_t rss_before = Memory(cluster_->daemon().pid()).first;
+  for (int i = 0; i < 10; ++i) {
+    v1::SubmitCompileRequest large = CompileRequest(kMlp);
+    std::string text = "# " + std::string(size_t{30} << 20, static_cast<char>('a' + i)) + "\n" +
+                       large.module().tvmscript();
+    large.mutable_module()->set_tvmscript(std::move(text));
+    CompileOk(*client_, large);
+  }
+  // The allocator's free pages go back a moment after the last large request.
+  auto [rss, peak] = Memory(cluster_->daemon().pid());
+  for (int i = 0; i < 300 && rss - rss_before >= 150; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rss = Memory(cluster_->daemon().pid()).first;
+  }
+  std::printf("kilnd: %lld MB before ten 30 MB compiles, %lld MB after, peak %lld MB\n",
+              static_cast<long long>(rss_before), static_cast<long long>(rss),
+              static_cast<long long>(peak));
+  EXPECT_LT(rss - rss_before, 150);
 }
 
 }  // namespace

@@ -136,10 +136,14 @@ Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
 
 Submitted JobManager::Submit(v1::Job job, JobInput input, const std::string& message) {
   const bool here = sharing_->RunsHere(job);
-  Submitted s = table_.Insert(std::move(job), input, v1::JOB_STATE_QUEUED, message, !here);
+  // Serialized for the store before the table takes the input: a module of 30 MB is held once
+  // more, not twice.
+  const std::string serialized = input.SerializeAsString();
+  Submitted s =
+      table_.Insert(std::move(job), std::move(input), v1::JOB_STATE_QUEUED, message, !here);
   if (!s.deduplicated && here) runners_.Queue(s.job);
   s = Saved(std::move(s));
-  SaveInput(s, input);
+  SaveInput(s, serialized);
   return s;
 }
 
@@ -159,12 +163,11 @@ Submitted JobManager::Saved(Submitted s) {
   return s;
 }
 
-void JobManager::SaveInput(const Submitted& s, const JobInput& input) {
+void JobManager::SaveInput(const Submitted& s, const std::string& serialized_input) {
   if (s.deduplicated) return;
   // After the job's row: a crash in between leaves a job that cannot resume, which fails as
   // before.
-  if (absl::Status status = store_->PutJobInput(s.job.id(), input.SerializeAsString());
-      !status.ok()) {
+  if (absl::Status status = store_->PutJobInput(s.job.id(), serialized_input); !status.ok()) {
     LogEvent(LogLevel::kError, "cannot save a job's input",
              {{"job", s.job.id()}, {"error", status.ToString()}});
   }

@@ -151,6 +151,8 @@ class JobManager {
   std::vector<v1::Device> Devices();
 
   JobStats Stats();
+  // The bytes of the inputs (modules, artifacts) held for this kilnd's unfinished jobs.
+  int64_t HeldInputBytes() { return table_.HeldInputBytes(); }
   int heartbeat_interval_ms() const { return options_.heartbeat_interval_ms; }
   const JobManagerOptions& options() const { return options_; }
 
@@ -165,7 +167,7 @@ class JobManager {
   // would survive a restart.
   Submitted Saved(Submitted s);
   // Keeps what the submitted job needs to run again until it finishes.
-  void SaveInput(const Submitted& s, const JobInput& input);
+  void SaveInput(const Submitted& s, const std::string& serialized_input);
   // Prunes, deletes finished jobs' inputs, checks task deadlines and heartbeats.
   void MonitorLoop();
   void DeleteFinishedInputs();

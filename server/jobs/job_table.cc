@@ -250,6 +250,15 @@ int JobTable::ActiveJobs(const std::string& client) {
   return it == active_by_client_.end() ? 0 : it->second;
 }
 
+int64_t JobTable::HeldInputBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t bytes = 0;
+  for (const auto& [id, e] : jobs_) {
+    if (!Terminal(e->job.state())) bytes += static_cast<int64_t>(e->input.ByteSizeLong());
+  }
+  return bytes;
+}
+
 int JobTable::StoredJobs(const std::string& client) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = stored_by_client_.find(client);

@@ -97,6 +97,8 @@ class JobTable {
   // never evicts it).
   bool OthersReferTo(const std::string& digest, const std::string& client);
   int ActiveJobs(const std::string& client);
+  // The bytes of the inputs held for unfinished jobs (their modules and artifacts).
+  int64_t HeldInputBytes();
   int StoredJobs(const std::string& client);
   std::vector<HeldSummary> Held();
   // Blocks until no job runs or `timeout_ms` passes.

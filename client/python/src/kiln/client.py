@@ -310,8 +310,9 @@ class Client:
         applied unless `no_tuning`. A torch.nn.Module is exported to ONNX here with
         `example_inputs`; its inputs are then named "input" (or input0, input1, ...) and its
         output "output"."""
+        target = target or ("" if device else "llvm")
         request = jobs_pb2.SubmitCompileRequest(module=_module_source(model, example_inputs),
-                                                target=(target or ("" if device else "llvm")).encode(),
+                                                target=target.encode(),
                                                 deadline_ms=int(deadline_s * 1000),
                                                 **_device_fields(device))
         request.options.no_fuse = no_fuse
