@@ -183,17 +183,30 @@ grpc::Status KilnService::CheckTarget(const std::string& target) const {
   return grpc::Status::OK;
 }
 
+grpc::Status KilnService::AdmitSubmit(grpc::ServerContext* context,
+                                      const google::protobuf::Message& request, int64_t deadline_ms,
+                                      Principal* caller,
+                                      std::optional<InflightBytes::Reservation>* inflight) {
+  absl::StatusOr<InflightBytes::Reservation> reserved =
+      ReserveInflight(*ctx_, static_cast<int64_t>(request.ByteSizeLong()));
+  if (!reserved.ok()) return ToGrpc(reserved.status());
+  inflight->emplace(*std::move(reserved));
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, caller); !s.ok()) {
+    return s;
+  }
+  if (grpc::Status s = StringsWithin(request, ctx_->max_string_bytes); !s.ok()) return s;
+  return CheckDeadline(deadline_ms);
+}
+
 grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
                                         const v1::SubmitCompileRequest* request,
                                         v1::SubmitResponse* response) {
-  absl::StatusOr<InflightBytes::Reservation> inflight =
-      ReserveInflight(*ctx_, static_cast<int64_t>(request->ByteSizeLong()));
-  if (!inflight.ok()) return ToGrpc(inflight.status());
   Principal caller;
-  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+  std::optional<InflightBytes::Reservation> inflight;
+  if (grpc::Status s = AdmitSubmit(context, *request, request->deadline_ms(), &caller, &inflight);
+      !s.ok()) {
     return s;
-  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
-  if (grpc::Status s = CheckDeadline(request->deadline_ms()); !s.ok()) return s;
+  }
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;
@@ -366,16 +379,14 @@ grpc::Status KilnService::EnqueueTask(const std::string& client, const std::stri
 grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
                                         const v1::SubmitProfileRequest* request,
                                         v1::SubmitResponse* response) {
-  absl::StatusOr<InflightBytes::Reservation> inflight =
-      ReserveInflight(*ctx_, static_cast<int64_t>(request->ByteSizeLong()));
-  if (!inflight.ok()) return ToGrpc(inflight.status());
   Principal caller;
+  std::optional<InflightBytes::Reservation> inflight;
+  if (grpc::Status s = AdmitSubmit(context, *request, request->deadline_ms(), &caller, &inflight);
+      !s.ok()) {
+    return s;
+  }
   v1::ArtifactManifest manifest;
   v1::Task task;
-  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
-    return s;
-  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
-  if (grpc::Status s = CheckDeadline(request->deadline_ms()); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   const v1::ProfileOptions& o = request->options();
@@ -411,16 +422,14 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
 grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
                                           const v1::SubmitInferenceRequest* request,
                                           v1::SubmitResponse* response) {
-  absl::StatusOr<InflightBytes::Reservation> inflight =
-      ReserveInflight(*ctx_, static_cast<int64_t>(request->ByteSizeLong()));
-  if (!inflight.ok()) return ToGrpc(inflight.status());
   Principal caller;
+  std::optional<InflightBytes::Reservation> inflight;
+  if (grpc::Status s = AdmitSubmit(context, *request, request->deadline_ms(), &caller, &inflight);
+      !s.ok()) {
+    return s;
+  }
   v1::ArtifactManifest manifest;
   v1::Task task;
-  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
-    return s;
-  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
-  if (grpc::Status s = CheckDeadline(request->deadline_ms()); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   v1::Device device;
@@ -443,14 +452,12 @@ grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
 grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
                                      const v1::SubmitTuneRequest* request,
                                      v1::SubmitResponse* response) {
-  absl::StatusOr<InflightBytes::Reservation> inflight =
-      ReserveInflight(*ctx_, static_cast<int64_t>(request->ByteSizeLong()));
-  if (!inflight.ok()) return ToGrpc(inflight.status());
   Principal caller;
-  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok())
+  std::optional<InflightBytes::Reservation> inflight;
+  if (grpc::Status s = AdmitSubmit(context, *request, request->deadline_ms(), &caller, &inflight);
+      !s.ok()) {
     return s;
-  if (grpc::Status s = StringsWithin(*request, ctx_->max_string_bytes); !s.ok()) return s;
-  if (grpc::Status s = CheckDeadline(request->deadline_ms()); !s.ok()) return s;
+  }
   const std::string& client = caller.name;
   if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
   if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;

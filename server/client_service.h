@@ -5,6 +5,7 @@
 #define KILN_SERVER_CLIENT_SERVICE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "proto/kiln/v1/service.grpc.pb.h"
@@ -51,6 +52,11 @@ class KilnService final
                            kiln::v1::ListDevicesResponse* response) override;
 
  private:
+  // What every submit checks first: room in the budget of large requests (`*inflight`, held
+  // while the handler runs), the caller (`*caller`), its string fields and its deadline.
+  grpc::Status AdmitSubmit(grpc::ServerContext* context, const google::protobuf::Message& request,
+                           int64_t deadline_ms, Principal* caller,
+                           std::optional<InflightBytes::Reservation>* inflight);
   // The job `id` if the caller may see it; NotFound for another principal's job.
   absl::StatusOr<kiln::v1::Job> OwnJob(const Principal& caller, const std::string& id);
   // A submitted module within the size limit and given in some form.

@@ -150,7 +150,6 @@ InflightBytes::~InflightBytes() {
 }
 
 absl::StatusOr<InflightBytes::Reservation> InflightBytes::Reserve(int64_t bytes, int64_t held) {
-  if (bytes < kLargeRequestBytes) return Reservation(nullptr, 0);
   std::lock_guard<std::mutex> lock(mu_);
   if (budget_ > 0 && held + held_ + bytes > budget_) {
     return absl::ResourceExhaustedError(absl::StrCat(

@@ -51,7 +51,7 @@ struct ServiceContext {
   tune::RecordsGeneration* records_generation = nullptr;
   // Downloads (artifacts, outputs) streaming at once, per client or agent.
   StreamSlots* streams = nullptr;
-  // The bytes of large submits being handled, all together.
+  // The budget of large requests in flight and unfinished jobs' modules.
   InflightBytes* inflight = nullptr;
 };
 
@@ -89,14 +89,13 @@ grpc::Status StreamArtifact(ArtifactCache* cache, const std::string& digest,
 // The bytes of the large requests kilnd is handling (a submitted module or artifact is copied
 // into its job and saved while the handler runs) and of the inputs its unfinished jobs hold: a
 // request that would take them past the budget is refused RESOURCE_EXHAUSTED at once, and its
-// memory goes with it. After a large
-// request, the allocator's free pages are given back to the system (malloc_trim, on a thread of
-// its own, a moment after the last one).
+// memory goes with it. After large requests, the allocator's free pages are given back to the
+// system (malloc_trim, on a thread of its own, a moment after the last one).
 class InflightBytes {
  public:
   explicit InflightBytes(int64_t budget);
   ~InflightBytes();
-  // Held for the handler's time; `ok()` false when the budget is spent.
+  // Held for the handler's time; gives its bytes back when it goes.
   class Reservation {
    public:
     Reservation(InflightBytes* owner, int64_t bytes) : owner_(owner), bytes_(bytes) {}
@@ -110,8 +109,8 @@ class InflightBytes {
     InflightBytes* owner_;
     int64_t bytes_;
   };
-  // Requests under 1 MB are not counted (and always admitted). `held` is what the unfinished
-  // jobs' inputs already hold: they count against the budget too.
+  // `bytes` of a large request, with `held` already held by the unfinished jobs' inputs;
+  // RESOURCE_EXHAUSTED past the budget.
   absl::StatusOr<Reservation> Reserve(int64_t bytes, int64_t held);
 
  private:
@@ -125,7 +124,8 @@ class InflightBytes {
   std::thread trimmer_;
 };
 
-// `ctx`'s budget reserved for a request of `bytes` (nothing reserved where it has none).
+// `ctx`'s budget reserved for a request of `bytes`: nothing for a request under 1 MB (always
+// admitted) or where there is no budget.
 absl::StatusOr<InflightBytes::Reservation> ReserveInflight(const ServiceContext& ctx,
                                                            int64_t bytes);
 

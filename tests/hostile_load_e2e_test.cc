@@ -91,17 +91,6 @@ TEST_F(HostileLoadTest, ADeadListenerStopsKilndForItsSupervisor) {
   EXPECT_EQ(cluster_->daemon().Wait(60000), 1);
 }
 
-// kilnd's resident and peak memory (VmRSS, VmHWM), in MB.
-std::pair<int64_t, int64_t> Memory(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  int64_t rss = 0, peak = 0;
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) rss = std::stoll(line.substr(6)) / 1024;
-    if (line.rfind("VmHWM:", 0) == 0) peak = std::stoll(line.substr(6)) / 1024;
-  }
-  return {rss, peak};
-}
-
 // Finding 2: DownloadArtifact held the whole artifact per stream (150 stalled streams of a 31 MB
 // artifact: kilnd at 6.4 GB). A download now reads its artifact a piece at a time from the file,
 // as the client takes them: 40 stalled downloads of a 30 MB artifact keep kilnd's peak under
@@ -211,10 +200,9 @@ TEST_F(HostileLoadTest, TextThatIsNotUtf8IsRefusedNamingWhere) {
 // CPU budget follows from its size (--compile-cpu-s-base, --compile-cpu-s-per-mb): one that
 // spins is ended at its budget, RESOURCE_EXHAUSTED, and says how the budget came about.
 TEST_F(HostileLoadTest, ACompileEndsAtTheCpuBudgetItsSizeGives) {
-  StartWithAgents(
-      "cpu_budget", 0,
-      {"--worker", std::filesystem::absolute(TestBinaries().worker_with_test_hooks).string(),
-       "--compile-cpu-s-base", "2", "--compile-cpu-s-per-mb", "0"});
+  StartWithAgents("cpu_budget", 0,
+                  {"--worker", WorkerWithTestHooks(), "--compile-cpu-s-base", "2",
+                   "--compile-cpu-s-per-mb", "0"});
   v1::SubmitCompileRequest spin = CompileRequest(kMlp);
   spin.mutable_module()->set_name("kiln-test-spin-in-frontend");
   absl::StatusOr<v1::Job> spun = client_->Compile(spin);

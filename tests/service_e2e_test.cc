@@ -156,12 +156,6 @@ TEST_F(ServiceTest, ResubmittingIsACacheHitThatRunsNoWorker) {
   EXPECT_EQ(MetricValue(cluster_->Metrics(), "kiln_compile_seconds_count"), 3);
 }
 
-// The worker built with test hooks: a module named "kiln-test-abort-in-frontend" aborts in the
-// front end, "kiln-test-spin-in-frontend" spins there.
-std::string WorkerWithTestHooks() {
-  return std::filesystem::absolute(TestBinaries().worker_with_test_hooks).string();
-}
-
 TEST_F(ServiceTest, AFrontEndThatCrashesOrSpinsCostsOnlyItsJob) {
   StartWithAgents("frontend_crash", 0, {"--worker", WorkerWithTestHooks(), "--worker-cpu-s", "2"});
 
@@ -234,16 +228,6 @@ TEST_F(ServiceTest, AModelOverTheWorkersMemoryLimitCostsOnlyItsJob) {
   CompileOk(*client_, CompileRequest(kMlp));
 }
 
-// kilnd's peak resident memory (VmHWM), in MiB.
-int64_t PeakRssMb(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) >> 10;
-  }
-  return -1;
-}
-
 // The generated hostile inputs of tests/stress_test.cc, sent at once to a default kilnd: each
 // costs its job at most (compiled, or failed with the front end's reason), kilnd answers
 // throughout, and its own memory stays small whatever the modules ask for.
@@ -300,7 +284,7 @@ TEST_F(ServiceTest, HostileInputCostsAJobAtMost) {
     }
   }
   EXPECT_EQ(cluster_->daemon().Wait(100), -1);  // still running
-  int64_t peak_mb = PeakRssMb(cluster_->daemon().pid());
+  int64_t peak_mb = Memory(cluster_->daemon().pid()).second;
   EXPECT_GT(peak_mb, 0);
   EXPECT_LT(peak_mb, 512) << "kilnd's own peak RSS";
 }

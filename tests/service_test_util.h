@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -32,6 +33,23 @@ inline constexpr char kCnn[] = "tests/models/tiny_resnet.onnx";
 inline constexpr char kCnnInput[] = "tests/models/tiny_resnet.input.npy";
 inline constexpr char kCnnOutput[] = "tests/models/tiny_resnet.output.npy";
 inline constexpr char kBig[] = "tests/models/mobilenet_v2.onnx";  // seconds to compile
+
+// //server:kiln-worker-test-hooks as kilnd's --worker takes it: a module named
+// "kiln-test-abort-in-frontend" aborts in the front end, "kiln-test-spin-in-frontend" spins there.
+inline std::string WorkerWithTestHooks() {
+  return std::filesystem::absolute(TestBinaries().worker_with_test_hooks).string();
+}
+
+// A process's resident and peak memory (VmRSS, VmHWM), in MB.
+inline std::pair<int64_t, int64_t> Memory(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  int64_t rss = 0, peak = 0;
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) rss = std::stoll(line.substr(6)) / 1024;
+    if (line.rfind("VmHWM:", 0) == 0) peak = std::stoll(line.substr(6)) / 1024;
+  }
+  return {rss, peak};
+}
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

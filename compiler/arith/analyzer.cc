@@ -106,10 +106,7 @@ struct Sum {
 class Canonicalizer {
  public:
   explicit Canonicalizer(Analyzer* analyzer)
-      : analyzer_(analyzer),
-        simplified_(analyzer->simplified_
-                        ? *analyzer->simplified_
-                        : *(analyzer->simplified_ = std::make_shared<Analyzer::SimplifyMemo>())) {}
+      : analyzer_(analyzer), simplified_(analyzer->simplified_) {}
 
   // Both walks are memoized over shared nodes: a symbolic shape squared again and again is a
   // DAG of n nodes and 2^n paths, and is walked once per node (each memo holds its node, so no
@@ -471,13 +468,13 @@ class Canonicalizer {
   Analyzer* analyzer_;
   std::vector<PrimExpr> atoms_;
   std::unordered_map<const void*, std::pair<PrimExpr, Sum>> sums_;
-  Analyzer::SimplifyMemo& simplified_;
+  std::unordered_map<const void*, std::pair<PrimExpr, PrimExpr>>& simplified_;
 };
 
 // ---- Analyzer ------------------------------------------------------------------------------
 
 void Analyzer::Bind(const Var& v, int64_t min, int64_t max) {
-  simplified_.reset();  // what was simplified under the old bounds may simplify further now
+  simplified_.clear();  // what was simplified under the old bounds may simplify further now
   for (VarBound& b : bounds_) {
     if (b.var == v.get()) {
       b.bound = {min, max};

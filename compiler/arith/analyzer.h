@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -70,9 +69,8 @@ class Analyzer {
   std::unordered_map<const void*, ModularSet>* modular_memo_ = nullptr;
   // Simplify's results by node (each entry holds its node, so no address is reused), kept while
   // the bounds stay as they are: a pass that simplifies each node of an expression after its
-  // children walks it once, not once per node. Bind starts a new one.
-  using SimplifyMemo = std::unordered_map<const void*, std::pair<PrimExpr, PrimExpr>>;
-  std::shared_ptr<SimplifyMemo> simplified_;
+  // children walks it once, not once per node. Bind clears it.
+  std::unordered_map<const void*, std::pair<PrimExpr, PrimExpr>> simplified_;
 };
 
 }  // namespace kiln::arith

@@ -105,18 +105,15 @@ namespace {
 // The largest kernels of the test and benchmark models are under 2,000 instructions.
 constexpr size_t kHugeFunctionInstructions = 20000;
 
-// The instructions of the module's largest function, counted up to `limit` + 1.
-size_t LargestFunction(const llvm::Module& module, size_t limit) {
-  size_t largest = 0;
+// Whether a function of `module` has more than `limit` instructions.
+bool HasFunctionLargerThan(const llvm::Module& module, size_t limit) {
   for (const llvm::Function& f : module) {
     size_t count = 0;
     for (const llvm::BasicBlock& block : f) {
-      for (auto it = block.begin(); it != block.end() && count <= limit; ++it) ++count;
-      if (count > limit) break;
+      if (kernel::CountPast(block, limit, &count)) return true;
     }
-    largest = std::max(largest, count);
   }
-  return largest;
+  return false;
 }
 
 // One object of the PrimFuncs `only` names (all when null), in its own LLVM context.
@@ -131,11 +128,11 @@ absl::StatusOr<std::string> CompilePart(const IRModule& lowered, const LlvmTarge
   if (!tm) return absl::InternalError(absl::StrCat("no LLVM target machine for ", target.triple));
   // LLVM's O3 pipeline and register allocation grow faster than a function (an expression of
   // 10^4 terms in one kernel: minutes). Only a hostile or absurd input makes a kernel this large:
-  // its part is compiled at O1 with the fast register allocator, in time linear in its size.
-  const bool huge =
-      LargestFunction(**module, kHugeFunctionInstructions) > kHugeFunctionInstructions;
+  // its part gets LLVM's O0 pipeline and code generation (the fast register allocator), in time
+  // linear in its size.
+  const bool huge = HasFunctionLargerThan(**module, kHugeFunctionInstructions);
   if (huge) tm->setOptLevel(llvm::CodeGenOpt::None);
-  // The new pass manager's O3 pipeline (O1 when quick).
+  // The new pass manager's O3 pipeline (O1 when quick, O0 when huge).
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;

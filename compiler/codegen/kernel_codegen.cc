@@ -37,6 +37,12 @@
 #include "runtime/kernel_abi.h"
 
 namespace kiln::codegen::kernel {
+
+bool CountPast(const llvm::BasicBlock& block, size_t limit, size_t* count) {
+  for (auto it = block.begin(); it != block.end() && *count <= limit; ++it) ++*count;
+  return *count > limit;
+}
+
 namespace {
 
 // The DLPack DLDataType packed as DLTensor holds it in memory: code | bits << 8 | lanes << 16.

@@ -23,6 +23,10 @@
 
 namespace kiln::codegen::kernel {
 
+// Adds `block`'s instructions to `*count`, stopping once it passes `limit` (ilist's size() is
+// linear: a capped count costs at most `limit` steps). True when `*count` is past `limit`.
+bool CountPast(const llvm::BasicBlock& block, size_t limit, size_t* count);
+
 using namespace ir;  // NOLINT: code generation reads every TIR node (this namespace only)
 
 class KernelCodeGen {

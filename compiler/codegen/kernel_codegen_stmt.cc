@@ -184,19 +184,15 @@ void KernelCodeGen::SerialLoop(const ForNode& f) {
 
 namespace {
 
-// Instructions in a loop body, counted up to `limit`: the block `body` and every block created
-// after `done` (the body's nested blocks: blocks are appended as they are made).
+// Whether a loop body has more than `limit` instructions: the block `body` and every block
+// created after `done` (the body's nested blocks: blocks are appended as they are made).
 bool BodyLargerThan(llvm::BasicBlock* body, llvm::BasicBlock* done, size_t limit) {
   size_t count = 0;
-  auto add = [&](const llvm::BasicBlock& block) {  // ilist's size() is linear: counted here
-    for (auto it = block.begin(); it != block.end() && count <= limit; ++it) ++count;
-  };
-  add(*body);
+  if (CountPast(*body, limit, &count)) return true;
   for (auto it = std::next(done->getIterator()); it != done->getParent()->end(); ++it) {
-    if (count > limit) break;
-    add(*it);
+    if (CountPast(*it, limit, &count)) return true;
   }
-  return count > limit;
+  return false;
 }
 
 // Far above what LLVM would fully unroll at O3 (a few hundred instructions, times four at most

@@ -51,14 +51,21 @@ int64_t RankOverLimit(const StructInfo& sinfo, CheckedSInfo* checked) {
   return -1;
 }
 
-std::string TooManyDimensions(int64_t rank) {
-  return absl::StrCat("a tensor of ", rank, " dimensions: more than the ", ir::kMaxTensorRank,
-                      " a tensor may have");
-}
-
 std::string TooDeep(const StructInfo& sinfo) {
   return absl::StrCat("tuples nested ", TupleNesting(sinfo), " levels deep (more than ",
                       kMaxTupleNesting, ")");
+}
+
+// What makes `sinfo` one no model means, said of it ("has tuples nested 300 levels deep ...",
+// "is a tensor of 100 dimensions ..."), or "".
+std::string OverLimits(const StructInfo& sinfo, CheckedSInfo* checked) {
+  if (!sinfo) return "";
+  if (TupleNesting(sinfo) > kMaxTupleNesting) return "has " + TooDeep(sinfo);
+  if (int64_t rank = RankOverLimit(sinfo, checked); rank >= 0) {
+    return absl::StrCat("is a tensor of ", rank, " dimensions: more than the ", ir::kMaxTensorRank,
+                        " a tensor may have");
+  }
+  return "";
 }
 
 bool IsBoolScalar(const StructInfo& s) {
@@ -538,12 +545,12 @@ class BlockBuilder::Impl {
                                 " terms written out: no shape a model means (a symbolic "
                                 "dimension squared again and again?)"));
     }
-    if (int64_t rank = RankOverLimit(sinfo, &rank_checked_); rank >= 0) {
-      return Error(absl::StrCat("its value is ", TooManyDimensions(rank)));
+    if (std::string why = OverLimits(sinfo, &limits_checked_); !why.empty()) {
+      return Error(absl::StrCat("its value ", why));
     }
     const Var& var = b->var;
-    if (var->struct_info() && TupleNesting(var->struct_info()) > kMaxTupleNesting) {
-      return Error(absl::StrCat("the annotation: ", TooDeep(var->struct_info())));
+    if (std::string why = OverLimits(var->struct_info(), &limits_checked_); !why.empty()) {
+      return Error(absl::StrCat("the annotation ", why));
     }
     if (var->struct_info()) {
       BaseCheck check = CheckBaseOf(var->struct_info(), sinfo, &analyzer_);
@@ -605,11 +612,8 @@ class BlockBuilder::Impl {
       if (p->is_dataflow()) {
         return Error(absl::StrCat("parameter '", p->name_hint, "' is a DataflowVar"));
       }
-      if (TupleNesting(p->struct_info()) > kMaxTupleNesting) {
-        return Error(absl::StrCat("parameter '", p->name_hint, "': ", TooDeep(p->struct_info())));
-      }
-      if (int64_t rank = RankOverLimit(p->struct_info(), &rank_checked_); rank >= 0) {
-        return Error(absl::StrCat("parameter '", p->name_hint, "' is ", TooManyDimensions(rank)));
+      if (std::string why = OverLimits(p->struct_info(), &limits_checked_); !why.empty()) {
+        return Error(absl::StrCat("parameter '", p->name_hint, "' ", why));
       }
       Define(p.get());
       for (const ir::Var& v : BindableShapeVars(p->struct_info())) Define(v.get());
@@ -662,7 +666,7 @@ class BlockBuilder::Impl {
 
   IRModule context_;
   arith::Analyzer analyzer_;
-  CheckedSInfo rank_checked_;
+  CheckedSInfo limits_checked_;  // StructInfo nodes whose ranks were checked
   OpInferContext ctx_;
   GlobalResolver resolver_;
   std::vector<Scope> scopes_;

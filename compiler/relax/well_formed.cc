@@ -27,10 +27,10 @@ std::string WellFormedViolation::ToString() const {
 
 namespace {
 
-// Which global functions can reach themselves through calls (for WF7 and WF8).
-// Which functions call which (directly or through others). Its strongly connected components
-// are found once (Tarjan's algorithm, without recursion), so each question is answered in
-// constant time: a depth-first search per function would cost a chain of n functions n^2.
+// Which global functions call which, directly or through others (for WF7 and WF8). Its strongly
+// connected components are found once (Tarjan's algorithm, without recursion), so each question is
+// answered in constant time: a depth-first search per function would cost a chain of n functions
+// n^2.
 class CallGraph {
  public:
   explicit CallGraph(const IRModuleNode& mod) {
