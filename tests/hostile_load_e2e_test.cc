@@ -96,8 +96,10 @@ TEST_F(HostileLoadTest, ADeadListenerStopsKilndForItsSupervisor) {
 // as the client takes them: 40 stalled downloads of a 30 MB artifact keep kilnd's peak under
 // 1.5 GB. (What one client may stream at once, --max-downloads-per-client, is server_test's.)
 TEST_F(HostileLoadTest, StalledDownloadsHoldAPieceEachNotTheArtifact) {
+  // 41 slots: the 40 stalled and the whole download at the end, which must not race the server
+  // noticing the cancelled ones (their slots come back when their handlers return, later).
   StartWithAgents("stalled_downloads", 1,
-                  {"--allow-unsigned-uploads", "--max-downloads-per-client", "40"});
+                  {"--allow-unsigned-uploads", "--max-downloads-per-client", "41"});
   // 30 MB: MobileNetV2's artifact (14 MB) with 17 MB of zeros after its kernel library (the
   // loader ignores them), uploaded with a short profile.
   v1::Job mobilenet = CompileOk(*client_, CompileRequest(kBig));
