@@ -1,7 +1,7 @@
 // The nn layers, compiled and run through the VM against plain C++ references: matmul (batched,
 // broadcast, blocked weights), linear, conv2d (layouts, strides, padding, dilation, groups,
-// blocked kernels, NHWC results, the flattened pointwise form), pooling, batch and layer norm,
-// conv2d_transpose.
+// blocked kernels, NHWC results, the flattened pointwise form), conv3d, pooling, batch and layer
+// norm, conv2d_transpose.
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -265,6 +265,76 @@ TEST(OpsTest, Conv2dPointwiseOverTheFlattenedImage) {
     CheckOp(absl::StrCat("x: R.Tensor((\"n\", 8, 6, 10), dtype=\"float32\"), w: ", F32(w.shape)),
             "            y = R.nn.conv2d(x, w)\n", {ToTensor(x), ToTensor(w)},
             Conv2dRef(x, w, 1, 0, 1, 1));
+  }
+}
+
+// conv3d against a plain loop: NCDHW data, an OIDHW weight, strides, dilation and padding per
+// axis (front, top, left, back, bottom, right), groups; and the same weight blocked as
+// OIDHW16o, as PackConstantWeights gives it.
+Array Conv3dRef(const Array& x, const Array& w, const std::vector<int64_t>& stride,
+                const std::vector<int64_t>& dil, const std::vector<int64_t>& pad, int64_t groups) {
+  const int64_t o = w.shape[0], ic = w.shape[1];
+  std::vector<int64_t> out = {x.shape[0], o};
+  for (int d = 0; d < 3; ++d) {
+    out.push_back(
+        (x.shape[2 + d] + pad[d] + pad[d + 3] - (w.shape[2 + d] - 1) * dil[d] - 1) / stride[d] + 1);
+  }
+  Array y = Zeros(out);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    const std::vector<int64_t> at = y.Unravel(i);
+    const int64_t group = at[1] / (o / groups);
+    double sum = 0;
+    for (int64_t r = 0; r < ic; ++r) {
+      for (int64_t kd = 0; kd < w.shape[2]; ++kd) {
+        for (int64_t kh = 0; kh < w.shape[3]; ++kh) {
+          for (int64_t kw = 0; kw < w.shape[4]; ++kw) {
+            const int64_t k[3] = {kd, kh, kw};
+            std::vector<int64_t> xi = {at[0], group * ic + r};
+            bool inside = true;
+            for (int d = 0; d < 3; ++d) {
+              xi.push_back(at[2 + d] * stride[d] + k[d] * dil[d] - pad[d]);
+              inside &= xi.back() >= 0 && xi.back() < x.shape[2 + d];
+            }
+            if (inside) sum += x.at(xi) * w.at({at[1], r, kd, kh, kw});
+          }
+        }
+      }
+    }
+    y.data[i] = sum;
+  }
+  return y;
+}
+
+TEST(OpsTest, Conv3dStridesPaddingDilationGroupsAndBlockedKernel) {
+  struct Case {
+    std::vector<int64_t> x, w, stride, dil, pad;
+    int64_t groups;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{1, 3, 4, 5, 6}, {16, 3, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1},
+           {{2, 4, 7, 6, 9}, {32, 4, 3, 2, 3}, {2, 1, 2}, {1, 2, 1}, {0, 1, 2, 1, 0, 1}, 1},
+           {{1, 4, 5, 5, 5}, {6, 2, 3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 0, 1, 1, 0, 1}, 2},
+           {{1, 4, 5, 6, 6}, {4, 1, 3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 4}}) {
+    SCOPED_TRACE(absl::StrCat("x ", absl::StrJoin(c.x, "x"), " w ", absl::StrJoin(c.w, "x"),
+                              " groups ", c.groups));
+    Array x = Random(c.x, 61), w = Random(c.w, 62);
+    Array want = Conv3dRef(x, w, c.stride, c.dil, c.pad, c.groups);
+    const std::string attrs = absl::StrCat(
+        "strides=[", absl::StrJoin(c.stride, ", "), "], dilation=[", absl::StrJoin(c.dil, ", "),
+        "], padding=[", absl::StrJoin(c.pad, ", "), "], groups=", c.groups);
+    CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(w.shape)),
+            absl::StrCat("            y = R.nn.conv3d(x, w, ", attrs, ")\n"),
+            {ToTensor(x), ToTensor(w)}, want);
+    if (c.groups != 1) continue;
+    Array blocked = Zeros({c.w[0] / 16, c.w[1], c.w[2], c.w[3], c.w[4], 16});
+    for (int64_t i = 0; i < w.size(); ++i) {
+      std::vector<int64_t> idx = w.Unravel(i);
+      blocked.at({idx[0] / 16, idx[1], idx[2], idx[3], idx[4], idx[0] % 16}) = w.data[i];
+    }
+    CheckOp(absl::StrCat("x: ", F32(x.shape), ", w: ", F32(blocked.shape)),
+            absl::StrCat("            y = R.nn.conv3d(x, w, ", attrs,
+                         ", kernel_layout=\"OIDHW16o\")\n"),
+            {ToTensor(x), ToTensor(blocked)}, want);
   }
 }
 

@@ -514,6 +514,18 @@ TEST(OpsTest, InferenceErrorsNameTheOperator) {
   EXPECT_THAT(parse_error(absl::StrCat("x: ", F32({1, 3, 8, 8}), ", w: ", F32({4, 2, 3, 3})),
                           "            y = R.nn.conv2d(x, w)\n"),
               HasSubstr("relax.nn.conv2d: the weight expects 2 x 1 input channels"));
+  EXPECT_THAT(parse_error(absl::StrCat("x: ", F32({1, 3, 4, 8, 8}), ", w: ", F32({4, 3, 3, 3})),
+                          "            y = R.nn.conv3d(x, w)\n"),
+              HasSubstr("relax.nn.conv3d: weight must have rank 5"));
+  EXPECT_THAT(parse_error(absl::StrCat("x: ", F32({1, 3, 4, 8, 8}), ", w: ", F32({4, 3, 3, 3, 3})),
+                          "            y = R.nn.conv3d(x, w, data_layout=\"NDHWC\")\n"),
+              HasSubstr("relax.nn.conv3d: data_layout \"NDHWC\" is not supported (NCDHW)"));
+  EXPECT_THAT(parse_error(absl::StrCat("x: ", F32({1, 3, 2, 8, 8}), ", w: ", F32({4, 3, 3, 3, 3})),
+                          "            y = R.nn.conv3d(x, w)\n"),
+              HasSubstr("relax.nn.conv3d: the kernel is larger than the padded input"));
+  EXPECT_THAT(parse_error(absl::StrCat("x: ", F32({1, 3, 4, 8, 8}), ", w: ", F32({4, 3, 3, 3, 3})),
+                          "            y = R.nn.conv3d(x, w, padding=[1, 1])\n"),
+              HasSubstr("relax.nn.conv3d: 'padding' takes 1, 3 or 6 values"));
   EXPECT_THAT(parse_error("a: R.Tensor((2, 3), dtype=\"int32\")", "            y = R.exp(a)\n"),
               HasSubstr("relax.exp: needs a floating-point tensor, got int32"));
   EXPECT_THAT(parse_error(absl::StrCat("a: ", F32({2, 3})),

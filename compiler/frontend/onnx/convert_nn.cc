@@ -1,6 +1,7 @@
 // Neural-network operators: Conv, ConvTranspose, Gemm, MatMul, pooling, Resize, MaxUnpool and the
 // losses (normalizations are in convert_norm.cc). 1-D
-// convolution and pooling run as 2-D with a height of 1, 3-D ones as 2-D ones over the depth taps.
+// convolution and pooling run as 2-D with a height of 1; a 3-D convolution is relax.nn.conv3d, 3-D
+// pooling runs as 2-D pooling over the depth taps.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -167,24 +168,11 @@ absl::StatusOr<Expr> ConvOf(Context& ctx, Expr x, Expr weight, const Expr& bias)
   std::vector<int64_t> kernel = ConstDims(std::vector<PrimExpr>(ws.begin() + 2, ws.end()));
   KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, xs, kernel));
   if (xs.size() == 5) {
-    // A depth tap of the kernel is a 2-D kernel: the weight's slice at kd (folded at compile
-    // time for a constant weight).
-    ir::Attrs attrs = WindowAttrs(Inner2d(w));
-    attrs.push_back({"groups", IntAttr(ctx.Int("group", 1))});
-    KILN_ASSIGN_OR_RETURN(
-        Expr y, Over3d(
-                    ctx, x, w, 0,
-                    [&](const Expr& folded, int64_t kd) -> absl::StatusOr<Expr> {
-                      KILN_ASSIGN_OR_RETURN(Expr tap, ctx.Call("relax.strided_slice", {weight},
-                                                               {{"axes", IntsAttr({2})},
-                                                                {"begin", IntsAttr({kd})},
-                                                                {"end", IntsAttr({kd + 1})},
-                                                                {"strides", IntsAttr({1})}}));
-                      KILN_ASSIGN_OR_RETURN(
-                          tap, ctx.Call("relax.squeeze", {tap}, {{"axis", IntsAttr({2})}}));
-                      return ctx.Call("relax.nn.conv2d", {folded, tap}, attrs);
-                    },
-                    "relax.add"));
+    ir::Attrs attrs = {{"strides", IntsAttr(w.strides)},
+                       {"dilation", IntsAttr(w.dilations)},
+                       {"padding", IntsAttr(w.pads)},
+                       {"groups", IntAttr(ctx.Int("group", 1))}};
+    KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.nn.conv3d", {x, weight}, attrs));
     if (bias) {
       KILN_ASSIGN_OR_RETURN(Expr b, PerChannel(ctx, bias, 5));
       KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.add", {y, b}));

@@ -1,6 +1,6 @@
 // Neural-network operators: linear, conv2d (NCHW or NHWC data, a kernel in any order of OIHW;
-// stride, padding, dilation, groups), conv2d_transpose, max/avg/adaptive-avg pooling.
-// Normalization and resizing are in norm_image_ops.cc.
+// stride, padding, dilation, groups), conv3d (NCDHW), conv2d_transpose, max/avg/adaptive-avg
+// pooling. Normalization and resizing are in norm_image_ops.cc.
 #include <algorithm>
 #include <optional>
 
@@ -374,6 +374,187 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
   return absl::OkStatus();
 }
 
+// ---- conv3d(data, weight, strides, padding, dilation, groups, data_layout, kernel_layout,
+// out_layout, out_dtype): NCDHW data by an OIDHW weight, or OIDHW<b>o as PackConstantWeights
+// packs it. One kernel for the whole window (a 3-D convolution as many 2-D ones, one per depth
+// tap, read and wrote its image once per tap). ----
+
+struct Conv3dShape {
+  int64_t stride[3] = {1, 1, 1};
+  int64_t dilation[3] = {1, 1, 1};
+  int64_t pad[6] = {0, 0, 0, 0, 0, 0};  // front, top, left, back, bottom, right (TVM's order)
+  int64_t groups = 1;
+  // "OIDHW<b>o": [O / b, I, D, H, W, b], a vector of b output channels one load.
+  int64_t o_block = 0;
+  bool padded() const {
+    return std::any_of(std::begin(pad), std::end(pad), [](int64_t p) { return p != 0; });
+  }
+};
+
+absl::StatusOr<Conv3dShape> ParseConv3d(const CallNode& call) {
+  Conv3dShape c;
+  for (const char* key : {"data_layout", "out_layout"}) {
+    absl::StatusOr<std::string> layout = StringAttr(call, key, "NCDHW");
+    if (!layout.ok()) return layout.status();
+    if (*layout != "NCDHW")
+      return OpError(call, absl::StrCat(key, " \"", *layout, "\" is not supported (NCDHW)"));
+  }
+  absl::StatusOr<std::string> kl = StringAttr(call, "kernel_layout", "OIDHW");
+  if (!kl.ok()) return kl.status();
+  if (*kl != "OIDHW" &&
+      (!absl::StartsWith(*kl, "OIDHW") || kl->size() < 7 || kl->back() != 'o' ||
+       !absl::SimpleAtoi(kl->substr(5, kl->size() - 6), &c.o_block) || c.o_block < 1)) {
+    return OpError(call,
+                   absl::StrCat("kernel_layout \"", *kl, "\" is not supported (OIDHW, OIDHW<b>o)"));
+  }
+  auto triple = [&](const char* key, int64_t* dst) -> absl::Status {
+    absl::StatusOr<std::optional<std::vector<int64_t>>> v = IntListAttr(call, key);
+    if (!v.ok()) return v.status();
+    if (!v->has_value()) return absl::OkStatus();
+    const std::vector<int64_t>& l = **v;
+    if (l.size() != 1 && l.size() != 3)
+      return OpError(call, absl::StrCat("'", key, "' takes 1 or 3 values"));
+    for (int d = 0; d < 3; ++d) {
+      dst[d] = l[l.size() == 1 ? 0 : d];
+      if (dst[d] < 1) return OpError(call, absl::StrCat("'", key, "' must be >= 1"));
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = triple("strides", c.stride); !s.ok()) return s;
+  if (absl::Status s = triple("dilation", c.dilation); !s.ok()) return s;
+  absl::StatusOr<std::optional<std::vector<int64_t>>> pad = IntListAttr(call, "padding");
+  if (!pad.ok()) return pad.status();
+  if (pad->has_value()) {
+    const std::vector<int64_t>& p = **pad;
+    if (p.size() != 1 && p.size() != 3 && p.size() != 6)
+      return OpError(call, "'padding' takes 1, 3 or 6 values");
+    for (int k = 0; k < 6; ++k) {
+      c.pad[k] = p.size() == 1 ? p[0] : p.size() == 3 ? p[k % 3] : p[k];
+      if (c.pad[k] < 0) return OpError(call, "'padding' must be >= 0");
+    }
+  }
+  absl::StatusOr<int64_t> groups = IntAttr(call, "groups", 1);
+  if (!groups.ok()) return groups.status();
+  if (*groups < 1) return OpError(call, "groups must be >= 1");
+  c.groups = *groups;
+  if (c.o_block && c.groups != 1) return OpError(call, "a blocked kernel_layout needs groups=1");
+  return c;
+}
+
+absl::StatusOr<StructInfo> InferConv3d(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<Conv3dShape> conv = ParseConv3d(call);
+  if (!conv.ok()) return conv.status();
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<const TensorStructInfoNode*> wt = TensorArg(call, 1);
+  if (!wt.ok()) return wt.status();
+  DataType dtype = (*x)->dtype;
+  absl::StatusOr<std::string> out_dtype = StringAttr(call, "out_dtype", "");
+  if (!out_dtype.ok()) return out_dtype.status();
+  if (!out_dtype->empty()) {
+    absl::StatusOr<DataType> d = DataType::Parse(*out_dtype);
+    if (!d.ok()) return OpError(call, "bad out_dtype");
+    if (!d->is_void()) dtype = *d;
+  }
+  const int weight_rank = conv->o_block ? 6 : 5;
+  if ((*x)->ndim >= 0 && (*x)->ndim != 5) return OpError(call, "data must have rank 5 (NCDHW)");
+  if ((*wt)->ndim >= 0 && (*wt)->ndim != weight_rank)
+    return OpError(call, absl::StrCat("weight must have rank ", weight_rank));
+  const std::vector<PrimExpr>* xd = DimsOf(**x);
+  const std::vector<PrimExpr>* wd = DimsOf(**wt);
+  if (xd == nullptr || wd == nullptr) return TensorSInfoUnknown(dtype, 5);
+  if (conv->o_block &&
+      ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[5], Int64(conv->o_block))))
+    return OpError(call, "the weight's last dimension must be the kernel_layout's block");
+  PrimExpr out_c = conv->o_block ? ctx.analyzer->Simplify((*wd)[0] * conv->o_block) : (*wd)[0];
+  if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[1] * conv->groups, (*xd)[1]))) {
+    return OpError(call,
+                   absl::StrCat("the weight expects ", DebugPrint((*wd)[1]), " x ", conv->groups,
+                                " input channels (groups), data has ", DebugPrint((*xd)[1])));
+  }
+  const int64_t* oc = AsConstInt(out_c);
+  if (oc != nullptr && *oc % conv->groups != 0)
+    return OpError(call, "output channels must divide by groups");
+  std::vector<PrimExpr> out = {(*xd)[0], out_c};
+  for (int d = 0; d < 3; ++d) {
+    PrimExpr span = (*xd)[2 + d] + (conv->pad[d] + conv->pad[d + 3]) -
+                    ((*wd)[2 + d] - 1) * conv->dilation[d] - 1;
+    PrimExpr extent = ctx.analyzer->Simplify(FloorDiv(span, Int64(conv->stride[d])) + 1);
+    const int64_t* c = AsConstInt(extent);
+    if (c != nullptr && *c < 1) return OpError(call, "the kernel is larger than the padded input");
+    out.push_back(extent);
+  }
+  return TensorSInfo(std::move(out), dtype);
+}
+
+absl::Status LegalizeConv3d(const CallNode& call, const std::vector<Buffer>& in,
+                            const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  absl::StatusOr<Conv3dShape> conv = ParseConv3d(call);
+  if (!conv.ok()) return conv.status();
+  const Buffer& x = in[0];
+  const Buffer& weight = in[1];
+  const DataType t = out[0]->dtype;
+  Buffer data = x;
+  if (conv->padded()) {
+    std::vector<PrimExpr> shape = x->shape;
+    for (int d = 0; d < 3; ++d) {
+      const int64_t* c = AsConstInt(shape[2 + d]);
+      const int64_t by = conv->pad[d] + conv->pad[d + 3];
+      shape[2 + d] = c != nullptr ? IntImm(shape[2 + d]->dtype, *c + by) : shape[2 + d] + by;
+    }
+    data = b.Temp("pad_temp", x->dtype, shape);
+    b.Compute("pad_temp", data, [&](const Indices& i) {
+      Indices src = i;
+      PrimExpr inside;
+      for (int d = 0; d < 3; ++d) {
+        src[2 + d] = i[2 + d] - conv->pad[d];
+        PrimExpr in_d = Binary(NodeKind::kAnd, IntImm(src[2 + d]->dtype, 0) <= src[2 + d],
+                               src[2 + d] < x->shape[2 + d]);
+        inside = inside ? Binary(NodeKind::kAnd, inside, in_d) : in_d;
+      }
+      return GuardedLoad(x, src, inside, MakeConst(x->dtype, 0));
+    });
+  }
+  const std::vector<PrimExpr> reductions = {weight->shape[1], weight->shape[2], weight->shape[3],
+                                            weight->shape[4]};
+  // The input element a (spatial, reduction) pair reads, at input channel `ic`.
+  auto input = [&](const Indices& s, const Indices& r, const PrimExpr& ic, int first_spatial) {
+    Indices xi = {s[0], ic};
+    for (int d = 0; d < 3; ++d) {
+      xi.push_back(s[first_spatial + d] * conv->stride[d] + r[1 + d] * conv->dilation[d]);
+    }
+    return Cast(t, Load(data, xi));
+  };
+  if (conv->o_block) {
+    // Accumulated in [N, O / b, OD, OH, OW, b], vectors of b output channels, then unpacked
+    // into NCDHW (the schedule rules fold the unpacking into the tile's write-back).
+    const std::vector<PrimExpr>& os = out[0]->shape;
+    Buffer packed = b.Temp("conv3d_packed", t,
+                           {os[0], weight->shape[0], os[2], os[3], os[4], weight->shape[5]});
+    b.Reduce("conv3d", packed, reductions, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+      return input(s, r, r[0], 2) * Cast(t, Load(weight, {s[1], r[0], r[1], r[2], r[3], s[5]}));
+    });
+    b.ComputeOver(
+        "conv3d_unpack", out[0], packed->shape,
+        [&](const Indices& i) -> Indices {
+          return {i[0], i[1] * conv->o_block + i[5], i[2], i[3], i[4]};
+        },
+        [&](const Indices& i) { return Load(packed, i); });
+    return absl::OkStatus();
+  }
+  const PrimExpr out_c = weight->shape[0];
+  b.Reduce("conv3d", out[0], reductions, Combiner::kSum, [&](const Indices& s, const Indices& r) {
+    const PrimExpr& oc = s[1];
+    // A depthwise convolution reads its own channel (an index affine in the loops).
+    const int64_t* oc_total = AsConstInt(out_c);
+    const bool depthwise = oc_total != nullptr && *oc_total == conv->groups;
+    PrimExpr group = depthwise ? oc : FloorDiv(oc, FloorDiv(out_c, Int64(conv->groups)));
+    PrimExpr ic = conv->groups == 1 ? r[0] : group * weight->shape[1] + r[0];
+    return input(s, r, ic, 2) * Cast(t, Load(weight, {oc, r[0], r[1], r[2], r[3]}));
+  });
+  return absl::OkStatus();
+}
+
 // ---- conv2d_transpose(data, weight, strides, padding, output_padding, dilation, groups) ----
 // NCHW data and an IOHW weight (in_channels, out_channels / groups, kh, kw), as ONNX's
 // ConvTranspose and PyTorch's ConvTranspose2d store it. The gradient of conv2d with respect to
@@ -693,6 +874,9 @@ void RegisterNNOps(std::vector<OpInfo>* ops) {
   ops->push_back({"relax.nn.conv2d", 2, InferConv2d, true, OpPattern::kOutEWiseFusable,
                   "2-D convolution (NCHW/OIHW or NHWC/HWIO; strides, padding, dilation, groups)",
                   LegalizeConv2d});
+  ops->push_back({"relax.nn.conv3d", 2, InferConv3d, true, OpPattern::kOutEWiseFusable,
+                  "3-D convolution (NCDHW/OIDHW; strides, padding, dilation, groups)",
+                  LegalizeConv3d});
   ops->push_back({"relax.nn.conv2d_transpose", 2, InferConv2dTranspose, true,
                   OpPattern::kOutEWiseFusable,
                   "2-D transposed convolution (NCHW/IOHW; strides, padding, output_padding, "

@@ -38,22 +38,29 @@ std::string BlockRows(const float* src, int64_t rows, int64_t cols, int64_t bloc
 
 const float* Data(const ConstantNode& c) { return reinterpret_cast<const float*>(c.bytes->data()); }
 
-// conv2d(x, W [O, I, H, W]) -> conv2d(x, W as [O / b, I, H, W, b], kernel_layout="OIHW<b>o").
+// conv2d(x, W [O, I, H, W]) -> conv2d(x, W as [O / b, I, H, W, b], kernel_layout="OIHW<b>o"),
+// and conv3d's OIDHW alike ("OIDHW<b>o").
 Expr PackConv(const CallNode& call, const target::CpuPolicy& policy) {
+  const bool three_d = std::string(OpName(&call)) == "relax.nn.conv3d";
+  const std::string data_layout = three_d ? "NCDHW" : "NCHW";
+  const std::string kernel_layout = three_d ? "OIDHW" : "OIHW";
   const auto* w = call.args[1].as<ConstantNode>();
-  if (!IsF32(w) || w->shape.size() != 4) return Expr();
-  if (StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
-      StringAttrOr(call.attrs, "kernel_layout", "OIHW") != "OIHW") {
+  if (!IsF32(w) || w->shape.size() != kernel_layout.size()) return Expr();
+  if (StringAttrOr(call.attrs, "data_layout", data_layout) != data_layout ||
+      StringAttrOr(call.attrs, "kernel_layout", kernel_layout) != kernel_layout) {
     return Expr();
   }
   const int64_t block = target::NchwWeightBlock(DescribeConv(call, *w), policy);
   if (block == 0) return Expr();
   const int64_t o = w->shape[0];
+  std::vector<int64_t> shape = w->shape;
+  shape[0] = o / block;
+  shape.push_back(block);
   Expr packed =
-      MakeConstant(w->dtype, {o / block, w->shape[1], w->shape[2], w->shape[3], block},
-                   BlockRows(Data(*w), o, w->shape[1] * w->shape[2] * w->shape[3], block));
+      MakeConstant(w->dtype, shape,
+                   BlockRows(Data(*w), o, static_cast<int64_t>(w->bytes->size()) / 4 / o, block));
   Attrs attrs = WithAttr(call.attrs, "kernel_layout",
-                         Make<ir::StringImmNode>(absl::StrCat("OIHW", block, "o")));
+                         Make<ir::StringImmNode>(absl::StrCat(kernel_layout, block, "o")));
   return MakeCall(call.op, {call.args[0], packed}, call.sinfo_args, attrs);
 }
 
@@ -119,9 +126,9 @@ class WeightPacker : public ExprMutator {
     if (call == nullptr || call->args.size() != 2) return visited;
     const std::string op = OpName(call);
     int64_t padded_to = 0;
-    Expr packed = op == "relax.nn.conv2d" ? PackConv(*call, policy_)
-                  : op == "relax.matmul"  ? PackMatmul(*call, bound_, policy_, &padded_to)
-                                          : Expr();
+    Expr packed = op == "relax.nn.conv2d" || op == "relax.nn.conv3d" ? PackConv(*call, policy_)
+                  : op == "relax.matmul" ? PackMatmul(*call, bound_, policy_, &padded_to)
+                                         : Expr();
     if (packed && padded_to) padded_[packed.get()] = padded_to;
     return packed ? packed : visited;
   }

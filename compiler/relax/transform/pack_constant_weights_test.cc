@@ -1,5 +1,5 @@
-// PackConstantWeights: constant conv2d weights in blocks of output channels (the target policy's
-// channel block), and the same results.
+// PackConstantWeights: constant conv2d and conv3d weights in blocks of output channels (the target
+// policy's channel block), and the same results.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -63,6 +63,29 @@ TEST(PackConstantWeightsTest, ConstantWeightsAreBlockedAndComputeTheSame) {
   // Built with and without the pass: the same numbers.
   const Array x = Random({2, 3, 7, 7}, 8);
   ExpectSameNumbersUnpacked(text, x);
+}
+
+// conv3d's OIDHW weight is blocked the same way (a 3-D convolution of R3D-18's shape, smaller).
+TEST(PackConstantWeightsTest, Conv3dWeightsAreBlockedAndComputeTheSame) {
+  const Array w = Random({32, 4, 3, 3, 3}, 13);
+  const std::string text = absl::StrCat(R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 4, 4, 6, 6), dtype="float32")):
+        with R.dataflow():
+            y = R.nn.conv3d(x, R.const()",
+                                        Literal(w), R"(, "float32"), padding=[1, 1, 1, 1, 1, 1])
+            gv = R.nn.relu(y)
+            R.output(gv)
+        return gv
+)");
+  absl::StatusOr<IRModule> packed = PackConstantWeights(ParseModule(text), kAvx512);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  const std::string printed = script::PrintScript(*packed);
+  EXPECT_THAT(printed, HasSubstr("kernel_layout=\"OIDHW16o\""));
+  EXPECT_THAT(printed, HasSubstr("R.Tensor((1, 32, 4, 6, 6), dtype=\"float32\") = R.nn.conv3d("));
+  ExpectSameNumbersUnpacked(text, Random({1, 4, 4, 6, 6}, 14));
 }
 
 TEST(PackConstantWeightsTest, SymbolicBatchIsPackedToo) {

@@ -26,7 +26,8 @@ absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod);
 //   - an NCHW conv2d (groups 1) with a multiple of b output channels gets its weight as
 //     [O / b, I, H, W, b], kernel_layout "OIHW<b>o": its kernel computes b output channels per
 //     vector, each multiply-add one broadcast input value and one contiguous weight load,
-//     whatever the image's width (NCHW rows of 7, 14 or 56 fill vectors badly);
+//     whatever the image's width (NCHW rows of 7, 14 or 56 fill vectors badly); an NCDHW
+//     conv3d alike, [O / b, I, D, H, W, b], kernel_layout "OIDHW<b>o";
 //   - a matmul of a constant [K, N] (or a transposed [N, K], a Linear's weight) with N a
 //     multiple of b gets it as [N / b, K, b], b_layout "NK<b>n": each block of columns is one
 //     contiguous stream, read at memory bandwidth when x has few rows.

@@ -38,8 +38,11 @@ ObjectRef IntList(const std::vector<int64_t>& values) {
 
 target::ConvDescription DescribeConv(const CallNode& call, const ConstantNode& w) {
   target::ConvDescription conv;
-  conv.out_channels = w.shape.size() == 4 ? w.shape[0] : 0;
-  conv.reduction = w.shape.size() == 4 ? w.shape[1] * w.shape[2] * w.shape[3] : 0;
+  // OIHW or OIDHW: the output channels, then what each output sums over.
+  const bool known = w.shape.size() == 4 || w.shape.size() == 5;
+  conv.out_channels = known ? w.shape[0] : 0;
+  conv.reduction = known ? 1 : 0;
+  for (size_t d = 1; known && d < w.shape.size(); ++d) conv.reduction *= w.shape[d];
   if (ObjectRef groups = GetAttr(call.attrs, "groups")) {
     const PrimExpr g_expr = groups.as<PrimExprNode>() ? groups.as_ref<PrimExprNode>() : PrimExpr();
     const int64_t* g = g_expr ? AsConstInt(g_expr) : nullptr;
@@ -47,7 +50,8 @@ target::ConvDescription DescribeConv(const CallNode& call, const ConstantNode& w
   }
   const auto* out = call.struct_info() ? call.struct_info().as<TensorStructInfoNode>() : nullptr;
   const std::vector<PrimExpr>* dims = out != nullptr ? out->dims() : nullptr;
-  const int64_t* width = dims != nullptr && dims->size() == 4 ? AsConstInt((*dims)[3]) : nullptr;
+  const int64_t* width =
+      dims != nullptr && dims->size() == w.shape.size() ? AsConstInt(dims->back()) : nullptr;
   conv.out_width = width != nullptr ? *width : -1;
   conv.max_stride = 1;
   if (const auto* list = GetAttr(call.attrs, "strides").as<ir::ArrayNode>()) {
@@ -57,7 +61,8 @@ target::ConvDescription DescribeConv(const CallNode& call, const ConstantNode& w
       conv.max_stride = s == nullptr || conv.max_stride < 0 ? -1 : std::max(conv.max_stride, *s);
     }
   }
-  conv.flat_pointwise = ops::Conv2dIsFlatPointwise(call);
+  conv.flat_pointwise =
+      std::string(OpName(&call)) == "relax.nn.conv2d" && ops::Conv2dIsFlatPointwise(call);
   return conv;
 }
 

@@ -142,6 +142,22 @@ void AddConvCases(std::vector<OpCase>* cases) {
                         {AttrInts("pads", {1, 1}), AttrInts("strides", {2})}));
 }
 
+// Added after the others, so that their seeds (and committed references) stay as they were.
+void AddConv3dCases(std::vector<OpCase>* cases) {
+  // 3-D: 16 output channels over a reduction of 81 (the packed OIDHW16o weight), then strides,
+  // dilations and asymmetric pads per axis, groups, and a depthwise one.
+  cases->push_back(Conv("conv_3d", {1, 3, 5, 6, 7}, {16, 3, 3, 3, 3}, true,
+                        {AttrInts("pads", {1, 1, 1, 1, 1, 1})}));
+  cases->push_back(Conv("conv_3d_strides_dilations", {2, 4, 7, 8, 9}, {5, 4, 3, 2, 3}, false,
+                        {AttrInts("strides", {2, 1, 2}), AttrInts("dilations", {1, 2, 1}),
+                         AttrInts("pads", {0, 1, 2, 1, 0, 1})}));
+  cases->push_back(
+      Conv("conv_3d_groups", {1, 4, 4, 5, 5}, {6, 2, 3, 3, 3}, true, {AttrInt("group", 2)}));
+  cases->push_back(Conv(
+      "conv_3d_depthwise", {1, 4, 5, 5, 5}, {4, 1, 3, 3, 3}, true,
+      {AttrInt("group", 4), AttrInts("pads", {1, 1, 1, 1, 1, 1}), AttrInts("strides", {2, 2, 2})}));
+}
+
 void AddMatrixCases(std::vector<OpCase>* cases) {
   {
     OpCase c = Case("gemm_transb_bias", 13);
@@ -609,6 +625,7 @@ std::vector<OpCase> AllOpCases() {
   AddNormPoolCases(&cases);
   AddShapeCases(&cases);
   AddResizeCases(&cases);
+  AddConv3dCases(&cases);
   return cases;
 }
 
