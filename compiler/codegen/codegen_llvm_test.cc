@@ -104,6 +104,12 @@ class Module:
             for j in range(1024):
                 B[i, j] = A[i, j] + T.float32(1)
     @T.prim_func
+    def once_around_parallel(A: T.Buffer((1, 256, 1024), "float32"), B: T.Buffer((1, 256, 1024), "float32")):
+        for n in range(1):
+            for i in T.parallel(256):
+                for j in range(1024):
+                    B[n, i, j] = A[n, i, j] + T.float32(1)
+    @T.prim_func
     def padded_row(A: T.Buffer((3, 10), "float32"), B: T.Buffer((3, 16), "float32")):
         for i in range(3):
             for j in T.vectorized(16):
@@ -326,6 +332,19 @@ TEST_F(CodegenTest, ConstantShapesGiveAParallelTaskConstantStrides) {
       << "the closure of large_parallel carries more than its buffers' data pointers";
   Tensor a = Random({256, 1024}, 14), b = Make({256, 1024}, "float32");
   ASSERT_TRUE(Kernel("large_parallel")({a, b}).ok());
+  for (int i = 0; i < 256 * 1024; i += 1021) EXPECT_EQ(F(b)[i], F(a)[i] + 1.0f) << i;
+}
+
+TEST_F(CodegenTest, ALoopThatRunsOnceIsItsIndexAConstantEvenInAParallelTask) {
+  // The batch loop of extent 1 around a parallel loop: no loop is emitted, and the task gets its
+  // index as the constant 0, not a value from the closure (an accumulator tile indexed by such a
+  // value stayed in memory, each multiply-add loading and storing it).
+  const std::string kernel = KernelIr("once_around_parallel");
+  EXPECT_THAT(kernel, ::testing::Not(HasSubstr("%n = phi")));
+  EXPECT_THAT(kernel, HasSubstr("alloca { ptr, i64, i64, ptr, ptr }"))
+      << "the closure carries the index of the loop that runs once";
+  Tensor a = Random({1, 256, 1024}, 15), b = Make({1, 256, 1024}, "float32");
+  ASSERT_TRUE(Kernel("once_around_parallel")({a, b}).ok());
   for (int i = 0; i < 256 * 1024; i += 1021) EXPECT_EQ(F(b)[i], F(a)[i] + 1.0f) << i;
 }
 

@@ -160,10 +160,14 @@ void KernelCodeGen::For(const ForNode& f) {
     }
   }
   // Short unrolled loops with constant bounds are unrolled here, so that what follows (LICM,
-  // register allocation) sees straight-line code.
+  // register allocation) sees straight-line code; so is a loop that runs once (a tile of one),
+  // whatever its kind, so that the indices it takes part in are constants: an accumulator tile
+  // indexed by such a loop's variable stayed in memory.
   const int64_t* umin = AsConstInt(f.min);
   const int64_t* uext = AsConstInt(f.extent);
-  if (f.for_kind == ForKind::kUnrolled && umin != nullptr && uext != nullptr && *uext <= 16) {
+  const bool once = uext != nullptr && *uext == 1 && f.for_kind != ForKind::kVectorized;
+  if ((f.for_kind == ForKind::kUnrolled || once) && umin != nullptr && uext != nullptr &&
+      *uext <= 16) {
     for (int64_t i = 0; i < *uext && status_.ok(); ++i) {
       vars_[f.loop_var.get()] = llvm::ConstantInt::get(Type(f.loop_var->dtype), *umin + i, true);
       Stmt(f.body);
@@ -284,8 +288,15 @@ void KernelCodeGen::ParallelLoop(const ForNode& f) {
   uses.VisitStmt(f.body);
   std::vector<const Object*> vars, buffers;
   std::vector<llvm::Type*> fields = {ptr_, i64_, i64_};  // ctx, min, extent
+  // A variable that is a constant here (the index of a loop that runs once) stays a constant in
+  // the task, as constant strides do: an accumulator tile indexed by it then stays in registers.
+  std::vector<std::pair<const Object*, llvm::Value*>> constants;
   for (const VarNode* v : uses.vars) {
     if (vars_.count(v) == 0 || std::find(vars.begin(), vars.end(), v) != vars.end()) continue;
+    if (llvm::isa<llvm::Constant>(vars_[v])) {
+      constants.emplace_back(v, vars_[v]);
+      continue;
+    }
     vars.push_back(v);
     fields.push_back(vars_[v]->getType());
   }
@@ -351,6 +362,7 @@ void KernelCodeGen::ParallelLoop(const ForNode& f) {
   llvm::Value* task_min = load(i64_);
   llvm::Value* task_extent = load(i64_);
   for (const Object* v : vars) vars_[v] = load(fields[field]);
+  for (const auto& [v, value] : constants) vars_[v] = value;
   for (const Object* bn : buffers) {
     BufferInfo info = saved_buffers[bn];
     info.data = load(ptr_);

@@ -48,8 +48,11 @@ TEST(ComputeLocationTest, ADepthwisePaddingIsComputedPerChannelUnderTheParallelL
   ASSERT_NE(parallel, std::string::npos);
   ASSERT_NE(pad, std::string::npos);
   EXPECT_LT(parallel, pad);  // under the parallel loop, not at the root
-  // Only the block's 4 channels, each 16 x 16 padded rows.
-  EXPECT_THAT(scheduled, HasSubstr("for ax0, ax1 in T.grid(4, 16):"));
+  // Only the block's channel (a depthwise tile is one channel's rows: channels share no input),
+  // 16 x 16 padded values.
+  EXPECT_THAT(scheduled,
+              HasSubstr("for c_0 in T.parallel(32):\n                for ax0 in range(16):\n"
+                        "                    for ax1 in T.vectorized(16):"));
   testing::ExpectSameNumbers(*mod, *sch);
 }
 

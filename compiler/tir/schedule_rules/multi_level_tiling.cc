@@ -18,10 +18,14 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
   // A strided input row (a stride-2 convolution's) costs two loads and a shuffle per vector:
   // where output channels share it, fewer rows, so that each vector serves more of them.
   const int64_t rows = SharedStridedRead(info, info.loop_iter_vars[last_spatial]) ? 2 : 4;
+  const bool windows_only = OnlyWindowReductions(info);
   int row_loop = -1;
   for (int k = last_spatial - 1; k >= 0; --k) {
     const int64_t* extent = ConstExtent(info.loops[k]);
     if (info.loop_kinds[k] != IterKind::kSpatial || extent == nullptr) continue;
+    // A depthwise convolution's channels (or a pool's) share no input vector: the budget goes
+    // to the rows, whose windows overlap.
+    if (windows_only && PrivateToVectorReads(info, k, info.loop_iter_vars[last_spatial])) continue;
     // The row loop shares its budget with the next loop out (a conv's output channels), so a
     // tile reuses both each input vector and each broadcast weight.
     inner[k] = LargestDivisor(*extent, std::min<int64_t>(row_loop < 0 ? rows : 8, budget));
@@ -82,18 +86,24 @@ std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last
     inner_pixels[k] =
         DisjointReads(info, info.loop_iter_vars[k], info.loop_iter_vars[last_spatial]);
   }
+  // A block whose reductions all slide windows (a depthwise convolution, pooling): the window
+  // goes innermost (R1), unrolled around the register tile, so that LLVM loads each input
+  // vector once for every tap and output that overlaps it; and the columns iterate inside the
+  // rows (S1), so that a band of rows stays in L1 while the tile walks along it.
+  const bool windows_only = OnlyWindowReductions(info);
   std::vector<std::vector<int64_t>> tiles(n);
   for (size_t k = 0; k < n; ++k) {
     const int64_t* extent = ConstExtent(info.loops[k]);
     if (extent == nullptr) continue;
     if (info.loop_kinds[k] != IterKind::kSpatial) {
-      tiles[k] = {*extent, 1};
+      tiles[k] = windows_only ? std::vector<int64_t>{1, *extent} : std::vector<int64_t>{*extent, 1};
       continue;
     }
     const int64_t rest = *extent / inner[k];
-    tiles[k] = static_cast<int>(k) == row_loop || inner_pixels[k]
-                   ? std::vector<int64_t>{1, rest, 1, inner[k]}
-                   : std::vector<int64_t>{rest, 1, 1, inner[k]};
+    const bool s1 = static_cast<int>(k) == row_loop || inner_pixels[k] ||
+                    (windows_only && static_cast<int>(k) == last_spatial);
+    tiles[k] = s1 ? std::vector<int64_t>{1, rest, 1, inner[k]}
+                  : std::vector<int64_t>{rest, 1, 1, inner[k]};
   }
   // A strided input row that output channels share (the stride-2 image of a network's first
   // convolution): its window loops go innermost (R1) and a block of up to a vector's lanes of
@@ -215,20 +225,42 @@ void VectorizeWriteBack(Schedule& sch, BlockRV block, LoopRV at) {
     const int64_t* extent = ConstExtent(info->loops[info->loops.size() - inner.size() + k]);
     return loop.ok() && row_loops.count(*loop) > 0 && extent != nullptr && *extent > 1;
   };
+  // The extents of the loops under `at`, before any reorder.
+  std::vector<int64_t> extents;
+  for (size_t k = 0; k < inner.size() && info != nullptr; ++k) {
+    const int64_t* extent = ConstExtent(info->loops[info->loops.size() - inner.size() + k]);
+    extents.push_back(extent != nullptr ? *extent : -1);
+  }
+  size_t vectorized = inner.size() - 1;
   if (!inner.empty() && !row_loops.empty() && !walks_row(inner.size() - 1)) {
     for (size_t k = inner.size() - 1; k-- > 0;) {
       if (!walks_row(k)) continue;
       std::vector<LoopRV> order = inner;
       order.erase(order.begin() + static_cast<std::ptrdiff_t>(k));
       order.push_back(inner[k]);
-      if (sch.Reorder(order).ok()) {
-        (void)sch.Vectorize(inner[k]);
-        return;
-      }
+      if (sch.Reorder(order).ok()) vectorized = k;
       break;
     }
   }
-  (void)sch.Vectorize(loops->back());
+  if (inner.empty()) {
+    (void)sch.Vectorize(loops->back());
+    return;
+  }
+  (void)sch.Vectorize(inner[vectorized]);
+  // A write-back of the register tile is unrolled whole: with every access to the accumulators
+  // at a constant offset, LLVM keeps them in registers (one loop over 14 rows of them kept the
+  // whole tile in memory, and each multiply-add loaded and stored its accumulator).
+  if (extents.size() != inner.size()) return;
+  int64_t copies = 1;
+  for (size_t k = 0; k < inner.size(); ++k) {
+    if (k == vectorized) continue;
+    if (extents[k] < 0) return;
+    copies *= extents[k];
+  }
+  if (copies > kMaxWriteBackCopies) return;
+  for (size_t k = 0; k < inner.size(); ++k) {
+    if (k != vectorized && extents[k] > 1) (void)sch.Unroll(inner[k]);
+  }
 }
 
 }  // namespace
@@ -342,6 +374,21 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
       placed.insert(*sch.BlockName(*init));
       absl::StatusOr<std::vector<LoopRV>> inner = sch.GetLoops(*init);
       if (inner.ok() && !inner->empty()) (void)sch.Vectorize(inner->back());
+      // Unrolled whole, as the write-back is (the accumulators stay in registers).
+      const std::vector<BlockInfo> all = Blocks(sch);
+      const BlockInfo* init_info = Find(all, *sch.BlockName(*init));
+      const size_t tile_loops = s_tiles[2].size() + s_tiles[3].size();
+      if (inner.ok() && init_info != nullptr && inner->size() >= tile_loops &&
+          init_info->loops.size() == inner->size()) {
+        int64_t copies = 1;
+        for (size_t k = inner->size() - tile_loops; k + 1 < inner->size(); ++k) {
+          const int64_t* extent = ConstExtent(init_info->loops[k]);
+          copies = extent != nullptr ? copies * *extent : kMaxWriteBackCopies + 1;
+        }
+        for (size_t k = inner->size() - tile_loops;
+             copies <= kMaxWriteBackCopies && k + 1 < inner->size(); ++k)
+          (void)sch.Unroll((*inner)[k]);
+      }
     }
   }
   // Parallel: the outermost of the symbolic and S0 loops that iterates (not fused, so that each

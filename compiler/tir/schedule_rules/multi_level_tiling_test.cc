@@ -118,8 +118,10 @@ class Module:
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   std::string text = script::PrintScript(*lowered);
   // Each channel (ax2_1, a scalar index) stores a 4-wide segment of its row; the lanes are read
-  // 16 apart in the accumulator tile.
-  EXPECT_THAT(text, HasSubstr("for ax0_1, ax2_1 in T.grid(2, 16):\n"));
+  // 16 apart in the accumulator tile. The write-back is unrolled whole (32 stores), so that
+  // every access to the accumulators is at a constant offset.
+  EXPECT_THAT(text, HasSubstr("for ax0_1 in T.unroll(2):\n"));
+  EXPECT_THAT(text, HasSubstr("for ax2_1 in T.unroll(16):\n"));
   EXPECT_THAT(text, HasSubstr("Y[n_0 + n_1, o_0 * 16 + o_1 * 16 + b_0 * 16 + b_1 * 16 + ax2_1, "
                               "h_0 * 2 + h_1 * 2 + ax0_1, T.Ramp(w_0 * 16 + w_1 * 4, 1, 4)] = "
                               "P_local[T.Ramp("));
@@ -200,6 +202,43 @@ class Module:
   EXPECT_THAT(scheduled, HasSubstr("for kh_1 in T.unroll(3):"));
   EXPECT_THAT(scheduled, HasSubstr("for kw_1 in T.unroll(3):"));
   EXPECT_THAT(scheduled, HasSubstr("for h_3 in T.unroll(2):"));
+  testing::ExpectSameNumbers(*mod, *sch);
+}
+
+// A depthwise convolution: its channels share no input, so the register tile is rows of one
+// channel (14 rows of an 8-lane vector: the budget of 16 accumulators its channels would have
+// taken goes to the rows), with the window innermost and unrolled around it, so that each input
+// vector is loaded once for every tap and row that reads it; the columns iterate inside the
+// rows, and the accumulators are zeroed and written back by unrolled code.
+TEST(MultiLevelTilingTest, ADepthwiseTileIsRowsOfOneChannelWithTheWindowInside) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def dw(X: T.Buffer((1, 32, 58, 58), "float32"), W: T.Buffer((32, 1, 3, 3), "float32"), Y: T.Buffer((1, 32, 56, 56), "float32")):
+        for n, c, h, w, kh, kw in T.grid(1, 32, 56, 56, 3, 3):
+            with T.block("dw"):
+                vn, vc, vh, vw, vkh, vkw = T.axis.remap("SSSSRR", [n, c, h, w, kh, kw])
+                T.reads(X[vn, vc, vh + vkh, vw + vkw], W[vc, 0, vkh, vkw])
+                T.writes(Y[vn, vc, vh, vw])
+                with T.init():
+                    Y[vn, vc, vh, vw] = T.float32(0)
+                Y[vn, vc, vh, vw] = Y[vn, vc, vh, vw] + X[vn, vc, vh + vkh, vw + vkw] * W[vc, 0, vkh, vkw]
+)");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "dw", kAvx512);
+  ASSERT_TRUE(sch.ok()) << sch.status();
+  const std::string scheduled = script::PrintScript(sch->mod());
+  EXPECT_THAT(scheduled, HasSubstr("for c_0 in T.parallel(32):"));
+  EXPECT_THAT(scheduled,
+              HasSubstr("for h_0, w_0, n_1, c_1, h_1, w_1 in T.grid(1, 1, 1, 1, 4, 7):"));
+  EXPECT_THAT(scheduled, HasSubstr("for kh_1 in T.unroll(3):"));
+  EXPECT_THAT(scheduled, HasSubstr("for kw_1 in T.unroll(3):"));
+  EXPECT_THAT(scheduled, HasSubstr("for c_3 in T.unroll(1):"));
+  EXPECT_THAT(scheduled, HasSubstr("for h_3 in T.unroll(14):"));
+  EXPECT_THAT(scheduled, HasSubstr("for w_3 in T.vectorized(8):"));
+  EXPECT_THAT(scheduled, HasSubstr("for h_3_init in T.unroll(14):"));
+  EXPECT_THAT(scheduled, HasSubstr("for ax0_1 in T.unroll(14):"));
   testing::ExpectSameNumbers(*mod, *sch);
 }
 

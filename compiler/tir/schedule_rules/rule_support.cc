@@ -208,6 +208,45 @@ bool WindowReduction(const BlockInfo& info, size_t k) {
   return false;
 }
 
+bool OnlyWindowReductions(const BlockInfo& info) {
+  bool any = false;
+  for (size_t k = 0; k < info.loops.size(); ++k) {
+    if (info.loop_kinds[k] != IterKind::kReduce) continue;
+    const int64_t* extent = ConstExtent(info.loops[k]);
+    if (extent == nullptr) return false;
+    if (*extent == 1) continue;  // a depthwise convolution's one input channel per group
+    if (!WindowReduction(info, k)) return false;
+    any = true;
+  }
+  return any;
+}
+
+bool PrivateToVectorReads(const BlockInfo& info, size_t k, const ir::VarNode* v) {
+  const ir::VarNode* own = info.loop_iter_vars[k];
+  // The reduction variables that iterate (extent above 1).
+  std::set<const ir::VarNode*> reducing;
+  for (size_t j = 0; j < info.loops.size(); ++j) {
+    const int64_t* extent = ConstExtent(info.loops[j]);
+    if (info.loop_kinds[j] == IterKind::kReduce && (extent == nullptr || *extent > 1))
+      reducing.insert(info.loop_iter_vars[j]);
+  }
+  bool plain = false;
+  for (const ir::BufferRegion& r : info.block->reads) {
+    if (r->buffer.get() == Output(info) || !VarsIn(r).count(v)) continue;
+    for (const ir::Range& range : r->region) {
+      bool has_own = false, slides = false;
+      ir::PostOrderVisit(range->min, [&](const ir::PrimExpr& e) {
+        const auto* var = e.as<ir::VarNode>();
+        has_own |= var == own;
+        slides |= var != nullptr && reducing.count(var) > 0;
+      });
+      if (has_own && slides) return false;
+      plain |= has_own;
+    }
+  }
+  return plain;
+}
+
 // The product of the constant extents of loops[from, to) (a symbolic extent counts 1).
 int64_t Iterations(const std::vector<const ForNode*>& loops, size_t from, size_t to) {
   int64_t n = 1;

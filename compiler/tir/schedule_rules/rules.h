@@ -70,6 +70,13 @@ bool DisjointReads(const BlockInfo& info, const ir::VarNode* a, const ir::VarNod
 bool SharedStridedRead(const BlockInfo& info, const ir::VarNode* v);
 // Whether the reduction loop `k` slides a window (oh * s + kh).
 bool WindowReduction(const BlockInfo& info, size_t k);
+// Whether every reduction of the block that iterates slides a window (a depthwise convolution,
+// pooling): no loop sums over input channels, so outputs share only what their windows overlap.
+bool OnlyWindowReductions(const BlockInfo& info);
+// Whether the spatial loop `k` indexes the reads that the vectorized loop's `v` indexes only
+// plainly, never beside a window (a depthwise convolution's channel beside its vectorized
+// columns): outputs along it share no input vector, so a register tile gains nothing by it.
+bool PrivateToVectorReads(const BlockInfo& info, size_t k, const ir::VarNode* v);
 // The product of the constant extents of loops[from, to) (a symbolic extent counts 1).
 int64_t Iterations(const std::vector<const ForNode*>& loops, size_t from, size_t to);
 // A reduction over a window whose innermost spatial loop walks the innermost dimension of what
@@ -88,6 +95,9 @@ inline int64_t InnerTileBound(const target::CpuPolicy& policy) {
 }
 // At most this many copies of a loop body are unrolled.
 constexpr int64_t kMaxUnrollSteps = 256;
+// A write-back of at most this many vectors is unrolled whole (a register tile's: at most the
+// register file).
+constexpr int64_t kMaxWriteBackCopies = 32;
 
 // Hands the rules their decisions in order; one not given is the rule's heuristic choice or a
 // sample, and one that does not fit is sampled afresh.
