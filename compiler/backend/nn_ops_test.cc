@@ -121,7 +121,12 @@ TEST(OpsTest, Conv2dLayoutsStridesPaddingDilationGroups) {
                                          {4, 6, 3, 2, 0, 1, 1},
                                          {4, 4, 3, 1, 2, 2, 1},
                                          {6, 6, 3, 1, 1, 1, 6},
-                                         {4, 8, 1, 1, 0, 1, 2}}) {
+                                         {4, 8, 1, 1, 0, 1, 2},
+                                         // Depthwise striding 2 (NCHW: deinterleaved columns),
+                                         // padded or not, dilated.
+                                         {6, 6, 3, 2, 1, 1, 6},
+                                         {6, 6, 3, 2, 0, 1, 6},
+                                         {4, 4, 3, 2, 2, 2, 4}}) {
     SCOPED_TRACE(absl::StrCat("C=", c.c, " O=", c.o, " k=", c.k, " stride=", c.stride,
                               " pad=", c.pad, " dil=", c.dil, " groups=", c.groups));
     Array x = Random({2, c.c, 9, 10}, 22), w = Random({c.o, c.c / c.groups, c.k, c.k}, 23);

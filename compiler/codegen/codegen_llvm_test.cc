@@ -115,6 +115,11 @@ class Module:
             for j in T.vectorized(16):
                 B[i, j] = T.Select(-1 <= j - 3 and j - 3 < 12, A[i, T.min(T.max(j - 3, 0), 9)], T.float32(-1))
     @T.prim_func
+    def padded_every_other(A: T.Buffer((3, 10), "float32"), B: T.Buffer((3, 2, 7), "float32")):
+        for i, p in T.grid(3, 2):
+            for j in T.vectorized(7):
+                B[i, p, j] = T.Select(0 <= j * 2 + p - 1 and j * 2 + p - 1 < 10, A[i, T.min(T.max(j * 2 + p - 1, 0), 9)], T.float32(-1))
+    @T.prim_func
     def math(A: T.Buffer((5,), "float32"), E: T.Buffer((5,), "float32"), H: T.Buffer((5,), "float32"), S: T.Buffer((5,), "float32")):
         for i in T.vectorized(5):
             E[i] = T.exp(A[i])
@@ -306,6 +311,26 @@ TEST_F(CodegenTest, AGuardedRowLoadIsOneMaskedLoad) {
   const std::string kernel = KernelIr("padded_row");
   EXPECT_THAT(kernel, HasSubstr("llvm.masked.load"));
   EXPECT_THAT(kernel, ::testing::Not(HasSubstr("gather")));
+}
+
+// The deinterleaved, padded rows of a stride-2 depthwise convolution: every other element of a
+// guarded row is one masked load and a shuffle, not a gather.
+TEST_F(CodegenTest, AGuardedStrideTwoRowLoadIsOneMaskedLoadAndAShuffle) {
+  const std::string kernel = KernelIr("padded_every_other");
+  EXPECT_THAT(kernel, HasSubstr("llvm.masked.load"));
+  EXPECT_THAT(kernel, HasSubstr("shufflevector"));
+  EXPECT_THAT(kernel, ::testing::Not(HasSubstr("gather")));
+  Tensor a = Random({3, 10}, 16), b = Make({3, 2, 7}, "float32");
+  ASSERT_TRUE(Kernel("padded_every_other")({a, b}).ok());
+  for (int i = 0; i < 3; ++i) {
+    for (int p = 0; p < 2; ++p) {
+      for (int j = 0; j < 7; ++j) {
+        const int column = j * 2 + p - 1;
+        const float want = column >= 0 && column < 10 ? F(a)[i * 10 + column] : -1.0f;
+        EXPECT_EQ(F(b)[(i * 2 + p) * 7 + j], want) << i << " " << p << " " << j;
+      }
+    }
+  }
 }
 
 TEST_F(CodegenTest, AParallelLoopTooSmallToPayForThreadsRunsSerially) {

@@ -37,6 +37,9 @@
 
 namespace kiln::codegen::kernel {
 
+// A vector load striding at most this far is one wide load and a shuffle; beyond, a gather.
+constexpr int64_t kMaxLoadStride = 4;
+
 llvm::Value* KernelCodeGen::Index(const PrimExpr& e) {
   llvm::Value* v = Expr(e);
   if (!v) return nullptr;
@@ -122,11 +125,10 @@ void KernelCodeGen::ContiguousStore(const BufferInfo& info, llvm::Value* base, l
 
 llvm::Value* KernelCodeGen::StridedLoad(const BufferInfo& info,
                                         const std::vector<PrimExpr>& indices, DataType t) {
-  constexpr int64_t kMaxStride = 4;
   if (indices.empty() || t.is_bool()) return nullptr;
   const auto* ramp = indices.back().as<RampNode>();
   const auto* stride = ramp != nullptr ? ramp->stride.as<IntImmNode>() : nullptr;
-  if (stride == nullptr || stride->value < 2 || stride->value > kMaxStride) return nullptr;
+  if (stride == nullptr || stride->value < 2 || stride->value > kMaxLoadStride) return nullptr;
   for (size_t d = 0; d + 1 < indices.size(); ++d) {
     if (indices[d]->dtype.lanes() != 1) return nullptr;
   }
@@ -161,7 +163,8 @@ llvm::Value* KernelCodeGen::GuardedRowLoad(const SelectNode& select, DataType t)
   }
   const auto* ramp = index.as<RampNode>();
   const auto* stride = ramp != nullptr ? ramp->stride.as<IntImmNode>() : nullptr;
-  if (stride == nullptr || stride->value != 1 || ramp->lanes != t.lanes() || (!lo && !hi))
+  if (stride == nullptr || stride->value < 1 || stride->value > kMaxLoadStride ||
+      ramp->lanes != t.lanes() || (!lo && !hi))
     return nullptr;
   std::vector<PrimExpr> at = load->indices;
   for (size_t d = 0; d + 1 < at.size(); ++d) {
@@ -194,6 +197,37 @@ llvm::Value* KernelCodeGen::GuardedRowLoad(const SelectNode& select, DataType t)
   if (!base) return nullptr;
   if (!cond->getType()->isVectorTy()) cond = b_.CreateVectorSplat(t.lanes(), cond);
   if (!fill->getType()->isVectorTy()) fill = b_.CreateVectorSplat(t.lanes(), fill);
+  if (stride->value > 1) {
+    // Every stride-th element of one masked load of the whole span (a deinterleaved row of a
+    // stride-2 convolution's padded input), its elements past the bounds masked off; the lanes
+    // the index clamps take the edge values.
+    const int s = static_cast<int>(stride->value);
+    const int span = (t.lanes() - 1) * s + 1;
+    llvm::Value* row_base = Expr(ramp->base);
+    if (!row_base) return nullptr;
+    std::vector<llvm::Constant*> offsets;
+    for (int k = 0; k < span; ++k)
+      offsets.push_back(llvm::ConstantInt::get(row_base->getType(), k));
+    llvm::Value* wide =
+        b_.CreateAdd(b_.CreateVectorSplat(span, row_base), llvm::ConstantVector::get(offsets));
+    llvm::Value* inside = nullptr;
+    for (const PrimExpr& bound : {lo, hi}) {
+      if (!bound) continue;
+      llvm::Value* splat = b_.CreateVectorSplat(span, Expr(bound));
+      llvm::Value* ok =
+          bound.get() == lo.get() ? b_.CreateICmpSGE(wide, splat) : b_.CreateICmpSLE(wide, splat);
+      inside = inside ? b_.CreateAnd(inside, ok) : ok;
+    }
+    llvm::Type* elem = MemType(info->dtype.element_of());
+    llvm::Value* address = b_.CreateGEP(elem, info->data, base);
+    llvm::Value* all = b_.CreateMaskedLoad(llvm::FixedVectorType::get(elem, span), address,
+                                           llvm::Align(info->dtype.bytes()), inside);
+    std::vector<int> picks;
+    for (int k = 0; k < t.lanes(); ++k) picks.push_back(k * s);
+    llvm::Value* picked = FromMemory(b_.CreateShuffleVector(all, picks), t);
+    llvm::Value* value = b_.CreateSelect(in_range, picked, FromMemory(edges, t));
+    return b_.CreateSelect(cond, value, fill);
+  }
   // Lanes masked off are never read: the ramp may run past the row, even past the buffer (so
   // the address is no inbounds GEP).
   llvm::Value* address = b_.CreateGEP(MemType(info->dtype.element_of()), info->data, base);

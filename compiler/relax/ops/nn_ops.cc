@@ -279,13 +279,21 @@ Buffer PadSpatial(tir::ComputeBuilder& b, const Buffer& x, const Window& w, cons
   return padded;
 }
 
+// A depthwise convolution (one output channel per group) over NCHW data, an OIHW weight,
+// striding 2 along the rows.
+bool DeinterleavesColumns(const ConvShape& conv, const PrimExpr& out_c) {
+  const int64_t* channels = AsConstInt(out_c);
+  return !conv.window.nhwc && !conv.out_nhwc && !conv.o_block && !conv.w_block && conv.o == 0 &&
+         conv.i == 1 && channels != nullptr && *channels == conv.groups &&
+         conv.window.stride[1] == 2;
+}
+
 absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
                             const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
   absl::StatusOr<ConvShape> conv = ParseConv(call);
   if (!conv.ok()) return conv.status();
   const Window& w = conv->window;
   const Buffer& weight = in[1];
-  Buffer data = PadSpatial(b, in[0], w, MakeConst(in[0]->dtype, 0));
   PrimExpr in_c = weight->shape[conv->i];
   PrimExpr kh = weight->shape[conv->h];
   PrimExpr kw = weight->shape[conv->w];
@@ -293,6 +301,38 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
   if (conv->w_block) out_c = out[0]->shape[conv->out_c_axis()];
   DataType t = out[0]->dtype;
   int h = w.h_axis(), c = w.c_axis();
+  if (DeinterleavesColumns(*conv, out_c) && AsConstInt(in[0]->shape[3]) != nullptr) {
+    // A depthwise convolution striding 2 along NCHW rows reads every other column: its padded
+    // input is kept as [N, C, H, 2, W / 2], the even columns then the odd ones of each row, so
+    // that each tap reads a contiguous run (kw = 0: even columns from ow, 1: odd ones, 2: even
+    // ones from ow + 1) rather than two vectors and a shuffle per tap.
+    const Buffer& x = in[0];
+    const int64_t padded_w = *AsConstInt(x->shape[3]) + w.pad[1] + w.pad[3];
+    std::vector<PrimExpr> shape = x->shape;
+    shape[2] = AsConstInt(shape[2]) != nullptr
+                   ? IntImm(shape[2]->dtype, *AsConstInt(shape[2]) + w.pad[0] + w.pad[2])
+                   : shape[2] + (w.pad[0] + w.pad[2]);
+    shape[3] = IntImm(shape[3]->dtype, 2);
+    shape.push_back(IntImm(shape[3]->dtype, (padded_w + 1) / 2));
+    Buffer split = b.Temp("pad_temp", x->dtype, shape);
+    b.Compute("pad_temp", split, [&](const Indices& i) {
+      Indices src = {i[0], i[1], i[2] - w.pad[0], i[4] * 2 + i[3] - w.pad[1]};
+      PrimExpr zero = IntImm(src[2]->dtype, 0);
+      PrimExpr inside =
+          Binary(NodeKind::kAnd, Binary(NodeKind::kAnd, zero <= src[2], src[2] < x->shape[2]),
+                 Binary(NodeKind::kAnd, zero <= src[3], src[3] < x->shape[3]));
+      return GuardedLoad(x, src, inside, MakeConst(x->dtype, 0));
+    });
+    b.Reduce("conv2d", out[0], {in_c, kh, kw}, Combiner::kSum,
+             [&](const Indices& s, const Indices& r) {
+               PrimExpr column = r[2] * w.dilation[1];
+               Indices xi = {s[0], s[1] * in_c + r[0], s[2] * w.stride[0] + r[1] * w.dilation[0],
+                             FloorMod(column, Int64(2)), s[3] + FloorDiv(column, Int64(2))};
+               return Cast(t, Load(split, xi)) * Cast(t, Load(weight, {s[1], r[0], r[1], r[2]}));
+             });
+    return absl::OkStatus();
+  }
+  Buffer data = PadSpatial(b, in[0], w, MakeConst(in[0]->dtype, 0));
   if (conv->o_block) {
     // Accumulated in [N, O / b, OH, OW, b], vectors of b output channels (the weight's blocks),
     // then unpacked into NCHW by a block iterating the packed layout: the schedule rules fold

@@ -32,6 +32,65 @@ struct Span {
   int64_t extent;
 };
 
+// The values `index` takes as the loops `inner` run (the loops inside the one a block moves
+// under): an affine index, a sum of such, or a floor division or remainder of one by a constant
+// (a stride-2 convolution's deinterleaved columns, kw % 2 and ow + kw / 2). Null when the index
+// is none of these; an error when a loop it uses has a symbolic range.
+absl::StatusOr<std::optional<Span>> SpanOf(const PrimExpr& index,
+                                           const std::map<const VarNode*, const ForNode*>& inner) {
+  std::set<const VarNode*> vars;
+  for (const auto& [v, loop] : inner) vars.insert(v);
+  if (std::optional<su::AffineForm> form = su::Affine(index, vars)) {
+    PrimExpr lo = form->rest;
+    int64_t extent = 1;
+    for (const auto& [v, c] : form->coeffs) {
+      const ForNode* l = inner.at(v);
+      const int64_t* min = AsConstInt(l->min);
+      const int64_t* ext = AsConstInt(l->extent);
+      if (min == nullptr || ext == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(": loop '", v->name, "' inside it has a symbolic range"));
+      }
+      int64_t low = c > 0 ? c * *min : c * (*min + *ext - 1);
+      lo = su::Add(lo, IntImm(index->dtype, low));
+      extent += (c > 0 ? c : -c) * (*ext - 1);
+    }
+    if (!lo) lo = IntImm(index->dtype, 0);
+    return std::optional<Span>(Span{lo, extent});
+  }
+  const auto* binary = index.as<BinaryNode>();
+  if (binary == nullptr) return std::optional<Span>();
+  if (binary->kind() == NodeKind::kAdd) {
+    absl::StatusOr<std::optional<Span>> a = SpanOf(binary->a, inner);
+    if (!a.ok() || !*a) return a;
+    absl::StatusOr<std::optional<Span>> b = SpanOf(binary->b, inner);
+    if (!b.ok() || !*b) return b;
+    return std::optional<Span>(
+        Span{su::Add((*a)->min, (*b)->min), (*a)->extent + (*b)->extent - 1});
+  }
+  const int64_t* k = AsConstInt(binary->b);
+  if (k == nullptr || *k < 1 ||
+      (binary->kind() != NodeKind::kFloorDiv && binary->kind() != NodeKind::kFloorMod)) {
+    return std::optional<Span>();
+  }
+  absl::StatusOr<std::optional<Span>> a = SpanOf(binary->a, inner);
+  if (!a.ok() || !*a) return a;
+  // Exact where the operand's values are constants; a remainder may otherwise take any of its k
+  // values, and a quotient of a value not known here is not bounded.
+  const int64_t* lo = AsConstInt((*a)->min);
+  auto floor_div = [](int64_t x, int64_t d) { return x >= 0 ? x / d : -((-x + d - 1) / d); };
+  if (binary->kind() == NodeKind::kFloorMod) {
+    if (lo != nullptr && floor_div(*lo, *k) == floor_div(*lo + (*a)->extent - 1, *k)) {
+      const int64_t first = *lo - floor_div(*lo, *k) * *k;
+      return std::optional<Span>(Span{IntImm(index->dtype, first), (*a)->extent});
+    }
+    return std::optional<Span>(Span{IntImm(index->dtype, 0), *k});
+  }
+  if (lo == nullptr) return std::optional<Span>();
+  const int64_t first = floor_div(*lo, *k), last = floor_div(*lo + (*a)->extent - 1, *k);
+  return std::optional<Span>(Span{IntImm(index->dtype, first), last - first + 1});
+}
+
 // Moves `block` (alone in its loop nest) under `loop`, iterating over the part of `buffer` the
 // blocks under the loop touch in one of its iterations. `reverse`: the block consumes what they
 // produce (placed after them); otherwise it produces what they consume (placed before).
@@ -90,11 +149,9 @@ absl::StatusOr<PrimFunc> MoveUnder(const PrimFunc& f, const std::string& name, c
   }
   for (const BlockRealizeNode* r : su::ChildRealizes(loop->body)) {
     std::vector<Stmt> path = su::PathToBlock(loop->body, r->block->name);
-    std::set<const VarNode*> inner;
     std::map<const VarNode*, const ForNode*> inner_loops;
     for (const Stmt& s : path) {
       if (const auto* l = s.as<ForNode>()) {
-        inner.insert(l->loop_var.get());
         inner_loops[l->loop_var.get()] = l;
       }
     }
@@ -129,28 +186,15 @@ absl::StatusOr<PrimFunc> MoveUnder(const PrimFunc& f, const std::string& name, c
     for (const auto& [buffer, indices] : accesses) {
       std::vector<Span> span;
       for (const PrimExpr& index : indices) {
-        std::optional<su::AffineForm> form = su::Affine(index, inner);
-        if (!form) {
+        absl::StatusOr<std::optional<Span>> range = SpanOf(index, inner_loops);
+        if (!range.ok())
+          return absl::FailedPreconditionError(absl::StrCat(what, range.status().message()));
+        if (!*range) {
           return absl::FailedPreconditionError(absl::StrCat(
               what, ": block '", r->block->name, "' accesses '", buffer->name,
               "' at an index that is not affine in the loops inside '", loop_var->name, "'"));
         }
-        PrimExpr lo = form->rest;
-        int64_t extent = 1;
-        for (const auto& [v, c] : form->coeffs) {
-          const ForNode* l = inner_loops[v];
-          const int64_t* min = AsConstInt(l->min);
-          const int64_t* ext = AsConstInt(l->extent);
-          if (min == nullptr || ext == nullptr) {
-            return absl::FailedPreconditionError(
-                absl::StrCat(what, ": loop '", v->name, "' inside it has a symbolic range"));
-          }
-          int64_t low = c > 0 ? c * *min : c * (*min + *ext - 1);
-          lo = su::Add(lo, IntImm(index->dtype, low));
-          extent += (c > 0 ? c : -c) * (*ext - 1);
-        }
-        if (!lo) lo = IntImm(index->dtype, 0);
-        span.push_back({lo, extent});
+        span.push_back(**range);
       }
       auto& known = spans[buffer];
       if (known.empty()) {
