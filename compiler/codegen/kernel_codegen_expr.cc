@@ -174,6 +174,27 @@ llvm::Value* KernelCodeGen::GuardedRowLoad(const SelectNode& select, DataType t)
   llvm::Value* fill = cond ? Expr(select.false_value) : nullptr;
   llvm::Value* r = fill ? Expr(index) : nullptr;
   if (!r) return nullptr;
+  // A strided row's lanes are compared as 32-bit offsets from its first element (AVX2 compares
+  // 64-bit lanes four at a time, and a row of 113 takes dozens of them).
+  const int s = static_cast<int>(stride->value);
+  const int span = (t.lanes() - 1) * s + 1;
+  llvm::Value* row_base = s > 1 ? Expr(ramp->base) : nullptr;
+  if (s > 1 && !row_base) return nullptr;
+  auto iota32 = [&](int n, int step) {
+    std::vector<llvm::Constant*> v;
+    for (int k = 0; k < n; ++k) v.push_back(b_.getInt32(k * step));
+    return llvm::ConstantVector::get(v);
+  };
+  // The bound as an offset from the row's first element, within [-1, span].
+  auto offset32 = [&](llvm::Value* bound) {
+    llvm::Value* off = b_.CreateSub(bound, row_base);
+    llvm::Value* low = llvm::ConstantInt::get(off->getType(), -1);
+    llvm::Value* high = llvm::ConstantInt::get(off->getType(), span);
+    off = b_.CreateSelect(b_.CreateICmpSLT(off, low), low, off);
+    off = b_.CreateSelect(b_.CreateICmpSGT(off, high), high, off);
+    return b_.CreateTrunc(off, i32_);
+  };
+  llvm::Value* inside = nullptr;  // a strided row's elements within the bounds
   // Per bound: the lanes past it, and buf at it (one scalar load) for them.
   llvm::Value* in_range = nullptr;
   llvm::Value* edges = nullptr;  // the clamped lanes' values
@@ -181,9 +202,21 @@ llvm::Value* KernelCodeGen::GuardedRowLoad(const SelectNode& select, DataType t)
     if (!bound) continue;
     llvm::Value* v = Expr(bound);
     if (!v || v->getType() != r->getType()->getScalarType()) return nullptr;
-    llvm::Value* splat = b_.CreateVectorSplat(t.lanes(), v);
-    llvm::Value* past =
-        bound.get() == lo.get() ? b_.CreateICmpSLT(r, splat) : b_.CreateICmpSGT(r, splat);
+    const bool is_lo = bound.get() == lo.get();
+    llvm::Value* past;
+    if (s > 1) {
+      llvm::Value* off = offset32(v);
+      llvm::Value* narrow = iota32(t.lanes(), s);
+      llvm::Value* lanes_off = b_.CreateVectorSplat(t.lanes(), off);
+      past = is_lo ? b_.CreateICmpSLT(narrow, lanes_off) : b_.CreateICmpSGT(narrow, lanes_off);
+      llvm::Value* wide = iota32(span, 1);
+      llvm::Value* wide_off = b_.CreateVectorSplat(span, off);
+      llvm::Value* ok = is_lo ? b_.CreateICmpSGE(wide, wide_off) : b_.CreateICmpSLE(wide, wide_off);
+      inside = inside ? b_.CreateAnd(inside, ok) : ok;
+    } else {
+      llvm::Value* splat = b_.CreateVectorSplat(t.lanes(), v);
+      past = is_lo ? b_.CreateICmpSLT(r, splat) : b_.CreateICmpSGT(r, splat);
+    }
     at.back() = bound;
     llvm::Value* edge = ScalarLoad(*info, at);
     if (!edge) return nullptr;
@@ -197,34 +230,75 @@ llvm::Value* KernelCodeGen::GuardedRowLoad(const SelectNode& select, DataType t)
   if (!base) return nullptr;
   if (!cond->getType()->isVectorTy()) cond = b_.CreateVectorSplat(t.lanes(), cond);
   if (!fill->getType()->isVectorTy()) fill = b_.CreateVectorSplat(t.lanes(), fill);
-  if (stride->value > 1) {
+  if (s > 1) {
     // Every stride-th element of one masked load of the whole span (a deinterleaved row of a
     // stride-2 convolution's padded input), its elements past the bounds masked off; the lanes
     // the index clamps take the edge values.
-    const int s = static_cast<int>(stride->value);
-    const int span = (t.lanes() - 1) * s + 1;
-    llvm::Value* row_base = Expr(ramp->base);
-    if (!row_base) return nullptr;
-    std::vector<llvm::Constant*> offsets;
-    for (int k = 0; k < span; ++k)
-      offsets.push_back(llvm::ConstantInt::get(row_base->getType(), k));
-    llvm::Value* wide =
-        b_.CreateAdd(b_.CreateVectorSplat(span, row_base), llvm::ConstantVector::get(offsets));
-    llvm::Value* inside = nullptr;
-    for (const PrimExpr& bound : {lo, hi}) {
-      if (!bound) continue;
-      llvm::Value* splat = b_.CreateVectorSplat(span, Expr(bound));
-      llvm::Value* ok =
-          bound.get() == lo.get() ? b_.CreateICmpSGE(wide, splat) : b_.CreateICmpSLE(wide, splat);
-      inside = inside ? b_.CreateAnd(inside, ok) : ok;
-    }
     llvm::Type* elem = MemType(info->dtype.element_of());
+    llvm::Type* wide_type = llvm::FixedVectorType::get(elem, span);
     llvm::Value* address = b_.CreateGEP(elem, info->data, base);
-    llvm::Value* all = b_.CreateMaskedLoad(llvm::FixedVectorType::get(elem, span), address,
-                                           llvm::Align(info->dtype.bytes()), inside);
+    const llvm::Align align(info->dtype.bytes());
     std::vector<int> picks;
     for (int k = 0; k < t.lanes(); ++k) picks.push_back(k * s);
-    llvm::Value* picked = FromMemory(b_.CreateShuffleVector(all, picks), t);
+    if (masked_tails_) {
+      llvm::Value* all = b_.CreateMaskedLoad(wide_type, address, align, inside);
+      llvm::Value* picked = FromMemory(b_.CreateShuffleVector(all, picks), t);
+      llvm::Value* value = b_.CreateSelect(in_range, picked, FromMemory(edges, t));
+      return b_.CreateSelect(cond, value, fill);
+    }
+    if (s != 2) return nullptr;  // a gather
+    // Without masked loads of any length (LLVM turns one of 113 lanes into scalar code on AVX2):
+    // masked loads of 8 lanes (vmaskmovps), each pair of them deinterleaved into 8 lanes of the
+    // result.
+    constexpr int kPiece = 8;
+    std::vector<llvm::Value*> pieces;
+    for (int at = 0; at < span; at += kPiece) {
+      std::vector<int> lanes(kPiece);
+      for (int k = 0; k < kPiece; ++k) lanes[k] = std::min(at + k, span - 1);
+      llvm::Value* mask = b_.CreateShuffleVector(inside, lanes);
+      if (at + kPiece > span) {  // past the span: off
+        std::vector<llvm::Constant*> bits;
+        for (int k = 0; k < kPiece; ++k) bits.push_back(b_.getInt1(at + k < span));
+        mask = b_.CreateAnd(mask, llvm::ConstantVector::get(bits));
+      }
+      pieces.push_back(b_.CreateMaskedLoad(llvm::FixedVectorType::get(elem, kPiece),
+                                           b_.CreateGEP(elem, address, b_.getInt64(at)), align,
+                                           mask));
+    }
+    if (pieces.size() % 2 == 1)
+      pieces.push_back(llvm::Constant::getNullValue(pieces[0]->getType()));
+    std::vector<int> even(kPiece);
+    for (int k = 0; k < kPiece; ++k) even[k] = 2 * k;
+    std::vector<llvm::Value*> parts;
+    for (size_t k = 0; k < pieces.size(); k += 2)
+      parts.push_back(b_.CreateShuffleVector(pieces[k], pieces[k + 1], even));
+    // The parts, kPiece lanes each, joined and cut to the result's lanes.
+    while (parts.size() > 1) {
+      std::vector<llvm::Value*> joined;
+      for (size_t k = 0; k < parts.size(); k += 2) {
+        if (k + 1 == parts.size()) {
+          joined.push_back(parts[k]);
+          continue;
+        }
+        const int a = static_cast<int>(
+            llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements());
+        const int b = static_cast<int>(
+            llvm::cast<llvm::FixedVectorType>(parts[k + 1]->getType())->getNumElements());
+        llvm::Value* right = parts[k + 1];
+        if (b < a) {  // widened with undefined lanes to the left one's width
+          std::vector<int> widen(a);
+          for (int m = 0; m < a; ++m) widen[m] = m < b ? m : -1;
+          right = b_.CreateShuffleVector(right, widen);
+        }
+        std::vector<int> both(a + std::max(a, b));
+        std::iota(both.begin(), both.end(), 0);
+        joined.push_back(b_.CreateShuffleVector(parts[k], right, both));
+      }
+      parts = std::move(joined);
+    }
+    std::vector<int> first(t.lanes());
+    std::iota(first.begin(), first.end(), 0);
+    llvm::Value* picked = FromMemory(b_.CreateShuffleVector(parts[0], first), t);
     llvm::Value* value = b_.CreateSelect(in_range, picked, FromMemory(edges, t));
     return b_.CreateSelect(cond, value, fill);
   }

@@ -35,6 +35,7 @@ CpuPolicy PolicyFor(const CpuTarget& target) {
   p.channel_block = std::max<int64_t>(p.lanes, kCacheLineFloats);
   p.nhwc_channel_block = 2 * p.lanes;
   p.wide_row = kWideRowRegisters / target.vector_registers;
+  p.split_strided_columns = target.masked_memory;
   return p;
 }
 
@@ -60,11 +61,17 @@ int64_t NchwWeightBlock(const ConvDescription& conv, const CpuPolicy& policy) {
   return o % full == 0 ? full : half > 1 && o % half == 0 ? half : 0;
 }
 
+bool SplitsColumns(const ConvDescription& conv, int64_t column_stride, const CpuPolicy& policy) {
+  return policy.split_strided_columns && column_stride == 2 && conv.groups > 1 &&
+         conv.groups == conv.out_channels;
+}
+
 std::string CpuPolicy::ToString() const {
   return absl::StrCat(lanes, " lanes, ", accumulator_registers, " accumulator registers (",
                       TileAccumulators(), " elements, ", tile_registers, " at most), vector tile ",
                       max_vector_tile, ", channel blocks ", channel_block, "/", nhwc_channel_block,
-                      ", NHWC below ", wide_row, " columns");
+                      ", NHWC below ", wide_row, " columns",
+                      split_strided_columns ? ", strided depthwise columns split" : "");
 }
 
 }  // namespace kiln::target

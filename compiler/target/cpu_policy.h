@@ -39,6 +39,11 @@ struct CpuPolicy {
   // NCHW tile's transposed write-back pays only over wide rows, and the fewer the registers the
   // wider the row must be.
   int64_t wide_row = 32;
+  // A depthwise convolution striding 2 along NCHW rows reads its padded input deinterleaved
+  // ([N, C, H, 2, W / 2]: each tap a contiguous run, not two vectors and a shuffle), where the
+  // copy that deinterleaves it is one masked load per row (the target's masked memory access);
+  // elsewhere the copy's edge masks cost more than the shuffles they save.
+  bool split_strided_columns = false;
 
   // Elements of the accumulator tile.
   int64_t TileAccumulators() const { return accumulator_registers * lanes; }
@@ -77,6 +82,10 @@ int64_t NhwcWeightBlock(const ConvDescription& conv, const CpuPolicy& policy);
 // image, the weight as it is), and one with a small reduction over wide rows at stride 1 or 2,
 // which vectorizes better along the image rows than over scattered output channels.
 int64_t NchwWeightBlock(const ConvDescription& conv, const CpuPolicy& policy);
+
+// Whether an NCHW depthwise convolution (groups = out_channels) striding `column_stride` along
+// its rows reads its input deinterleaved (relax.nn.conv2d's split_columns).
+bool SplitsColumns(const ConvDescription& conv, int64_t column_stride, const CpuPolicy& policy);
 
 }  // namespace kiln::target
 

@@ -60,7 +60,8 @@ std::string CpuTarget::ToString() const {
   return absl::StrCat(arch, " ", cpu, ": ", vector_bits, "-bit vectors x ", vector_registers,
                       " registers, ", fma_units, " FMA/cycle x ", fma_latency, " cycles, L1d ",
                       l1d_bytes >> 10, " KiB, L2 ", l2_bytes >> 10, " KiB, L3 ", l3_bytes >> 10,
-                      " KiB, ", cores, cores == 1 ? " core" : " cores");
+                      " KiB, ", cores, cores == 1 ? " core" : " cores",
+                      masked_memory ? ", masked loads" : "");
 }
 
 CpuTarget DescribeCpu(absl::string_view arch, absl::string_view cpu,
@@ -79,6 +80,7 @@ CpuTarget DescribeCpu(absl::string_view arch, absl::string_view cpu,
     const bool avx512 = Has(features, "avx512f");
     t.vector_bits = avx512 ? 512 : Has(features, "avx2") || Has(features, "avx") ? 256 : 128;
     t.vector_registers = avx512 ? 32 : 16;
+    t.masked_memory = avx512;
     fma_bits_per_cycle = Has(features, "fma") || avx512 ? 2 * t.vector_bits : t.vector_bits;
   }
   for (const CpuFacts& facts : kKnownCpus) {

@@ -25,6 +25,9 @@ struct CpuTarget {
   int64_t l2_bytes = 512 << 10;
   int64_t l3_bytes = 0;  // 0: none, or unknown
   int cores = 1;
+  // Loads and stores of any lanes of a vector in one instruction, whatever its length (AVX-512's
+  // mask registers): a masked access of a row's odd span costs what an aligned one does.
+  bool masked_memory = false;
 
   // Elements of `element_bits` in one vector (16 float32 lanes for AVX-512).
   int Lanes(int element_bits = 32) const;

@@ -151,6 +151,9 @@ struct ConvShape {
   // "OHWI<b>o": [O / b, H, W, I, b], the NHWC counterpart ConvertConvLayout gives a constant
   // weight: a vector of output channels is one load, and one block's weights are contiguous.
   int64_t w_block = 0;
+  // split_columns: a depthwise convolution striding 2 along NCHW rows reads its padded input
+  // deinterleaved (ConvertConvLayout sets it where the target policy says).
+  bool split_columns = false;
   int out_h_axis() const { return out_nhwc ? 1 : 2; }
   int out_c_axis() const { return out_nhwc ? 3 : 1; }
 };
@@ -198,6 +201,14 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
   }
   c.out_nhwc = *out_layout == "NHWC";
   if (c.o_block && c.out_nhwc) return OpError(call, "kernel_layout \"OIHW<b>o\" writes NCHW");
+  absl::StatusOr<bool> split = BoolAttr(call, "split_columns", false);
+  if (!split.ok()) return split.status();
+  c.split_columns = *split;
+  if (c.split_columns && (c.window.nhwc || c.out_nhwc || c.o_block || c.w_block || c.o != 0 ||
+                          c.i != 1 || c.window.stride[1] != 2 || c.groups == 1)) {
+    return OpError(
+        call, "split_columns is for a grouped NCHW/OIHW convolution striding 2 along its rows");
+  }
   if (c.w_block && !c.out_nhwc) return OpError(call, "kernel_layout \"OHWI<b>o\" writes NHWC");
   return c;
 }
@@ -279,13 +290,11 @@ Buffer PadSpatial(tir::ComputeBuilder& b, const Buffer& x, const Window& w, cons
   return padded;
 }
 
-// A depthwise convolution (one output channel per group) over NCHW data, an OIHW weight,
-// striding 2 along the rows.
+// A depthwise convolution (one output channel per group) marked split_columns (NCHW data, an
+// OIHW weight, striding 2 along the rows).
 bool DeinterleavesColumns(const ConvShape& conv, const PrimExpr& out_c) {
   const int64_t* channels = AsConstInt(out_c);
-  return !conv.window.nhwc && !conv.out_nhwc && !conv.o_block && !conv.w_block && conv.o == 0 &&
-         conv.i == 1 && channels != nullptr && *channels == conv.groups &&
-         conv.window.stride[1] == 2;
+  return conv.split_columns && channels != nullptr && *channels == conv.groups;
 }
 
 absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,

@@ -91,7 +91,8 @@ class LayoutRewriter {
       if (vb != nullptr) bound_[vb->var.get()] = vb->value;
       if (vb == nullptr || !Convert(vb->var, vb->value)) {
         MaterializeUses(b);
-        out_.push_back(b);
+        Expr split = vb != nullptr ? SplitColumns(vb->value) : Expr();
+        out_.push_back(split ? MakeBinding(vb->var, split) : b);
       }
     }
     return Make<BindingBlockNode>(block->is_dataflow(), out_);
@@ -168,6 +169,31 @@ class LayoutRewriter {
     attrs = WithAttr(attrs, "kernel_layout", Make<ir::StringImmNode>(layout));
     attrs = WithAttr(attrs, "out_layout", Make<ir::StringImmNode>("NHWC"));
     return Emit(MakeCall(call.op, {x, weight}, call.sinfo_args, attrs), var->name_hint + "_nhwc");
+  }
+
+  // conv2d(x, W) as it stays in NCHW, marked split_columns where the policy has a depthwise
+  // convolution striding 2 along the rows read its input deinterleaved; null to keep it.
+  Expr SplitColumns(const Expr& value) {
+    const auto* call = value.as<CallNode>();
+    if (call == nullptr || std::string(OpName(call)) != "relax.nn.conv2d" ||
+        call->args.size() != 2 || StringAttrOr(call->attrs, "data_layout", "NCHW") != "NCHW" ||
+        StringAttrOr(call->attrs, "kernel_layout", "OIHW") != "OIHW" ||
+        StringAttrOr(call->attrs, "out_layout", "NCHW") != "NCHW") {
+      return Expr();
+    }
+    const ConstantNode* w = ConstantOf(call->args[1]);
+    std::vector<int64_t> strides;
+    if (w == nullptr || w->shape.size() != 4 || StaticShape(call->args[0]).size() != 4)
+      return Expr();
+    if (!IntsOf(call->attrs, "strides", &strides)) strides = {1, 1};
+    if (strides.empty() ||
+        !target::SplitsColumns(DescribeConv(*call, *w), strides.back(), policy_)) {
+      return Expr();
+    }
+    Attrs attrs = WithAttr(call->attrs, "split_columns", Bool(true));
+    absl::StatusOr<Expr> normalized =
+        bb_.Normalize(MakeCall(call->op, call->args, call->sinfo_args, attrs));
+    return normalized.ok() ? *normalized : Expr();
   }
 
   // An elementwise or broadcast operator of a rank-4 result, reading at least one value that
