@@ -12,7 +12,8 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
   const size_t n = info.loops.size();
   std::vector<int64_t> inner(n, 1);
   inner[last_spatial] = vec;
-  int64_t budget = std::max<int64_t>(1, policy.TileAccumulators() / vec);
+  const int64_t whole_budget = std::max<int64_t>(1, policy.TileAccumulators() / vec);
+  int64_t budget = whole_budget;
   // Registers one row of the tile takes.
   const int64_t row_registers = std::max<int64_t>(1, (vec + policy.lanes - 1) / policy.lanes);
   // A strided input row (a stride-2 convolution's) costs two loads and a shuffle per vector:
@@ -50,9 +51,16 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
   // Budget the outer loops could not use (their extents have no fitting divisor: 125 column
   // blocks of 8) goes back to the row loop: fewer independent accumulators than the FMA latency
   // covers would leave the multiply-adds waiting on each other.
+  // The room is the whole budget over what the other loops' tiles take (dividing the leftover
+  // step by step rounds it down: 63 panels of a batch-1 classifier got 3 rows, not 7).
   if (row_loop >= 0 && budget > 1) {
-    const int64_t grown =
-        LargestDivisor(*ConstExtent(info.loops[row_loop]), inner[row_loop] * budget);
+    int64_t others = 1;
+    for (size_t k = 0; k < n; ++k) {
+      if (static_cast<int>(k) != row_loop && static_cast<int>(k) != last_spatial)
+        others *= inner[k];
+    }
+    const int64_t room = std::max(inner[row_loop] * budget, whole_budget / others);
+    const int64_t grown = LargestDivisor(*ConstExtent(info.loops[row_loop]), room);
     if (grown > inner[row_loop]) inner[row_loop] = grown;
   }
   return inner;

@@ -242,6 +242,33 @@ class Module:
   testing::ExpectSameNumbers(*mod, *sch);
 }
 
+// A batch-1 classifier over 1,000 classes packed as 63 panels of 16: the register tile takes 7
+// panels, as many independent accumulators as the budget of 8 allows (the budget left after a
+// first 3 rows, divided step by step, had rounded it down to 3).
+TEST(MultiLevelTilingTest, ABatchOneClassifierTilesAsManyPanelsAsTheBudgetAllows) {
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def classifier(X: T.Buffer((1, 256), "float32"), W: T.Buffer((63, 256, 16), "float32"), Y: T.Buffer((63, 1, 16), "float32")):
+        for p, i, j, k in T.grid(63, 1, 16, 256):
+            with T.block("matmul"):
+                vp, vi, vj, vk = T.axis.remap("SSSR", [p, i, j, k])
+                T.reads(X[vi, vk], W[vp, vk, vj])
+                T.writes(Y[vp, vi, vj])
+                with T.init():
+                    Y[vp, vi, vj] = T.float32(0)
+                Y[vp, vi, vj] = Y[vp, vi, vj] + X[vi, vk] * W[vp, vk, vj]
+)");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<Schedule> sch = DefaultSchedule(*mod, "classifier", kAvx512);
+  ASSERT_TRUE(sch.ok()) << sch.status();
+  const std::string scheduled = script::PrintScript(sch->mod());
+  EXPECT_THAT(scheduled, HasSubstr("for p_3 in T.unroll(7):"));
+  EXPECT_THAT(scheduled, HasSubstr("for j_3 in T.vectorized(16):"));
+  testing::ExpectSameNumbers(*mod, *sch);
+}
+
 // The register tile of the default schedule's one tiled block: the product of the innermost
 // tiles of its spatial loops (the last entry of each four-level tiling decision), in registers
 // of `lanes` float32 lanes.
