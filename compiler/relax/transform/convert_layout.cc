@@ -52,25 +52,40 @@ std::vector<int64_t> StaticShape(const Expr& e) {
 }
 
 // `bytes` of a row-major tensor of `shape` (elements of `size` bytes), its axes permuted: output
-// axis k is input axis perm[k].
+// axis k is input axis perm[k]. The source offset is stepped as the output index counts up (a
+// ResNet-18's weights, 45 MB, took a tenth of its compile when each element's source was
+// recomputed and copied by memcpy).
 std::string Permute(const std::string& bytes, const std::vector<int64_t>& shape,
                     const std::vector<int64_t>& perm, size_t size) {
   const size_t rank = shape.size();
-  std::vector<int64_t> in_strides(rank, 1), out_shape(rank);
+  std::vector<int64_t> in_strides(rank, 1), out_shape(rank), step(rank);
   for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * shape[d];
   int64_t n = 1;
   for (size_t k = 0; k < rank; ++k) {
     out_shape[k] = shape[perm[k]];
+    step[k] = in_strides[perm[k]];
     n *= out_shape[k];
   }
   std::string out(bytes.size(), '\0');
   std::vector<int64_t> index(rank, 0);  // the output element's index
+  int64_t src = 0;                      // its element in the input
+  auto copy = [&](int64_t to, int64_t from) {
+    if (size == 4) {
+      uint32_t v;
+      std::memcpy(&v, &bytes[from * 4], 4);
+      std::memcpy(&out[to * 4], &v, 4);
+    } else {
+      std::memcpy(&out[to * size], &bytes[from * size], size);
+    }
+  };
   for (int64_t flat = 0; flat < n; ++flat) {
-    int64_t src = 0;
-    for (size_t k = 0; k < rank; ++k) src += index[k] * in_strides[perm[k]];
-    std::memcpy(&out[flat * size], &bytes[src * size], size);
+    copy(flat, src);
     for (size_t k = rank; k-- > 0;) {
-      if (++index[k] < out_shape[k]) break;
+      if (++index[k] < out_shape[k]) {
+        src += step[k];
+        break;
+      }
+      src -= (out_shape[k] - 1) * step[k];
       index[k] = 0;
     }
   }
