@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzzers with clang + libFuzzer + AddressSanitizer and runs them on their seed corpora:
-# the TVMScript parser (compiler/script/testdata), the ONNX importer (the per-op models in
+# the TVMScript parser (compiler/script/testdata, with a seed per class of hostile input: long `or`
+# and elif chains, deep tuples, high ranks), the ONNX importer (the per-op models in
 # compiler/frontend/onnx/testdata/ops) and the IR proto decoder (the example modules, written by
 # //compiler/wire:write_seeds). The parser's and the decoder's targets have structure-aware
 # mutators that build deep nests, long chains and shared nodes.
