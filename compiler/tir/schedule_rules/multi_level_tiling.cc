@@ -50,9 +50,9 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
   }
   // Budget the outer loops could not use (their extents have no fitting divisor: 125 column
   // blocks of 8) goes back to the row loop: fewer independent accumulators than the FMA latency
-  // covers would leave the multiply-adds waiting on each other.
-  // The room is the whole budget over what the other loops' tiles take (dividing the leftover
-  // step by step rounds it down: 63 panels of a batch-1 classifier got 3 rows, not 7).
+  // covers would leave the multiply-adds waiting on each other. Its room is the whole budget
+  // over what the other loops' tiles take (the leftover divided step by step rounds down: 63
+  // panels of a batch-1 classifier got 3 rows, not 7).
   if (row_loop >= 0 && budget > 1) {
     int64_t others = 1;
     for (size_t k = 0; k < n; ++k) {
