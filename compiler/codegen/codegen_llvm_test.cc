@@ -173,6 +173,19 @@ class CodegenTest : public ::testing::Test {
     const std::string body = ir->substr(at);
     return body.substr(0, body.find("\n}\n"));
   }
+  // What padded_every_other writes from `a` into `b`: each row's even columns, then its odd
+  // ones, shifted by the padding of 1 (-1 outside the row).
+  static void ExpectEveryOtherPadded(const Tensor& a, const Tensor& b) {
+    for (int i = 0; i < 3; ++i) {
+      for (int p = 0; p < 2; ++p) {
+        for (int j = 0; j < 7; ++j) {
+          const int column = j * 2 + p - 1;
+          const float want = column >= 0 && column < 10 ? F(a)[i * 10 + column] : -1.0f;
+          EXPECT_EQ(F(b)[(i * 2 + p) * 7 + j], want) << i << " " << p << " " << j;
+        }
+      }
+    }
+  }
   static bool HostHasAvx512() {
     absl::StatusOr<LlvmTargetInfo> host = ParseTarget("llvm");
     return host.ok() &&
@@ -322,15 +335,7 @@ TEST_F(CodegenTest, AGuardedStrideTwoRowLoadIsOneMaskedLoadAndAShuffle) {
   EXPECT_THAT(kernel, ::testing::Not(HasSubstr("gather")));
   Tensor a = Random({3, 10}, 16), b = Make({3, 2, 7}, "float32");
   ASSERT_TRUE(Kernel("padded_every_other")({a, b}).ok());
-  for (int i = 0; i < 3; ++i) {
-    for (int p = 0; p < 2; ++p) {
-      for (int j = 0; j < 7; ++j) {
-        const int column = j * 2 + p - 1;
-        const float want = column >= 0 && column < 10 ? F(a)[i * 10 + column] : -1.0f;
-        EXPECT_EQ(F(b)[(i * 2 + p) * 7 + j], want) << i << " " << p << " " << j;
-      }
-    }
-  }
+  ExpectEveryOtherPadded(a, b);
 }
 
 // The same for AVX2, which masks loads of 8 lanes only: masked loads of 8, each pair
@@ -355,15 +360,7 @@ TEST_F(CodegenTest, AGuardedStrideTwoRowLoadForAvx2IsMaskedLoadsOfEightLanes) {
   ASSERT_TRUE(f.ok()) << f.status();
   Tensor a = Random({3, 10}, 17), b = Make({3, 2, 7}, "float32");
   ASSERT_TRUE((*f)({a, b}).ok());
-  for (int i = 0; i < 3; ++i) {
-    for (int p = 0; p < 2; ++p) {
-      for (int j = 0; j < 7; ++j) {
-        const int column = j * 2 + p - 1;
-        const float want = column >= 0 && column < 10 ? F(a)[i * 10 + column] : -1.0f;
-        EXPECT_EQ(F(b)[(i * 2 + p) * 7 + j], want) << i << " " << p << " " << j;
-      }
-    }
-  }
+  ExpectEveryOtherPadded(a, b);
 }
 
 TEST_F(CodegenTest, AParallelLoopTooSmallToPayForThreadsRunsSerially) {

@@ -138,7 +138,13 @@ class KernelCodeGen {
   // where the ramp leaves [lo, hi], so it becomes one masked load of the in-range lanes, lanes
   // outside taking buf at lo or hi as the clamp would, instead of a gather of clamped indices.
   // Null when the select is not of that form.
+  // The ramp may also stride 2 to 4 (a deinterleaved row): one masked load of its span and a
+  // shuffle, or with AVX2 PiecewiseEveryOther.
   llvm::Value* GuardedRowLoad(const SelectNode& select, DataType t);
+  // Every other element of the `span` elements at `address` that `on` selects (the rest zero),
+  // as `lanes` lanes, from masked loads of 8 lanes each deinterleaved in pairs.
+  llvm::Value* PiecewiseEveryOther(llvm::Type* elem, llvm::Value* address, int span,
+                                   llvm::Value* on, llvm::Align align, int lanes);
 
   // One element of the buffer, as stored in memory (bool as a byte); null on failure.
   llvm::Value* ScalarLoad(const BufferInfo& info, const std::vector<PrimExpr>& indices);

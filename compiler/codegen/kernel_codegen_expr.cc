@@ -240,74 +240,78 @@ llvm::Value* KernelCodeGen::GuardedRowLoad(const SelectNode& select, DataType t)
     const llvm::Align align(info->dtype.bytes());
     std::vector<int> picks;
     for (int k = 0; k < t.lanes(); ++k) picks.push_back(k * s);
-    if (masked_tails_) {
-      llvm::Value* all = b_.CreateMaskedLoad(wide_type, address, align, inside);
-      llvm::Value* picked = FromMemory(b_.CreateShuffleVector(all, picks), t);
-      llvm::Value* value = b_.CreateSelect(in_range, picked, FromMemory(edges, t));
-      return b_.CreateSelect(cond, value, fill);
-    }
-    if (s != 2) return nullptr;  // a gather
-    // Without masked loads of any length (LLVM turns one of 113 lanes into scalar code on AVX2):
-    // masked loads of 8 lanes (vmaskmovps), each pair of them deinterleaved into 8 lanes of the
-    // result.
-    constexpr int kPiece = 8;
-    std::vector<llvm::Value*> pieces;
-    for (int at = 0; at < span; at += kPiece) {
-      std::vector<int> lanes(kPiece);
-      for (int k = 0; k < kPiece; ++k) lanes[k] = std::min(at + k, span - 1);
-      llvm::Value* mask = b_.CreateShuffleVector(inside, lanes);
-      if (at + kPiece > span) {  // past the span: off
-        std::vector<llvm::Constant*> bits;
-        for (int k = 0; k < kPiece; ++k) bits.push_back(b_.getInt1(at + k < span));
-        mask = b_.CreateAnd(mask, llvm::ConstantVector::get(bits));
-      }
-      pieces.push_back(b_.CreateMaskedLoad(llvm::FixedVectorType::get(elem, kPiece),
-                                           b_.CreateGEP(elem, address, b_.getInt64(at)), align,
-                                           mask));
-    }
-    if (pieces.size() % 2 == 1)
-      pieces.push_back(llvm::Constant::getNullValue(pieces[0]->getType()));
-    std::vector<int> even(kPiece);
-    for (int k = 0; k < kPiece; ++k) even[k] = 2 * k;
-    std::vector<llvm::Value*> parts;
-    for (size_t k = 0; k < pieces.size(); k += 2)
-      parts.push_back(b_.CreateShuffleVector(pieces[k], pieces[k + 1], even));
-    // The parts, kPiece lanes each, joined and cut to the result's lanes.
-    while (parts.size() > 1) {
-      std::vector<llvm::Value*> joined;
-      for (size_t k = 0; k < parts.size(); k += 2) {
-        if (k + 1 == parts.size()) {
-          joined.push_back(parts[k]);
-          continue;
-        }
-        const int a = static_cast<int>(
-            llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements());
-        const int b = static_cast<int>(
-            llvm::cast<llvm::FixedVectorType>(parts[k + 1]->getType())->getNumElements());
-        llvm::Value* right = parts[k + 1];
-        if (b < a) {  // widened with undefined lanes to the left one's width
-          std::vector<int> widen(a);
-          for (int m = 0; m < a; ++m) widen[m] = m < b ? m : -1;
-          right = b_.CreateShuffleVector(right, widen);
-        }
-        std::vector<int> both(a + std::max(a, b));
-        std::iota(both.begin(), both.end(), 0);
-        joined.push_back(b_.CreateShuffleVector(parts[k], right, both));
-      }
-      parts = std::move(joined);
-    }
-    std::vector<int> first(t.lanes());
-    std::iota(first.begin(), first.end(), 0);
-    llvm::Value* picked = FromMemory(b_.CreateShuffleVector(parts[0], first), t);
-    llvm::Value* value = b_.CreateSelect(in_range, picked, FromMemory(edges, t));
+    llvm::Value* picked =
+        masked_tails_
+            ? b_.CreateShuffleVector(b_.CreateMaskedLoad(wide_type, address, align, inside), picks)
+        : s == 2 ? PiecewiseEveryOther(elem, address, span, inside, align, t.lanes())
+                 : nullptr;
+    if (!picked) return nullptr;  // a gather
+    llvm::Value* value = b_.CreateSelect(in_range, FromMemory(picked, t), FromMemory(edges, t));
     return b_.CreateSelect(cond, value, fill);
   }
+
   // Lanes masked off are never read: the ramp may run past the row, even past the buffer (so
   // the address is no inbounds GEP).
   llvm::Value* address = b_.CreateGEP(MemType(info->dtype.element_of()), info->data, base);
   llvm::Value* loaded = b_.CreateMaskedLoad(MemType(t), address, llvm::Align(info->dtype.bytes()),
                                             b_.CreateAnd(cond, in_range), edges);
   return b_.CreateSelect(cond, FromMemory(loaded, t), fill);
+}
+
+// Every other element of the `span` elements at `address` (those `on` selects; the rest zero),
+// as `lanes` lanes, where the target masks loads of 8 lanes only (AVX2's vmaskmovps): masked loads
+// of 8, each pair of them deinterleaved into 8 lanes of the result. (LLVM turns one masked load
+// of 113 lanes into scalar code on AVX2.)
+llvm::Value* KernelCodeGen::PiecewiseEveryOther(llvm::Type* elem, llvm::Value* address, int span,
+                                                llvm::Value* on, llvm::Align align, int lanes) {
+  constexpr int kPiece = 8;
+  std::vector<llvm::Value*> pieces;
+  for (int at = 0; at < span; at += kPiece) {
+    std::vector<int> slots(kPiece);
+    for (int k = 0; k < kPiece; ++k) slots[k] = std::min(at + k, span - 1);
+    llvm::Value* mask = b_.CreateShuffleVector(on, slots);
+    if (at + kPiece > span) {  // past the span: off
+      std::vector<llvm::Constant*> bits;
+      for (int k = 0; k < kPiece; ++k) bits.push_back(b_.getInt1(at + k < span));
+      mask = b_.CreateAnd(mask, llvm::ConstantVector::get(bits));
+    }
+    pieces.push_back(b_.CreateMaskedLoad(llvm::FixedVectorType::get(elem, kPiece),
+                                         b_.CreateGEP(elem, address, b_.getInt64(at)), align,
+                                         mask));
+  }
+  if (pieces.size() % 2 == 1) pieces.push_back(llvm::Constant::getNullValue(pieces[0]->getType()));
+  std::vector<int> even(kPiece);
+  for (int k = 0; k < kPiece; ++k) even[k] = 2 * k;
+  std::vector<llvm::Value*> parts;
+  for (size_t k = 0; k < pieces.size(); k += 2)
+    parts.push_back(b_.CreateShuffleVector(pieces[k], pieces[k + 1], even));
+  // The parts, kPiece lanes each, joined and cut to the result's lanes.
+  while (parts.size() > 1) {
+    std::vector<llvm::Value*> joined;
+    for (size_t k = 0; k < parts.size(); k += 2) {
+      if (k + 1 == parts.size()) {
+        joined.push_back(parts[k]);
+        continue;
+      }
+      const int a = static_cast<int>(
+          llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements());
+      const int b = static_cast<int>(
+          llvm::cast<llvm::FixedVectorType>(parts[k + 1]->getType())->getNumElements());
+      llvm::Value* right = parts[k + 1];
+      if (b < a) {  // widened with undefined lanes to the left one's width
+        std::vector<int> widen(a);
+        for (int m = 0; m < a; ++m) widen[m] = m < b ? m : -1;
+        right = b_.CreateShuffleVector(right, widen);
+      }
+      std::vector<int> both(a + std::max(a, b));
+      std::iota(both.begin(), both.end(), 0);
+      joined.push_back(b_.CreateShuffleVector(parts[k], right, both));
+    }
+    parts = std::move(joined);
+  }
+  std::vector<int> first(lanes);
+  std::iota(first.begin(), first.end(), 0);
+  return b_.CreateShuffleVector(parts[0], first);
 }
 
 llvm::Value* KernelCodeGen::ScalarLoad(const BufferInfo& info,

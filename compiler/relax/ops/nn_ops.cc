@@ -158,6 +158,16 @@ struct ConvShape {
   int out_c_axis() const { return out_nhwc ? 3 : 1; }
 };
 
+// A convolution's result dtype: its out_dtype attribute, or its data's.
+absl::StatusOr<DataType> OutDtype(const CallNode& call, DataType data) {
+  absl::StatusOr<std::string> out_dtype = StringAttr(call, "out_dtype", "");
+  if (!out_dtype.ok()) return out_dtype.status();
+  if (out_dtype->empty()) return data;
+  absl::StatusOr<DataType> d = DataType::Parse(*out_dtype);
+  if (!d.ok()) return OpError(call, "bad out_dtype");
+  return d->is_void() ? data : *d;
+}
+
 absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
   ConvShape c;
   absl::StatusOr<Window> w = ParseWindow(call, "data_layout");
@@ -220,14 +230,9 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContex
   if (!x.ok()) return x.status();
   absl::StatusOr<const TensorStructInfoNode*> wt = TensorArg(call, 1);
   if (!wt.ok()) return wt.status();
-  DataType dtype = (*x)->dtype;
-  absl::StatusOr<std::string> out_dtype = StringAttr(call, "out_dtype", "");
+  absl::StatusOr<DataType> out_dtype = OutDtype(call, (*x)->dtype);
   if (!out_dtype.ok()) return out_dtype.status();
-  if (!out_dtype->empty()) {
-    absl::StatusOr<DataType> d = DataType::Parse(*out_dtype);
-    if (!d.ok()) return OpError(call, "bad out_dtype");
-    if (!d->is_void()) dtype = *d;
-  }
+  const DataType dtype = *out_dtype;
   const int64_t block = conv->o_block ? conv->o_block : conv->w_block;
   const int weight_rank = block ? 5 : 4;
   if ((*x)->ndim >= 0 && (*x)->ndim != 4) return OpError(call, "data must have rank 4");
@@ -263,31 +268,49 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContex
   return TensorSInfo(std::move(out), dtype);
 }
 
-// A zero-padded copy of `x` (or `x` itself without padding), padded with `fill`.
-Buffer PadSpatial(tir::ComputeBuilder& b, const Buffer& x, const Window& w, const PrimExpr& fill) {
-  if (!w.padded()) return x;
-  int h = w.h_axis();
+// `dim` grown by `by`: a constant where it is one (a loop of constant extent is what the
+// schedule tiles).
+PrimExpr GrownDim(const PrimExpr& dim, int64_t by) {
+  const int64_t* c = AsConstInt(dim);
+  return c != nullptr ? IntImm(dim->dtype, *c + by) : dim + by;
+}
+
+// Whether each of `src`'s indices along `axes` lies inside `x`, as one conjunction.
+PrimExpr InsideAlong(const Buffer& x, const Indices& src, const std::vector<int>& axes) {
+  PrimExpr inside;
+  for (int a : axes) {
+    PrimExpr in_a =
+        Binary(NodeKind::kAnd, IntImm(src[a]->dtype, 0) <= src[a], src[a] < x->shape[a]);
+    inside = inside ? Binary(NodeKind::kAnd, inside, in_a) : in_a;
+  }
+  return inside;
+}
+
+// A copy of `x` padded with `fill` by before[k] and after[k] along axes[k] (or `x` itself
+// without padding).
+Buffer PadAxes(tir::ComputeBuilder& b, const Buffer& x, const std::vector<int>& axes,
+               const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+               const PrimExpr& fill) {
+  bool padded = false;
   std::vector<PrimExpr> shape = x->shape;
-  // Constant when the input's size is (a loop of constant extent is what the schedule tiles).
-  auto grow = [](const PrimExpr& dim, int64_t by) {
-    const int64_t* c = AsConstInt(dim);
-    return c != nullptr ? IntImm(dim->dtype, *c + by) : dim + by;
-  };
-  shape[h] = grow(shape[h], w.pad[0] + w.pad[2]);
-  shape[h + 1] = grow(shape[h + 1], w.pad[1] + w.pad[3]);
-  Buffer padded = b.Temp("pad_temp", x->dtype, shape);
-  b.Compute("pad_temp", padded, [&](const Indices& i) {
+  for (size_t k = 0; k < axes.size(); ++k) {
+    padded |= before[k] != 0 || after[k] != 0;
+    shape[axes[k]] = GrownDim(shape[axes[k]], before[k] + after[k]);
+  }
+  if (!padded) return x;
+  Buffer out = b.Temp("pad_temp", x->dtype, shape);
+  b.Compute("pad_temp", out, [&](const Indices& i) {
     Indices src = i;
-    src[h] = i[h] - w.pad[0];
-    src[h + 1] = i[h + 1] - w.pad[1];
-    PrimExpr inside =
-        Binary(NodeKind::kAnd,
-               Binary(NodeKind::kAnd, IntImm(src[h]->dtype, 0) <= src[h], src[h] < x->shape[h]),
-               Binary(NodeKind::kAnd, IntImm(src[h]->dtype, 0) <= src[h + 1],
-                      src[h + 1] < x->shape[h + 1]));
-    return GuardedLoad(x, src, inside, fill);
+    for (size_t k = 0; k < axes.size(); ++k) src[axes[k]] = i[axes[k]] - before[k];
+    return GuardedLoad(x, src, InsideAlong(x, src, axes), fill);
   });
-  return padded;
+  return out;
+}
+
+// A 2-D window's padded copy of `x` (or `x` itself without padding), padded with `fill`.
+Buffer PadSpatial(tir::ComputeBuilder& b, const Buffer& x, const Window& w, const PrimExpr& fill) {
+  const int h = w.h_axis();
+  return PadAxes(b, x, {h, h + 1}, {w.pad[0], w.pad[1]}, {w.pad[2], w.pad[3]}, fill);
 }
 
 // A depthwise convolution (one output channel per group) marked split_columns (NCHW data, an
@@ -318,19 +341,13 @@ absl::Status LegalizeConv2d(const CallNode& call, const std::vector<Buffer>& in,
     const Buffer& x = in[0];
     const int64_t padded_w = *AsConstInt(x->shape[3]) + w.pad[1] + w.pad[3];
     std::vector<PrimExpr> shape = x->shape;
-    shape[2] = AsConstInt(shape[2]) != nullptr
-                   ? IntImm(shape[2]->dtype, *AsConstInt(shape[2]) + w.pad[0] + w.pad[2])
-                   : shape[2] + (w.pad[0] + w.pad[2]);
+    shape[2] = GrownDim(shape[2], w.pad[0] + w.pad[2]);
     shape[3] = IntImm(shape[3]->dtype, 2);
     shape.push_back(IntImm(shape[3]->dtype, (padded_w + 1) / 2));
     Buffer split = b.Temp("pad_temp", x->dtype, shape);
     b.Compute("pad_temp", split, [&](const Indices& i) {
       Indices src = {i[0], i[1], i[2] - w.pad[0], i[4] * 2 + i[3] - w.pad[1]};
-      PrimExpr zero = IntImm(src[2]->dtype, 0);
-      PrimExpr inside =
-          Binary(NodeKind::kAnd, Binary(NodeKind::kAnd, zero <= src[2], src[2] < x->shape[2]),
-                 Binary(NodeKind::kAnd, zero <= src[3], src[3] < x->shape[3]));
-      return GuardedLoad(x, src, inside, MakeConst(x->dtype, 0));
+      return GuardedLoad(x, src, InsideAlong(x, src, {2, 3}), MakeConst(x->dtype, 0));
     });
     b.Reduce("conv2d", out[0], {in_c, kh, kw}, Combiner::kSum,
              [&](const Indices& s, const Indices& r) {
@@ -435,9 +452,6 @@ struct Conv3dShape {
   int64_t groups = 1;
   // "OIDHW<b>o": [O / b, I, D, H, W, b], a vector of b output channels one load.
   int64_t o_block = 0;
-  bool padded() const {
-    return std::any_of(std::begin(pad), std::end(pad), [](int64_t p) { return p != 0; });
-  }
 };
 
 absl::StatusOr<Conv3dShape> ParseConv3d(const CallNode& call) {
@@ -497,14 +511,9 @@ absl::StatusOr<StructInfo> InferConv3d(const CallNode& call, const OpInferContex
   if (!x.ok()) return x.status();
   absl::StatusOr<const TensorStructInfoNode*> wt = TensorArg(call, 1);
   if (!wt.ok()) return wt.status();
-  DataType dtype = (*x)->dtype;
-  absl::StatusOr<std::string> out_dtype = StringAttr(call, "out_dtype", "");
+  absl::StatusOr<DataType> out_dtype = OutDtype(call, (*x)->dtype);
   if (!out_dtype.ok()) return out_dtype.status();
-  if (!out_dtype->empty()) {
-    absl::StatusOr<DataType> d = DataType::Parse(*out_dtype);
-    if (!d.ok()) return OpError(call, "bad out_dtype");
-    if (!d->is_void()) dtype = *d;
-  }
+  const DataType dtype = *out_dtype;
   const int weight_rank = conv->o_block ? 6 : 5;
   if ((*x)->ndim >= 0 && (*x)->ndim != 5) return OpError(call, "data must have rank 5 (NCDHW)");
   if ((*wt)->ndim >= 0 && (*wt)->ndim != weight_rank)
@@ -543,27 +552,8 @@ absl::Status LegalizeConv3d(const CallNode& call, const std::vector<Buffer>& in,
   const Buffer& x = in[0];
   const Buffer& weight = in[1];
   const DataType t = out[0]->dtype;
-  Buffer data = x;
-  if (conv->padded()) {
-    std::vector<PrimExpr> shape = x->shape;
-    for (int d = 0; d < 3; ++d) {
-      const int64_t* c = AsConstInt(shape[2 + d]);
-      const int64_t by = conv->pad[d] + conv->pad[d + 3];
-      shape[2 + d] = c != nullptr ? IntImm(shape[2 + d]->dtype, *c + by) : shape[2 + d] + by;
-    }
-    data = b.Temp("pad_temp", x->dtype, shape);
-    b.Compute("pad_temp", data, [&](const Indices& i) {
-      Indices src = i;
-      PrimExpr inside;
-      for (int d = 0; d < 3; ++d) {
-        src[2 + d] = i[2 + d] - conv->pad[d];
-        PrimExpr in_d = Binary(NodeKind::kAnd, IntImm(src[2 + d]->dtype, 0) <= src[2 + d],
-                               src[2 + d] < x->shape[2 + d]);
-        inside = inside ? Binary(NodeKind::kAnd, inside, in_d) : in_d;
-      }
-      return GuardedLoad(x, src, inside, MakeConst(x->dtype, 0));
-    });
-  }
+  const Buffer data = PadAxes(b, x, {2, 3, 4}, {conv->pad[0], conv->pad[1], conv->pad[2]},
+                              {conv->pad[3], conv->pad[4], conv->pad[5]}, MakeConst(x->dtype, 0));
   const std::vector<PrimExpr> reductions = {weight->shape[1], weight->shape[2], weight->shape[3],
                                             weight->shape[4]};
   // The input element a (spatial, reduction) pair reads, at input channel `ic`.

@@ -24,8 +24,8 @@ std::string StringAttrOr(const Attrs& attrs, const char* key, const std::string&
 // An attribute value listing integers (int64), as the operators' axes and bounds are written.
 ObjectRef IntList(const std::vector<int64_t>& values);
 
-// A conv2d or conv3d call by the constant weight `w` (OIHW or OIDHW), described for the CPU policy's decisions
-// (target/cpu_policy.h); `input_nhwc` is left for the caller.
+// A conv2d or conv3d call by the constant weight `w` (OIHW or OIDHW), described for the CPU
+// policy's decisions (target/cpu_policy.h); `input_nhwc` is left for the caller.
 target::ConvDescription DescribeConv(const CallNode& call, const ConstantNode& w);
 
 }  // namespace kiln::ir::relax

@@ -32,19 +32,22 @@ struct Span {
   int64_t extent;
 };
 
-// The values `index` takes as the loops `inner` run (the loops inside the one a block moves
-// under): an affine index, a sum of such, or a floor division or remainder of one by a constant
-// (a stride-2 convolution's deinterleaved columns, kw % 2 and ow + kw / 2). Null when the index
-// is none of these; an error when a loop it uses has a symbolic range.
-absl::StatusOr<std::optional<Span>> SpanOf(const PrimExpr& index,
-                                           const std::map<const VarNode*, const ForNode*>& inner) {
+// The loops inside the one a block moves under: their variables, and each one's loop.
+struct InnerLoops {
   std::set<const VarNode*> vars;
-  for (const auto& [v, loop] : inner) vars.insert(v);
-  if (std::optional<su::AffineForm> form = su::Affine(index, vars)) {
+  std::map<const VarNode*, const ForNode*> loops;
+};
+
+// The values `index` takes as the loops `inner` run: an affine index, a sum of such, or a floor
+// division or remainder of one by a constant (a stride-2 convolution's deinterleaved columns,
+// kw % 2 and ow + kw / 2). Null when the index is none of these; an error when a loop it uses
+// has a symbolic range.
+absl::StatusOr<std::optional<Span>> SpanOf(const PrimExpr& index, const InnerLoops& inner) {
+  if (std::optional<su::AffineForm> form = su::Affine(index, inner.vars)) {
     PrimExpr lo = form->rest;
     int64_t extent = 1;
     for (const auto& [v, c] : form->coeffs) {
-      const ForNode* l = inner.at(v);
+      const ForNode* l = inner.loops.at(v);
       const int64_t* min = AsConstInt(l->min);
       const int64_t* ext = AsConstInt(l->extent);
       if (min == nullptr || ext == nullptr) {
@@ -149,10 +152,11 @@ absl::StatusOr<PrimFunc> MoveUnder(const PrimFunc& f, const std::string& name, c
   }
   for (const BlockRealizeNode* r : su::ChildRealizes(loop->body)) {
     std::vector<Stmt> path = su::PathToBlock(loop->body, r->block->name);
-    std::map<const VarNode*, const ForNode*> inner_loops;
+    InnerLoops inner;
     for (const Stmt& s : path) {
       if (const auto* l = s.as<ForNode>()) {
-        inner_loops[l->loop_var.get()] = l;
+        inner.vars.insert(l->loop_var.get());
+        inner.loops[l->loop_var.get()] = l;
       }
     }
     // Accesses of the linking buffers in this block, as loop expressions.
@@ -186,7 +190,7 @@ absl::StatusOr<PrimFunc> MoveUnder(const PrimFunc& f, const std::string& name, c
     for (const auto& [buffer, indices] : accesses) {
       std::vector<Span> span;
       for (const PrimExpr& index : indices) {
-        absl::StatusOr<std::optional<Span>> range = SpanOf(index, inner_loops);
+        absl::StatusOr<std::optional<Span>> range = SpanOf(index, inner);
         if (!range.ok())
           return absl::FailedPreconditionError(absl::StrCat(what, range.status().message()));
         if (!*range) {

@@ -8,7 +8,7 @@ namespace {
 
 // The innermost tile of each loop of the block with `vec` lanes: the register tile.
 std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t vec,
-                                const target::CpuPolicy& policy) {
+                                bool windows_only, const target::CpuPolicy& policy) {
   const size_t n = info.loops.size();
   std::vector<int64_t> inner(n, 1);
   inner[last_spatial] = vec;
@@ -19,7 +19,6 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
   // A strided input row (a stride-2 convolution's) costs two loads and a shuffle per vector:
   // where output channels share it, fewer rows, so that each vector serves more of them.
   const int64_t rows = SharedStridedRead(info, info.loop_iter_vars[last_spatial]) ? 2 : 4;
-  const bool windows_only = OnlyWindowReductions(info);
   int row_loop = -1;
   for (int k = last_spatial - 1; k >= 0; --k) {
     const int64_t* extent = ConstExtent(info.loops[k]);
@@ -71,9 +70,15 @@ std::vector<int64_t> InnerTiles(const BlockInfo& info, int last_spatial, int64_t
 std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last_spatial,
                                                  const target::CpuPolicy& policy) {
   const size_t n = info.loops.size();
+  // A block whose reductions all slide windows (a depthwise convolution, pooling): the window
+  // goes innermost (R1), unrolled around the register tile, so that LLVM loads each input
+  // vector once for every tap and output that overlaps it; and the columns iterate inside the
+  // rows (S1), so that a band of rows stays in L1 while the tile walks along it; its register
+  // tile gives the rows the budget its channels would share (InnerTiles).
+  const bool windows_only = OnlyWindowReductions(info);
   const int64_t extent = *ConstExtent(info.loops[last_spatial]);
   const std::vector<int64_t> inner =
-      InnerTiles(info, last_spatial, VectorTile(extent, policy), policy);
+      InnerTiles(info, last_spatial, VectorTile(extent, policy), windows_only, policy);
   int row_loop = -1;
   for (int k = last_spatial - 1; k >= 0; --k) {
     const int64_t* e = ConstExtent(info.loops[k]);
@@ -94,11 +99,6 @@ std::vector<std::vector<int64_t>> HeuristicTiles(const BlockInfo& info, int last
     inner_pixels[k] =
         DisjointReads(info, info.loop_iter_vars[k], info.loop_iter_vars[last_spatial]);
   }
-  // A block whose reductions all slide windows (a depthwise convolution, pooling): the window
-  // goes innermost (R1), unrolled around the register tile, so that LLVM loads each input
-  // vector once for every tap and output that overlaps it; and the columns iterate inside the
-  // rows (S1), so that a band of rows stays in L1 while the tile walks along it.
-  const bool windows_only = OnlyWindowReductions(info);
   std::vector<std::vector<int64_t>> tiles(n);
   for (size_t k = 0; k < n; ++k) {
     const int64_t* extent = ConstExtent(info.loops[k]);
@@ -198,6 +198,26 @@ absl::StatusOr<std::string> PackPanels(Schedule& sch, BlockRV block, const Panel
   return sch.BlockName(*copy);
 }
 
+// Unrolls `loops` (their constant `extents`; -1 for a symbolic one), all but the one at
+// `vectorized`, where they make at most kMaxWriteBackCopies copies: a register tile's zeroing
+// or write-back, so that every access to the accumulators is at a constant offset and LLVM keeps
+// them in registers (one loop over 14 rows of them kept the whole tile in memory, and each
+// multiply-add loaded and stored its accumulator).
+void UnrollTileLoops(Schedule& sch, const std::vector<LoopRV>& loops,
+                     const std::vector<int64_t>& extents, size_t vectorized) {
+  if (extents.size() != loops.size()) return;
+  int64_t copies = 1;
+  for (size_t k = 0; k < loops.size(); ++k) {
+    if (k == vectorized) continue;
+    if (extents[k] < 0) return;
+    copies *= extents[k];
+  }
+  if (copies > kMaxWriteBackCopies) return;
+  for (size_t k = 0; k < loops.size(); ++k) {
+    if (k != vectorized && extents[k] > 1) (void)sch.Unroll(loops[k]);
+  }
+}
+
 // Vectorizes a write-back placed under `at` along the rows of what it writes. Its innermost
 // loop may instead walk a packed convolution's block of output channels, unpacked into NCHW:
 // one lane per channel plane, a scatter. Then the innermost loop under `at` that walks the
@@ -255,20 +275,7 @@ void VectorizeWriteBack(Schedule& sch, BlockRV block, LoopRV at) {
     return;
   }
   (void)sch.Vectorize(inner[vectorized]);
-  // A write-back of the register tile is unrolled whole: with every access to the accumulators
-  // at a constant offset, LLVM keeps them in registers (one loop over 14 rows of them kept the
-  // whole tile in memory, and each multiply-add loaded and stored its accumulator).
-  if (extents.size() != inner.size()) return;
-  int64_t copies = 1;
-  for (size_t k = 0; k < inner.size(); ++k) {
-    if (k == vectorized) continue;
-    if (extents[k] < 0) return;
-    copies *= extents[k];
-  }
-  if (copies > kMaxWriteBackCopies) return;
-  for (size_t k = 0; k < inner.size(); ++k) {
-    if (k != vectorized && extents[k] > 1) (void)sch.Unroll(inner[k]);
-  }
+  UnrollTileLoops(sch, inner, extents, vectorized);
 }
 
 }  // namespace
@@ -382,20 +389,20 @@ absl::StatusOr<std::set<std::string>> MultiLevelTiling(Schedule& sch, Sampler& s
       placed.insert(*sch.BlockName(*init));
       absl::StatusOr<std::vector<LoopRV>> inner = sch.GetLoops(*init);
       if (inner.ok() && !inner->empty()) (void)sch.Vectorize(inner->back());
-      // Unrolled whole, as the write-back is (the accumulators stay in registers).
+      // Its loops over the tile (S2 and S3) unrolled, as the write-back's are.
       const std::vector<BlockInfo> all = Blocks(sch);
       const BlockInfo* init_info = Find(all, *sch.BlockName(*init));
       const size_t tile_loops = s_tiles[2].size() + s_tiles[3].size();
       if (inner.ok() && init_info != nullptr && inner->size() >= tile_loops &&
           init_info->loops.size() == inner->size()) {
-        int64_t copies = 1;
-        for (size_t k = inner->size() - tile_loops; k + 1 < inner->size(); ++k) {
+        const size_t first = inner->size() - tile_loops;
+        std::vector<LoopRV> tile(inner->begin() + static_cast<std::ptrdiff_t>(first), inner->end());
+        std::vector<int64_t> extents;
+        for (size_t k = first; k < inner->size(); ++k) {
           const int64_t* extent = ConstExtent(init_info->loops[k]);
-          copies = extent != nullptr ? copies * *extent : kMaxWriteBackCopies + 1;
+          extents.push_back(extent != nullptr ? *extent : -1);
         }
-        for (size_t k = inner->size() - tile_loops;
-             copies <= kMaxWriteBackCopies && k + 1 < inner->size(); ++k)
-          (void)sch.Unroll((*inner)[k]);
+        UnrollTileLoops(sch, tile, extents, tile.size() - 1);
       }
     }
   }
