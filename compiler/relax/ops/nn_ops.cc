@@ -168,6 +168,43 @@ absl::StatusOr<DataType> OutDtype(const CallNode& call, DataType data) {
   return d->is_void() ? data : *d;
 }
 
+// A convolution's operands: data of rank `data_rank` (`data_rank_error` says so otherwise) and a
+// weight of rank `weight_rank`, their dims where known (else null), and the result's dtype.
+struct ConvOperands {
+  const std::vector<PrimExpr>* data = nullptr;
+  const std::vector<PrimExpr>* weight = nullptr;
+  DataType dtype;
+};
+
+absl::StatusOr<ConvOperands> ReadConvOperands(const CallNode& call, int data_rank,
+                                              const char* data_rank_error, int weight_rank) {
+  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<const TensorStructInfoNode*> wt = TensorArg(call, 1);
+  if (!wt.ok()) return wt.status();
+  absl::StatusOr<DataType> dtype = OutDtype(call, (*x)->dtype);
+  if (!dtype.ok()) return dtype.status();
+  if ((*x)->ndim >= 0 && (*x)->ndim != data_rank) return OpError(call, data_rank_error);
+  if ((*wt)->ndim >= 0 && (*wt)->ndim != weight_rank)
+    return OpError(call, absl::StrCat("weight must have rank ", weight_rank));
+  return ConvOperands{DimsOf(**x), DimsOf(**wt), *dtype};
+}
+
+// The checks a convolution's channels pass: the weight's `in_c` per group times `groups` is the
+// data's `channels`, and `groups` divides the output channels.
+absl::Status CheckConvChannels(const CallNode& call, const OpInferContext& ctx,
+                               const PrimExpr& in_c, int64_t groups, const PrimExpr& channels,
+                               const PrimExpr& out_c) {
+  if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, in_c * groups, channels))) {
+    return OpError(call, absl::StrCat("the weight expects ", DebugPrint(in_c), " x ", groups,
+                                      " input channels (groups), data has ", DebugPrint(channels)));
+  }
+  const int64_t* oc = AsConstInt(out_c);
+  if (oc != nullptr && *oc % groups != 0)
+    return OpError(call, "output channels must divide by groups");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
   ConvShape c;
   absl::StatusOr<Window> w = ParseWindow(call, "data_layout");
@@ -226,20 +263,13 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
 absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContext& ctx) {
   absl::StatusOr<ConvShape> conv = ParseConv(call);
   if (!conv.ok()) return conv.status();
-  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
-  if (!x.ok()) return x.status();
-  absl::StatusOr<const TensorStructInfoNode*> wt = TensorArg(call, 1);
-  if (!wt.ok()) return wt.status();
-  absl::StatusOr<DataType> out_dtype = OutDtype(call, (*x)->dtype);
-  if (!out_dtype.ok()) return out_dtype.status();
-  const DataType dtype = *out_dtype;
   const int64_t block = conv->o_block ? conv->o_block : conv->w_block;
-  const int weight_rank = block ? 5 : 4;
-  if ((*x)->ndim >= 0 && (*x)->ndim != 4) return OpError(call, "data must have rank 4");
-  if ((*wt)->ndim >= 0 && (*wt)->ndim != weight_rank)
-    return OpError(call, absl::StrCat("weight must have rank ", weight_rank));
-  const std::vector<PrimExpr>* xd = DimsOf(**x);
-  const std::vector<PrimExpr>* wd = DimsOf(**wt);
+  absl::StatusOr<ConvOperands> operands =
+      ReadConvOperands(call, 4, "data must have rank 4", block ? 5 : 4);
+  if (!operands.ok()) return operands.status();
+  const std::vector<PrimExpr>* xd = operands->data;
+  const std::vector<PrimExpr>* wd = operands->weight;
+  const DataType dtype = operands->dtype;
   if (xd == nullptr || wd == nullptr) return TensorSInfoUnknown(dtype, 4);
   const Window& win = conv->window;
   PrimExpr channels = (*xd)[win.c_axis()];
@@ -249,13 +279,8 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, const OpInferContex
   PrimExpr in_c = (*wd)[conv->i];
   PrimExpr kh = (*wd)[conv->h];
   PrimExpr kw = (*wd)[conv->w];
-  if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, in_c * conv->groups, channels))) {
-    return OpError(call, absl::StrCat("the weight expects ", DebugPrint(in_c), " x ", conv->groups,
-                                      " input channels (groups), data has ", DebugPrint(channels)));
-  }
-  const int64_t* oc = AsConstInt(out_c);
-  if (oc != nullptr && *oc % conv->groups != 0)
-    return OpError(call, "output channels must divide by groups");
+  if (absl::Status s = CheckConvChannels(call, ctx, in_c, conv->groups, channels, out_c); !s.ok())
+    return s;
   PrimExpr oh = WindowOut(win, 0, (*xd)[win.h_axis()], kh, ctx.analyzer);
   PrimExpr ow = WindowOut(win, 1, (*xd)[win.h_axis() + 1], kw, ctx.analyzer);
   for (const PrimExpr& o : {oh, ow}) {
@@ -507,32 +532,20 @@ absl::StatusOr<Conv3dShape> ParseConv3d(const CallNode& call) {
 absl::StatusOr<StructInfo> InferConv3d(const CallNode& call, const OpInferContext& ctx) {
   absl::StatusOr<Conv3dShape> conv = ParseConv3d(call);
   if (!conv.ok()) return conv.status();
-  absl::StatusOr<const TensorStructInfoNode*> x = TensorArg(call, 0);
-  if (!x.ok()) return x.status();
-  absl::StatusOr<const TensorStructInfoNode*> wt = TensorArg(call, 1);
-  if (!wt.ok()) return wt.status();
-  absl::StatusOr<DataType> out_dtype = OutDtype(call, (*x)->dtype);
-  if (!out_dtype.ok()) return out_dtype.status();
-  const DataType dtype = *out_dtype;
-  const int weight_rank = conv->o_block ? 6 : 5;
-  if ((*x)->ndim >= 0 && (*x)->ndim != 5) return OpError(call, "data must have rank 5 (NCDHW)");
-  if ((*wt)->ndim >= 0 && (*wt)->ndim != weight_rank)
-    return OpError(call, absl::StrCat("weight must have rank ", weight_rank));
-  const std::vector<PrimExpr>* xd = DimsOf(**x);
-  const std::vector<PrimExpr>* wd = DimsOf(**wt);
+  absl::StatusOr<ConvOperands> operands =
+      ReadConvOperands(call, 5, "data must have rank 5 (NCDHW)", conv->o_block ? 6 : 5);
+  if (!operands.ok()) return operands.status();
+  const std::vector<PrimExpr>* xd = operands->data;
+  const std::vector<PrimExpr>* wd = operands->weight;
+  const DataType dtype = operands->dtype;
   if (xd == nullptr || wd == nullptr) return TensorSInfoUnknown(dtype, 5);
   if (conv->o_block &&
       ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[5], Int64(conv->o_block))))
     return OpError(call, "the weight's last dimension must be the kernel_layout's block");
   PrimExpr out_c = conv->o_block ? ctx.analyzer->Simplify((*wd)[0] * conv->o_block) : (*wd)[0];
-  if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*wd)[1] * conv->groups, (*xd)[1]))) {
-    return OpError(call,
-                   absl::StrCat("the weight expects ", DebugPrint((*wd)[1]), " x ", conv->groups,
-                                " input channels (groups), data has ", DebugPrint((*xd)[1])));
-  }
-  const int64_t* oc = AsConstInt(out_c);
-  if (oc != nullptr && *oc % conv->groups != 0)
-    return OpError(call, "output channels must divide by groups");
+  if (absl::Status s = CheckConvChannels(call, ctx, (*wd)[1], conv->groups, (*xd)[1], out_c);
+      !s.ok())
+    return s;
   std::vector<PrimExpr> out = {(*xd)[0], out_c};
   for (int d = 0; d < 3; ++d) {
     PrimExpr span = (*xd)[2 + d] + (conv->pad[d] + conv->pad[d + 3]) -
