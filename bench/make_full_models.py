@@ -9,7 +9,12 @@ what large layers cost. This writes, with PyTorch's ONNX exporter (fixed seeds, 
   mlp_1024_4096     an MLP of 1024 -> 4096 -> 1000 linear layers at batch 8 (32 MB of weights)
 
 each with a reference input and PyTorch's output in .npy, and a manifest.json in the format of
-tests/models/manifest.json.  usage: make_full_models.py OUT_DIR
+tests/models/manifest.json.  usage: make_full_models.py OUT_DIR [NAME ...]
+
+Named, it writes those models only, and may name one of EXTRA_MODELS too:
+
+  resnet34          ResNet-34 (the same stages as ResNet-18, 3-4-6-3 blocks): what
+                    bench/tune_transfer.sh tunes after ResNet-18
 """
 import json
 import math
@@ -39,14 +44,15 @@ class BasicBlock(nn.Module):
         return torch.relu(y + (x if self.down is None else self.down(x)))
 
 
-class ResNet18(nn.Module):
-    def __init__(self):
+class ResNet(nn.Module):
+    def __init__(self, blocks_per_stage):
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
                                   nn.ReLU(), nn.MaxPool2d(3, 2, 1))
         blocks, cin = [], 64
-        for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
-            blocks += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+        for (cout, stride), n in zip([(64, 1), (128, 2), (256, 2), (512, 2)], blocks_per_stage):
+            blocks += [BasicBlock(cin, cout, stride)] + [BasicBlock(cout, cout, 1)
+                                                         for _ in range(n - 1)]
             cin = cout
         self.blocks = nn.Sequential(*blocks)
         self.fc = nn.Linear(512, 1000)
@@ -54,6 +60,14 @@ class ResNet18(nn.Module):
     def forward(self, x):
         x = self.blocks(self.stem(x))
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def ResNet18():
+    return ResNet([2, 2, 2, 2])
+
+
+def ResNet34():
+    return ResNet([3, 4, 6, 3])
 
 
 class BertLayer(nn.Module):
@@ -99,6 +113,8 @@ MODELS = {
                                                    "Erf", "Mul"]),
     "mlp_1024_4096": (Mlp, [8, 1024], ["Gemm", "Relu"]),
 }
+RESNET_OPS = MODELS["resnet18"][2]
+EXTRA_MODELS = {"resnet34": (ResNet34, [1, 3, 224, 224], RESNET_OPS)}
 
 
 def randomize_batch_norms(model):
@@ -111,10 +127,17 @@ def randomize_batch_norms(model):
             m.bias.data.uniform_(-0.1, 0.1)
 
 
-def main(out_dir):
+def main(out_dir, names):
     os.makedirs(out_dir, exist_ok=True)
     manifest = {"torch": torch.__version__, "models": {}}
-    for seed, (name, (make, shape, ops)) in enumerate(MODELS.items()):
+    every = {**MODELS, **EXTRA_MODELS}
+    for name in names:
+        if name not in every:
+            sys.exit(f"make_full_models.py: no model '{name}' (one of {', '.join(every)})")
+    # Each model's seed is its place in the list, named or not.
+    for seed, (name, (make, shape, ops)) in enumerate(every.items()):
+        if (names and name not in names) or (not names and name not in MODELS):
+            continue
         torch.manual_seed(seed)
         model = make().eval()
         with torch.no_grad():
@@ -140,4 +163,4 @@ def main(out_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "bench/full_models")
+    main(sys.argv[1] if len(sys.argv) > 1 else "bench/full_models", sys.argv[2:])

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <sstream>
 #include <string>
 
@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "client/output_check.h"
 #include "client/remote_commands.h"
 #include "client/tune_command.h"
@@ -268,8 +269,6 @@ absl::StatusOr<std::vector<kiln::runtime::Value>> Inputs(const kiln::v1::EntryFu
     files[spec.substr(0, eq)] = spec.substr(eq + 1);
   }
   std::vector<kiln::runtime::Value> args;
-  std::mt19937 rng(0);
-  std::uniform_real_distribution<float> dist(-1, 1);
   for (const auto& p : entry.params()) {
     auto it = files.find(p.name());
     if (it != files.end()) {
@@ -281,24 +280,15 @@ absl::StatusOr<std::vector<kiln::runtime::Value>> Inputs(const kiln::v1::EntryFu
       files.erase(it);
       continue;
     }
-    if (!random_ok || p.kind() != "tensor" || p.dtype() != "float32") {
+    if (!random_ok) {
       return absl::InvalidArgumentError(
           absl::StrCat("no --input for parameter '", p.name(), "' of '", entry.name(), "'"));
     }
-    std::vector<int64_t> shape;
-    for (const std::string& d : p.dims()) {
-      int64_t v = 0;
-      if (!absl::SimpleAtoi(d, &v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("parameter '", p.name(), "' has the symbolic dimension '", d,
-                         "': give it with --input ", p.name(), "=FILE.npy"));
-      }
-      shape.push_back(v);
+    absl::StatusOr<kiln::runtime::Tensor> t = kiln::runtime::RandomArgument(p, args.size());
+    if (!t.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(t.status().message(), " (--input ", p.name(), "=FILE.npy)"));
     }
-    absl::StatusOr<kiln::runtime::Tensor> t =
-        kiln::runtime::Tensor::Empty(shape, *kiln::runtime::ParseDataType("float32"));
-    if (!t.ok()) return t.status();
-    for (int64_t i = 0; i < t->NumElements(); ++i) static_cast<float*>(t->data())[i] = dist(rng);
     args.emplace_back(*t);
   }
   if (!files.empty()) {
@@ -380,6 +370,23 @@ int Run(const std::string& path, const std::vector<std::string>& inputs,
   if (!s.ok()) return Fail(s);
   for (const std::string& w : written) std::printf("%s\n", w.c_str());
   return 0;
+}
+
+// `kiln tune --budget`: "3m", "90s", "1h30m" (absl::ParseDuration), or a bare number of seconds.
+absl::StatusOr<double> ParseBudget(const std::string& text) {
+  double seconds = 0;
+  absl::Duration d;
+  if (!absl::SimpleAtod(text, &seconds)) {
+    if (!absl::ParseDuration(text, &d)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", text, "': not a duration (90s, 3m, 1h30m, or seconds)"));
+    }
+    seconds = absl::ToDoubleSeconds(d);
+  }
+  if (!(seconds > 0) || !std::isfinite(seconds)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "': must be more than 0 s"));
+  }
+  return seconds;
 }
 
 // kiln bench OUT.kiln [--input NAME=X.npy ...] [--number N] [--repeat R] [--min-repeat-ms M]
@@ -550,6 +557,16 @@ int KilnMain(int argc, char** argv) {
                  "propose random candidates (no cost model): the baseline");
   tune->add_flag("--json", tune_flags.json, "print the report as JSON");
   tune->add_option("--curve-svg", tune_flags.curve_svg, "write the tuning curve as an SVG plot");
+  std::string tune_budget;
+  tune->add_option("--budget", tune_budget,
+                   "time the search may take (90s, 3m, 1h30m; a bare number is seconds): it "
+                   "returns what it has when the time runs out; without --trials, as many as fit");
+  bool no_transfer = false;
+  tune->add_flag("--no-transfer", no_transfer,
+                 "start every task from scratch, not from its family's records (the baseline)");
+  bool no_model_check = false;
+  tune->add_flag("--no-model-check", no_model_check,
+                 "skip timing the whole model untuned and tuned at the end");
   std::string device;
   tune->add_option("--device", device,
                    "with --server: the device whose agents measure the candidates (a key or "
@@ -713,18 +730,32 @@ int KilnMain(int argc, char** argv) {
       std::fprintf(stderr, "kiln: --server and --device go together\n");
       return kExitUsage;
     }
+    if (!tune_budget.empty()) {
+      absl::StatusOr<double> budget = ParseBudget(tune_budget);
+      if (!budget.ok()) {
+        std::fprintf(stderr, "kiln: --budget %s\n", std::string(budget.status().message()).c_str());
+        return kExitUsage;
+      }
+      tune_flags.budget_s = *budget;
+      if (tune->count("--trials") == 0) tune_flags.trials = kiln::client::kUnlimitedTrials;
+    }
+    tune_flags.model_check = !no_model_check;
+    tune_flags.transfer = !no_transfer;
     if (remote_mode) {
       if (!tune_flags.database.empty() || tune_flags.random_search ||
-          !tune_flags.curve_svg.empty()) {
+          !tune_flags.curve_svg.empty() || no_transfer || no_model_check) {
         std::fprintf(stderr,
-                     "kiln: --tuning-db, --random-search and --curve-svg work in-process only "
-                     "(kilnd keeps one tuning database)\n");
+                     "kiln: --tuning-db, --random-search, --curve-svg, --no-transfer and "
+                     "--no-model-check work in-process only (kilnd keeps one tuning database)\n");
         return kExitUsage;
       }
       remote.json = tune_flags.json;
+      // Without --trials a budgeted tune asks for as many as the server allows (0).
+      const int trials =
+          tune_flags.trials == kiln::client::kUnlimitedTrials ? 0 : tune_flags.trials;
       return kiln::client::RemoteTune(
           remote, tune_flags.model, tune->count("--target") > 0 ? tune_flags.target : "", device,
-          tune_flags.trials, tune_flags.max_trials_per_task, tune_flags.seed);
+          trials, tune_flags.max_trials_per_task, tune_flags.seed, tune_flags.budget_s);
     }
     if (tune_flags.database.empty()) {
       std::fprintf(stderr, "kiln: tune: --tuning-db is required (or --server and --device)\n");

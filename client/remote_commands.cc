@@ -349,13 +349,35 @@ nlohmann::json TuneJson(const v1::TuneResult& result) {
   out["trials"] = result.trials();
   out["elapsed_s"] = result.elapsed_s();
   out["stopped"] = result.stopped();
+  if (result.budget_s() > 0) {
+    out["budget_s"] = result.budget_s();
+    out["out_of_time"] = result.out_of_time();
+  }
+  out["milestones"] = nlohmann::json::array();
+  for (const v1::TuneMilestone& m : result.milestones()) {
+    out["milestones"].push_back(
+        {{"fraction", m.fraction()}, {"trials", m.trials()}, {"elapsed_s", m.elapsed_s()}});
+  }
+  out["winners_remeasured"] = result.winners_remeasured();
+  if (result.winners_remeasured() > 0) {
+    out["remeasure_median_difference"] = result.remeasure_median_difference();
+  }
+  if (result.projected_gain_of_doubling_s() > 0) {
+    out["projected_gain_of_doubling_seconds"] = result.projected_gain_of_doubling_s();
+  }
+  if (result.has_model_check()) {
+    const v1::TuneModelCheck& c = result.model_check();
+    out["model_check"] = {{"untuned_estimated_seconds", c.untuned_estimated_seconds()},
+                          {"untuned_measured_seconds", c.untuned_measured_seconds()},
+                          {"tuned_estimated_seconds", c.tuned_estimated_seconds()},
+                          {"tuned_measured_seconds", c.tuned_measured_seconds()},
+                          {"tuned_kernels", c.tuned_kernels()}};
+  }
   out["tasks"] = nlohmann::json::array();
   for (const v1::TuneTaskResult& t : result.tasks()) {
-    nlohmann::json task = {{"name", t.name()},
-                           {"workload_key", t.workload_key()},
-                           {"weight", t.weight()},
-                           {"trials", t.trials()},
-                           {"failures", t.failures()}};
+    nlohmann::json task = {{"name", t.name()},         {"workload_key", t.workload_key()},
+                           {"weight", t.weight()},     {"trials", t.trials()},
+                           {"failures", t.failures()}, {"transferred", t.transferred()}};
     if (t.default_seconds() > 0) task["default_seconds"] = t.default_seconds();
     if (t.best_seconds() > 0) {
       task["best_seconds"] = t.best_seconds();
@@ -387,6 +409,7 @@ void PrintTuneResult(const v1::TuneResult& result, bool json) {
     // untuned kernel is applied, so such a task keeps its default (and says so).
     double best = t.best_seconds();
     std::string note = t.error().empty() ? "" : "  " + t.error();
+    if (t.transferred() > 0) note = absl::StrCat("  ", t.transferred(), " from its family", note);
     if (t.default_seconds() > 0 && best > 0 && !t.record_applied()) {
       note = absl::StrCat("  default kept (best record ", Ms(best), " ms)", note);
       best = t.default_seconds();
@@ -403,12 +426,48 @@ void PrintTuneResult(const v1::TuneResult& result, bool json) {
   const v1::TuneCurvePoint& last = result.curve(result.curve_size() - 1);
   std::printf("estimated model latency: %.4f ms -> %.4f ms after %d trials in %.1f s%s\n",
               first.estimated_seconds() * 1e3, last.estimated_seconds() * 1e3, result.trials(),
-              result.elapsed_s(), result.stopped() ? " (stopped)" : "");
+              result.elapsed_s(),
+              result.stopped()       ? " (stopped)"
+              : result.out_of_time() ? " (the time budget ran out)"
+                                     : "");
+  if (result.milestones_size() > 0) {
+    std::string line;
+    for (const v1::TuneMilestone& m : result.milestones()) {
+      absl::StrAppendFormat(&line, "%s%.0f %% after %d trials (%.1f s)", line.empty() ? "" : ", ",
+                            m.fraction() * 100, m.trials(), m.elapsed_s());
+    }
+    std::printf("of the gain: %s\n", line.c_str());
+  }
+  if (result.winners_remeasured() > 0) {
+    std::printf("winners measured twice: %d (median difference %.1f %%; the slower time counts)\n",
+                result.winners_remeasured(), result.remeasure_median_difference() * 100);
+  }
+  if (result.projected_gain_of_doubling_s() > 0) {
+    std::printf("another %d trials would take off about %.4f ms more (extrapolated)\n",
+                result.trials(), result.projected_gain_of_doubling_s() * 1e3);
+  }
+  if (result.has_model_check()) {
+    const v1::TuneModelCheck& c = result.model_check();
+    auto off = [](double estimated, double measured) {
+      return measured > 0 ? absl::StrFormat("%+.0f %%", (estimated / measured - 1) * 100)
+                          : std::string("-");
+    };
+    std::printf(
+        "whole model, measured: untuned %.4f ms (estimate %.4f, %s), tuned %.4f ms "
+        "(estimate %.4f, %s; %d kernels from records): %.2fx\n",
+        c.untuned_measured_seconds() * 1e3, c.untuned_estimated_seconds() * 1e3,
+        off(c.untuned_estimated_seconds(), c.untuned_measured_seconds()).c_str(),
+        c.tuned_measured_seconds() * 1e3, c.tuned_estimated_seconds() * 1e3,
+        off(c.tuned_estimated_seconds(), c.tuned_measured_seconds()).c_str(), c.tuned_kernels(),
+        c.tuned_measured_seconds() > 0 ? c.untuned_measured_seconds() / c.tuned_measured_seconds()
+                                       : 0.0);
+  }
   std::printf("curve: %s\n", TuneJson(result)["curve"].dump().c_str());
 }
 
 int RemoteTune(const RemoteFlags& flags, const std::string& model, const std::string& target,
-               const std::string& device, int trials, int max_trials_per_task, uint64_t seed) {
+               const std::string& device, int trials, int max_trials_per_task, uint64_t seed,
+               double budget_s) {
   absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
   if (!client.ok()) return Fail(client.status());
   v1::SubmitTuneRequest request;
@@ -420,12 +479,15 @@ int RemoteTune(const RemoteFlags& flags, const std::string& model, const std::st
   request.set_trials(trials);
   request.set_max_trials_per_task(max_trials_per_task);
   request.set_seed(seed);
+  request.set_budget_s(budget_s);
   request.set_deadline_ms(flags.deadline_s * 1000);
   absl::StatusOr<v1::SubmitResponse> submitted = (*client)->SubmitTune(request);
   if (!submitted.ok()) return Fail(submitted.status());
-  std::fprintf(stderr, "kiln tune: job %s, %d trials measured on device '%s' through %s\n",
-               submitted->job().id().c_str(), trials, device.c_str(),
-               flags.channel.address.c_str());
+  const std::string budget = budget_s > 0 ? absl::StrFormat(" within %.0f s", budget_s) : "";
+  std::fprintf(stderr, "kiln tune: job %s, %s trials%s measured on device '%s' through %s\n",
+               submitted->job().id().c_str(),
+               trials > 0 ? std::to_string(trials).c_str() : "as many", budget.c_str(),
+               device.c_str(), flags.channel.address.c_str());
   // A progress line per event that carries the tune's state; other events as `kiln watch`.
   const bool tty = isatty(STDERR_FILENO);
   absl::StatusOr<v1::Job> job = (*client)->Wait(submitted->job().id(), [&](const v1::JobEvent& e) {

@@ -38,7 +38,8 @@ int RemoteDevices(const RemoteFlags& flags);
 // `device`, the records in the service's tuning database. A progress line while it runs, then
 // PrintTuneResult's table.
 int RemoteTune(const RemoteFlags& flags, const std::string& model, const std::string& target,
-               const std::string& device, int trials, int max_trials_per_task, uint64_t seed);
+               const std::string& device, int trials, int max_trials_per_task, uint64_t seed,
+               double budget_s);
 // A tune's table per task and its curve (or, with `json`, the same as JSON): what `kiln tune`
 // prints, in process or through kilnd.
 void PrintTuneResult(const v1::TuneResult& result, bool json);

@@ -7,9 +7,11 @@
 #include <fstream>
 #include <iostream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/remote_commands.h"
 #include "compiler/frontend/load_module.h"
+#include "compiler/tune/model_check.h"
 #include "compiler/tune/records_io.h"
 #include "compiler/tune/tuner.h"
 #include "compiler/version.h"
@@ -64,16 +66,24 @@ int TuneModel(const TuneFlags& flags) {
   gethostname(host, sizeof host - 1);
   options.measured_on = host;
   options.stop = &g_stop;
-  std::fprintf(stderr, "kiln tune: %zu tasks from %s, %d trials, database %s\n", tasks->size(),
-               flags.model.c_str(), flags.trials, flags.database.c_str());
+  options.budget_s = flags.budget_s;
+  options.transfer = flags.transfer;
+  const std::string budget =
+      flags.budget_s > 0 ? absl::StrFormat(" within %.0f s", flags.budget_s) : "";
+  std::fprintf(stderr, "kiln tune: %zu tasks from %s, %s trials%s, database %s\n", tasks->size(),
+               flags.model.c_str(),
+               flags.trials == kUnlimitedTrials ? "as many" : std::to_string(flags.trials).c_str(),
+               budget.c_str(), flags.database.c_str());
   const bool tty = isatty(STDERR_FILENO);
   absl::StatusOr<tune::TuneReport> report =
       tune::Tune(*tasks, **db, *builder, *runner, options, [&](const tune::TuneReport& r) {
-        std::fprintf(
-            stderr, "%s[tune] %d/%d trials, %zu tasks, est. model %.4f ms (from %.4f ms), %.1f s%s",
-            tty ? "\r" : "", r.trials, flags.trials, r.tasks.size(),
-            r.curve.back().estimated_seconds * 1e3, r.curve.front().estimated_seconds * 1e3,
-            r.elapsed_s, tty ? "" : "\n");
+        const std::string of =
+            flags.trials == kUnlimitedTrials ? "" : absl::StrCat("/", flags.trials);
+        std::fprintf(stderr,
+                     "%s[tune] %d%s trials, %zu tasks, est. model %.4f ms (from %.4f ms), %.1f s%s",
+                     tty ? "\r" : "", r.trials, of.c_str(), r.tasks.size(),
+                     r.curve.back().estimated_seconds * 1e3,
+                     r.curve.front().estimated_seconds * 1e3, r.elapsed_s, tty ? "" : "\n");
       });
   std::signal(SIGINT, SIG_DFL);
   if (tty) std::fprintf(stderr, "\n");
@@ -84,7 +94,27 @@ int TuneModel(const TuneFlags& flags) {
   if (!flags.curve_svg.empty()) {
     std::ofstream(flags.curve_svg) << tune::CurveSvg(*report);
   }
-  PrintTuneResult(tune::ToProto(*report, flags.trials), flags.json);
+  v1::TuneResult result = tune::ToProto(*report, flags.trials);
+  if (flags.model_check && !report->stopped && !report->curve.empty()) {
+    std::fprintf(stderr, "kiln tune: timing the whole model, untuned and tuned\n");
+    tune::ModelCheckOptions check;
+    check.target = flags.target;
+    check.threads = flags.threads;
+    absl::StatusOr<tune::ModelTimes> times = tune::MeasureModel(
+        *mod, std::shared_ptr<const tune::TuningDatabase>(std::move(*db)), check);
+    if (!times.ok()) {
+      std::fprintf(stderr, "kiln: the model check: %s\n",
+                   std::string(times.status().message()).c_str());
+      return 1;
+    }
+    v1::TuneModelCheck* out = result.mutable_model_check();
+    out->set_untuned_estimated_seconds(report->curve.front().estimated_seconds);
+    out->set_tuned_estimated_seconds(report->curve.back().estimated_seconds);
+    out->set_untuned_measured_seconds(times->untuned_seconds);
+    out->set_tuned_measured_seconds(times->tuned_seconds);
+    out->set_tuned_kernels(times->tuned_kernels);
+  }
+  PrintTuneResult(result, flags.json);
   return 0;
 }
 

@@ -1,14 +1,20 @@
 // `kiln tune MODEL --tuning-db DB ...`: auto-tunes a model's kernels on this machine
 // (compiler/tune), printing a live progress line, then a table per task and the tuning curve;
 // Ctrl-C stops after the current round and keeps every record. Returns the exit status; the
-// table is remote_commands' PrintTuneResult, which `kiln tune --server` prints too.
+// table is remote_commands' PrintTuneResult, which `kiln tune --server` prints too. With
+// --budget the search returns what it has when the time runs out; at the end the whole model is
+// compiled without and with the records and timed (compiler/tune/model_check.h).
 #ifndef KILN_CLIENT_TUNE_COMMAND_H_
 #define KILN_CLIENT_TUNE_COMMAND_H_
 
+#include <climits>
 #include <cstdint>
 #include <string>
 
 namespace kiln::client {
+
+// --budget without --trials: as many trials as the budget allows.
+inline constexpr int kUnlimitedTrials = INT_MAX;
 
 struct TuneFlags {
   std::string model;
@@ -21,7 +27,10 @@ struct TuneFlags {
   int threads = 1;
   bool random_search = false;
   bool json = false;
-  std::string curve_svg;  // where to write the curve as SVG ("" = not written)
+  std::string curve_svg;    // where to write the curve as SVG ("" = not written)
+  double budget_s = 0;      // seconds the search may take (0: no limit but trials)
+  bool model_check = true;  // at the end, time the whole model untuned and tuned
+  bool transfer = true;     // start tasks from their families' records
 };
 
 int TuneModel(const TuneFlags& flags);

@@ -2,7 +2,10 @@
 
 #include <openssl/evp.h>
 
+#include <random>
+
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -88,6 +91,29 @@ const kiln::v1::EntryFunction* FindEntryFunction(const kiln::v1::ArtifactManifes
     if (f.name() == name) return &f;
   }
   return nullptr;
+}
+
+absl::StatusOr<Tensor> RandomArgument(const kiln::v1::ValueSignature& param, uint64_t seed) {
+  if (param.kind() != "tensor" || param.dtype() != "float32") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parameter '", param.name(), "' is not a float32 tensor: give the inputs explicitly"));
+  }
+  std::vector<int64_t> shape;
+  for (const std::string& d : param.dims()) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(d, &v)) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter '", param.name(),
+                                                     "' has the symbolic dimension '", d,
+                                                     "': give the inputs explicitly"));
+    }
+    shape.push_back(v);
+  }
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(shape, *ParseDataType("float32")));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  float* data = static_cast<float*>(t.data());
+  for (int64_t i = 0; i < t.NumElements(); ++i) data[i] = dist(rng);
+  return t;
 }
 
 absl::StatusOr<kiln::v1::ArtifactProto> ParseArtifact(absl::string_view bytes, bool check_host) {

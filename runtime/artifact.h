@@ -38,6 +38,11 @@ absl::StatusOr<kiln::v1::ArtifactManifest> ReadArtifactManifest(absl::string_vie
 const kiln::v1::EntryFunction* FindEntryFunction(const kiln::v1::ArtifactManifest& manifest,
                                                  absl::string_view name);
 
+// A float32 tensor of `param`'s static shape, uniform in [-1, 1) from `seed`: what a profile
+// without given inputs runs on. InvalidArgument, naming the parameter, for any other kind or
+// dtype and for a symbolic dimension (the inputs must then be given).
+absl::StatusOr<Tensor> RandomArgument(const kiln::v1::ValueSignature& param, uint64_t seed);
+
 // A loaded model: the kernel library and the VM over its executable.
 struct LoadedArtifact {
   kiln::v1::ArtifactManifest manifest;

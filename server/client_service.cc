@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cmath>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -465,7 +466,12 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
     return Invalid("device_key: required (the agents measure)");
   }
   const int max_trials = ctx_->jobs->options().max_tune_trials;
-  if (request->trials() <= 0 || request->trials() > max_trials) {
+  if (!std::isfinite(request->budget_s()) || request->budget_s() < 0) {
+    return Invalid(absl::StrCat("budget_s: ", request->budget_s(), " is not a number of seconds"));
+  }
+  // With a time budget, no trial count means as many as the server allows.
+  const bool trials_from_budget = request->budget_s() > 0 && request->trials() == 0;
+  if (!trials_from_budget && (request->trials() <= 0 || request->trials() > max_trials)) {
     return Invalid(absl::StrCat("trials: ", request->trials(), " is not in [1, ", max_trials,
                                 "] (this server's --max-tune-trials)"));
   }
@@ -499,8 +505,13 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
   job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
                                                        : request->module().name());
+  v1::SubmitTuneRequest limits;
+  limits.set_trials(trials_from_budget ? max_trials : request->trials());
+  limits.set_max_trials_per_task(request->max_trials_per_task());
+  limits.set_seed(request->seed());
+  limits.set_budget_s(request->budget_s());
   Submitted submitted =
-      ctx_->jobs->EnqueueTune(std::move(job), request->module(), *request, RecordsOwner(caller));
+      ctx_->jobs->EnqueueTune(std::move(job), request->module(), limits, RecordsOwner(caller));
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);
   return grpc::Status::OK;

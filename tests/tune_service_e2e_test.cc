@@ -343,6 +343,24 @@ TEST_F(TuneServiceTest, ABuilderKilledMidBuildFailsOnlyItsCandidate) {
   EXPECT_EQ(measured + failed, 16);
 }
 
+// A time budget without a trial count: as many trials as the server allows, and the job ends,
+// succeeded, when the budget does. One spent before the search starts (measuring the untuned
+// kernels takes longer) gives no trial, every untuned kernel measured, and says so.
+TEST_F(TuneServiceTest, ATimeBudgetEndsATuneWithWhatItHas) {
+  StartWithAgents("tune_budget", 1, {"--max-tune-trials", "100000"});
+  v1::SubmitTuneRequest request = TuneRequest(0);
+  request.set_budget_s(1e-3);
+  Watched w = Watch(*client_, Submit(request));
+  ASSERT_EQ(w.job.state(), v1::JOB_STATE_SUCCEEDED) << w.job.reason();
+  const v1::TuneResult& result = w.job.tune();
+  EXPECT_TRUE(result.out_of_time());
+  EXPECT_DOUBLE_EQ(result.budget_s(), 1e-3);
+  EXPECT_EQ(result.budget(), 100000);
+  EXPECT_EQ(result.trials(), 0);
+  ASSERT_GT(result.tasks_size(), 3);
+  for (const v1::TuneTaskResult& t : result.tasks()) EXPECT_GT(t.default_seconds(), 0) << t.name();
+}
+
 TEST_F(TuneServiceTest, BadTuneRequestsAreRefusedWithTheReason) {
   StartWithAgents("tune_bad", 0, {"--max-tune-trials", "100"});
   auto refused = [&](v1::SubmitTuneRequest request, const std::string& fragment) {
@@ -354,6 +372,9 @@ TEST_F(TuneServiceTest, BadTuneRequestsAreRefusedWithTheReason) {
   refused(TuneRequest(0), "trials: 0 is not in [1, 100]");
   refused(TuneRequest(101), "this server's --max-tune-trials");
   refused(TuneRequest(8, ""), "device_key: required");
+  v1::SubmitTuneRequest negative_budget = TuneRequest(8);
+  negative_budget.set_budget_s(-1);
+  refused(negative_budget, "budget_s: -1 is not a number of seconds");
   v1::SubmitTuneRequest no_module = TuneRequest(8);
   no_module.clear_module();
   refused(no_module, "module: give it as ir_proto, tvmscript or onnx");

@@ -24,6 +24,8 @@
 #include "compiler/codegen/kernel_codegen.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/tir_functor.h"
+#include "llvm/IR/DiagnosticHandler.h"
+#include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/LLVMContext.h"
@@ -116,11 +118,21 @@ bool HasFunctionLargerThan(const llvm::Module& module, size_t limit) {
   return false;
 }
 
+// LLVM's warnings and remarks off stderr: "loop not vectorized: the optimizer was unable to
+// perform the requested transformation" is LLVM declining a loop hint of the schedule, not a
+// fault of the kernel, and a tune's candidates printed dozens. Errors still take LLVM's way.
+struct QuietDiagnostics : llvm::DiagnosticHandler {
+  bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    return info.getSeverity() != llvm::DS_Error;
+  }
+};
+
 // One object of the PrimFuncs `only` names (all when null), in its own LLVM context.
 absl::StatusOr<std::string> CompilePart(const IRModule& lowered, const LlvmTargetInfo& target,
                                         const std::vector<std::string>* only, bool with_abi_version,
                                         bool quick = false) {
   llvm::LLVMContext ctx;
+  ctx.setDiagnosticHandler(std::make_unique<QuietDiagnostics>());
   absl::StatusOr<std::unique_ptr<llvm::Module>> module =
       BuildModule(ctx, lowered, target, only, with_abi_version);
   if (!module.ok()) return module.status();

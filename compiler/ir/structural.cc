@@ -184,9 +184,15 @@ uint64_t KindHash(NodeKind kind) {
 
 class Hasher {
  public:
+  explicit Hasher(bool ignore_constants = false) : ignore_constants_(ignore_constants) {}
+
   uint64_t Hash(const Object* node) {
     if (node == nullptr) return 0x6e756c6cULL;  // "null"
     uint64_t h = KindHash(node->kind());
+    if (ignore_constants_ && node->kind() == NodeKind::kIntImm) {
+      // Its type only (the first field): every value of it hashes alike.
+      return Mix(h, HashField(FieldsOf(*node).front()));
+    }
     if (IsMappedKind(node->kind())) {
       auto it = var_index_.find(node);
       if (it != var_index_.end()) return Mix(h, Mix(0x75736500, it->second));  // a use
@@ -238,6 +244,7 @@ class Hasher {
     return h;
   }
 
+  const bool ignore_constants_;
   absl::flat_hash_map<const Object*, uint64_t> var_index_;
   absl::flat_hash_map<const Object*, uint64_t> shared_hash_;
 };
@@ -260,6 +267,10 @@ bool ExprDeepEqual(const ObjectRef& a, const ObjectRef& b) {
 
 uint64_t StructuralHash(const ObjectRef& node) {
   return Mix(kStructuralHashVersion, Hasher().Hash(node.get()));
+}
+
+uint64_t StructuralHashIgnoringConstants(const ObjectRef& node) {
+  return Mix(kStructuralHashVersion, Hasher(/*ignore_constants=*/true).Hash(node.get()));
 }
 
 }  // namespace kiln::ir

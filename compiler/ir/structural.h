@@ -32,6 +32,12 @@ absl::Status CheckStructuralEqual(const ObjectRef& a, const ObjectRef& b);
 
 uint64_t StructuralHash(const ObjectRef& node);
 
+// The same hash with every integer constant taken as equal to every other of its type: shapes,
+// loop extents, strides and paddings drop out, so that the kernels of one operator at other
+// shapes (every 3x3 convolution with its epilogue, say) share it. What the tuner transfers
+// records by.
+uint64_t StructuralHashIgnoringConstants(const ObjectRef& node);
+
 // Equality where variables and buffers are compared by identity instead of by position: two
 // expressions over the same free variables (the arithmetic analyzer's notion of "same term").
 bool ExprDeepEqual(const ObjectRef& a, const ObjectRef& b);

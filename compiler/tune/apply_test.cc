@@ -114,5 +114,37 @@ TEST(ApplyTest, StaleRecordFallsBackWithAWarning) {
   EXPECT_EQ(parsed.manifest().tuned_kernels_size(), 0);
 }
 
+// A record measured for one ISA is never applied to a compile for another: AVX2 records stay
+// out of an AVX-512 build of the same model, and the AVX2 build applies them.
+TEST(ApplyTest, RecordsOfOneIsaAreNeverAppliedToAnother) {
+  const std::string avx2 = "llvm -mcpu=haswell";
+  const std::string avx512 = "llvm -mcpu=skylake-avx512";
+  Fixture f = Make("isa.db");
+  absl::StatusOr<std::vector<TuneTask>> tasks = ExtractTasksFor(f.mod, avx2);
+  ASSERT_TRUE(tasks.ok() && tasks->size() == 1u);
+  const WorkloadId workload{
+      WorkloadKey((*tasks)[0].mod->Lookup((*tasks)[0].name).as_ref<ir::PrimFuncNode>()),
+      *TuningTarget(avx2), ""};
+  ASSERT_NE(workload.target, *TuningTarget(avx512));
+  ASSERT_TRUE(f.db->AddWorkload(workload, "").ok());
+  absl::StatusOr<tir::Schedule> sch = GenerateSchedule((*tasks)[0], 2);
+  ASSERT_TRUE(sch.ok());
+  ASSERT_TRUE(f.db->AddRecord(workload, {"h", sch->trace(), 1e-6, "", "", "", ""}).ok());
+  ASSERT_TRUE(f.db->SetDefaultSeconds(workload, 1.0).ok());
+  auto tuned_kernels = [&](const std::string& target) {
+    backend::BuildOptions options;
+    options.schedule_passes.push_back(ApplyTuningRecordsPass(f.db, target, [](auto&) {}));
+    absl::StatusOr<std::string> artifact = backend::BuildArtifact(f.mod, target, options);
+    EXPECT_TRUE(artifact.ok()) << artifact.status();
+    kiln::v1::ArtifactProto parsed;
+    EXPECT_TRUE(artifact.ok() && parsed.ParseFromString(*artifact));
+    return parsed.manifest().tuned_kernels_size();
+  };
+  EXPECT_EQ(tuned_kernels(avx512), 0);
+  EXPECT_EQ(tuned_kernels(avx2), 1);
+  EXPECT_EQ(*AppliedRecordsDigest(*f.db, avx512), "");
+  EXPECT_NE(*AppliedRecordsDigest(*f.db, avx2), "");
+}
+
 }  // namespace
 }  // namespace kiln::tune

@@ -30,6 +30,10 @@ std::string WorkloadKey(const ir::PrimFunc& func) {
   return absl::StrFormat("%016x", ir::StructuralHash(func));
 }
 
+std::string FamilyKey(const ir::PrimFunc& func) {
+  return absl::StrFormat("%016x", ir::StructuralHashIgnoringConstants(func));
+}
+
 absl::StatusOr<std::string> TuningTarget(const std::string& target) {
   absl::StatusOr<codegen::LlvmTargetInfo> info = codegen::ParseTarget(target);
   if (!info.ok()) return info.status();

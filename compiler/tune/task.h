@@ -38,6 +38,11 @@ absl::StatusOr<TuneTask> TaskFromPrimFunc(
 // The workload key of a PrimFunc: its structural hash as 16 hex digits.
 std::string WorkloadKey(const ir::PrimFunc& func);
 
+// Its family key: the structural hash with every integer constant alike (ir/structural.h), as
+// 16 hex digits. One operator and epilogue at other shapes share it: the tuner starts a new task
+// from the best records of its family.
+std::string FamilyKey(const ir::PrimFunc& func);
+
 // The target a workload's records are kept under: the target string resolved to its triple, CPU
 // and features ("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver3 -mattr=+avx2,..."), so that
 // "llvm" and "llvm -mcpu=native" on this host share records, and a record measured for one CPU

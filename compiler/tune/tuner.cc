@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "compiler/script/printer.h"
+#include "compiler/script/script_parser.h"
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tune/features.h"
@@ -61,9 +63,19 @@ absl::Status TaskSearch::Load(const TuningDatabase& db, const WorkloadId& worklo
 }
 
 std::vector<tir::Schedule> TaskSearch::Propose(int n, const CostModel& model) {
+  std::vector<tir::Schedule> out;
+  std::set<std::string> seen = measured_;
+  // The family's records first: adapted from tasks of the same operator, they are the likeliest
+  // good points.
+  while (!transferred_.empty() && static_cast<int>(out.size()) < n) {
+    seen.insert(CandidateKey(transferred_.front()));
+    out.push_back(std::move(transferred_.front()));
+    transferred_.erase(transferred_.begin());
+  }
+  n -= static_cast<int>(out.size());
+  if (n == 0) return out;
   std::vector<tir::Schedule> pool;
   std::vector<std::vector<float>> pool_features;
-  std::set<std::string> seen = measured_;
   auto add = [&](absl::StatusOr<tir::Schedule> sch) {
     if (sch.ok() && seen.insert(CandidateKey(*sch)).second) {
       pool_features.push_back(ExtractFeatures(sch->func()));
@@ -103,9 +115,9 @@ std::vector<tir::Schedule> TaskSearch::Propose(int n, const CostModel& model) {
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return scores[a] > scores[b]; });
   }
-  std::vector<tir::Schedule> out;
   std::vector<bool> taken(order.size(), false);
-  for (size_t k = 0; k < order.size() && static_cast<int>(out.size()) < n; ++k) {
+  const size_t wanted = out.size() + n;
+  for (size_t k = 0; k < order.size() && out.size() < wanted; ++k) {
     size_t pick = k;
     // Exploration: now and then a random candidate from the rest instead of the next best.
     if (guided && static_cast<double>(Next() % 1000) < options_.epsilon * 1000) {
@@ -127,6 +139,22 @@ void TaskSearch::StartFrom(const tir::Schedule& default_schedule, double seconds
   Remember(default_schedule, seconds);
 }
 
+int TaskSearch::Transfer(const std::vector<v1::TraceProto>& traces) {
+  std::set<std::string> queued;
+  for (const tir::Schedule& sch : transferred_) queued.insert(CandidateKey(sch));
+  int added = 0;
+  for (const v1::TraceProto& trace : traces) {
+    absl::StatusOr<tir::Schedule> sch =
+        GenerateSchedule(task_, Next(), DecisionsOf(trace), tir::UnsetDecisions::kHeuristic);
+    if (!sch.ok()) continue;
+    const std::string key = CandidateKey(*sch);
+    if (measured_.count(key) || !queued.insert(key).second) continue;
+    transferred_.push_back(*std::move(sch));
+    ++added;
+  }
+  return added;
+}
+
 void TaskSearch::Remember(const tir::Schedule& sch, std::optional<double> seconds) {
   measured_.insert(CandidateKey(sch));
   features_.push_back(ExtractFeatures(sch.func()));
@@ -146,6 +174,41 @@ struct TaskState {
   std::vector<double> history;  // estimated seconds after each round
   bool exhausted = false;
 };
+
+// A winner is measured again before it becomes a task's best: the batch's fastest, where it
+// beats the best known (the untuned kernel included), runs once more in a fresh child, and its
+// record keeps the slower of the two times (or the second run's error), so that one lucky
+// measurement cannot make a record. Until the fastest is one measured twice: the slower time can
+// leave another of the batch in front. How far the two times disagreed goes into the report.
+void ConfirmWinner(const TuneTask& task, const TaskState& s, const std::vector<BuildResult>& built,
+                   Runner& runner, std::vector<TuningRecord>& records, TuneReport& report) {
+  std::vector<bool> twice(records.size(), false);
+  while (true) {
+    std::optional<double> best = s.search->best();
+    int winner = -1;
+    for (size_t c = 0; c < records.size(); ++c) {
+      const std::optional<double>& sec = records[c].seconds;
+      if (sec && (!best || *sec < *best)) {
+        best = sec;
+        winner = static_cast<int>(c);
+      }
+    }
+    if (winner < 0 || twice[winner]) return;
+    twice[winner] = true;
+    TuningRecord& r = records[winner];
+    RunResult again = runner.Run(task, s.reference, {built[winner].library})[0];
+    ++report.winners_remeasured;
+    if (!again.seconds) {
+      r.seconds.reset();
+      r.error = absl::StrCat("measured again: ", again.error);
+      continue;
+    }
+    const double first = *r.seconds;
+    report.remeasure_differences.push_back(std::abs(*again.seconds - first) /
+                                           std::min(*again.seconds, first));
+    r.seconds = std::max(first, *again.seconds);
+  }
+}
 
 // What the kernel will take when compiled with the database: the best record where it beats the
 // untuned kernel (RecordBeatsUntuned), else the untuned kernel.
@@ -198,6 +261,38 @@ std::string Now() {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
 }
 
+// The best record of every workload `db` holds for `target` (on any device), by the family of
+// its kernel (FamilyKey of the module kept with the workload), fastest first: what a new task
+// of a family starts from. A workload whose module no longer parses is skipped.
+absl::StatusOr<std::map<std::string, std::vector<std::pair<WorkloadId, TuningRecord>>>>
+RecordsByFamily(const TuningDatabase& db, const std::string& target) {
+  std::map<std::string, std::vector<std::pair<WorkloadId, TuningRecord>>> out;
+  absl::StatusOr<std::vector<WorkloadId>> workloads = db.Workloads();
+  if (!workloads.ok()) return workloads.status();
+  for (const WorkloadId& w : *workloads) {
+    if (w.target != target) continue;
+    absl::StatusOr<std::optional<TuningRecord>> best = db.Best(w);
+    if (!best.ok()) return best.status();
+    if (!best->has_value()) continue;
+    absl::StatusOr<std::string> script = db.Module(w);
+    if (!script.ok()) return script.status();
+    absl::StatusOr<ir::IRModule> mod = script::ParseScript(*script);
+    if (!mod.ok()) continue;
+    for (const auto& [name, entry] : (*mod)->functions) {
+      ir::PrimFunc f = entry.second.as_ref<ir::PrimFuncNode>();
+      if (!f) continue;
+      out[FamilyKey(f)].emplace_back(w, **best);
+      break;
+    }
+  }
+  for (auto& [family, records] : out) {
+    std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+      return *a.second.seconds < *b.second.seconds;
+    });
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDatabase& db,
@@ -207,6 +302,13 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
   absl::StatusOr<std::string> target = TuningTarget(options.target);
   if (!target.ok()) return target.status();
   TuneReport report;
+  std::map<std::string, std::vector<std::pair<WorkloadId, TuningRecord>>> families;
+  if (options.transfer) {
+    absl::StatusOr<std::map<std::string, std::vector<std::pair<WorkloadId, TuningRecord>>>> f =
+        RecordsByFamily(db, *target);
+    if (!f.ok()) return f.status();
+    families = *std::move(f);
+  }
   std::vector<TaskState> states(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TuneTask& task = tasks[i];
@@ -235,21 +337,48 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
         absl::StatusOr<tir::Schedule> default_schedule =
             tir::DefaultSchedule(task.mod, task.name, task.policy);
         if (default_schedule.ok()) s.search->StartFrom(*default_schedule, *ran[0].seconds);
+        auto family =
+            families.find(FamilyKey(task.mod->Lookup(task.name).as_ref<ir::PrimFuncNode>()));
+        if (family != families.end()) {
+          std::vector<v1::TraceProto> traces;
+          for (const auto& [workload, record] : family->second) {
+            if (workload.workload_key == s.workload.workload_key) continue;  // its own: loaded
+            if (traces.size() == static_cast<size_t>(options.batch)) break;
+            traces.push_back(record.trace);
+          }
+          t.transferred = s.search->Transfer(traces);
+        }
       } else {
         t.error = absl::StrCat("the untuned kernel: ", ran[0].error);
       }
     }
     report.tasks.push_back(std::move(t));
   }
+  report.budget_s = options.budget_s;
   report.curve.push_back({0, EstimatedModel(report), Seconds(start)});
   CostModel model;
+  const double search_start_s = Seconds(start);
+  int rounds = 0;
   while (report.trials < options.trials) {
     if (options.stop && options.stop->load()) {
       report.stopped = true;
+      report.end = TuneEnd::kInterrupted;
       break;
     }
+    if (options.budget_s > 0) {
+      // A round takes about what the rounds so far took on average.
+      const double now_s = Seconds(start);
+      const double round_s = rounds > 0 ? (now_s - search_start_s) / rounds : 0;
+      if (now_s + round_s > options.budget_s) {
+        report.end = TuneEnd::kBudget;
+        break;
+      }
+    }
     const int i = PickTask(states, report, options);
-    if (i < 0) break;
+    if (i < 0) {
+      report.end = TuneEnd::kExhausted;
+      break;
+    }
     TaskState& s = states[i];
     TaskReport& t = report.tasks[i];
     int n = std::min(options.batch, options.trials - report.trials);
@@ -267,16 +396,20 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
       if (b.error.empty()) libs.push_back(b.library);
     }
     std::vector<RunResult> ran = runner.Run(tasks[i], s.reference, libs);
+    std::vector<TuningRecord> records(candidates.size());
     size_t next_run = 0;
     for (size_t c = 0; c < candidates.size(); ++c) {
-      TuningRecord r;
       if (built[c].error.empty()) {
-        r.seconds = ran[next_run].seconds;
-        r.error = ran[next_run].error;
+        records[c].seconds = ran[next_run].seconds;
+        records[c].error = ran[next_run].error;
         ++next_run;
       } else {
-        r.error = built[c].error;
+        records[c].error = built[c].error;
       }
+    }
+    ConfirmWinner(tasks[i], s, built, runner, records, report);
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      TuningRecord& r = records[c];
       r.candidate_key = CandidateKey(candidates[c]);
       r.trace = candidates[c].trace();
       r.measured_at = Now();
@@ -305,10 +438,56 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
       }
       if (features.size() >= kMinRecordsToTrain) (void)model.Train(features, labels);
     }
+    ++rounds;
     if (progress) progress(report);
   }
   report.elapsed_s = Seconds(start);
   return report;
+}
+
+namespace {
+
+// The estimated model latency after `trials` trials: the last curve point at or before them.
+double EstimateAfter(const TuneReport& report, double trials) {
+  double at = report.curve.front().estimated_seconds;
+  for (const CurvePoint& p : report.curve) {
+    if (p.trials > trials) break;
+    at = p.estimated_seconds;
+  }
+  return at;
+}
+
+}  // namespace
+
+std::vector<GainMilestone> GainMilestones(const TuneReport& report) {
+  std::vector<GainMilestone> out;
+  if (report.curve.empty()) return out;
+  const double first = report.curve.front().estimated_seconds;
+  const double gain = first - report.curve.back().estimated_seconds;
+  if (gain <= 0) return out;
+  for (double fraction : {0.5, 0.9, 0.95}) {
+    for (const CurvePoint& p : report.curve) {
+      if (first - p.estimated_seconds >= fraction * gain) {
+        out.push_back({fraction, p.trials, p.elapsed_s});
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<double> ProjectedGainOfDoubling(const TuneReport& report) {
+  constexpr int kMinTrials = 16;
+  constexpr double kMaxRatio = 0.9;
+  if (report.curve.empty() || report.trials < kMinTrials) return std::nullopt;
+  const double t = report.trials;
+  const double last = EstimateAfter(report, t / 2) - EstimateAfter(report, t);
+  const double before = EstimateAfter(report, t / 4) - EstimateAfter(report, t / 2);
+  if (report.curve.front().estimated_seconds <= report.curve.back().estimated_seconds) {
+    return std::nullopt;
+  }
+  const double ratio = before > 0 ? std::min(last / before, kMaxRatio) : (last > 0 ? kMaxRatio : 0);
+  return std::max(0.0, last * ratio);
 }
 
 v1::TuneResult ToProto(const TuneReport& report, int budget) {
@@ -317,6 +496,23 @@ v1::TuneResult ToProto(const TuneReport& report, int budget) {
   out.set_budget(budget);
   out.set_elapsed_s(report.elapsed_s);
   out.set_stopped(report.stopped);
+  out.set_budget_s(report.budget_s);
+  out.set_out_of_time(report.end == TuneEnd::kBudget);
+  for (const GainMilestone& m : GainMilestones(report)) {
+    v1::TuneMilestone* milestone = out.add_milestones();
+    milestone->set_fraction(m.fraction);
+    milestone->set_trials(m.trials);
+    milestone->set_elapsed_s(m.elapsed_s);
+  }
+  out.set_winners_remeasured(report.winners_remeasured);
+  if (!report.remeasure_differences.empty()) {
+    std::vector<double> d = report.remeasure_differences;
+    std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+    out.set_remeasure_median_difference(d[d.size() / 2]);
+  }
+  if (std::optional<double> more = ProjectedGainOfDoubling(report)) {
+    out.set_projected_gain_of_doubling_s(*more);
+  }
   for (const TaskReport& t : report.tasks) {
     v1::TuneTaskResult* task = out.add_tasks();
     task->set_name(t.name);
@@ -324,6 +520,7 @@ v1::TuneResult ToProto(const TuneReport& report, int budget) {
     task->set_weight(t.weight);
     task->set_trials(t.trials);
     task->set_failures(t.failures);
+    task->set_transferred(t.transferred);
     task->set_default_seconds(t.default_seconds.value_or(0));
     task->set_best_seconds(t.best_seconds.value_or(0));
     task->set_record_applied(

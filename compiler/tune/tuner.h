@@ -45,6 +45,13 @@ struct TuneOptions {
   double epsilon = 0.2;
   std::string measured_on = "localhost";
   std::string compiler;  // identity written with each record
+  // Seconds the whole tune may take (0: no limit but `trials`): anytime tuning. The search does
+  // not start a round it expects to end past it (the rounds so far tell how long one takes) and
+  // returns what it has; every record so far is kept.
+  double budget_s = 0;
+  // Start each task from the best records of its family (FamilyKey: the same operator at other
+  // shapes) measured for the same target on any device, adapted to its shapes.
+  bool transfer = true;
   // Set (e.g. by SIGINT) to stop after the current round; every record so far is kept.
   const std::atomic<bool>* stop = nullptr;
 };
@@ -53,8 +60,9 @@ struct TaskReport {
   std::string name;
   std::string workload_key;
   int weight = 0;
-  int trials = 0;                         // measured this run
-  int failures = 0;                       // of those
+  int trials = 0;       // measured this run
+  int failures = 0;     // of those
+  int transferred = 0;  // candidates adapted from its family's records (measured first)
   std::optional<double> default_seconds;  // the untuned kernel
   std::optional<double> best_seconds;     // the best known, database included
   std::string error;                      // why the task could not be tuned at all
@@ -66,13 +74,44 @@ struct CurvePoint {
   double elapsed_s;
 };
 
+// Why a tune ended.
+enum class TuneEnd {
+  kTrials,       // the trial budget is spent
+  kBudget,       // the time budget (TuneOptions::budget_s) is
+  kInterrupted,  // TuneOptions::stop was set
+  kExhausted,    // no task can propose a candidate not measured before
+};
+
 struct TuneReport {
   std::vector<TaskReport> tasks;
   std::vector<CurvePoint> curve;
   int trials = 0;
   double elapsed_s = 0;
-  bool stopped = false;
+  bool stopped = false;  // interrupted (TuneEnd::kInterrupted)
+  TuneEnd end = TuneEnd::kTrials;
+  double budget_s = 0;  // the time budget it ran under (0: none)
+  // Each round's winner is measured twice before it becomes a record (the slower time counts):
+  // how many were, and |second - first| / the faster of the two for each.
+  int winners_remeasured = 0;
+  std::vector<double> remeasure_differences;
 };
+
+// The point of the curve where the tune had reached `fraction` of its whole gain (the estimated
+// model latency's drop from the first point to the last).
+struct GainMilestone {
+  double fraction;
+  int trials;
+  double elapsed_s;
+};
+
+// The milestones for 50, 90 and 95 % of the gain; none when the tune gained nothing.
+std::vector<GainMilestone> GainMilestones(const TuneReport& report);
+
+// What doubling the trials would take off the estimated model latency, in seconds, extrapolated
+// from the curve: the gain of the last doubling (trials T/2 .. T) times how much it shrank
+// against the doubling before (T/4 .. T/2), a ratio kept below 1. Nothing before 16 trials, or
+// when the tune gained nothing.
+std::optional<double> ProjectedGainOfDoubling(const TuneReport& report);
 
 using ProgressFn = std::function<void(const TuneReport&)>;
 
@@ -96,6 +135,10 @@ class TaskSearch {
   // The default schedule (the rules' heuristic decisions) measured at `seconds`: a parent the
   // search mutates from its first round, never proposed itself; not a tuning result.
   void StartFrom(const tir::Schedule& default_schedule, double seconds);
+  // Records of other tasks of its family: their decisions replayed onto this task (a decision
+  // that does not fit its shapes becomes the rules' own), proposed before anything else. How
+  // many new candidates that gave.
+  int Transfer(const std::vector<v1::TraceProto>& traces);
 
   const std::vector<std::vector<float>>& features() const { return features_; }
   const std::vector<std::optional<double>>& seconds() const { return seconds_; }
@@ -111,6 +154,7 @@ class TaskSearch {
   uint64_t rng_;
   std::set<std::string> measured_;
   std::vector<std::pair<double, v1::TraceProto>> parents_;  // measured, fastest first
+  std::vector<tir::Schedule> transferred_;                  // to propose first
   std::vector<std::vector<float>> features_;
   std::vector<std::optional<double>> seconds_;
   std::optional<double> best_;

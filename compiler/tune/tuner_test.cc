@@ -189,6 +189,139 @@ TEST(TunerTest, FailingBuildsAreRecordedAndAStopIsClean) {
   EXPECT_EQ(report->trials, 0);
 }
 
+TEST(TunerTest, ATimeBudgetEndsTheSearchAndSaysSo) {
+  std::vector<TuneTask> tasks = MatmulTasks();
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(FreshTempPath("b.db"));
+  ASSERT_TRUE(db.ok());
+  std::unique_ptr<Builder> builder = MakeLocalBuilder({});
+  std::unique_ptr<Runner> runner = MakeLocalRunner({.min_repeat_ms = 2});
+  TuneOptions options;
+  options.trials = 1000;
+  // Spent before the search starts (measuring the untuned kernel takes longer): no round, the
+  // untuned kernel's time kept, and the report says why it ended.
+  options.budget_s = 1e-9;
+  absl::StatusOr<TuneReport> report = Tune(tasks, **db, *builder, *runner, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->end, TuneEnd::kBudget);
+  EXPECT_EQ(report->trials, 0);
+  EXPECT_FALSE(report->stopped);
+  EXPECT_TRUE(report->tasks[0].default_seconds.has_value());
+  v1::TuneResult proto = ToProto(*report, options.trials);
+  EXPECT_TRUE(proto.out_of_time());
+  EXPECT_DOUBLE_EQ(proto.budget_s(), 1e-9);
+  // A budget that is not reached: the trials end it.
+  options.trials = 8;
+  options.budget_s = 1e6;
+  report = Tune(tasks, **db, *builder, *runner, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->end, TuneEnd::kTrials);
+  EXPECT_EQ(report->trials, 8);
+  EXPECT_FALSE(ToProto(*report, options.trials).out_of_time());
+}
+
+// A task starts from the best records of its family: a matmul of other shapes tuned before.
+TEST(TunerTest, ANewShapeStartsFromItsFamilysRecords) {
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(FreshTempPath("x.db"));
+  ASSERT_TRUE(db.ok());
+  std::unique_ptr<Builder> builder = MakeLocalBuilder({});
+  std::unique_ptr<Runner> runner = MakeLocalRunner({.min_repeat_ms = 2});
+  TuneOptions options;
+  options.trials = 8;
+  ASSERT_TRUE(Tune(MatmulTasks(), **db, *builder, *runner, options).ok());
+  absl::StatusOr<ir::IRModule> other = tir::testing::Parse(tir::testing::MatmulScript(48, 96, 32));
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<std::vector<TuneTask>> tasks = ExtractTasks(*other);
+  ASSERT_TRUE(tasks.ok() && tasks->size() == 1u);
+  const auto func = [](const TuneTask& t) {
+    return t.mod->Lookup(t.name).as_ref<ir::PrimFuncNode>();
+  };
+  EXPECT_NE(WorkloadKey(func((*tasks)[0])), WorkloadKey(func(MatmulTasks()[0])));
+  EXPECT_EQ(FamilyKey(func((*tasks)[0])), FamilyKey(func(MatmulTasks()[0])));
+  EXPECT_NE(
+      FamilyKey(func((*tasks)[0])),
+      FamilyKey(func((*ExtractTasks(*tir::testing::Parse(tir::testing::SoftmaxScript())))[0])));
+  options.batch = 1;
+  options.trials = 1;
+  absl::StatusOr<TuneReport> report = Tune(*tasks, **db, *builder, *runner, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tasks[0].transferred, 1);
+  EXPECT_EQ(report->trials, 1);
+  // Without transfer, none.
+  options.transfer = false;
+  report = Tune(*tasks, **db, *builder, *runner, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tasks[0].transferred, 0);
+}
+
+// Every new best of a task was measured twice, in two children, and its record keeps the slower
+// time: the real runner, its measurements watched.
+TEST(TunerTest, AWinnerIsMeasuredTwiceAndKeepsTheSlowerTime) {
+  // A run of one library that was in the batch before it is a second measurement.
+  struct Watching : Runner {
+    Runner* real;
+    std::map<std::string, double> batch;  // the last batch's times, by library
+    int again = 0;
+    std::set<double> slower;  // of each pair of measurements
+    std::vector<RunResult> Run(const TuneTask& task, const std::string& reference,
+                               const std::vector<std::string>& libraries) override {
+      std::vector<RunResult> out = real->Run(task, reference, libraries);
+      auto first = batch.find(libraries[0]);
+      if (libraries.size() == 1 && first != batch.end()) {
+        ++again;
+        if (out[0].seconds) slower.insert(std::max(first->second, *out[0].seconds));
+        return out;
+      }
+      batch.clear();
+      for (size_t k = 0; k < out.size(); ++k) {
+        if (out[k].seconds) batch[libraries[k]] = *out[k].seconds;
+      }
+      return out;
+    }
+  } runner;
+  std::unique_ptr<Runner> real = MakeLocalRunner({.min_repeat_ms = 2});
+  runner.real = real.get();
+  std::vector<TuneTask> tasks = MatmulTasks();
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> db = TuningDatabase::Open(FreshTempPath("w.db"));
+  ASSERT_TRUE(db.ok());
+  std::unique_ptr<Builder> builder = MakeLocalBuilder({});
+  TuneOptions options;
+  options.trials = 24;
+  absl::StatusOr<TuneReport> report = Tune(tasks, **db, *builder, runner, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(runner.again, report->winners_remeasured);
+  EXPECT_LE(report->remeasure_differences.size(), static_cast<size_t>(runner.again));
+  const TaskReport& t = report->tasks[0];
+  if (t.best_seconds && *t.best_seconds < *t.default_seconds) {
+    EXPECT_EQ(runner.slower.count(*t.best_seconds), 1u) << "the best record was measured once";
+  }
+}
+
+TEST(TuneReportTest, MilestonesAndTheProjectionComeFromTheCurve) {
+  TuneReport report;
+  report.trials = 64;
+  // 10 ms untuned; the gain of each doubling of the trials halves.
+  report.curve = {{0, 10e-3, 1}, {8, 6e-3, 2}, {16, 5e-3, 3}, {32, 4.5e-3, 5}, {64, 4.25e-3, 9}};
+  std::vector<GainMilestone> m = GainMilestones(report);
+  ASSERT_EQ(m.size(), 3u);
+  // The whole gain is 5.75 ms: half of it by trial 8 (4 ms), 90 and 95 % by trial 32 (5.5 ms).
+  EXPECT_EQ(m[0].trials, 8);
+  EXPECT_DOUBLE_EQ(m[0].elapsed_s, 2);
+  EXPECT_EQ(m[1].trials, 32);
+  EXPECT_EQ(m[2].trials, 32);
+  // The last doubling gained 0.25 ms, half the one before: the next, about 0.125 ms.
+  std::optional<double> more = ProjectedGainOfDoubling(report);
+  ASSERT_TRUE(more.has_value());
+  EXPECT_NEAR(*more, 0.125e-3, 1e-9);
+  // No gain: neither.
+  report.curve = {{0, 10e-3, 1}, {64, 10e-3, 9}};
+  EXPECT_TRUE(GainMilestones(report).empty());
+  EXPECT_FALSE(ProjectedGainOfDoubling(report).has_value());
+  // Too few trials to extrapolate.
+  report.trials = 8;
+  report.curve = {{0, 10e-3, 1}, {8, 6e-3, 2}};
+  EXPECT_FALSE(ProjectedGainOfDoubling(report).has_value());
+}
+
 TEST(TuningTargetTest, RecordsAreKeptByTheResolvedTripleAndCpu) {
   // "llvm" is this host: "-mcpu=native" shares its records; another CPU or triple does not.
   absl::StatusOr<std::string> host = TuningTarget("llvm");

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <map>
 #include <numeric>
-#include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -22,29 +21,6 @@
 namespace kiln::runtime {
 namespace {
 
-// A float32 tensor of the parameter's static shape, uniform in [-1, 1) from a fixed seed.
-absl::StatusOr<Tensor> RandomInput(const v1::ValueSignature& param, std::mt19937* rng) {
-  if (param.kind() != "tensor" || param.dtype() != "float32") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parameter '", param.name(), "' is not a float32 tensor: give the inputs explicitly"));
-  }
-  std::vector<int64_t> shape;
-  for (const std::string& d : param.dims()) {
-    int64_t v = 0;
-    if (!absl::SimpleAtoi(d, &v)) {
-      return absl::InvalidArgumentError(absl::StrCat("parameter '", param.name(),
-                                                     "' has the symbolic dimension '", d,
-                                                     "': give the inputs explicitly"));
-    }
-    shape.push_back(v);
-  }
-  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(shape, *ParseDataType("float32")));
-  std::uniform_real_distribution<float> dist(-1, 1);
-  float* data = static_cast<float*>(t.data());
-  for (int64_t i = 0; i < t.NumElements(); ++i) data[i] = dist(*rng);
-  return t;
-}
-
 // The arguments: given tensors by name (or in order when unnamed), random ones when none are
 // given and `random_ok`.
 absl::StatusOr<std::vector<Value>> Arguments(const v1::EntryFunction& entry, const v1::Task& task,
@@ -55,9 +31,8 @@ absl::StatusOr<std::vector<Value>> Arguments(const v1::EntryFunction& entry, con
       return absl::InvalidArgumentError(
           absl::StrCat("'", entry.name(), "' takes ", entry.params_size(), " inputs, got none"));
     }
-    std::mt19937 rng(0);
-    for (const v1::ValueSignature& p : entry.params()) {
-      KILN_ASSIGN_OR_RETURN(Tensor t, RandomInput(p, &rng));
+    for (int i = 0; i < entry.params_size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(Tensor t, RandomArgument(entry.params(i), i));
       args.emplace_back(std::move(t));
     }
     return args;

@@ -131,6 +131,7 @@ Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
   input.mutable_tune()->set_trials(request.trials());
   input.mutable_tune()->set_max_trials_per_task(request.max_trials_per_task());
   input.mutable_tune()->set_seed(request.seed());
+  input.mutable_tune()->set_budget_s(request.budget_s());
   return Submit(std::move(job), std::move(input), "queued for a tune worker");
 }
 

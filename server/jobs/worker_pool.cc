@@ -267,6 +267,7 @@ void WorkerPool::RunTune(const HeldJob& job, std::unique_ptr<runtime::Child> wor
   work.set_trials(job.input.tune().trials());
   work.set_max_trials_per_task(job.input.tune().max_trials_per_task());
   work.set_seed(job.input.tune().seed());
+  work.set_budget_s(job.input.tune().budget_s());
   work.set_tuning_db_path(options_.tuning_db_path);
   work.set_records_owner(job.input.records_owner());
   work.set_device_key(job.job.device_key());

@@ -153,6 +153,7 @@ TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
   options.trials = work.trials();
   options.max_trials_per_task = work.max_trials_per_task();
   options.seed = work.seed();
+  options.budget_s = work.budget_s();
   options.compiler = CompilerIdentity();
   options.measured_on = work.device_key();
   absl::StatusOr<tune::TuneReport> report =

@@ -212,8 +212,12 @@ class Job:
         if j.kind == jobs_pb2.JOB_KIND_TUNE:
             t = j.tune
             return {"trials": t.trials, "budget": t.budget, "elapsed_s": t.elapsed_s,
+                    "budget_s": t.budget_s, "out_of_time": t.out_of_time,
+                    "milestones": [{"fraction": m.fraction, "trials": m.trials,
+                                    "elapsed_s": m.elapsed_s} for m in t.milestones],
                     "tasks": [{"name": x.name, "workload_key": x.workload_key,
                                "weight": x.weight, "trials": x.trials, "failures": x.failures,
+                               "transferred": x.transferred,
                                "default_seconds": x.default_seconds or None,
                                "best_seconds": x.best_seconds or None,
                                "record_applied": x.record_applied, "error": x.error}
@@ -358,14 +362,16 @@ class Client:
 
     def submit_tune_job(self, model: Model, device: str, trials: int, *, target: str = "",
                         example_inputs: Any = None, max_trials_per_task: int = 0, seed: int = 1,
-                        deadline_s: float = 0) -> Job:
+                        deadline_s: float = 0, budget_s: float = 0) -> Job:
         """Tunes `model`'s kernels, each candidate measured on an agent of `device`; the records
         go to the service's tuning database, which later compiles apply. The target is the
-        device's unless given."""
+        device's unless given. With `budget_s` the search returns what it has when that many
+        seconds have passed (`trials` 0: as many as the server allows)."""
         request = jobs_pb2.SubmitTuneRequest(module=_module_source(model, example_inputs),
                                              target=target.encode(), **_device_fields(device),
                                              trials=trials,
                                              max_trials_per_task=max_trials_per_task, seed=seed,
+                                             budget_s=budget_s,
                                              deadline_ms=int(deadline_s * 1000))
         return self._submit(self._stub.SubmitTune, request)
 
