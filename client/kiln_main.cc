@@ -561,9 +561,10 @@ int KilnMain(int argc, char** argv) {
   tune->add_option("--budget", tune_budget,
                    "time the search may take (90s, 3m, 1h30m; a bare number is seconds): it "
                    "returns what it has when the time runs out; without --trials, as many as fit");
-  bool no_transfer = false;
-  tune->add_flag("--no-transfer", no_transfer,
-                 "start every task from scratch, not from its family's records (the baseline)");
+  bool from_scratch = false;
+  tune->add_flag("--from-scratch", from_scratch,
+                 "neither Kiln's shipped cost model nor the records of a kernel's family (the "
+                 "baseline)");
   bool no_model_check = false;
   tune->add_flag("--no-model-check", no_model_check,
                  "skip timing the whole model untuned and tuned at the end");
@@ -656,6 +657,13 @@ int KilnMain(int argc, char** argv) {
                     "the SQLite tuning database (a kilnd store's is STORE/tuning.db)")
         ->required();
   }
+  CLI::App* records_train = records->add_subcommand(
+      "train-model", "train the tuner's cost model on the records of databases (XGBoost JSON)");
+  std::vector<std::string> train_dbs;
+  records_train->add_option("--tuning-db", train_dbs, "a SQLite tuning database (repeatable)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  records_train->add_option("-o,--output", output, "the model file to write")->required();
   records_export->add_option("-o,--output", output, "the file to write (default: stdout)");
   records_import->add_option("FILE", file, "JSON lines, as export writes them")
       ->required()
@@ -693,6 +701,7 @@ int KilnMain(int argc, char** argv) {
   if (*records_export) return kiln::client::ExportTuningRecords(records_db, output);
   if (*records_import) return kiln::client::ImportTuningRecords(records_db, file);
   if (*records_publish) return kiln::client::PublishTuningRecords(records_db, records_owner);
+  if (*records_train) return kiln::client::TrainCostModel(train_dbs, output);
   if (*check) return CheckModule(file);
   if (*compile) {
     build_options.fuse = !no_fuse;
@@ -740,12 +749,12 @@ int KilnMain(int argc, char** argv) {
       if (tune->count("--trials") == 0) tune_flags.trials = kiln::client::kUnlimitedTrials;
     }
     tune_flags.model_check = !no_model_check;
-    tune_flags.transfer = !no_transfer;
+    tune_flags.from_scratch = from_scratch;
     if (remote_mode) {
       if (!tune_flags.database.empty() || tune_flags.random_search ||
-          !tune_flags.curve_svg.empty() || no_transfer || no_model_check) {
+          !tune_flags.curve_svg.empty() || from_scratch || no_model_check) {
         std::fprintf(stderr,
-                     "kiln: --tuning-db, --random-search, --curve-svg, --no-transfer and "
+                     "kiln: --tuning-db, --random-search, --curve-svg, --from-scratch and "
                      "--no-model-check work in-process only (kilnd keeps one tuning database)\n");
         return kExitUsage;
       }

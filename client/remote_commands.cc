@@ -358,6 +358,10 @@ nlohmann::json TuneJson(const v1::TuneResult& result) {
     out["milestones"].push_back(
         {{"fraction", m.fraction()}, {"trials", m.trials()}, {"elapsed_s", m.elapsed_s()}});
   }
+  if (result.initial_model_pairs() > 0) {
+    out["shipped_model_accuracy"] = result.initial_model_accuracy();
+    out["shipped_model_pairs"] = result.initial_model_pairs();
+  }
   out["winners_remeasured"] = result.winners_remeasured();
   if (result.winners_remeasured() > 0) {
     out["remeasure_median_difference"] = result.remeasure_median_difference();
@@ -437,6 +441,13 @@ void PrintTuneResult(const v1::TuneResult& result, bool json) {
                             m.fraction() * 100, m.trials(), m.elapsed_s());
     }
     std::printf("of the gain: %s\n", line.c_str());
+  }
+  if (result.initial_model_pairs() > 0) {
+    std::printf(
+        "the shipped cost model ranked %.1f %% of %lld pairs of this tune's candidates as "
+        "measured\n",
+        result.initial_model_accuracy() * 100,
+        static_cast<long long>(result.initial_model_pairs()));
   }
   if (result.winners_remeasured() > 0) {
     std::printf("winners measured twice: %d (median difference %.1f %%; the slower time counts)\n",

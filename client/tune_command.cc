@@ -13,6 +13,8 @@
 #include "compiler/frontend/load_module.h"
 #include "compiler/tune/model_check.h"
 #include "compiler/tune/records_io.h"
+#include "compiler/tune/shipped_cost_model.h"
+#include "compiler/tune/training_data.h"
 #include "compiler/tune/tuner.h"
 #include "compiler/version.h"
 
@@ -67,7 +69,8 @@ int TuneModel(const TuneFlags& flags) {
   options.measured_on = host;
   options.stop = &g_stop;
   options.budget_s = flags.budget_s;
-  options.transfer = flags.transfer;
+  options.transfer = !flags.from_scratch;
+  if (!flags.from_scratch) options.initial_model = tune::ShippedCostModel();
   const std::string budget =
       flags.budget_s > 0 ? absl::StrFormat(" within %.0f s", flags.budget_s) : "";
   std::fprintf(stderr, "kiln tune: %zu tasks from %s, %s trials%s, database %s\n", tasks->size(),
@@ -185,6 +188,30 @@ int ExportTuningRecords(const std::string& database, const std::string& output) 
   if (!n.ok()) return Say(n.status());
   std::fprintf(stderr, "kiln: %lld records exported from %s\n", static_cast<long long>(*n),
                database.c_str());
+  return 0;
+}
+
+int TrainCostModel(const std::vector<std::string>& databases, const std::string& output) {
+  std::vector<tune::MeasuredGroup> groups;
+  for (const std::string& path : databases) {
+    std::unique_ptr<tune::TuningDatabase> db = OpenOrSay(path);
+    if (db == nullptr) return 1;
+    absl::StatusOr<int64_t> read = tune::ReadMeasuredGroups(*db, &groups);
+    if (!read.ok()) return Say(read.status());
+  }
+  if (groups.empty()) return Say(absl::NotFoundError("no measured records in the databases"));
+  absl::StatusOr<tune::TrainedModel> model = tune::TrainModel(groups);
+  if (!model.ok()) return Say(model.status());
+  std::ofstream file(output, std::ios::trunc);
+  file << model->json;
+  if (!file) return Say(absl::PermissionDeniedError(output + ": cannot write the file"));
+  std::printf("%s: trained on %lld records of %d workloads", output.c_str(),
+              static_cast<long long>(model->records), model->groups);
+  if (model->held_out_accuracy) {
+    std::printf("; pairwise accuracy on held-out workloads %.3f (%lld pairs)",
+                *model->held_out_accuracy, static_cast<long long>(model->held_out_pairs));
+  }
+  std::printf("\n");
   return 0;
 }
 

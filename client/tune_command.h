@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::client {
 
@@ -27,10 +28,10 @@ struct TuneFlags {
   int threads = 1;
   bool random_search = false;
   bool json = false;
-  std::string curve_svg;    // where to write the curve as SVG ("" = not written)
-  double budget_s = 0;      // seconds the search may take (0: no limit but trials)
-  bool model_check = true;  // at the end, time the whole model untuned and tuned
-  bool transfer = true;     // start tasks from their families' records
+  std::string curve_svg;      // where to write the curve as SVG ("" = not written)
+  double budget_s = 0;        // seconds the search may take (0: no limit but trials)
+  bool model_check = true;    // at the end, time the whole model untuned and tuned
+  bool from_scratch = false;  // no shipped cost model, no records from a kernel's family
 };
 
 int TuneModel(const TuneFlags& flags);
@@ -42,6 +43,10 @@ int ExportTuningRecords(const std::string& database, const std::string& output);
 int ImportTuningRecords(const std::string& database, const std::string& input);
 // `kiln tuning-records publish --owner NAME`: the tenant's records become every tenant's.
 int PublishTuningRecords(const std::string& database, const std::string& owner);
+// `kiln tuning-records train-model --tuning-db DB ... -o MODEL.json`: the tuner's cost model
+// trained on every record of the databases (compiler/tune/training_data.h), with its pairwise
+// accuracy on held-out workloads; how the model Kiln ships is made (bench/train_cost_model.sh).
+int TrainCostModel(const std::vector<std::string>& databases, const std::string& output);
 
 }  // namespace kiln::client
 

@@ -2,6 +2,9 @@
 
 #include <xgboost/c_api.h>
 
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/tune/features.h"
 
@@ -68,6 +71,55 @@ absl::Status CostModel::Train(const std::vector<std::vector<float>>& features,
   if (booster_ != nullptr) XGBoosterFree(booster_);
   booster_ = booster;
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CostModel::Save() const {
+  if (booster_ == nullptr) return absl::FailedPreconditionError("cost model: not trained");
+  bst_ulong len = 0;
+  const char* bytes = nullptr;
+  if (XGBoosterSaveModelToBuffer(booster_, R"({"format": "json"})", &len, &bytes) != 0)
+    return XgbError("saving");
+  return std::string(bytes, len);
+}
+
+absl::Status CostModel::Load(const std::string& json) {
+  BoosterHandle booster = nullptr;
+  if (XGBoosterCreate(nullptr, 0, &booster) != 0) return XgbError("creating the booster");
+  // XGBoost tells JSON from its binary formats by the first byte.
+  const absl::string_view text = absl::StripAsciiWhitespace(json);
+  if (XGBoosterLoadModelFromBuffer(booster, text.data(), text.size()) != 0 ||
+      XGBoosterSetParam(booster, "nthread", "1") != 0) {
+    absl::Status status = absl::InvalidArgumentError(
+        absl::StrCat("cost model: not an XGBoost model: ", XGBGetLastError()));
+    XGBoosterFree(booster);
+    return status;
+  }
+  if (booster_ != nullptr) XGBoosterFree(booster_);
+  booster_ = booster;
+  return absl::OkStatus();
+}
+
+std::optional<double> PairwiseAccuracy(const CostModel& model,
+                                       const std::vector<MeasuredGroup>& groups, int64_t* pairs) {
+  constexpr double kNoise = 0.02;
+  int64_t total = 0, agree = 0;
+  for (const MeasuredGroup& g : groups) {
+    const std::vector<float> scores = model.Predict(g.features);
+    for (size_t a = 0; a < g.seconds.size(); ++a) {
+      for (size_t b = a + 1; b < g.seconds.size(); ++b) {
+        if (!g.seconds[a] || !g.seconds[b]) continue;
+        const double fast = std::min(*g.seconds[a], *g.seconds[b]);
+        const double slow = std::max(*g.seconds[a], *g.seconds[b]);
+        if (slow <= fast * (1 + kNoise)) continue;
+        ++total;
+        // Higher scores are faster.
+        agree += (*g.seconds[a] < *g.seconds[b]) == (scores[a] > scores[b]);
+      }
+    }
+  }
+  if (pairs != nullptr) *pairs = total;
+  if (total == 0) return std::nullopt;
+  return static_cast<double>(agree) / static_cast<double>(total);
 }
 
 std::vector<float> CostModel::Predict(const std::vector<std::vector<float>>& features) const {

@@ -5,9 +5,11 @@
 #ifndef KILN_COMPILER_TUNE_COST_MODEL_H_
 #define KILN_COMPILER_TUNE_COST_MODEL_H_
 
+#include <optional>
+#include <string>
 #include <vector>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace kiln::tune {
 
@@ -26,9 +28,28 @@ class CostModel {
   std::vector<float> Predict(const std::vector<std::vector<float>>& features) const;
   bool trained() const { return booster_ != nullptr; }
 
+  // The trained model as XGBoost's JSON, and back: a model shipped with Kiln
+  // (shipped_cost_model.h) or kept between runs. Load replaces whatever was trained; a text that
+  // is not such a model is InvalidArgument.
+  absl::StatusOr<std::string> Save() const;
+  absl::Status Load(const std::string& json);
+
  private:
   void* booster_ = nullptr;  // BoosterHandle
 };
+
+// Candidates of one workload: their features and measured seconds (absent: failed).
+struct MeasuredGroup {
+  std::vector<std::vector<float>> features;
+  std::vector<std::optional<double>> seconds;
+};
+
+// How far `model`'s ranking agrees with measurements: of every pair of measured candidates of one
+// group whose times differ by more than 2 % (less is the measurement's noise), the fraction it
+// orders as the times do; `pairs` receives how many pairs there were. Nothing without a pair.
+std::optional<double> PairwiseAccuracy(const CostModel& model,
+                                       const std::vector<MeasuredGroup>& groups,
+                                       int64_t* pairs = nullptr);
 
 }  // namespace kiln::tune
 

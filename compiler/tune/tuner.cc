@@ -15,12 +15,15 @@
 #include "compiler/tir/default_schedule.h"
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tune/features.h"
+#include "compiler/tune/training_data.h"
 
 namespace kiln::tune {
 namespace {
 
 constexpr size_t kParents = 8;
 constexpr size_t kMinRecordsToTrain = 8;
+// With an initial model: the measurements of a few rounds rank worse than it does.
+constexpr size_t kRecordsToReplaceInitial = 64;
 
 std::string CandidateKey(const tir::Schedule& sch) { return WorkloadKey(sch.func()); }
 
@@ -356,7 +359,18 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
   }
   report.budget_s = options.budget_s;
   report.curve.push_back({0, EstimatedModel(report), Seconds(start)});
-  CostModel model;
+  // The initial model (Kiln's shipped one) ranks until the run has measured enough to train its
+  // own on what this machine measured.
+  CostModel initial, model;
+  if (!options.initial_model.empty()) {
+    if (absl::Status st = initial.Load(options.initial_model); !st.ok()) return st;
+  }
+  const size_t retrain_after = initial.trained() ? kRecordsToReplaceInitial : kMinRecordsToTrain;
+  auto groups = [&] {
+    std::vector<MeasuredGroup> out;
+    for (const TaskState& st : states) out.push_back({st.search->features(), st.search->seconds()});
+    return out;
+  };
   const double search_start_s = Seconds(start);
   int rounds = 0;
   while (report.trials < options.trials) {
@@ -383,7 +397,7 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
     TaskReport& t = report.tasks[i];
     int n = std::min(options.batch, options.trials - report.trials);
     if (options.max_trials_per_task > 0) n = std::min(n, options.max_trials_per_task - t.trials);
-    std::vector<tir::Schedule> candidates = s.search->Propose(n, model);
+    std::vector<tir::Schedule> candidates = s.search->Propose(n, model.trained() ? model : initial);
     if (candidates.empty()) {
       s.exhausted = true;
       continue;
@@ -428,18 +442,15 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
     if (options.use_cost_model) {
       std::vector<std::vector<float>> features;
       std::vector<float> labels;
-      for (const TaskState& st : states) {
-        const std::optional<double> best = st.search->best();
-        for (size_t k = 0; k < st.search->features().size(); ++k) {
-          const std::optional<double>& sec = st.search->seconds()[k];
-          features.push_back(st.search->features()[k]);
-          labels.push_back(sec && best ? static_cast<float>(*best / *sec) : 0.f);
-        }
-      }
-      if (features.size() >= kMinRecordsToTrain) (void)model.Train(features, labels);
+      LabelledRows(groups(), &features, &labels);
+      if (features.size() >= retrain_after) (void)model.Train(features, labels);
     }
     ++rounds;
     if (progress) progress(report);
+  }
+  if (initial.trained()) {
+    report.initial_model_accuracy =
+        PairwiseAccuracy(initial, groups(), &report.initial_model_pairs);
   }
   report.elapsed_s = Seconds(start);
   return report;
@@ -505,6 +516,10 @@ v1::TuneResult ToProto(const TuneReport& report, int budget) {
     milestone->set_elapsed_s(m.elapsed_s);
   }
   out.set_winners_remeasured(report.winners_remeasured);
+  if (report.initial_model_accuracy) {
+    out.set_initial_model_accuracy(*report.initial_model_accuracy);
+    out.set_initial_model_pairs(report.initial_model_pairs);
+  }
   if (!report.remeasure_differences.empty()) {
     std::vector<double> d = report.remeasure_differences;
     std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());

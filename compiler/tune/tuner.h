@@ -52,6 +52,9 @@ struct TuneOptions {
   // Start each task from the best records of its family (FamilyKey: the same operator at other
   // shapes) measured for the same target on any device, adapted to its shapes.
   bool transfer = true;
+  // A cost model's JSON (CostModel::Save; Kiln's shipped one, shipped_cost_model.h) that ranks
+  // candidates from the first round, until the run has measured enough to train its own; "" none.
+  std::string initial_model;
   // Set (e.g. by SIGINT) to stop after the current round; every record so far is kept.
   const std::atomic<bool>* stop = nullptr;
 };
@@ -94,6 +97,9 @@ struct TuneReport {
   // how many were, and |second - first| / the faster of the two for each.
   int winners_remeasured = 0;
   std::vector<double> remeasure_differences;
+  // How well the initial model ranked what this run measured (PairwiseAccuracy), if it had one.
+  std::optional<double> initial_model_accuracy;
+  int64_t initial_model_pairs = 0;
 };
 
 // The point of the curve where the tune had reached `fraction` of its whole gain (the estimated

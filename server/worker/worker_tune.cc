@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/llvm_target.h"
 #include "compiler/tune/measure.h"
+#include "compiler/tune/shipped_cost_model.h"
 #include "compiler/tune/task.h"
 #include "compiler/tune/tuner.h"
 #include "compiler/version.h"
@@ -154,6 +155,7 @@ TuneOutcome TuneInWorker(const TuneWork& work, const ir::IRModule& mod) {
   options.max_trials_per_task = work.max_trials_per_task();
   options.seed = work.seed();
   options.budget_s = work.budget_s();
+  options.initial_model = tune::ShippedCostModel();
   options.compiler = CompilerIdentity();
   options.measured_on = work.device_key();
   absl::StatusOr<tune::TuneReport> report =
