@@ -4,7 +4,8 @@
 # other. Prints a Markdown table: trials, the estimate before and after, the trials and seconds
 # to 50 / 90 / 95 % of the gain, the whole model measured untuned and tuned (the model check) and
 # how far the estimate is from it, and how well the shipped model ranked what the run measured.
-# Each run's curve is written as CURVES_DIR/NAME.{shipped,scratch}.svg when CURVES_DIR is given.
+# Each run's curve is written as CURVES_DIR/NAME.{shipped,scratch}.svg, and its report as .json,
+# when CURVES_DIR is given.
 # usage: bash bench/tune_minutes.sh BUDGET [CURVES_DIR] MODEL.onnx ...   (e.g. 3m bench/curves)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ for model in "$@"; do
     [[ -n $curves ]] && flags+=(--curve-svg "$curves/$name.$run.svg")
     "$work/kiln" tune "$model" --tuning-db "$work/$name.$run.db" --budget "$budget" --json \
       "${flags[@]}" >"$work/$name.$run.json" 2>/dev/null
+    if [[ -n $curves ]]; then cp "$work/$name.$run.json" "$curves/"; fi
   done
 done
 python3 - "$work" "$@" <<'PY'
@@ -50,7 +52,8 @@ for model in models:
         measured = (f"{m['untuned_measured_seconds'] * 1e3:.3f} → "
                     f"{m['tuned_measured_seconds'] * 1e3:.3f}") if m else "-"
         off = (f"{(m['tuned_estimated_seconds'] / m['tuned_measured_seconds'] - 1) * 100:+.0f} %"
-               if m else "-")
+               f" ({(m['tuned_calibrated_seconds'] / m['tuned_measured_seconds'] - 1) * 100:+.0f} %"
+               " calibrated)" if m else "-")
         acc = (f"{r['shipped_model_accuracy'] * 100:.0f} % of {r['shipped_model_pairs']} pairs"
                if "shipped_model_accuracy" in r else "-")
         print(f"| {name} | {run} | {r['trials']} | {c[0]['estimated_seconds'] * 1e3:.3f} → "

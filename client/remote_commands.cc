@@ -375,7 +375,8 @@ nlohmann::json TuneJson(const v1::TuneResult& result) {
                           {"untuned_measured_seconds", c.untuned_measured_seconds()},
                           {"tuned_estimated_seconds", c.tuned_estimated_seconds()},
                           {"tuned_measured_seconds", c.tuned_measured_seconds()},
-                          {"tuned_kernels", c.tuned_kernels()}};
+                          {"tuned_kernels", c.tuned_kernels()},
+                          {"tuned_calibrated_seconds", c.tuned_calibrated_seconds()}};
   }
   out["tasks"] = nlohmann::json::array();
   for (const v1::TuneTaskResult& t : result.tasks()) {
@@ -465,11 +466,14 @@ void PrintTuneResult(const v1::TuneResult& result, bool json) {
     };
     std::printf(
         "whole model, measured: untuned %.4f ms (estimate %.4f, %s), tuned %.4f ms "
-        "(estimate %.4f, %s; %d kernels from records): %.2fx\n",
+        "(estimate %.4f, %s; calibrated by the untuned model %.4f, %s; %d kernels from "
+        "records): %.2fx\n",
         c.untuned_measured_seconds() * 1e3, c.untuned_estimated_seconds() * 1e3,
         off(c.untuned_estimated_seconds(), c.untuned_measured_seconds()).c_str(),
         c.tuned_measured_seconds() * 1e3, c.tuned_estimated_seconds() * 1e3,
-        off(c.tuned_estimated_seconds(), c.tuned_measured_seconds()).c_str(), c.tuned_kernels(),
+        off(c.tuned_estimated_seconds(), c.tuned_measured_seconds()).c_str(),
+        c.tuned_calibrated_seconds() * 1e3,
+        off(c.tuned_calibrated_seconds(), c.tuned_measured_seconds()).c_str(), c.tuned_kernels(),
         c.tuned_measured_seconds() > 0 ? c.untuned_measured_seconds() / c.tuned_measured_seconds()
                                        : 0.0);
   }

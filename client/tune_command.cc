@@ -116,6 +116,10 @@ int TuneModel(const TuneFlags& flags) {
     out->set_untuned_measured_seconds(times->untuned_seconds);
     out->set_tuned_measured_seconds(times->tuned_seconds);
     out->set_tuned_kernels(times->tuned_kernels);
+    if (out->untuned_estimated_seconds() > 0) {
+      out->set_tuned_calibrated_seconds(out->tuned_estimated_seconds() * times->untuned_seconds /
+                                        out->untuned_estimated_seconds());
+    }
   }
   PrintTuneResult(result, flags.json);
   return 0;

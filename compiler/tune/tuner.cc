@@ -554,28 +554,36 @@ v1::TuneResult ToProto(const TuneReport& report, int budget) {
 
 std::string CurveSvg(const TuneReport& report) {
   const double w = 480, h = 240, pad = 40;
-  double max_trials = 1, max_s = 0;
-  for (const CurvePoint& p : report.curve) {
+  double max_trials = 1, lo = 0, hi = 0;
+  for (size_t k = 0; k < report.curve.size(); ++k) {
+    const CurvePoint& p = report.curve[k];
     max_trials = std::max(max_trials, static_cast<double>(p.trials));
-    max_s = std::max(max_s, p.estimated_seconds);
+    lo = k == 0 ? p.estimated_seconds : std::min(lo, p.estimated_seconds);
+    hi = k == 0 ? p.estimated_seconds : std::max(hi, p.estimated_seconds);
   }
-  if (max_s <= 0) max_s = 1;
+  // The axis spans the curve, not zero to its top: a gain of a few percent must show.
+  if (hi - lo < hi * 1e-3) {
+    hi += hi * 5e-4 + 1e-12;
+    lo -= lo * 5e-4;
+  }
   std::string points;
   for (const CurvePoint& p : report.curve) {
     absl::StrAppendFormat(&points, "%.1f,%.1f ", pad + (w - 2 * pad) * p.trials / max_trials,
-                          h - pad - (h - 2 * pad) * p.estimated_seconds / max_s);
+                          h - pad - (h - 2 * pad) * (p.estimated_seconds - lo) / (hi - lo));
   }
+  const double seconds = report.curve.empty() ? 0 : report.curve.back().elapsed_s;
   return absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
       "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n"
       "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n"
       "<polyline fill=\"none\" stroke=\"#c0392b\" stroke-width=\"2\" points=\"%s\"/>\n"
-      "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">trials (%d)</text>\n"
-      "<text x=\"4\" y=\"%.0f\" font-size=\"12\">est. model latency (max %.3g ms)</text>\n"
+      "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">trials (%d in %.0f s)</text>\n"
+      "<text x=\"4\" y=\"%.0f\" font-size=\"12\">est. model latency, ms: %.4g</text>\n"
+      "<text x=\"4\" y=\"%.0f\" font-size=\"12\">%.4g</text>\n"
       "</svg>\n",
-      w, h, pad, h - pad, w - pad, h - pad, pad, pad, pad, h - pad, points, w / 2, h - 10,
-      static_cast<int>(max_trials), pad - 10, max_s * 1e3);
+      w, h, pad, h - pad, w - pad, h - pad, pad, pad, pad, h - pad, points, w / 2 - 40, h - 10,
+      static_cast<int>(max_trials), seconds, pad - 10, hi * 1e3, h - pad + 14, lo * 1e3);
 }
 
 }  // namespace kiln::tune
