@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How the cost model Kiln ships (compiler/tune/shipped_cost_model.json) is made: every model of
-# tests/models and bench/full_models tuned from scratch (no shipped model, no transfer) for
+# tests/models and the full-size ones (bench/make_full_models.py) tuned from scratch (no shipped model, no transfer) for
 # TRIALS trials each, one thread, each into its own database under OUT_DIR (kept, for
 # `kiln tuning-records`), then `kiln tuning-records train-model` on all of them, which prints the
 # model's pairwise accuracy on held-out workloads. Rebuild kiln afterwards to ship the new model.

@@ -4,27 +4,37 @@
 # other. Prints a Markdown table: trials, the estimate before and after, the trials and seconds
 # to 50 / 90 / 95 % of the gain, the whole model measured untuned and tuned (the model check) and
 # how far the estimate is from it, and how well the shipped model ranked what the run measured.
-# Each run's curve is written as CURVES_DIR/NAME.{shipped,scratch}.svg, and its report as .json,
-# when CURVES_DIR is given.
-# usage: bash bench/tune_minutes.sh BUDGET [CURVES_DIR] MODEL.onnx ...   (e.g. 3m bench/curves)
+# With CURVES_DIR set, each run's curve is written as CURVES_DIR/NAME.{shipped,scratch}.svg and
+# its report beside it as .json.
+# A model is a path to an .onnx file or a name: NAME.onnx in tests/models, or one of the
+# full-size models bench/make_full_models.py writes (exported here first if need be).
+# usage: [CURVES_DIR=DIR] bash bench/tune_minutes.sh BUDGET MODEL ...   (e.g. 3m resnet18)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 budget=$1
 shift
-curves=""
-if [[ $# -gt 0 && $1 != *.onnx ]]; then
-  curves=$1
-  mkdir -p "$curves"
-  shift
-fi
+curves=${CURVES_DIR:-}
+[[ -z $curves ]] || mkdir -p "$curves"
 bash tools/setup.sh
 bazel build --config=opt //client:kiln >/dev/null 2>&1
+full=bench/full_models  # ignored by git
+models=()
+for model in "$@"; do
+  if [[ $model == *.onnx ]]; then
+    models+=("$model")
+  elif [[ -f tests/models/$model.onnx ]]; then
+    models+=("tests/models/$model.onnx")
+  else
+    [[ -f $full/manifest.json ]] || /usr/bin/python3 bench/make_full_models.py "$full" 2>/dev/null
+    models+=("$full/$model.onnx")
+  fi
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp bazel-bin/client/kiln "$work/kiln"  # not a binary rebuilt meanwhile
 echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(date +%F)," \
   "one thread, budget $budget a run"
-for model in "$@"; do
+for model in "${models[@]}"; do
   name=$(basename "$model" .onnx)
   for run in shipped scratch; do
     flags=()
@@ -35,7 +45,7 @@ for model in "$@"; do
     if [[ -n $curves ]]; then cp "$work/$name.$run.json" "$curves/"; fi
   done
 done
-python3 - "$work" "$@" <<'PY'
+python3 - "$work" "${models[@]}" <<'PY'
 import json, os, sys
 work, models = sys.argv[1], sys.argv[2:]
 print("\n| model | run | trials | estimated ms before → after | 50 / 90 / 95 % of the gain "
