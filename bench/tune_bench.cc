@@ -1,8 +1,10 @@
 // Auto-tuning float32 SGEMM N^3 on one thread against OpenBLAS measured in the same run, and the
 // cost model against random search at the same trial count:
-//   tune_bench N TRIALS [DB_DIR]
+//   tune_bench N TRIALS [DB_DIR [TARGET]]
 // For each search: the best GFLOPS, its ratio to OpenBLAS, the trials it took to reach 90 % of
-// its final best, and the wall time. Run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset.
+// its final best, and the wall time. Run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, or,
+// for an AVX2 row on an AVX-512 machine, TARGET "llvm -mcpu=haswell" with
+// OPENBLAS_CORETYPE=Haswell.
 #include <cblas.h>
 
 #include <chrono>
@@ -43,25 +45,29 @@ int main(int argc, char** argv) {
   const int64_t n = argc > 1 ? std::atoll(argv[1]) : 512;
   const int trials = argc > 2 ? std::atoi(argv[2]) : 64;
   const std::string dir = argc > 3 ? argv[3] : "/tmp";
+  const std::string target = argc > 4 ? argv[4] : "llvm";
   absl::StatusOr<ir::IRModule> mod = tir::testing::Parse(tir::testing::MatmulScript(n, n, n));
   if (!mod.ok()) return 1;
-  absl::StatusOr<std::vector<tune::TuneTask>> tasks = tune::ExtractTasks(*mod);
+  absl::StatusOr<std::vector<tune::TuneTask>> tasks = tune::ExtractTasksFor(*mod, target);
   if (!tasks.ok()) return 1;
   const double flops = 2.0 * n * n * n;
   const double blas = OpenBlasSeconds(n);
-  std::printf("SGEMM %lld^3, 1 thread: OpenBLAS %.1f GFLOPS\n", static_cast<long long>(n),
-              flops / blas / 1e9);
+  std::printf("SGEMM %lld^3, 1 thread, Kiln target \"%s\": OpenBLAS %.1f GFLOPS\n",
+              static_cast<long long>(n), target.c_str(), flops / blas / 1e9);
   for (bool model : {true, false}) {
     const std::string path =
         dir + "/tune_bench_" + std::to_string(n) + (model ? "_model.db" : "_random.db");
     std::remove(path.c_str());
     absl::StatusOr<std::unique_ptr<tune::TuningDatabase>> db = tune::TuningDatabase::Open(path);
     if (!db.ok()) return 1;
-    std::unique_ptr<tune::Builder> builder = tune::MakeLocalBuilder({});
+    tune::LocalBuilderOptions bo;
+    bo.target = target;
+    std::unique_ptr<tune::Builder> builder = tune::MakeLocalBuilder(bo);
     tune::LocalRunnerOptions ro;
     ro.min_repeat_ms = 30;
     std::unique_ptr<tune::Runner> runner = tune::MakeLocalRunner(ro);
     tune::TuneOptions options;
+    options.target = target;
     options.trials = trials;
     options.use_cost_model = model;
     absl::StatusOr<tune::TuneReport> r = tune::Tune(*tasks, **db, *builder, *runner, options);
