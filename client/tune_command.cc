@@ -98,7 +98,7 @@ int TuneModel(const TuneFlags& flags) {
     std::ofstream(flags.curve_svg) << tune::CurveSvg(*report);
   }
   v1::TuneResult result = tune::ToProto(*report, flags.trials);
-  if (flags.model_check && !report->stopped && !report->curve.empty()) {
+  if (flags.model_check && !report->stopped() && !report->curve.empty()) {
     std::fprintf(stderr, "kiln tune: timing the whole model, untuned and tuned\n");
     tune::ModelCheckOptions check;
     check.target = flags.target;

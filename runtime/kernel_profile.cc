@@ -7,19 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "runtime/time_evaluator.h"
 
 namespace kiln::runtime {
-namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
-
 absl::Status ProfileKernels(const vm::VirtualMachine& vm, const std::string& function,
                             const std::vector<Value>& args,
                             const kiln::v1::ArtifactManifest& manifest, int repeat,

@@ -46,4 +46,11 @@ absl::StatusOr<std::vector<double>> TimeFunction(const std::function<absl::Statu
   return seconds;
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 }  // namespace kiln::runtime

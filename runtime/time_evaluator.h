@@ -27,6 +27,9 @@ struct TimeEvaluatorOptions {
 absl::StatusOr<std::vector<double>> TimeFunction(const std::function<absl::Status()>& fn,
                                                  const TimeEvaluatorOptions& options);
 
+// The median of `values`: the middle one, or the mean of the two middle ones; 0 for none.
+double Median(std::vector<double> values);
+
 }  // namespace kiln::runtime
 
 #endif  // KILN_RUNTIME_TIME_EVALUATOR_H_

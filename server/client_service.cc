@@ -505,6 +505,7 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
   job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
                                                        : request->module().name());
+  // The limits alone (a copy of the request would copy its module, up to the message limit).
   v1::SubmitTuneRequest limits;
   limits.set_trials(trials_from_budget ? max_trials : request->trials());
   limits.set_max_trials_per_task(request->max_trials_per_task());

@@ -14,12 +14,6 @@
 namespace kiln::tune {
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // In the child: load the artifact, call its function on random inputs, and answer the median
 // seconds per call as 8 bytes.
 absl::StatusOr<std::string> TimeArtifact(const std::string& artifact,
@@ -45,7 +39,7 @@ absl::StatusOr<std::string> TimeArtifact(const std::string& artifact,
   absl::StatusOr<std::vector<double>> times =
       runtime::TimeFunction([&]() { return vm.Invoke(options.function, args).status(); }, timing);
   if (!times.ok()) return times.status();
-  const double median = Median(*times);
+  const double median = runtime::Median(*times);
   return std::string(reinterpret_cast<const char*>(&median), sizeof median);
 }
 
@@ -93,8 +87,8 @@ absl::StatusOr<ModelTimes> MeasureModel(const ir::IRModule& mod,
       times->push_back(seconds);
     }
   }
-  out.untuned_seconds = Median(untuned_times);
-  out.tuned_seconds = Median(tuned_times);
+  out.untuned_seconds = runtime::Median(untuned_times);
+  out.tuned_seconds = runtime::Median(tuned_times);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "compiler/tir/schedule/trace.h"
 #include "compiler/tune/features.h"
 #include "compiler/tune/training_data.h"
+#include "runtime/time_evaluator.h"
 
 namespace kiln::tune {
 namespace {
@@ -383,7 +384,6 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
   int rounds = 0;
   while (report.trials < options.trials) {
     if (options.stop && options.stop->load()) {
-      report.stopped = true;
       report.end = TuneEnd::kInterrupted;
       break;
     }
@@ -498,13 +498,10 @@ std::vector<GainMilestone> GainMilestones(const TuneReport& report) {
 std::optional<double> ProjectedGainOfDoubling(const TuneReport& report) {
   constexpr int kMinTrials = 16;
   constexpr double kMaxRatio = 0.9;
-  if (report.curve.empty() || report.trials < kMinTrials) return std::nullopt;
+  if (report.trials < kMinTrials || GainMilestones(report).empty()) return std::nullopt;
   const double t = report.trials;
   const double last = EstimateAfter(report, t / 2) - EstimateAfter(report, t);
   const double before = EstimateAfter(report, t / 4) - EstimateAfter(report, t / 2);
-  if (report.curve.front().estimated_seconds <= report.curve.back().estimated_seconds) {
-    return std::nullopt;
-  }
   const double ratio = before > 0 ? std::min(last / before, kMaxRatio) : (last > 0 ? kMaxRatio : 0);
   return std::max(0.0, last * ratio);
 }
@@ -514,7 +511,7 @@ v1::TuneResult ToProto(const TuneReport& report, int budget) {
   out.set_trials(report.trials);
   out.set_budget(budget);
   out.set_elapsed_s(report.elapsed_s);
-  out.set_stopped(report.stopped);
+  out.set_stopped(report.stopped());
   out.set_budget_s(report.budget_s);
   out.set_out_of_time(report.end == TuneEnd::kBudget);
   for (const GainMilestone& m : GainMilestones(report)) {
@@ -528,11 +525,7 @@ v1::TuneResult ToProto(const TuneReport& report, int budget) {
     out.set_initial_model_accuracy(*report.initial_model_accuracy);
     out.set_initial_model_pairs(report.initial_model_pairs);
   }
-  if (!report.remeasure_differences.empty()) {
-    std::vector<double> d = report.remeasure_differences;
-    std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
-    out.set_remeasure_median_difference(d[d.size() / 2]);
-  }
+  out.set_remeasure_median_difference(runtime::Median(report.remeasure_differences));
   if (std::optional<double> more = ProjectedGainOfDoubling(report)) {
     out.set_projected_gain_of_doubling_s(*more);
   }

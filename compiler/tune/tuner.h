@@ -90,8 +90,8 @@ struct TuneReport {
   std::vector<CurvePoint> curve;
   int trials = 0;
   double elapsed_s = 0;
-  bool stopped = false;  // interrupted (TuneEnd::kInterrupted)
   TuneEnd end = TuneEnd::kTrials;
+  bool stopped() const { return end == TuneEnd::kInterrupted; }
   double budget_s = 0;  // the time budget it ran under (0: none)
   // Each round's winner is measured twice before it becomes a record (the slower time counts):
   // how many were, and |second - first| / the faster of the two for each.

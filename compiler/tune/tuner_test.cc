@@ -187,7 +187,7 @@ TEST(TunerTest, FailingBuildsAreRecordedAndAStopIsClean) {
   options.stop = &stop;
   report = Tune(tasks, **db, *good, *runner, options);
   ASSERT_TRUE(report.ok());
-  EXPECT_TRUE(report->stopped);
+  EXPECT_TRUE(report->stopped());
   EXPECT_EQ(report->trials, 0);
 }
 
@@ -234,7 +234,7 @@ TEST(TunerTest, ATimeBudgetEndsTheSearchAndSaysSo) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->end, TuneEnd::kBudget);
   EXPECT_EQ(report->trials, 0);
-  EXPECT_FALSE(report->stopped);
+  EXPECT_FALSE(report->stopped());
   EXPECT_TRUE(report->tasks[0].default_seconds.has_value());
   v1::TuneResult proto = ToProto(*report, options.trials);
   EXPECT_TRUE(proto.out_of_time());

@@ -124,7 +124,7 @@ void Summarize(const std::vector<double>& seconds_per_call, v1::ProfileResult* o
   std::vector<double> sorted = seconds_per_call;
   std::sort(sorted.begin(), sorted.end());
   size_t n = sorted.size();
-  double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  double median = Median(sorted);
   double mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(n);
   double variance = 0;
   for (double s : sorted) variance += (s - mean) * (s - mean);
