@@ -184,39 +184,88 @@ grpc::Status KilnService::CheckTarget(const std::string& target) const {
   return grpc::Status::OK;
 }
 
-grpc::Status KilnService::AdmitSubmit(grpc::ServerContext* context,
-                                      const google::protobuf::Message& request, int64_t deadline_ms,
-                                      Principal* caller,
+grpc::Status KilnService::AdmitSubmit(const google::protobuf::Message& request, int64_t deadline_ms,
                                       std::optional<InflightBytes::Reservation>* inflight) {
   absl::StatusOr<InflightBytes::Reservation> reserved =
       ReserveInflight(*ctx_, static_cast<int64_t>(request.ByteSizeLong()));
   if (!reserved.ok()) return ToGrpc(reserved.status());
   inflight->emplace(*std::move(reserved));
-  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, caller); !s.ok()) {
-    return s;
-  }
   if (grpc::Status s = StringsWithin(request, ctx_->max_string_bytes); !s.ok()) return s;
   return CheckDeadline(deadline_ms);
 }
 
-grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
-                                        const v1::SubmitCompileRequest* request,
-                                        v1::SubmitResponse* response) {
+template <typename Request>
+grpc::Status KilnService::ReceiveAndSubmit(
+    grpc::ServerContext* context, grpc::ServerUnaryStreamer<Request, v1::SubmitResponse>* streamer,
+    const char* method, SubmitHandler<Request> handle) {
+  // Authorized before its body is read: a caller without credentials sends no 30 MB.
   Principal caller;
-  std::optional<InflightBytes::Reservation> inflight;
-  if (grpc::Status s = AdmitSubmit(context, *request, request->deadline_ms(), &caller, &inflight);
-      !s.ok()) {
+  if (grpc::Status s = Authorize(*ctx_->Auth(), *context, Role::kClient, &caller); !s.ok()) {
     return s;
   }
+  Request request;
+  {
+    std::optional<ReceiveSlots::Slot> slot;
+    if (ctx_->receiving != nullptr) {
+      absl::StatusOr<ReceiveSlots::Slot> acquired = ctx_->receiving->Acquire(caller.name, context);
+      if (!acquired.ok()) return ToGrpc(acquired.status());
+      slot.emplace(*std::move(acquired));
+    }
+    if (!streamer->Read(&request)) {
+      if (context->IsCancelled()) {
+        return grpc::Status(grpc::StatusCode::CANCELLED,
+                            "the request was cancelled before its body arrived");
+      }
+      return UnparsableRequest(method);
+    }
+  }
+  v1::SubmitResponse response;
+  grpc::Status status = (this->*handle)(caller, request, &response);
+  if (status.ok()) streamer->Write(response);
+  return status;
+}
+
+grpc::Status KilnService::StreamedSubmitCompile(
+    grpc::ServerContext* context,
+    grpc::ServerUnaryStreamer<v1::SubmitCompileRequest, v1::SubmitResponse>* streamer) {
+  return ReceiveAndSubmit(context, streamer, "/kiln.v1.Kiln/SubmitCompile",
+                          &KilnService::HandleCompile);
+}
+
+grpc::Status KilnService::StreamedSubmitProfile(
+    grpc::ServerContext* context,
+    grpc::ServerUnaryStreamer<v1::SubmitProfileRequest, v1::SubmitResponse>* streamer) {
+  return ReceiveAndSubmit(context, streamer, "/kiln.v1.Kiln/SubmitProfile",
+                          &KilnService::HandleProfile);
+}
+
+grpc::Status KilnService::StreamedSubmitInference(
+    grpc::ServerContext* context,
+    grpc::ServerUnaryStreamer<v1::SubmitInferenceRequest, v1::SubmitResponse>* streamer) {
+  return ReceiveAndSubmit(context, streamer, "/kiln.v1.Kiln/SubmitInference",
+                          &KilnService::HandleInference);
+}
+
+grpc::Status KilnService::StreamedSubmitTune(
+    grpc::ServerContext* context,
+    grpc::ServerUnaryStreamer<v1::SubmitTuneRequest, v1::SubmitResponse>* streamer) {
+  return ReceiveAndSubmit(context, streamer, "/kiln.v1.Kiln/SubmitTune", &KilnService::HandleTune);
+}
+
+grpc::Status KilnService::HandleCompile(const Principal& caller,
+                                        const v1::SubmitCompileRequest& request,
+                                        v1::SubmitResponse* response) {
+  std::optional<InflightBytes::Reservation> inflight;
+  if (grpc::Status s = AdmitSubmit(request, request.deadline_ms(), &inflight); !s.ok()) return s;
   const std::string& client = caller.name;
-  if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
-  if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;
+  if (Deduplicated(client, request.idempotency_key(), response)) return grpc::Status::OK;
+  if (grpc::Status s = CheckModule(request.module()); !s.ok()) return s;
   if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
-  std::string target = request->target();
+  std::string target = request.target();
   v1::Device device;
-  if (!request->device_key().empty() || !request->device_selector().empty()) {
+  if (!request.device_key().empty() || !request.device_selector().empty()) {
     grpc::Status s =
-        ResolveDevice(request->device_key(), request->device_selector(), caller, &device);
+        ResolveDevice(request.device_key(), request.device_selector(), caller, &device);
     if (!s.ok()) return s;
     if (target.empty()) target = TargetForDevice(device.attributes(), ServerHost());
   }
@@ -225,13 +274,13 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
   v1::Job job;
   job.set_kind(v1::JOB_KIND_COMPILE);
   job.set_client(client);
-  job.set_idempotency_key(request->idempotency_key());
+  job.set_idempotency_key(request.idempotency_key());
   job.set_target(target);
   job.set_device_key(device.key());
-  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
+  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request.deadline_ms()));
   // A request seen before is answered by its fingerprint; anything else goes to a worker, which
   // loads the module (kilnd never parses one), matches it against the cache and builds on a miss.
-  std::string fingerprint = RequestFingerprint(*request, target, RecordsOwner(caller));
+  std::string fingerprint = RequestFingerprint(request, target, RecordsOwner(caller));
   if (ctx_->records_generation != nullptr) {
     // What a compile applies changes with the tuning records, whoever changed them (a tune here
     // or on another instance, a publish): a fingerprint holds for one generation of them.
@@ -242,8 +291,8 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
       fingerprint.clear();  // unknown: the worker decides, and nothing is remembered
     }
   }
-  job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
-                                                       : request->module().name());
+  job.set_module_name(request.module().name().empty() ? DefaultModuleName(request.module())
+                                                      : request.module().name());
   std::optional<CachedArtifact> hit;
   if (!fingerprint.empty()) hit = ctx_->cache->LookupFingerprint(fingerprint);
   if (hit.has_value()) {
@@ -255,7 +304,7 @@ grpc::Status KilnService::SubmitCompile(grpc::ServerContext* context,
     return grpc::Status::OK;
   }
   Submitted submitted =
-      ctx_->jobs->EnqueueCompile(std::move(job), request->module(), request->options(),
+      ctx_->jobs->EnqueueCompile(std::move(job), request.module(), request.options(),
                                  std::move(fingerprint), RecordsOwner(caller));
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);
@@ -377,20 +426,16 @@ grpc::Status KilnService::EnqueueTask(const std::string& client, const std::stri
   return grpc::Status::OK;
 }
 
-grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
-                                        const v1::SubmitProfileRequest* request,
+grpc::Status KilnService::HandleProfile(const Principal& caller,
+                                        const v1::SubmitProfileRequest& request,
                                         v1::SubmitResponse* response) {
-  Principal caller;
   std::optional<InflightBytes::Reservation> inflight;
-  if (grpc::Status s = AdmitSubmit(context, *request, request->deadline_ms(), &caller, &inflight);
-      !s.ok()) {
-    return s;
-  }
+  if (grpc::Status s = AdmitSubmit(request, request.deadline_ms(), &inflight); !s.ok()) return s;
   v1::ArtifactManifest manifest;
   v1::Task task;
   const std::string& client = caller.name;
-  if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
-  const v1::ProfileOptions& o = request->options();
+  if (Deduplicated(client, request.idempotency_key(), response)) return grpc::Status::OK;
+  const v1::ProfileOptions& o = request.options();
   if (o.warmup() < 0 || o.number() < 0 || o.repeat() < 0 || o.min_repeat_ms() < 0 ||
       o.cooldown_ms() < 0 || o.repeat() > 10000) {
     return Invalid(
@@ -405,9 +450,8 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
                                 " on this server (--max-min-repeat-ms, --max-cooldown-ms)"));
   }
   v1::Device device;
-  grpc::Status s =
-      ResolveDevice(request->device_key(), request->device_selector(), caller, &device);
-  if (s.ok()) s = PrepareTask(request->artifact(), caller, &manifest, &task);
+  grpc::Status s = ResolveDevice(request.device_key(), request.device_selector(), caller, &device);
+  if (s.ok()) s = PrepareTask(request.artifact(), caller, &manifest, &task);
   if (!s.ok()) return s;
   std::string function = o.function().empty() ? "main" : o.function();
   if (runtime::FindEntryFunction(manifest, function) == nullptr) {
@@ -416,81 +460,71 @@ grpc::Status KilnService::SubmitProfile(grpc::ServerContext* context,
   task.set_kind(v1::JOB_KIND_PROFILE);
   *task.mutable_profile() = o;
   task.mutable_profile()->set_function(function);
-  return EnqueueTask(client, request->idempotency_key(), device.key(), request->deadline_ms(),
+  return EnqueueTask(client, request.idempotency_key(), device.key(), request.deadline_ms(),
                      std::move(task), response);
 }
 
-grpc::Status KilnService::SubmitInference(grpc::ServerContext* context,
-                                          const v1::SubmitInferenceRequest* request,
+grpc::Status KilnService::HandleInference(const Principal& caller,
+                                          const v1::SubmitInferenceRequest& request,
                                           v1::SubmitResponse* response) {
-  Principal caller;
   std::optional<InflightBytes::Reservation> inflight;
-  if (grpc::Status s = AdmitSubmit(context, *request, request->deadline_ms(), &caller, &inflight);
-      !s.ok()) {
-    return s;
-  }
+  if (grpc::Status s = AdmitSubmit(request, request.deadline_ms(), &inflight); !s.ok()) return s;
   v1::ArtifactManifest manifest;
   v1::Task task;
   const std::string& client = caller.name;
-  if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
+  if (Deduplicated(client, request.idempotency_key(), response)) return grpc::Status::OK;
   v1::Device device;
-  grpc::Status s =
-      ResolveDevice(request->device_key(), request->device_selector(), caller, &device);
-  if (s.ok()) s = PrepareTask(request->artifact(), caller, &manifest, &task);
+  grpc::Status s = ResolveDevice(request.device_key(), request.device_selector(), caller, &device);
+  if (s.ok()) s = PrepareTask(request.artifact(), caller, &manifest, &task);
   if (!s.ok()) return s;
-  std::string function = request->function().empty() ? "main" : request->function();
+  std::string function = request.function().empty() ? "main" : request.function();
   const v1::EntryFunction* entry = runtime::FindEntryFunction(manifest, function);
   if (entry == nullptr)
     return Invalid(absl::StrCat("the artifact has no function '", function, "'"));
-  if (absl::Status bad = CheckInputs(*entry, request->inputs()); !bad.ok()) return ToGrpc(bad);
+  if (absl::Status bad = CheckInputs(*entry, request.inputs()); !bad.ok()) return ToGrpc(bad);
   task.set_kind(v1::JOB_KIND_INFERENCE);
   task.set_function(function);
-  *task.mutable_inputs() = request->inputs();
-  return EnqueueTask(client, request->idempotency_key(), device.key(), request->deadline_ms(),
+  *task.mutable_inputs() = request.inputs();
+  return EnqueueTask(client, request.idempotency_key(), device.key(), request.deadline_ms(),
                      std::move(task), response, ExpectedOutputs(entry->result()));
 }
 
-grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
-                                     const v1::SubmitTuneRequest* request,
+grpc::Status KilnService::HandleTune(const Principal& caller, const v1::SubmitTuneRequest& request,
                                      v1::SubmitResponse* response) {
-  Principal caller;
   std::optional<InflightBytes::Reservation> inflight;
-  if (grpc::Status s = AdmitSubmit(context, *request, request->deadline_ms(), &caller, &inflight);
-      !s.ok()) {
-    return s;
-  }
+  if (grpc::Status s = AdmitSubmit(request, request.deadline_ms(), &inflight); !s.ok()) return s;
   const std::string& client = caller.name;
-  if (Deduplicated(client, request->idempotency_key(), response)) return grpc::Status::OK;
-  if (grpc::Status s = CheckModule(request->module()); !s.ok()) return s;
-  if (request->device_key().empty() && request->device_selector().empty()) {
+  if (Deduplicated(client, request.idempotency_key(), response)) return grpc::Status::OK;
+  if (grpc::Status s = CheckModule(request.module()); !s.ok()) return s;
+  if (request.device_key().empty() && request.device_selector().empty()) {
     return Invalid("device_key: required (the agents measure)");
   }
   const int max_trials = ctx_->jobs->options().max_tune_trials;
-  if (!std::isfinite(request->budget_s()) || request->budget_s() < 0) {
-    return Invalid(absl::StrCat("budget_s: ", request->budget_s(), " is not a number of seconds"));
+  if (!std::isfinite(request.budget_s()) || request.budget_s() < 0) {
+    return Invalid(absl::StrCat("budget_s: ", request.budget_s(), " is not a number of seconds"));
   }
   // With a time budget, no trial count means as many as the server allows.
-  const bool trials_from_budget = request->budget_s() > 0 && request->trials() == 0;
-  if (!trials_from_budget && (request->trials() <= 0 || request->trials() > max_trials)) {
-    return Invalid(absl::StrCat("trials: ", request->trials(), " is not in [1, ", max_trials,
+  const bool trials_from_budget = request.budget_s() > 0 && request.trials() == 0;
+  if (!trials_from_budget && (request.trials() <= 0 || request.trials() > max_trials)) {
+    return Invalid(absl::StrCat("trials: ", request.trials(), " is not in [1, ", max_trials,
                                 "] (this server's --max-tune-trials)"));
   }
-  if (request->max_trials_per_task() < 0) return Invalid("max_trials_per_task: must be >= 0");
+  if (request.max_trials_per_task() < 0) return Invalid("max_trials_per_task: must be >= 0");
   // A tune may wait for an agent of a key none has registered yet (for its deadline), and
   // then compiles for this server's CPU unless told otherwise.
   v1::Device device;
-  device.set_key(request->device_key());
-  if (!request->device_key().empty() && !caller.MayUse(request->device_key())) {
+  device.set_key(request.device_key());
+  if (!request.device_key().empty() && !caller.MayUse(request.device_key())) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("unknown device key '", request->device_key(), "'"));
+                        absl::StrCat("unknown device key '", request.device_key(), "'"));
   }
   if (grpc::Status s =
-          ResolveDevice(request->device_key(), request->device_selector(), caller, &device);
+          ResolveDevice(request.device_key(), request.device_selector(), caller, &device);
       !s.ok() &&
-      !(s.error_code() == grpc::StatusCode::NOT_FOUND && request->device_selector().empty())) {
+      !(s.error_code() == grpc::StatusCode::NOT_FOUND && request.device_selector().empty())) {
     return s;
   }
-  std::string target = request->target();
+  std::string target = request.target();
   if (target.empty()) {
     target = device.has_attributes() ? TargetForDevice(device.attributes(), ServerHost()) : "llvm";
   }
@@ -499,20 +533,20 @@ grpc::Status KilnService::SubmitTune(grpc::ServerContext* context,
   v1::Job job;
   job.set_kind(v1::JOB_KIND_TUNE);
   job.set_client(client);
-  job.set_idempotency_key(request->idempotency_key());
+  job.set_idempotency_key(request.idempotency_key());
   job.set_target(target);
   job.set_device_key(device.key());
-  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request->deadline_ms()));
-  job.set_module_name(request->module().name().empty() ? DefaultModuleName(request->module())
-                                                       : request->module().name());
+  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request.deadline_ms()));
+  job.set_module_name(request.module().name().empty() ? DefaultModuleName(request.module())
+                                                      : request.module().name());
   // The limits alone (a copy of the request would copy its module, up to the message limit).
   v1::SubmitTuneRequest limits;
-  limits.set_trials(trials_from_budget ? max_trials : request->trials());
-  limits.set_max_trials_per_task(request->max_trials_per_task());
-  limits.set_seed(request->seed());
-  limits.set_budget_s(request->budget_s());
+  limits.set_trials(trials_from_budget ? max_trials : request.trials());
+  limits.set_max_trials_per_task(request.max_trials_per_task());
+  limits.set_seed(request.seed());
+  limits.set_budget_s(request.budget_s());
   Submitted submitted =
-      ctx_->jobs->EnqueueTune(std::move(job), request->module(), limits, RecordsOwner(caller));
+      ctx_->jobs->EnqueueTune(std::move(job), request.module(), limits, RecordsOwner(caller));
   *response->mutable_job() = submitted.job;
   response->set_deduplicated(submitted.deduplicated);
   return grpc::Status::OK;

@@ -14,25 +14,37 @@
 
 namespace kiln::server {
 
-class KilnService final
-    : public kiln::v1::Kiln::WithCallbackMethod_WatchJob<kiln::v1::Kiln::Service> {
+// The submits are streamed unary, their handlers reading the body once they hold a receive slot
+// (ReceiveSlots says why); WatchJob is a callback method; the rest are plain synchronous ones.
+using KilnServiceBase = kiln::v1::Kiln::WithStreamedUnaryMethod_SubmitCompile<
+    kiln::v1::Kiln::WithStreamedUnaryMethod_SubmitProfile<
+        kiln::v1::Kiln::WithStreamedUnaryMethod_SubmitInference<
+            kiln::v1::Kiln::WithStreamedUnaryMethod_SubmitTune<
+                kiln::v1::Kiln::WithCallbackMethod_WatchJob<kiln::v1::Kiln::Service>>>>>;
+
+class KilnService final : public KilnServiceBase {
  public:
   explicit KilnService(ServiceContext* ctx) : ctx_(ctx) {}
 
   grpc::Status GetServerInfo(grpc::ServerContext* context,
                              const kiln::v1::GetServerInfoRequest* request,
                              kiln::v1::ServerInfo* response) override;
-  grpc::Status SubmitCompile(grpc::ServerContext* context,
-                             const kiln::v1::SubmitCompileRequest* request,
-                             kiln::v1::SubmitResponse* response) override;
-  grpc::Status SubmitProfile(grpc::ServerContext* context,
-                             const kiln::v1::SubmitProfileRequest* request,
-                             kiln::v1::SubmitResponse* response) override;
-  grpc::Status SubmitInference(grpc::ServerContext* context,
-                               const kiln::v1::SubmitInferenceRequest* request,
-                               kiln::v1::SubmitResponse* response) override;
-  grpc::Status SubmitTune(grpc::ServerContext* context, const kiln::v1::SubmitTuneRequest* request,
-                          kiln::v1::SubmitResponse* response) override;
+  grpc::Status StreamedSubmitCompile(
+      grpc::ServerContext* context,
+      grpc::ServerUnaryStreamer<kiln::v1::SubmitCompileRequest, kiln::v1::SubmitResponse>* streamer)
+      override;
+  grpc::Status StreamedSubmitProfile(
+      grpc::ServerContext* context,
+      grpc::ServerUnaryStreamer<kiln::v1::SubmitProfileRequest, kiln::v1::SubmitResponse>* streamer)
+      override;
+  grpc::Status StreamedSubmitInference(
+      grpc::ServerContext* context,
+      grpc::ServerUnaryStreamer<kiln::v1::SubmitInferenceRequest, kiln::v1::SubmitResponse>*
+          streamer) override;
+  grpc::Status StreamedSubmitTune(
+      grpc::ServerContext* context,
+      grpc::ServerUnaryStreamer<kiln::v1::SubmitTuneRequest, kiln::v1::SubmitResponse>* streamer)
+      override;
   grpc::Status GetJob(grpc::ServerContext* context, const kiln::v1::GetJobRequest* request,
                       kiln::v1::Job* response) override;
   grpc::ServerWriteReactor<kiln::v1::JobEvent>* WatchJob(
@@ -52,10 +64,28 @@ class KilnService final
                            kiln::v1::ListDevicesResponse* response) override;
 
  private:
-  // What every submit checks first: room in the budget of large requests (`*inflight`, held
-  // while the handler runs), the caller (`*caller`), its string fields and its deadline.
-  grpc::Status AdmitSubmit(grpc::ServerContext* context, const google::protobuf::Message& request,
-                           int64_t deadline_ms, Principal* caller,
+  // A submit's way in: the caller authorized, its body read while it holds a receive slot, then
+  // `handle`d, and the answer written.
+  template <typename Request>
+  using SubmitHandler = grpc::Status (KilnService::*)(const Principal&, const Request&,
+                                                      kiln::v1::SubmitResponse*);
+  template <typename Request>
+  grpc::Status ReceiveAndSubmit(
+      grpc::ServerContext* context,
+      grpc::ServerUnaryStreamer<Request, kiln::v1::SubmitResponse>* streamer, const char* method,
+      SubmitHandler<Request> handle);
+  grpc::Status HandleCompile(const Principal& caller, const kiln::v1::SubmitCompileRequest& request,
+                             kiln::v1::SubmitResponse* response);
+  grpc::Status HandleProfile(const Principal& caller, const kiln::v1::SubmitProfileRequest& request,
+                             kiln::v1::SubmitResponse* response);
+  grpc::Status HandleInference(const Principal& caller,
+                               const kiln::v1::SubmitInferenceRequest& request,
+                               kiln::v1::SubmitResponse* response);
+  grpc::Status HandleTune(const Principal& caller, const kiln::v1::SubmitTuneRequest& request,
+                          kiln::v1::SubmitResponse* response);
+  // What every submit checks once its body is read: room in the budget of large requests
+  // (`*inflight`, held while the handler runs), its string fields and its deadline.
+  grpc::Status AdmitSubmit(const google::protobuf::Message& request, int64_t deadline_ms,
                            std::optional<InflightBytes::Reservation>* inflight);
   // The job `id` if the caller may see it; NotFound for another principal's job.
   absl::StatusOr<kiln::v1::Job> OwnJob(const Principal& caller, const std::string& id);

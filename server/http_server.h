@@ -1,7 +1,9 @@
-// kilnd's HTTP side: /metrics and the dashboard, on cpp-httplib (Debian's libcpp-httplib-dev):
-// IPv6 and IPv4, keep-alive, HTTPS with the daemon's certificate when TLS is configured (and its
-// client CA: mutual TLS), bounded request sizes, connections and time per request. What each
-// path answers is the caller's handler; this file knows nothing of jobs.
+// kilnd's HTTP side: /metrics and the dashboard, on GNU libmicrohttpd (Debian's
+// libmicrohttpd-dev). Event-driven: a connection that is slow, idle or trickling a byte at a time
+// holds a descriptor and a few KB, never a thread, so it delays nobody else. IPv6 and IPv4,
+// keep-alive, HTTPS with the daemon's certificate when TLS is configured (and its client CA:
+// mutual TLS), request headers within 64 KB, a cap on connections in all and per address, idle
+// ones closed. What each path answers is the caller's handler; this file knows nothing of jobs.
 #ifndef KILN_SERVER_HTTP_SERVER_H_
 #define KILN_SERVER_HTTP_SERVER_H_
 
@@ -9,13 +11,10 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 
-namespace httplib {
-class Server;
-}
+struct MHD_Daemon;
 
 namespace kiln::server {
 
@@ -40,12 +39,15 @@ struct HttpOptions {
   int port = 0;                       // 0: a free one
   std::string tls_cert, tls_key;      // PEM files: HTTPS when both are given
   std::string tls_client_ca;          // and clients must present a certificate it signed
-  int threads = 4;                    // connections served at once; more wait for a thread
+  int threads = 2;                    // event loops (handlers run on them)
+  int max_connections = 1024;         // open at once; more are closed as they arrive
+  int max_connections_per_address = 64;
+  int idle_timeout_s = 10;  // a connection with nothing received for this long is closed
 };
 
 class HttpServer {
  public:
-  // Serves GET requests with `handler` (other methods: 405).
+  // Serves GET (and HEAD) requests with `handler`; other methods: 405.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpOptions& options,
                                                            HttpHandler handler);
   ~HttpServer();
@@ -53,9 +55,11 @@ class HttpServer {
 
  private:
   HttpServer() = default;
-  std::unique_ptr<httplib::Server> server_;
+  HttpHandler handler_;
+  bool tls_ = false;
+  std::string cert_pem_, key_pem_, client_ca_pem_;  // libmicrohttpd reads them while it runs
+  MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
-  std::thread thread_;
 };
 
 }  // namespace kiln::server

@@ -77,6 +77,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--metrics-address", options.metrics_address, "address the metrics port binds")
       ->capture_default_str();
+  app.add_option("--http-max-connections", options.http_max_connections,
+                 "connections the metrics and dashboard port holds at once; more are closed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--http-max-connections-per-address", options.http_max_connections_per_address,
+                 "of those, from one address (raise it behind a proxy)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--tls-cert", options.tls_cert, "server certificate (PEM)")
       ->check(CLI::ExistingFile);
   app.add_option("--tls-key", options.tls_key, "server private key (PEM)")
@@ -203,6 +211,15 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-request-mb", max_request_mb, "largest gRPC message accepted")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-receiving-requests", options.max_receiving_requests,
+                 "submit bodies kilnd reads at once (half of them from one client); others wait "
+                 "in gRPC's flow control, then RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--receive-timeout-ms", options.receive_timeout_ms,
+                 "a submit body still arriving after this long is cancelled")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-inflight-mb", max_inflight_mb,

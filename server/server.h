@@ -33,6 +33,9 @@ struct ServerOptions {
   // picks a free port.
   std::string metrics_address = "127.0.0.1";
   int metrics_port = -1;
+  // Connections the HTTP port holds at once, in all and from one address (HttpOptions).
+  int http_max_connections = 1024;
+  int http_max_connections_per_address = 64;
   // TLS: certificate and key (PEM) of the server; with a client CA, clients must present a
   // certificate it signed (mutual TLS).
   std::string tls_cert, tls_key, tls_client_ca;
@@ -64,6 +67,9 @@ struct ServerOptions {
   // Large requests (1 MB and more) being handled and the inputs of unfinished jobs, their bytes
   // all together (InflightBytes); 0: no limit.
   int64_t max_inflight_bytes = int64_t{256} << 20;
+  // Submit bodies received at once (ReceiveSlots), and the longest one may take to arrive.
+  int max_receiving_requests = 4;
+  int64_t receive_timeout_ms = 60000;
   int64_t max_module_bytes = 32 << 20;  // a submitted module or artifact
   int64_t cache_max_bytes = int64_t{1} << 30;
   int64_t drain_timeout_ms = 30000;

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 
@@ -90,6 +91,13 @@ grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max
   return grpc::Status::OK;
 }
 
+grpc::Status UnparsableRequest(absl::string_view method) {
+  return Invalid(absl::StrCat(
+      "the request to ", method,
+      " does not parse as its message: a string field (a name, key or id) holds bytes that "
+      "are not UTF-8, or the bytes are not that message"));
+}
+
 namespace {
 
 class UnparsableRequestInterceptor : public grpc::experimental::Interceptor {
@@ -106,10 +114,7 @@ class UnparsableRequestInterceptor : public grpc::experimental::Interceptor {
     if (unparsable_ &&
         methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS) &&
         methods->GetSendStatus().error_code() == grpc::StatusCode::INTERNAL) {
-      methods->ModifySendStatus(Invalid(absl::StrCat(
-          "the request to ", method_,
-          " does not parse as its message: a string field (a name, key or id) holds bytes that "
-          "are not UTF-8, or the bytes are not that message")));
+      methods->ModifySendStatus(UnparsableRequest(method_));
     }
     methods->Proceed();
   }
@@ -276,6 +281,81 @@ absl::StatusOr<StreamSlots::Slot> StreamSlots::Acquire(const std::string& client
   }
   ++n;
   return Slot(this, client);
+}
+
+ReceiveSlots::ReceiveSlots(int max_receiving, absl::Duration wait, absl::Duration max_receive)
+    : max_receiving_(std::max(1, max_receiving)),
+      max_per_client_(std::max(1, max_receiving_ / 2)),
+      wait_(wait),
+      max_receive_(max_receive),
+      watchdog_([this] { WatchLoop(); }) {}
+
+ReceiveSlots::~ReceiveSlots() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  watchdog_.join();
+}
+
+absl::StatusOr<ReceiveSlots::Slot> ReceiveSlots::Acquire(const std::string& client,
+                                                         grpc::ServerContext* context) {
+  // A second before the caller's deadline at the latest: it hears RESOURCE_EXHAUSTED, not its
+  // own deadline passing.
+  const absl::Time give_up =
+      std::min(absl::Now() + wait_, absl::FromChrono(context->deadline()) - absl::Seconds(1));
+  std::unique_lock<std::mutex> lock(mu_);
+  auto free = [&] {
+    auto it = per_client_.find(client);
+    return static_cast<int>(receiving_.size()) < max_receiving_ &&
+           (it == per_client_.end() || it->second < max_per_client_);
+  };
+  // Woken by every release; the client's cancellation is noticed within 100 ms.
+  while (!free()) {
+    if (stopping_ || context->IsCancelled() || absl::Now() >= give_up) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "kilnd receives at most ", max_receiving_, " requests at once (", max_per_client_,
+          " per client; --max-receiving-requests) and none finished within ",
+          absl::FormatDuration(wait_), "; try again in a moment"));
+    }
+    changed_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  const int64_t id = next_id_++;
+  receiving_[id] = Receiving{client, context, absl::Now()};
+  ++per_client_[client];
+  changed_.notify_all();  // the watchdog learns of a new deadline
+  return Slot(this, id);
+}
+
+ReceiveSlots::Slot::~Slot() {
+  if (owner_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(owner_->mu_);
+    auto it = owner_->receiving_.find(id_);
+    if (--owner_->per_client_[it->second.client] <= 0) owner_->per_client_.erase(it->second.client);
+    owner_->receiving_.erase(it);
+  }
+  owner_->changed_.notify_all();
+}
+
+void ReceiveSlots::WatchLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const absl::Time now = absl::Now();
+    absl::Time next = now + absl::Hours(1);
+    for (auto& [id, r] : receiving_) {
+      const absl::Time due = r.started + max_receive_;
+      if (due <= now) {
+        // The handler is still in its Read (the slot goes before it returns): the context lives.
+        r.context->TryCancel();
+        r.started = absl::InfiniteFuture() - max_receive_;  // cancelled once
+      } else {
+        next = std::min(next, due);
+      }
+    }
+    changed_.wait_for(lock, absl::ToChronoNanoseconds(next - now));
+  }
 }
 
 }  // namespace kiln::server

@@ -19,6 +19,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "compiler/tune/records_generation.h"
 #include "google/protobuf/message.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
@@ -32,6 +34,7 @@ namespace kiln::server {
 
 class StreamSlots;
 class InflightBytes;
+class ReceiveSlots;
 
 // What both services share.
 struct ServiceContext {
@@ -53,6 +56,8 @@ struct ServiceContext {
   StreamSlots* streams = nullptr;
   // The budget of large requests in flight and unfinished jobs' modules.
   InflightBytes* inflight = nullptr;
+  // Submit bodies being received at once.
+  ReceiveSlots* receiving = nullptr;
 };
 
 grpc::Status ToGrpc(const absl::Status& s);
@@ -67,6 +72,8 @@ grpc::Status StringsWithin(const google::protobuf::Message& message, int64_t max
 // makes turn that answer into INVALID_ARGUMENT saying so.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
 UnparsableRequestInterceptors();
+// INVALID_ARGUMENT: the request to `method` ("/kiln.v1.Kiln/SubmitCompile") does not parse.
+grpc::Status UnparsableRequest(absl::string_view method);
 // INVALID_ARGUMENT for a negative deadline (0 asks for the server's default), naming it.
 grpc::Status CheckDeadline(int64_t deadline_ms);
 // An artifact none of the caller's jobs made or ran is answered as one that does not exist.
@@ -155,6 +162,52 @@ class StreamSlots {
   const int max_per_client_;
   std::mutex mu_;
   std::map<std::string, int> streaming_;
+};
+
+// Request bodies being received at once. A synchronous gRPC server reads a unary request whole
+// before any handler runs: forty 30 MB submits would all be in memory before one could be
+// refused. The submit methods are therefore served as streamed unary (the handler reads the
+// body), and a handler reads only while it holds a slot: at most `max_receiving` bodies at once
+// and half of them (at least one) from one client. Bodies not being read wait in gRPC's flow
+// control, at the client. A caller waits for a slot up to `wait` (or until a second before its
+// deadline), then RESOURCE_EXHAUSTED; a body still arriving `max_receive` after it started is
+// cancelled, so a client trickling bytes holds a slot no longer than that.
+class ReceiveSlots {
+ public:
+  ReceiveSlots(int max_receiving, absl::Duration wait, absl::Duration max_receive);
+  ~ReceiveSlots();
+  class Slot {
+   public:
+    Slot(ReceiveSlots* owner, int64_t id) : owner_(owner), id_(id) {}
+    Slot(Slot&& other) noexcept : owner_(other.owner_), id_(other.id_) { other.owner_ = nullptr; }
+    Slot& operator=(Slot&&) = delete;
+    ~Slot();
+
+   private:
+    ReceiveSlots* owner_;
+    int64_t id_;
+  };
+  // A slot for receiving `context`'s body, for `client`.
+  absl::StatusOr<Slot> Acquire(const std::string& client, grpc::ServerContext* context);
+
+ private:
+  struct Receiving {
+    std::string client;
+    grpc::ServerContext* context;
+    absl::Time started;
+  };
+  void WatchLoop();
+  const int max_receiving_;
+  const int max_per_client_;
+  const absl::Duration wait_;
+  const absl::Duration max_receive_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<int64_t, Receiving> receiving_;
+  std::map<std::string, int> per_client_;
+  int64_t next_id_ = 0;
+  bool stopping_ = false;
+  std::thread watchdog_;
 };
 
 }  // namespace kiln::server
