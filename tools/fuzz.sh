@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the fuzzers with clang + libFuzzer + AddressSanitizer and runs them on their seed corpora:
-# the TVMScript parser (compiler/script/testdata, with a seed per class of hostile input: long `or`
-# and elif chains, deep tuples, high ranks), the ONNX importer (the per-op models in
+# the TVMScript parser (compiler/script/testdata), the ONNX importer (the per-op models in
 # compiler/frontend/onnx/testdata/ops) and the IR proto decoder (the example modules, written by
-# //compiler/wire:write_seeds). The parser's and the decoder's targets have structure-aware
+# //compiler/wire:write_seeds); each corpus also gets a seed per class of hostile input of issue
+# 52 (//tests:write_hostile_seeds: long chains, deep nests, wide tuples and graphs, high ranks,
+# shared DAGs, squared symbolic dimensions, broadcast and range blow-ups). The parser's and the decoder's targets have structure-aware
 # mutators that build deep nests, long chains and shared nodes.
 #   bash tools/fuzz.sh                          # the parser, 5 minutes
 #   bash tools/fuzz.sh --target onnx --seconds 120
@@ -44,6 +45,7 @@ BAZEL=(bazel --output_base="$CACHE/bazel-fuzz-base")
 labels=()
 for t in "${targets[@]}"; do labels+=("$(label "$t")"); done
 if [[ " ${targets[*]} " == *" ir_proto "* ]]; then labels+=(//compiler/wire:write_seeds); fi
+labels+=(//tests:write_hostile_seeds)
 if ! "${BAZEL[@]}" build --config=fuzz --symlink_prefix=/ --disk_cache="$CACHE/bazel-disk" \
     --color=no --curses=no "${labels[@]}" >"$CACHE/fuzz-build.log" 2>&1; then
   tail -30 "$CACHE/fuzz-build.log"
@@ -64,6 +66,7 @@ for t in "${targets[@]}"; do
     onnx) cp compiler/frontend/onnx/testdata/ops/*.onnx "$CORPUS/"; max_len=32768 ;;
     ir_proto) "$BIN/compiler/wire/write_seeds" "$CORPUS"; max_len=131072 ;;
   esac
+  "$BIN/tests/write_hostile_seeds" "$t" "$CORPUS" || { echo "fuzz: FAILED (seeds)"; exit 1; }
   LOG="$CACHE/fuzz-run-$t.log"
   "$FUZZER" "${limit[@]}" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 \
     -artifact_prefix="$CACHE/fuzz-crash-$t-" "$CORPUS" >"$LOG" 2>&1
