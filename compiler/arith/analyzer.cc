@@ -474,14 +474,11 @@ class Canonicalizer {
 // ---- Analyzer ------------------------------------------------------------------------------
 
 void Analyzer::Bind(const Var& v, int64_t min, int64_t max) {
-  simplified_.clear();  // what was simplified under the old bounds may simplify further now
-  for (VarBound& b : bounds_) {
-    if (b.var == v.get()) {
-      b.bound = {min, max};
-      return;
-    }
-  }
-  bounds_.push_back({v.get(), {min, max}});
+  // What was simplified under the old bounds may simplify further now. Dropped whole rather than
+  // cleared: clear() would walk the buckets a large simplification left, at every bind.
+  if (!simplified_.empty())
+    std::unordered_map<const void*, std::pair<PrimExpr, PrimExpr>>().swap(simplified_);
+  bounds_[v.get()] = {min, max};
 }
 
 void Analyzer::Bind(const Var& v, const ir::Range& range) {
@@ -495,10 +492,8 @@ void Analyzer::Bind(const Var& v, const ir::Range& range) {
 }
 
 const ConstIntBound* Analyzer::FindBound(const ir::Object* var) const {
-  for (const VarBound& b : bounds_) {
-    if (b.var == var) return &b.bound;
-  }
-  return nullptr;
+  auto it = bounds_.find(var);
+  return it != bounds_.end() ? &it->second : nullptr;
 }
 
 ConstIntBound Analyzer::Bound(const PrimExpr& e) {
