@@ -15,18 +15,23 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# Copies of the binaries (kilnd starts kiln-worker from beside itself): a rebuild during the
+# run changes nothing here.
+mkdir -p "$work/bin"
+cp bazel-bin/server/kilnd bazel-bin/server/kiln-worker bazel-bin/runtime/agent/kiln-agent "$work/bin/"
+cp -rL bazel-bin/client/python "$work/python"
 port=$((20000 + RANDOM % 20000))
-bazel-bin/server/kilnd --listen "127.0.0.1:$port" --store "$work/store" --metrics-port 0 \
+"$work/bin/kilnd" --listen "127.0.0.1:$port" --store "$work/store" --metrics-port 0 \
   --max-jobs-per-minute 0 --max-stored-jobs 0 \
   >"$work/kilnd.log" 2>&1 &
 kilnd=$!
 pids+=("$kilnd")
 for _ in $(seq 1 100); do grep -q "listening" "$work/kilnd.log" && break; sleep 0.1; done
-bazel-bin/runtime/agent/kiln-agent --server "127.0.0.1:$port" --device-key cpu \
+"$work/bin/kiln-agent" --server "127.0.0.1:$port" --device-key cpu \
   --cache-dir "$work/agent" --trusted-keys "$work/store/signing_key.pem.pub" \
   >"$work/agent.log" 2>&1 &
 pids+=($!)
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
 # Debian's interpreter: its dist-packages hold python3-grpcio.
-PYTHONPATH=bazel-bin/client/python /usr/bin/python3 bench/rss_mixed_load.py "127.0.0.1:$port" "$kilnd" \
+PYTHONPATH="$work/python" /usr/bin/python3 bench/rss_mixed_load.py "127.0.0.1:$port" "$kilnd" \
   "$seconds"

@@ -213,6 +213,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-request-mb", max_request_mb, "largest gRPC message accepted")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-handler-threads", options.max_handler_threads,
+                 "threads of synchronous gRPC handlers; past them a call is RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->check(CLI::Range(8, 65536));
   app.add_option("--max-receiving-requests", options.max_receiving_requests,
                  "submit bodies kilnd reads at once (half of them from one client); others wait "
                  "in gRPC's flow control, then RESOURCE_EXHAUSTED")

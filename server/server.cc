@@ -361,6 +361,13 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   // holds 64 KB of its body here, not megabytes (40 waiting 30 MB submits: peak 1.99 GB with
   // the probe, 0.9 GB without).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // A budget of threads for the synchronous handlers, and of streams per connection: calls
+  // that wait (a stalled download, a submit waiting to be read) cannot grow kilnd's threads
+  // without bound, nor can one connection take them all at once.
+  grpc::ResourceQuota threads("kilnd-handlers");
+  threads.SetMaxThreads(options.max_handler_threads);
+  builder.SetResourceQuota(threads);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 256);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_request_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_request_bytes));
   builder.RegisterService(parts->kiln.get());

@@ -70,6 +70,9 @@ struct ServerOptions {
   // Submit bodies received at once (ReceiveSlots), and the longest one may take to arrive.
   int max_receiving_requests = 4;
   int64_t receive_timeout_ms = 60000;
+  // Threads of gRPC's synchronous handlers (downloads, submits waiting to be read, the quick
+  // reads); past them a new call is RESOURCE_EXHAUSTED. Watches and agent streams hold none.
+  int max_handler_threads = 512;
   int64_t max_module_bytes = 32 << 20;  // a submitted module or artifact
   int64_t cache_max_bytes = int64_t{1} << 30;
   int64_t drain_timeout_ms = 30000;

@@ -346,6 +346,63 @@ TEST_F(HostileLoadTest, SubmitBodiesThatNeverArriveAreCancelled) {
   }
 }
 
+// The threads a waiting call holds: 200 submits that send their headers and no body would have
+// held 200 handler threads (gRPC's synchronous server starts one per waiting call, without
+// bound). Under --max-handler-threads 32 kilnd stays within its budget, refuses the calls past it
+// RESOURCE_EXHAUSTED, and answers a compile once the stalled ones have gone.
+TEST_F(HostileLoadTest, WaitingCallsHoldABudgetOfThreads) {
+  StartWithAgents("handler_threads", 0,
+                  {"--max-handler-threads", "32", "--receive-timeout-ms", "2000"});
+  auto threads = [&] {
+    std::ifstream status("/proc/" + std::to_string(cluster_->daemon().pid()) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    }
+    return -1;
+  };
+  const int threads_before = threads();
+  auto channel = grpc::CreateChannel(cluster_->address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  struct Stalled {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
+    grpc::Status status;
+  };
+  constexpr int kCalls = 200;
+  std::vector<std::unique_ptr<Stalled>> stalled;
+  for (int i = 0; i < kCalls; ++i) {
+    auto s = std::make_unique<Stalled>();
+    s->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    s->call = stub.PrepareCall(&s->context, "/kiln.v1.Kiln/SubmitCompile", &cq);
+    s->call->StartCall(nullptr);
+    s->call->Finish(&s->status, s.get());
+    stalled.push_back(std::move(s));
+  }
+  // The first refusal says kilnd is at its budget: count its threads then.
+  int finished = 0, exhausted = 0, threads_at_budget = -1;
+  void* tag = nullptr;
+  bool ok = false;
+  while (finished < kCalls && cq.Next(&tag, &ok)) {
+    if (tag == nullptr) continue;  // a call started
+    ++finished;
+    const grpc::Status& status = static_cast<Stalled*>(tag)->status;
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && exhausted++ == 0) {
+      threads_at_budget = threads();
+    }
+  }
+  std::printf(
+      "kilnd: %d threads before, %d at its budget of 32 handler threads; %d of %d "
+      "waiting calls refused RESOURCE_EXHAUSTED\n",
+      threads_before, threads_at_budget, exhausted, kCalls);
+  EXPECT_GT(exhausted, 0);
+  EXPECT_LT(threads_at_budget, threads_before + 32 + 8);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  CompileOk(*client_, CompileRequest(kMlp));
+}
+
 // Finding 3, the memory kept: 1.7 GB stayed after the large submits were done. Ten 30 MB modules
 // compiled one after another leave kilnd within 150 MB of where it started: each large buffer
 // is its own mapping (M_MMAP_THRESHOLD), given back when freed.
