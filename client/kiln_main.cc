@@ -800,8 +800,7 @@ int KilnMain(int argc, char** argv) {
 }
 
 // Compiling recurses once per level of the IR's nesting: the whole command runs on a thread with
-// the stack the compiler is tested with.
+// the stack the compiler is tested with (and the allocator set for a process that compiles).
 int main(int argc, char** argv) {
-  return kiln::runtime::RunWithStack(kiln::runtime::kCompilerStackBytes,
-                                     [&] { return KilnMain(argc, argv); });
+  return kiln::runtime::RunCompilerProcess([&] { return KilnMain(argc, argv); });
 }

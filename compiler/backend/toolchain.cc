@@ -14,6 +14,7 @@
 #include "compiler/codegen/codegen_llvm.h"
 #include "compiler/target/cpu_policy.h"
 #include "compiler/tir/default_schedule.h"
+#include "compiler/tir/interpret.h"
 #include "compiler/tir/transform/transform.h"
 #include "runtime/support/status_macros.h"
 #include "runtime/support/subprocess.h"
@@ -106,11 +107,44 @@ absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::st
   return LinkSharedLibrary(objects);
 }
 
-absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> LoadHostKernels(
+absl::StatusOr<std::map<std::string, runtime::Function>> LoadHostKernels(
     const ir::IRModule& kernels) {
+  // Lowered as they are, unscheduled: serial scalar loops, what the interpreter runs.
+  KILN_ASSIGN_OR_RETURN(ir::IRModule lowered, tir::LowerTir(kernels));
+  std::map<std::string, runtime::Function> runnable;
+  ir::IRModuleBuilder to_compile;
+  for (const auto& [name, entry] : lowered->functions) {
+    auto lowered_func = entry.second.as_ref<ir::PrimFuncNode>();
+    if (!lowered_func) continue;
+    absl::StatusOr<tir::InterpretedKernel> interpreted =
+        tir::InterpretedKernel::Compile(lowered_func, kMaxInterpretedIterations);
+    if (!interpreted.ok()) {
+      KILN_RETURN_IF_ERROR(to_compile.Add(entry.first, kernels->Lookup(name)));
+      continue;
+    }
+    runnable[name] = [kernel = *std::move(interpreted), name](
+                         absl::Span<const runtime::Value> args) -> absl::StatusOr<runtime::Value> {
+      std::vector<tir::InterpretedBuffer> buffers;
+      for (const runtime::Value& a : args) {
+        const runtime::Tensor* t = a.as_tensor();
+        if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat(name, ": not a tensor"));
+        buffers.push_back({t->data(), static_cast<int64_t>(t->NumBytes())});
+      }
+      absl::Status ran = kernel.Run(buffers);
+      if (!ran.ok()) return absl::Status(ran.code(), absl::StrCat(name, ": ", ran.message()));
+      return runtime::Value();
+    };
+  }
+  ir::IRModule rest = to_compile.Build();
+  if (rest->functions.empty()) return runnable;
   // Each kernel runs once: LLVM spends little time optimizing it.
-  KILN_ASSIGN_OR_RETURN(std::string so, BuildKernelLibrary(kernels, "llvm", /*quick=*/true));
-  return runtime::KernelLibrary::LoadFromMemory(so, "fold");
+  KILN_ASSIGN_OR_RETURN(std::string so, BuildKernelLibrary(rest, "llvm", /*quick=*/true));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
+                        runtime::KernelLibrary::LoadFromMemory(so, "fold"));
+  for (const auto& [name, entry] : rest->functions) {
+    KILN_ASSIGN_OR_RETURN(runnable[name], library->GetFunction(name, nullptr));
+  }
+  return runnable;
 }
 
 }  // namespace kiln::backend

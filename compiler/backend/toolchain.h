@@ -4,6 +4,8 @@
 #ifndef KILN_COMPILER_BACKEND_TOOLCHAIN_H_
 #define KILN_COMPILER_BACKEND_TOOLCHAIN_H_
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "compiler/ir/module.h"
 #include "runtime/library.h"
+#include "runtime/value.h"
 
 namespace kiln::backend {
 
@@ -31,9 +34,12 @@ int CodegenThreads();
 absl::StatusOr<std::string> BuildKernelLibrary(const ir::IRModule& mod, absl::string_view target,
                                                bool quick = false);
 
-// The PrimFuncs of `kernels` compiled quickly for this machine and loaded: what FoldConstant
-// runs on constants (its relax::HostKernelCompiler).
-absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> LoadHostKernels(
+// The PrimFuncs of `kernels` made runnable on this machine: what FoldConstant runs on constants
+// (its relax::HostKernelCompiler). Those of at most kMaxInterpretedIterations scalar steps are
+// interpreted (tir/interpret.h: a batch norm's parameters over 512 channels take microseconds,
+// where LLVM, the link and the load take a hundred milliseconds); the rest are compiled at O1.
+inline constexpr int64_t kMaxInterpretedIterations = int64_t{1} << 20;
+absl::StatusOr<std::map<std::string, runtime::Function>> LoadHostKernels(
     const ir::IRModule& kernels);
 
 }  // namespace kiln::backend

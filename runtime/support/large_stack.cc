@@ -1,5 +1,6 @@
 #include "runtime/support/large_stack.h"
 
+#include <malloc.h>
 #include <pthread.h>
 
 namespace kiln::runtime {
@@ -41,6 +42,12 @@ int RunWithStack(size_t stack_bytes, const std::function<int()>& work) {
   if (!started) return work();
   pthread_join(thread, nullptr);
   return job.result;
+}
+
+int RunCompilerProcess(const std::function<int()>& work) {
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  return RunWithStack(kCompilerStackBytes, work);
 }
 
 }  // namespace kiln::runtime

@@ -19,6 +19,12 @@ inline constexpr size_t kCompilerStackBytes = size_t{1} << 30;
 // back to the calling thread when no such thread can be started (address space limits).
 int RunWithStack(size_t stack_bytes, const std::function<int()>& work);
 
+// The main of a program that compiles and exits (kiln-worker, the kiln CLI): `work` on the
+// compiler's stack, with the allocator keeping what is freed for the next allocation instead of
+// giving it back to the system — a model's weights are copied a few times on the way to its
+// artifact, and each copy into fresh pages cost page faults (ResNet-18: 0.05-0.1 s of 1.1 s).
+int RunCompilerProcess(const std::function<int()>& work);
+
 }  // namespace kiln::runtime
 
 #endif  // KILN_RUNTIME_SUPPORT_LARGE_STACK_H_

@@ -315,7 +315,5 @@ int WorkerMain() {
 }  // namespace kiln::server
 
 // The compiler recurses once per level of the IR's nesting: the work runs on a thread with the
-// stack it is tested with.
-int main() {
-  return kiln::runtime::RunWithStack(kiln::runtime::kCompilerStackBytes, kiln::server::WorkerMain);
-}
+// stack it is tested with (and the allocator set for a process that compiles and exits).
+int main() { return kiln::runtime::RunCompilerProcess(kiln::server::WorkerMain); }

@@ -251,7 +251,10 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type) {
                                                "uint64, bool)"));
 }
 
-absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
+namespace {
+
+// `raw`: t's raw data to move from, or null to copy it.
+absl::StatusOr<Value> FromTensorProto(const onnx::TensorProto& t, std::string* raw) {
   auto error = [&](absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name(), "': ", what));
   };
@@ -276,7 +279,7 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
       return error(absl::StrCat("raw_data holds ", t.raw_data().size(), " bytes, ", n * elem,
                                 " expected for ", n, " elements"));
     }
-    bytes = t.raw_data();
+    bytes = raw != nullptr ? std::move(*raw) : t.raw_data();
   } else {
     // The typed field each type is stored in (onnx.proto): uint32 and uint64 in uint64_data,
     // the narrower integers, bool and float16's bit patterns in int32_data.
@@ -328,6 +331,16 @@ absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
   }
   v.expr = ir::relax::MakeConstant(*dtype, shape, std::move(bytes));
   return v;
+}
+
+}  // namespace
+
+absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
+  return FromTensorProto(t, nullptr);
+}
+
+absl::StatusOr<Value> ValueFromTensorProto(onnx::TensorProto&& t) {
+  return FromTensorProto(t, t.has_raw_data() ? t.mutable_raw_data() : nullptr);
 }
 
 absl::StatusOr<std::vector<int64_t>> BroadcastKnown(const std::vector<int64_t>& a,

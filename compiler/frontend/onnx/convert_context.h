@@ -192,6 +192,8 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type);
 // A TensorProto (initializer or attribute) as a Relax constant Value; small integer tensors also
 // carry their elements.
 absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t);
+// The same, taking the raw data out of `t` instead of copying it (an initializer of megabytes).
+absl::StatusOr<Value> ValueFromTensorProto(onnx::TensorProto&& t);
 
 // NumPy broadcasting of known shapes.
 absl::StatusOr<std::vector<int64_t>> BroadcastKnown(const std::vector<int64_t>& a,

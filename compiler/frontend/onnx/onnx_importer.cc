@@ -55,16 +55,18 @@ class Importer {
   Importer(std::string source, int64_t max_constant_bytes)
       : source_(std::move(source)), max_constant_bytes_(max_constant_bytes) {}
 
-  absl::StatusOr<ir::IRModule> Run(const onnx::ModelProto& model) {
+  // Takes the initializers' data out of `model`.
+  absl::StatusOr<ir::IRModule> Run(onnx::ModelProto& model) {
     KILN_RETURN_IF_ERROR(ReadOpset(model));
     const onnx::GraphProto& graph = model.graph();
     if (graph.sparse_initializer_size() > 0)
       return Error(absl::StatusCode::kUnimplemented, "sparse initializers are not supported");
-    for (const onnx::TensorProto& t : graph.initializer()) {
-      absl::StatusOr<Value> v = ValueFromTensorProto(t);
+    for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+      const std::string name = t.name();
+      absl::StatusOr<Value> v = ValueFromTensorProto(std::move(t));
       if (!v.ok())
         return Error(v.status().code(), absl::StrCat("initializer ", v.status().message()));
-      values_[t.name()] = std::make_unique<Value>(std::move(*v));
+      values_[name] = std::make_unique<Value>(std::move(*v));
     }
     std::vector<ir::relax::Var> params;
     for (const onnx::ValueInfoProto& input : graph.input()) {

@@ -10,7 +10,6 @@
 #include "compiler/ir/relax_functor.h"
 #include "compiler/relax/block_builder.h"
 #include "compiler/relax/struct_info.h"
-#include "runtime/library.h"
 #include "runtime/support/status_macros.h"
 #include "runtime/tensor.h"
 
@@ -65,8 +64,8 @@ class FoldableFinder : public relax::ExprVisitor {
     if (const auto* c = b->value.as<relax::ConstantNode>(); c && b->var)
       constants_[b->var.get()] = c;
     // A kernel reading what an earlier one folds is folded in the same round: a chain of
-    // constant arithmetic (a batch norm's scale and shift) needs one kernel library, not one
-    // per link.
+    // constant arithmetic (a batch norm's scale and shift) is made runnable at once, not link
+    // by link.
     std::string k = FoldableKernel(b->value, mod_, constants_, max_bytes_, &pending_);
     if (!k.empty() && b.as<relax::VarBindingNode>()) {
       kernels[k] = mod_.Lookup(k).as_ref<ir::PrimFuncNode>();
@@ -95,9 +94,9 @@ absl::StatusOr<runtime::Tensor> ToTensor(const relax::ConstantNode& c) {
 class Folder : public relax::ExprMutator {
  public:
   // `budget`: the bytes folding may still make, counted down across functions and rounds.
-  Folder(const ir::IRModuleNode& mod, std::shared_ptr<runtime::KernelLibrary> library,
-         int64_t max_bytes, int64_t* budget)
-      : mod_(mod), library_(std::move(library)), max_bytes_(max_bytes), budget_(budget) {}
+  Folder(const ir::IRModuleNode& mod, const HostKernels& kernels, int64_t max_bytes,
+         int64_t* budget)
+      : mod_(mod), kernels_(kernels), max_bytes_(max_bytes), budget_(budget) {}
   absl::Status status;
   bool budget_spent = false;
 
@@ -127,7 +126,8 @@ class Folder : public relax::ExprMutator {
 
  private:
   absl::StatusOr<relax::Expr> Evaluate(const std::string& kernel, const relax::CallNode& call) {
-    KILN_ASSIGN_OR_RETURN(runtime::Function fn, library_->GetFunction(kernel, nullptr));
+    auto fn = kernels_.find(kernel);
+    if (fn == kernels_.end()) return absl::InternalError("the kernel was not made runnable");
     std::vector<runtime::Value> args;
     for (const relax::Expr& a : call.args[1].as<relax::TupleNode>()->fields) {
       KILN_ASSIGN_OR_RETURN(runtime::Tensor t, ToTensor(*AsConstant(a, constants_)));
@@ -139,13 +139,13 @@ class Folder : public relax::ExprMutator {
     KILN_ASSIGN_OR_RETURN(DLDataType dtype, runtime::ParseDataType(out->dtype.ToString()));
     KILN_ASSIGN_OR_RETURN(runtime::Tensor result, runtime::Tensor::Empty(shape, dtype));
     args.emplace_back(result);
-    KILN_RETURN_IF_ERROR(fn(args).status());
+    KILN_RETURN_IF_ERROR(fn->second(args).status());
     return relax::MakeConstant(
         out->dtype, shape, std::string(static_cast<const char*>(result.data()), result.NumBytes()));
   }
 
   const ir::IRModuleNode& mod_;
-  std::shared_ptr<runtime::KernelLibrary> library_;
+  const HostKernels& kernels_;
   int64_t max_bytes_;
   int64_t* budget_;
   ConstantVars constants_;
@@ -169,13 +169,12 @@ absl::StatusOr<ir::IRModule> FoldConstant(const ir::IRModule& mod,
     for (const auto& [name, func] : finder.kernels)
       KILN_RETURN_IF_ERROR(kernels.Add(relax::MakeGlobalVar(name), func));
     // Folding runs here, on the host, whatever the module's target.
-    KILN_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
-                          compile(kernels.Build()));
+    KILN_ASSIGN_OR_RETURN(HostKernels runnable, compile(kernels.Build()));
     ir::IRModuleBuilder out(current);
     for (const auto& [name, entry] : current->functions) {
       auto f = entry.second.as_ref<relax::FunctionNode>();
       if (!f) continue;
-      Folder folder(*current, library, limits.max_constant_bytes, &budget);
+      Folder folder(*current, runnable, limits.max_constant_bytes, &budget);
       relax::Expr folded = folder.VisitExpr(f);
       KILN_RETURN_IF_ERROR(folder.status);
       budget_spent = budget_spent || folder.budget_spent;
