@@ -42,6 +42,14 @@ absl::StatusOr<std::string> TuningTarget(const std::string& target) {
                       info->features.empty() ? "" : " -mattr=", info->features);
 }
 
+absl::StatusOr<std::string> IsaClass(const std::string& target) {
+  absl::StatusOr<codegen::LlvmTargetInfo> info = codegen::ParseTarget(target);
+  if (!info.ok()) return info.status();
+  const target::CpuTarget cpu = codegen::DescribeTarget(*info);
+  return absl::StrCat(cpu.arch, " ", cpu.vector_bits, "x", cpu.vector_registers,
+                      cpu.masked_memory ? " masked" : "");
+}
+
 absl::StatusOr<TuneTask> TaskFromPrimFunc(const ir::IRModule& mod, const std::string& name,
                                           const target::CpuPolicy& policy) {
   ir::PrimFunc func = mod->Lookup(name).as_ref<ir::PrimFuncNode>();

@@ -49,6 +49,13 @@ std::string FamilyKey(const ir::PrimFunc& func);
 // is not applied to another. InvalidArgument for a target that does not parse.
 absl::StatusOr<std::string> TuningTarget(const std::string& target);
 
+// The ISA a tuning target's kernels are written for, as the schedule rules see it: the
+// architecture, the vector width and register count, masked memory access ("x86_64 512x32
+// masked"). Two CPUs of one ISA (a Zen 4 and an Ice Lake) differ in caches and timings, so a
+// record of one is not applied to the other; but the other's records are where a search starts
+// (tuner.cc, transfer). InvalidArgument for a target that does not parse.
+absl::StatusOr<std::string> IsaClass(const std::string& target);
+
 // Runs the pipeline up to (not including) DefaultSchedule and returns one task per distinct
 // unscheduled PrimFunc, in order of first appearance by name. A module of PrimFuncs only (no
 // Relax function) gives every PrimFunc weight 1.

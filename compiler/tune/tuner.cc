@@ -265,7 +265,8 @@ std::string Now() {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
 }
 
-// Each family's best records (FamilyKey -> workload and its best record), fastest first.
+// Each family's best records (FamilyKey -> workload and its best record), fastest first: of the
+// tuning target and of every other target of its ISA class.
 using FamilyRecords = std::map<std::string, std::vector<std::pair<WorkloadId, TuningRecord>>>;
 
 // The best record of every workload `db` holds for `target` (on any device), by the family of
@@ -275,8 +276,20 @@ absl::StatusOr<FamilyRecords> RecordsByFamily(const TuningDatabase& db, const st
   FamilyRecords out;
   absl::StatusOr<std::vector<WorkloadId>> workloads = db.Workloads();
   if (!workloads.ok()) return workloads.status();
+  // Records of this target, and of every other CPU (or device) of its ISA.
+  absl::StatusOr<std::string> isa = IsaClass(target);
+  if (!isa.ok()) return isa.status();
+  std::map<std::string, bool> same_isa = {{target, true}};
+  auto shares_isa = [&](const std::string& other) {
+    auto [it, added] = same_isa.try_emplace(other, false);
+    if (added) {
+      absl::StatusOr<std::string> other_isa = IsaClass(other);
+      it->second = other_isa.ok() && *other_isa == *isa;
+    }
+    return it->second;
+  };
   for (const WorkloadId& w : *workloads) {
-    if (w.target != target) continue;
+    if (!shares_isa(w.target)) continue;
     absl::StatusOr<std::optional<TuningRecord>> best = db.Best(w);
     if (!best.ok()) return best.status();
     if (!best->has_value()) continue;
@@ -354,7 +367,12 @@ absl::StatusOr<TuneReport> Tune(const std::vector<TuneTask>& tasks, TuningDataba
         if (family != families.end()) {
           std::vector<v1::TraceProto> traces;
           for (const auto& [workload, record] : family->second) {
-            if (workload.workload_key == s.workload.workload_key) continue;  // its own: loaded
+            // Its own records are loaded already; the same kernel's on another CPU of the
+            // ISA are a start like any of the family's.
+            if (workload.workload_key == s.workload.workload_key &&
+                workload.target == s.workload.target && workload.device_key.empty()) {
+              continue;
+            }
             if (traces.size() == static_cast<size_t>(options.batch)) break;
             traces.push_back(record.trace);
           }

@@ -283,6 +283,61 @@ TEST(TunerTest, ANewShapeStartsFromItsFamilysRecords) {
   EXPECT_EQ(report->tasks[0].transferred, 0);
 }
 
+// Records of another CPU of the same ISA (here: this machine's target under another CPU name)
+// are where a search starts, though a compile never applies them; another ISA's are not.
+TEST(TunerTest, AnotherCpuOfTheSameIsaLendsItsRecordsToTheSearch) {
+  absl::StatusOr<std::unique_ptr<TuningDatabase>> tuned =
+      TuningDatabase::Open(FreshTempPath("tuned.db"));
+  ASSERT_TRUE(tuned.ok());
+  std::unique_ptr<Builder> builder = MakeLocalBuilder({});
+  std::unique_ptr<Runner> runner = MakeLocalRunner({.min_repeat_ms = 2});
+  TuneOptions options;
+  options.trials = 8;
+  ASSERT_TRUE(Tune(MatmulTasks(), **tuned, *builder, *runner, options).ok());
+  absl::StatusOr<std::string> here = TuningTarget(options.target);
+  ASSERT_TRUE(here.ok()) << here.status();
+  // The same ISA under another CPU's name, and an Arm board.
+  std::string same_isa = *here;
+  const size_t cpu_at = same_isa.find(" -mcpu=");
+  ASSERT_NE(cpu_at, std::string::npos);
+  same_isa.replace(cpu_at, same_isa.find(' ', cpu_at + 1) - cpu_at, " -mcpu=generic");
+  const std::string arm = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+  EXPECT_EQ(*IsaClass(same_isa), *IsaClass(*here));
+  EXPECT_NE(*IsaClass(arm), *IsaClass(*here));
+  absl::StatusOr<std::vector<WorkloadId>> workloads = (*tuned)->Workloads();
+  ASSERT_TRUE(workloads.ok() && !workloads->empty());
+  auto copied_to = [&](const std::string& target) {
+    absl::StatusOr<std::unique_ptr<TuningDatabase>> db =
+        TuningDatabase::Open(FreshTempPath("copied.db"));
+    EXPECT_TRUE(db.ok());
+    for (const WorkloadId& w : *workloads) {
+      WorkloadId moved = w;
+      moved.target = target;
+      absl::StatusOr<std::string> script = (*tuned)->Module(w);
+      absl::StatusOr<std::vector<TuningRecord>> records = (*tuned)->Records(w);
+      EXPECT_TRUE(script.ok() && records.ok());
+      if (!script.ok() || !records.ok()) continue;
+      EXPECT_TRUE((*db)->AddWorkload(moved, *script).ok());
+      for (const TuningRecord& r : *records) EXPECT_TRUE((*db)->AddRecord(moved, r).ok());
+    }
+    return *std::move(db);
+  };
+  absl::StatusOr<ir::IRModule> other = tir::testing::Parse(tir::testing::MatmulScript(48, 96, 32));
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<std::vector<TuneTask>> tasks = ExtractTasks(*other);
+  ASSERT_TRUE(tasks.ok() && tasks->size() == 1u);
+  options.batch = 1;
+  options.trials = 1;
+  std::unique_ptr<TuningDatabase> lent = copied_to(same_isa);
+  absl::StatusOr<TuneReport> report = Tune(*tasks, *lent, *builder, *runner, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tasks[0].transferred, 1);
+  std::unique_ptr<TuningDatabase> foreign = copied_to(arm);
+  report = Tune(*tasks, *foreign, *builder, *runner, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tasks[0].transferred, 0);
+}
+
 // Every new best of a task was measured twice, in two children, and its record keeps the slower
 // time: the real runner, its measurements watched.
 TEST(TunerTest, AWinnerIsMeasuredTwiceAndKeepsTheSlowerTime) {
