@@ -174,11 +174,32 @@ absl::Status Executable::Validate() const {
   return absl::OkStatus();
 }
 
+namespace {
+
+void AppendVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// A length-delimited field's tag and length.
+void AppendFieldHeader(int field, size_t length, std::string* out) {
+  AppendVarint(static_cast<uint64_t>(field) << 3 | 2, out);
+  AppendVarint(length, out);
+}
+
+}  // namespace
+
+// The bytes protobuf would write for the whole VMExecutableProto, with each tensor constant's data
+// copied once, straight into them (not into a proto first and then into its serialization: a
+// model's weights are most of the executable).
 absl::StatusOr<std::string> Executable::Serialize() const {
-  kiln::v1::VMExecutableProto p;
-  p.set_format_version(kVMFormatVersion);
+  kiln::v1::VMExecutableProto head;  // fields 1 and 2
+  head.set_format_version(kVMFormatVersion);
   for (const FunctionInfo& f : functions) {
-    auto* fp = p.add_functions();
+    auto* fp = head.add_functions();
     fp->set_name(f.name);
     fp->set_kind(f.kind == FunctionInfo::Kind::kBytecode ? kiln::v1::VMFunctionProto::BYTECODE
                                                          : kiln::v1::VMFunctionProto::PACKED);
@@ -188,12 +209,9 @@ absl::StatusOr<std::string> Executable::Serialize() const {
     fp->set_num_registers(f.num_registers);
     for (const std::string& name : f.param_names) fp->add_param_names(name);
   }
-  for (size_t i = 0; i < constants.size(); ++i) {
-    absl::Status s = ConstantToProto(constants[i], i, p.add_constants());
-    if (!s.ok()) return s;
-  }
+  kiln::v1::VMExecutableProto tail;  // field 4
   for (const Instruction& in : code) {
-    auto* ip = p.add_instructions();
+    auto* ip = tail.add_instructions();
     ip->set_op(static_cast<kiln::v1::VMInstructionProto::Opcode>(in.op));
     ip->set_dst(in.dst);
     ip->set_func(in.func);
@@ -206,8 +224,49 @@ absl::StatusOr<std::string> Executable::Serialize() const {
       ap->set_value(a.value);
     }
   }
+  // Each constant (field 3): a tensor as its dtype and shape (VMTensorProto fields 1 and 2) and
+  // then its data (field 3, the last); anything else through its proto.
+  constexpr int kConstantsField = 3, kTensorField = 1, kDataField = 3;
+  std::vector<std::string> metas(constants.size());
+  size_t data_bytes = 0;
+  for (size_t i = 0; i < constants.size(); ++i) {
+    kiln::v1::VMConstantProto c;
+    if (const Tensor* t = constants[i].as_tensor()) {
+      kiln::v1::VMTensorProto meta;
+      meta.set_dtype(DataTypeToString(t->dtype()));
+      for (int64_t d : t->shape()) meta.add_shape(d);
+      if (!meta.SerializeToString(&metas[i])) return absl::InternalError("serializing a constant");
+      data_bytes += t->NumBytes();
+    } else {
+      absl::Status s = ConstantToProto(constants[i], i, &c);
+      if (!s.ok()) return s;
+      if (!c.SerializeToString(&metas[i])) return absl::InternalError("serializing a constant");
+    }
+  }
   std::string bytes;
-  if (!p.SerializeToString(&bytes)) return absl::InternalError("serializing the VM executable");
+  if (!head.SerializeToString(&bytes)) return absl::InternalError("serializing the VM executable");
+  bytes.reserve(bytes.size() + data_bytes + 32 * constants.size() + tail.ByteSizeLong());
+  std::string header;
+  for (size_t i = 0; i < constants.size(); ++i) {
+    const Tensor* t = constants[i].as_tensor();
+    if (t == nullptr) {
+      AppendFieldHeader(kConstantsField, metas[i].size(), &bytes);
+      bytes += metas[i];
+      continue;
+    }
+    const size_t n = t->NumBytes();
+    header.clear();
+    AppendFieldHeader(kDataField, n, &header);
+    const size_t tensor_size = metas[i].size() + header.size() + n;
+    std::string outer;
+    AppendFieldHeader(kTensorField, tensor_size, &outer);
+    AppendFieldHeader(kConstantsField, outer.size() + tensor_size, &bytes);
+    bytes += outer;
+    bytes += metas[i];
+    bytes += header;
+    bytes.append(static_cast<const char*>(t->data()), n);
+  }
+  if (!tail.AppendToString(&bytes)) return absl::InternalError("serializing the VM executable");
   return bytes;
 }
 
