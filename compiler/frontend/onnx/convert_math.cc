@@ -82,6 +82,28 @@ std::optional<PrimExpr> FoldDiv(const PrimExpr& a, const PrimExpr& b, arith::Ana
   if (y == nullptr || *y < 0) return std::nullopt;
   return Simplified(ir::FloorDiv(a, b), ana);
 }
+// Mod with fmod = 0 takes the divisor's sign: floor_mod, exact for constants, and simplified for
+// a symbolic dividend over a positive constant (Swin's padding, (7 - H % 7) % 7).
+std::optional<PrimExpr> FoldFloorMod(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
+  const int64_t* x = ir::AsConstInt(a);
+  const int64_t* y = ir::AsConstInt(b);
+  if (y == nullptr || *y == 0) return std::nullopt;
+  if (x != nullptr) {
+    int64_t r = *x % *y;
+    if (r != 0 && ((r < 0) != (*y < 0))) r += *y;
+    return IntImm(DataType::Int(64), r);
+  }
+  if (*y < 0) return std::nullopt;
+  return Simplified(ir::FloorMod(a, b), ana);
+}
+// fmod = 1 takes the dividend's sign, as C's %: constants only.
+std::optional<PrimExpr> FoldTruncMod(const PrimExpr& a, const PrimExpr& b, arith::Analyzer*) {
+  const int64_t* x = ir::AsConstInt(a);
+  const int64_t* y = ir::AsConstInt(b);
+  if (x == nullptr || y == nullptr || *y == 0) return std::nullopt;
+  if (*y == -1) return IntImm(DataType::Int(64), 0);  // INT64_MIN % -1 would trap
+  return IntImm(DataType::Int(64), *x % *y);
+}
 std::optional<PrimExpr> FoldMin(const PrimExpr& a, const PrimExpr& b, arith::Analyzer* ana) {
   return Simplified(ir::Min(a, b), ana);
 }
@@ -382,6 +404,11 @@ absl::StatusOr<Outputs> ModOf(Context& ctx, Expr a, Expr b) {
 }
 
 absl::StatusOr<Outputs> Mod(Context& ctx) {
+  // Known integers (shape arithmetic) stay known: a padding computed from a shape is a constant.
+  if (std::optional<Value> v = FoldBinary(
+          ctx, ctx.Int("fmod", 0) == 0 ? FoldFloorMod : FoldTruncMod, ctx.In(0).elems_dtype)) {
+    return Outputs{std::move(*v)};
+  }
   KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
   // float16 is computed in float32 and rounded once, as NumPy's fmod (ONNX's reference) does:

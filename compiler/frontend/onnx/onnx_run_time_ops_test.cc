@@ -242,6 +242,47 @@ TEST(OnnxRunTimeOps, PadComputedAtRunTime) {
   }
 }
 
+// Swin-T's window padding: (7 - H % 7) % 7 from the input's shape, into Pad, then a Slice of the
+// padded tensor. The Mods of known integers fold, so the padding and every shape after it are
+// constants (the Mod stayed an unevaluated floor_mod, Pad's output got a symbolic extent and the
+// Slice was refused: "axis 2 must have a static extent").
+TEST(OnnxRunTimeOps, APaddingComputedFromAShapeIsAConstant) {
+  using backend::testing::Array;
+  testing::GraphBuilder g(13);
+  g.Input("x", onnx::TensorProto::FLOAT, {1, 2, 10})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Init(testing::IntTensor("two", {1}, {2}))
+      .Init(testing::IntTensor("seven", {}, {7}))
+      .Init(testing::IntTensor("zeros", {5}, {0, 0, 0, 0, 0}))
+      .Init(testing::IntTensor("start", {1}, {1}))
+      .Init(testing::IntTensor("end", {1}, {12}))
+      .Init(testing::IntTensor("axis", {1}, {2}))
+      .Node("Shape", {"x"}, {"shape"})
+      .Node("Gather", {"shape", "two"}, {"h"})
+      .Node("Mod", {"h", "seven"}, {"r"})
+      .Node("Sub", {"seven", "r"}, {"missing"})
+      .Node("Mod", {"missing", "seven"}, {"pad"})
+      .Node("Concat", {"zeros", "pad"}, {"pads"}, {testing::AttrInt("axis", 0)})
+      .Node("Pad", {"x", "pads"}, {"padded"})
+      .Node("Slice", {"padded", "start", "end", "axis"}, {"y"});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "swin_padding.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  Array x = backend::testing::Random({1, 2, 10}, 7);
+  absl::StatusOr<runtime::Value> y =
+      backend::testing::CompileModuleAndRun(*mod, {runtime::Value(backend::testing::ToTensor(x))});
+  ASSERT_TRUE(y.ok()) << y.status();
+  // Padded to 14 (4 zeros at the end), then columns 1 .. 11.
+  Array got = backend::testing::FromTensor(*y->as_tensor());
+  EXPECT_EQ(got.shape, (std::vector<int64_t>{1, 2, 11}));
+  for (int row = 0; row < 2; ++row) {
+    for (int col = 0; col < 11; ++col) {
+      const int src = col + 1;
+      const double want = src < 10 ? x.data[row * 10 + src] : 0.0;
+      EXPECT_EQ(got.data[row * 11 + col], want) << row << ", " << col;
+    }
+  }
+}
+
 // Resize by scales or sizes that only the run knows, against the same resize with constants;
 // sizes that would change N or C, or empty the image, stop the run. Upsample (opset 9) alike.
 TEST(OnnxRunTimeOps, ResizeComputedAtRunTime) {
