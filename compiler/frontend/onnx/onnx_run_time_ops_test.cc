@@ -3,8 +3,10 @@
 // (integer division, training-mode batch norm, optimizers, float16): imported, compiled for this
 // machine and run against values computed here. Values that break a check stop the run with an
 // error naming it, never a kernel reading past its input.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "compiler/backend/build.h"
@@ -279,6 +281,56 @@ TEST(OnnxRunTimeOps, APaddingComputedFromAShapeIsAConstant) {
       const int src = col + 1;
       const double want = src < 10 ? x.data[row * 10 + src] : 0.0;
       EXPECT_EQ(got.data[row * 11 + col], want) << row << ", " << col;
+    }
+  }
+}
+
+// Slices of an axis whose extent only the run knows (a decoder's sequence, a padded window):
+// constant bounds, clamped against the extent at run time; one artifact for every extent.
+TEST(OnnxRunTimeOps, SlicesOfASymbolicExtent) {
+  using backend::testing::Array;
+  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  struct Case {
+    int64_t start, end, step;
+  };
+  for (const Case& c :
+       {Case{1, kEnd, 1}, Case{-2, kEnd, 1}, Case{0, -1, 2}, Case{-1, -kEnd, -1}, Case{2, 4, 1}}) {
+    testing::GraphBuilder g(13);
+    g.Input("x", onnx::TensorProto::FLOAT, {-1, 3}, {"N"})
+        .Output("y", onnx::TensorProto::FLOAT)
+        .Init(testing::IntTensor("starts", {1}, {c.start}))
+        .Init(testing::IntTensor("ends", {1}, {c.end}))
+        .Init(testing::IntTensor("axes", {1}, {0}))
+        .Init(testing::IntTensor("steps", {1}, {c.step}))
+        .Node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+    absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "slice.onnx");
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    for (int64_t n : {5, 3, 1}) {
+      Array x = backend::testing::Random({n, 3}, static_cast<uint64_t>(n));
+      absl::StatusOr<runtime::Value> y = backend::testing::CompileModuleAndRun(
+          *mod, {runtime::Value(backend::testing::ToTensor(x))});
+      ASSERT_TRUE(y.ok()) << c.start << ":" << c.end << ":" << c.step << " at " << n << ": "
+                          << y.status();
+      // NumPy's x[start:end:step] along the rows.
+      auto norm = [&](int64_t v, int64_t lo, int64_t hi) {
+        if (v < 0) v += n;
+        return std::min(std::max(v, lo), hi);
+      };
+      std::vector<double> want;
+      if (c.step > 0) {
+        for (int64_t r = norm(c.start, 0, n); r < norm(c.end, 0, n); r += c.step) {
+          for (int k = 0; k < 3; ++k) want.push_back(x.data[r * 3 + k]);
+        }
+      } else {
+        const int64_t last = c.end <= -n ? -1 : norm(c.end, -1, n - 1);
+        for (int64_t r = norm(c.start, -1, n - 1); r > last; r += c.step) {
+          for (int k = 0; k < 3; ++k) want.push_back(x.data[r * 3 + k]);
+        }
+      }
+      Array got = backend::testing::FromTensor(*y->as_tensor());
+      EXPECT_EQ(got.shape, (std::vector<int64_t>{static_cast<int64_t>(want.size() / 3), 3}))
+          << c.start << ":" << c.end << ":" << c.step << " at " << n;
+      EXPECT_EQ(got.data, want) << c.start << ":" << c.end << ":" << c.step << " at " << n;
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/arith/analyzer.h"
 #include "compiler/ir/printer.h"
 #include "compiler/relax/ops/op_common.h"
 #include "compiler/relax/struct_info.h"
@@ -258,11 +259,17 @@ absl::Status LegalizeSplit(const CallNode& call, const std::vector<Buffer>& in,
 
 struct Slice {
   int axis;
-  int64_t begin, stride, length;
+  PrimExpr begin;
+  int64_t stride;
+  PrimExpr length;
 };
 
-// Slices along `axes` with NumPy semantics for negative and out-of-range bounds (static
-// extents only along sliced axes).
+// An `end` this large means "to the end" (ONNX exporters write INT64_MAX).
+constexpr int64_t kToTheEnd = int64_t{1} << 62;
+
+// Slices along `axes` with NumPy semantics for negative and out-of-range bounds. A constant
+// extent gives constant bounds; a symbolic one (Swin's padded windows, a decoder's sequence)
+// gives bounds clamped by min and max, simplified knowing the extent is not negative.
 absl::StatusOr<std::vector<Slice>> ParseSlices(const CallNode& call,
                                                const std::vector<PrimExpr>& dims) {
   absl::StatusOr<std::optional<std::vector<int64_t>>> axes = IntListAttr(call, "axes");
@@ -279,27 +286,52 @@ absl::StatusOr<std::vector<Slice>> ParseSlices(const CallNode& call,
       (strides->has_value() && (*strides)->size() != n))
     return OpError(call, "axes, begin, end and strides must have the same length");
   std::vector<Slice> slices;
+  arith::Analyzer ana;
   for (size_t k = 0; k < n; ++k) {
     absl::StatusOr<int> axis = NormalizeAxis(call, (**axes)[k], static_cast<int>(dims.size()));
     if (!axis.ok()) return axis.status();
-    const int64_t* extent = AsConstInt(dims[*axis]);
-    if (extent == nullptr)
-      return OpError(call, absl::StrCat("axis ", *axis, " must have a static extent"));
     int64_t stride = strides->has_value() ? (**strides)[k] : 1;
     if (stride == 0) return OpError(call, "strides must not be 0");
     auto clamp = [&](int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); };
     int64_t b0 = (**begin)[k], e0 = (**end)[k];
-    if (b0 < 0) b0 += *extent;
-    if (e0 < 0) e0 += *extent;
-    int64_t first, length;
+    const int64_t* extent = AsConstInt(dims[*axis]);
+    if (extent != nullptr) {
+      if (b0 < 0) b0 += *extent;
+      if (e0 < 0) e0 += *extent;
+      int64_t first, length;
+      if (stride > 0) {
+        first = clamp(b0, 0, *extent);
+        int64_t last = clamp(e0, 0, *extent);
+        length = last > first ? (last - first + stride - 1) / stride : 0;
+      } else {
+        first = clamp(b0, -1, *extent - 1);
+        int64_t last = clamp(e0, -1, *extent - 1);
+        length = first > last ? (first - last - stride - 1) / -stride : 0;
+      }
+      slices.push_back({*axis, Int64(first), stride, Int64(length)});
+      continue;
+    }
+    // A symbolic extent d: a bound v < 0 counts from the end (v + d), and each is clamped to
+    // [0, d] going forward, [-1, d - 1] going backward.
+    const PrimExpr d = dims[*axis];
+    auto bound = [&](int64_t v, int64_t lo_offset, const PrimExpr& hi) -> PrimExpr {
+      if (v >= kToTheEnd) return hi;
+      if (v <= -kToTheEnd) return Int64(lo_offset);
+      PrimExpr at = v < 0 ? d + Int64(v) : Int64(v);
+      return ir::Min(ir::Max(at, Int64(lo_offset)), hi);
+    };
+    PrimExpr first, length;
     if (stride > 0) {
-      first = clamp(b0, 0, *extent);
-      int64_t last = clamp(e0, 0, *extent);
-      length = last > first ? (last - first + stride - 1) / stride : 0;
+      first = ana.Simplify(bound(b0, 0, d));
+      PrimExpr last = ana.Simplify(bound(e0, 0, d));
+      length = ana.Simplify(
+          ir::FloorDiv(ir::Max(last - first, Int64(0)) + Int64(stride - 1), Int64(stride)));
     } else {
-      first = clamp(b0, -1, *extent - 1);
-      int64_t last = clamp(e0, -1, *extent - 1);
-      length = first > last ? (first - last - stride - 1) / -stride : 0;
+      const PrimExpr top = d - Int64(1);
+      first = ana.Simplify(b0 >= kToTheEnd ? top : bound(b0, -1, top));
+      PrimExpr last = ana.Simplify(e0 <= -kToTheEnd ? Int64(-1) : bound(e0, -1, top));
+      length = ana.Simplify(
+          ir::FloorDiv(ir::Max(first - last, Int64(0)) + Int64(-stride - 1), Int64(-stride)));
     }
     slices.push_back({*axis, first, stride, length});
   }
@@ -312,7 +344,7 @@ absl::StatusOr<StructInfo> InferStridedSlice(const CallNode& call, const OpInfer
   absl::StatusOr<std::vector<Slice>> slices = ParseSlices(call, *dims);
   if (!slices.ok()) return slices.status();
   std::vector<PrimExpr> out = *dims;
-  for (const Slice& s : *slices) out[s.axis] = Int64(s.length);
+  for (const Slice& s : *slices) out[s.axis] = s.length;
   return TensorSInfo(std::move(out), call.args[0]->struct_info().as<TensorStructInfoNode>()->dtype);
 }
 
@@ -324,7 +356,10 @@ absl::Status LegalizeStridedSlice(const CallNode& call, const std::vector<Buffer
       b, "T_strided_slice", out[0],
       [&](const Indices& i) {
         Indices src = i;
-        for (const Slice& s : *slices) src[s.axis] = i[s.axis] * s.stride + s.begin;
+        for (const Slice& s : *slices) {
+          const int64_t* c = AsConstInt(s.begin);
+          src[s.axis] = c != nullptr ? i[s.axis] * s.stride + *c : i[s.axis] * s.stride + s.begin;
+        }
         return src;
       },
       in[0]);
