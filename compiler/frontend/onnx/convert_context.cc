@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/frontend/onnx/shape_math.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::frontend::onnx_import {
@@ -387,8 +388,8 @@ absl::StatusOr<Expr> Materialize(const Value& v) {
     for (const PrimExpr& e : elems) values.push_back(static_cast<double>(*ir::AsConstInt(e)));
     return MakeNumericConstant(v.elems_dtype, v.elems_shape, values);
   }
-  // Kiln's VM has no shape-to-tensor conversion yet: a shape value that depends on a symbolic
-  // dimension is usable by shape-taking operators only.
+  // Without a context to compute them at run time (Context::Tensor does), integers that depend
+  // on a symbolic dimension cannot become a tensor.
   std::string dims;
   for (const PrimExpr& e : elems) dims += (dims.empty() ? "" : ", ") + ir::DebugPrint(e);
   return absl::UnimplementedError(absl::StrCat(
@@ -403,7 +404,23 @@ const Value& Context::In(size_t i) const {
 
 absl::StatusOr<Expr> Context::Tensor(size_t i) {
   if (!Has(i)) return Error(absl::StrCat("input ", i, " is required"));
-  return Materialize(In(i));
+  const Value& v = In(i);
+  bool symbolic = false;
+  if (!v.expr && !v.is_sequence && v.elems) {
+    for (const PrimExpr& e : *v.elems) symbolic = symbolic || ir::AsConstInt(e) == nullptr;
+  }
+  if (!symbolic) return Materialize(v);
+  // Integers that depend on a symbolic dimension, used as data (a decoder's sequence length in
+  // its positions and mask): computed at run time from the shape they come from.
+  ShapeMath m{*this};
+  KILN_ASSIGN_OR_RETURN(Expr t, m.Tensor(*v.elems));
+  if (v.elems_shape != std::vector<int64_t>{static_cast<int64_t>(v.elems->size())}) {
+    std::vector<PrimExpr> shape;
+    for (int64_t d : v.elems_shape) shape.push_back(I64(d));
+    KILN_ASSIGN_OR_RETURN(t, Call("relax.reshape", {t, ir::relax::MakeShape(shape)}));
+  }
+  if (v.elems_dtype == DataType::Int(64)) return t;
+  return Call("relax.astype", {t}, {{"dtype", StrAttr(v.elems_dtype.ToString())}});
 }
 
 std::optional<std::vector<PrimExpr>> Context::Elems(size_t i) const {

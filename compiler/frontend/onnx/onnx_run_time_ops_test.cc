@@ -335,6 +335,51 @@ TEST(OnnxRunTimeOps, SlicesOfASymbolicExtent) {
   }
 }
 
+// A decoder's positions and causal mask from its sequence length, a symbolic dimension used as
+// data: Range(0, S) has extent S (so it lines up with the input), and the mask compares
+// positions. One artifact for every length.
+TEST(OnnxRunTimeOps, PositionsAndACausalMaskFromTheSequenceLength) {
+  using backend::testing::Array;
+  testing::GraphBuilder g(13);
+  g.Input("x", onnx::TensorProto::FLOAT, {-1, -1}, {"S", "S"})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Init(testing::IntTensor("zero", {}, {0}))
+      .Init(testing::IntTensor("one", {}, {1}))
+      .Init(testing::IntTensor("axis0", {1}, {0}))
+      .Init(testing::IntTensor("axis1", {1}, {1}))
+      .Init(testing::FloatTensor("big", {}, {-1000.0f}))
+      .Init(testing::FloatTensor("nothing", {}, {0.0f}))
+      .Node("Shape", {"x"}, {"shape"})
+      .Node("Gather", {"shape", "zero"}, {"s"})
+      .Node("Range", {"zero", "s", "one"}, {"pos"})
+      .Node("Unsqueeze", {"pos", "axis1"}, {"rows"})
+      .Node("Unsqueeze", {"pos", "axis0"}, {"cols"})
+      .Node("Less", {"rows", "cols"}, {"future"})
+      .Node("Where", {"future", "big", "nothing"}, {"mask"})
+      .Node("Cast", {"rows"}, {"rows_f"}, {testing::AttrInt("to", onnx::TensorProto::FLOAT)})
+      .Node("Add", {"x", "mask"}, {"masked"})
+      .Node("Add", {"masked", "rows_f"}, {"y"});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "causal.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  for (int64_t s : {4, 1, 6}) {
+    Array x = backend::testing::Random({s, s}, static_cast<uint64_t>(s));
+    absl::StatusOr<runtime::Value> y = backend::testing::CompileModuleAndRun(
+        *mod, {runtime::Value(backend::testing::ToTensor(x))});
+    ASSERT_TRUE(y.ok()) << "S = " << s << ": " << y.status();
+    Array got = backend::testing::FromTensor(*y->as_tensor());
+    ASSERT_EQ(got.shape, (std::vector<int64_t>{s, s}));
+    for (int64_t r = 0; r < s; ++r) {
+      for (int64_t c = 0; c < s; ++c) {
+        const double want =
+            static_cast<double>(static_cast<float>(static_cast<float>(x.data[r * s + c]) +
+                                                   (r < c ? -1000.0f : 0.0f))) +
+            static_cast<double>(r);
+        EXPECT_FLOAT_EQ(got.data[r * s + c], want) << "S = " << s << " at " << r << ", " << c;
+      }
+    }
+  }
+}
+
 // Resize by scales or sizes that only the run knows, against the same resize with constants;
 // sizes that would change N or C, or empty the image, stop the run. Upsample (opset 9) alike.
 TEST(OnnxRunTimeOps, ResizeComputedAtRunTime) {
