@@ -408,19 +408,21 @@ constexpr double kHann[] = {0.5, -0.5, 0};
 constexpr double kHamming[] = {25.0 / 46, -21.0 / 46, 0};
 constexpr double kBlackman[] = {0.42, -0.5, 0.08};
 
-// Range(start, limit, delta) of integers with a limit that depends on a symbolic dimension (a
-// decoder's positions, Range(0, seq)): its extent is that expression, max(ceil((limit - start) /
-// delta), 0), so the positions line up with the tensors of the same sequence.
-std::optional<absl::StatusOr<Outputs>> RangeToSymbolicLimit(Context& ctx) {
-  absl::StatusOr<std::vector<int64_t>> start = ctx.ConstInts(0);
-  absl::StatusOr<std::vector<int64_t>> delta = ctx.ConstInts(2);
+// Range(start, limit, delta) of integers whose start or limit depends on a symbolic dimension (a
+// decoder's positions: Range(0, seq), or Range(past, past + seq) with a cache): its extent is
+// that expression, max(ceil((limit - start) / delta), 0), so the positions line up with the
+// tensors of the same sequence.
+std::optional<absl::StatusOr<Outputs>> RangeOfSymbolicBounds(Context& ctx) {
+  std::optional<std::vector<PrimExpr>> start = ctx.Elems(0);
   std::optional<std::vector<PrimExpr>> limit = ctx.Elems(1);
-  if (!start.ok() || !delta.ok() || !limit || start->size() != 1 || delta->size() != 1 ||
-      limit->size() != 1 || (*delta)[0] == 0 || ir::AsConstInt((*limit)[0]) != nullptr) {
+  absl::StatusOr<std::vector<int64_t>> delta = ctx.ConstInts(2);
+  if (!start || !limit || !delta.ok() || start->size() != 1 || limit->size() != 1 ||
+      delta->size() != 1 || (*delta)[0] == 0 ||
+      (ir::AsConstInt((*start)[0]) != nullptr && ir::AsConstInt((*limit)[0]) != nullptr)) {
     return std::nullopt;
   }
-  const int64_t first = (*start)[0], step = (*delta)[0];
-  const PrimExpr span = step > 0 ? (*limit)[0] - I64(first) : I64(first) - (*limit)[0];
+  const int64_t step = (*delta)[0];
+  const PrimExpr span = step > 0 ? (*limit)[0] - (*start)[0] : (*start)[0] - (*limit)[0];
   const int64_t magnitude = step > 0 ? step : -step;
   const PrimExpr count = ctx.analyzer()->Simplify(
       ir::Max(ir::FloorDiv(span + I64(magnitude - 1), I64(magnitude)), I64(0)));
@@ -428,7 +430,9 @@ std::optional<absl::StatusOr<Outputs>> RangeToSymbolicLimit(Context& ctx) {
   auto made = [&]() -> absl::StatusOr<Outputs> {
     KILN_ASSIGN_OR_RETURN(Expr k, m.Iota(count));
     KILN_ASSIGN_OR_RETURN(Expr scaled, m.Call("relax.multiply", {k, m.I(step)}));
-    KILN_ASSIGN_OR_RETURN(Expr y, m.Call("relax.add", {scaled, m.I(first)}));
+    KILN_ASSIGN_OR_RETURN(Expr first, m.Tensor(*start));  // int64 [1]
+    KILN_ASSIGN_OR_RETURN(first, m.Call("relax.reshape", {first, MakeShape({})}));
+    KILN_ASSIGN_OR_RETURN(Expr y, m.Call("relax.add", {scaled, first}));
     const DataType dtype = ctx.In(0).elems_dtype;
     if (dtype != DataType::Int(64)) {
       KILN_ASSIGN_OR_RETURN(y, m.Call("relax.astype", {y}, {{"dtype", StrAttr(dtype.ToString())}}));
@@ -439,7 +443,7 @@ std::optional<absl::StatusOr<Outputs>> RangeToSymbolicLimit(Context& ctx) {
 }
 
 absl::StatusOr<Outputs> Range(Context& ctx) {
-  if (std::optional<absl::StatusOr<Outputs>> symbolic = RangeToSymbolicLimit(ctx)) {
+  if (std::optional<absl::StatusOr<Outputs>> symbolic = RangeOfSymbolicBounds(ctx)) {
     return *std::move(symbolic);
   }
   if (!ctx.ConstFloats(0).ok() || !ctx.ConstFloats(1).ok() || !ctx.ConstFloats(2).ok())

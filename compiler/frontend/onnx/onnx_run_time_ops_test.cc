@@ -380,6 +380,41 @@ TEST(OnnxRunTimeOps, PositionsAndACausalMaskFromTheSequenceLength) {
   }
 }
 
+// With a cache: the new tokens' positions are Range(past, past + S), past and S both symbolic
+// (the cache's length and the input's), and their extent is S.
+TEST(OnnxRunTimeOps, PositionsAfterACacheOfSymbolicLength) {
+  using backend::testing::Array;
+  testing::GraphBuilder g(13);
+  g.Input("x", onnx::TensorProto::FLOAT, {-1}, {"S"})
+      .Input("past_key", onnx::TensorProto::FLOAT, {-1, 2}, {"P"})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Init(testing::IntTensor("zero", {}, {0}))
+      .Init(testing::IntTensor("one", {}, {1}))
+      .Node("Shape", {"x"}, {"xs"})
+      .Node("Gather", {"xs", "zero"}, {"s"})
+      .Node("Shape", {"past_key"}, {"ps"})
+      .Node("Gather", {"ps", "zero"}, {"past"})
+      .Node("Add", {"past", "s"}, {"end"})
+      .Node("Range", {"past", "end", "one"}, {"pos"})
+      .Node("Cast", {"pos"}, {"pos_f"}, {testing::AttrInt("to", onnx::TensorProto::FLOAT)})
+      .Node("Add", {"x", "pos_f"}, {"y"});
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(g.Serialize(), "cached_positions.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  for (auto [s, p] : {std::pair<int64_t, int64_t>{3, 5}, {1, 0}, {4, 1}}) {
+    Array x = backend::testing::Random({s}, 3);
+    Array past = backend::testing::Random({p, 2}, 4);
+    absl::StatusOr<runtime::Value> y = backend::testing::CompileModuleAndRun(
+        *mod, {runtime::Value(backend::testing::ToTensor(x)),
+               runtime::Value(backend::testing::ToTensor(past))});
+    ASSERT_TRUE(y.ok()) << "S = " << s << ", past = " << p << ": " << y.status();
+    Array got = backend::testing::FromTensor(*y->as_tensor());
+    ASSERT_EQ(got.shape, (std::vector<int64_t>{s}));
+    for (int64_t k = 0; k < s; ++k) {
+      EXPECT_FLOAT_EQ(got.data[k], static_cast<float>(x.data[k]) + static_cast<float>(p + k));
+    }
+  }
+}
+
 // Resize by scales or sizes that only the run knows, against the same resize with constants;
 // sizes that would change N or C, or empty the image, stop the run. Upsample (opset 9) alike.
 TEST(OnnxRunTimeOps, ResizeComputedAtRunTime) {
