@@ -146,5 +146,34 @@ TEST(OnnxModels, DynamicBatchIsSymbolic) {
   EXPECT_NE(bad.status().message().find("63"), std::string::npos) << bad.status();
 }
 
+// Issue 49's decoder pattern, exported from PyTorch (testdata/models/make_tiny_gpt.py): positions
+// Range(0, seq) and a causal mask built from the sequence length, a symbolic dimension used as
+// data. Compiled once, it matches PyTorch's logits at three lengths.
+TEST(OnnxModels, ATinyGptCompilesOnceForEveryLength) {
+  const std::string dir = "compiler/frontend/onnx/testdata/models/";
+  absl::StatusOr<ir::IRModule> mod = ImportOnnx(ReadFile(dir + "tiny_gpt.onnx"), "tiny_gpt.onnx");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<backend::BuiltModule> built = backend::Build(*mod, "llvm");
+  ASSERT_TRUE(built.ok()) << built.status();
+  auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, "tiny_gpt");
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  auto exec = runtime::vm::Executable::Deserialize(built->executable);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  auto vm = runtime::vm::VirtualMachine::Create(
+      std::make_shared<const runtime::vm::Executable>(std::move(*exec)), *lib,
+      std::make_shared<runtime::ThreadPool>(2), nullptr);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  for (int length : {3, 7, 12}) {
+    const std::string stem = dir + "tiny_gpt.seq" + std::to_string(length);
+    absl::StatusOr<runtime::Tensor> ids = runtime::ReadNpy(ReadFile(stem + ".input.npy"), stem);
+    absl::StatusOr<runtime::Tensor> want = runtime::ReadNpy(ReadFile(stem + ".output.npy"), stem);
+    ASSERT_TRUE(ids.ok() && want.ok());
+    absl::StatusOr<runtime::Value> got = (*vm)->Invoke("main", {runtime::Value(*ids)});
+    ASSERT_TRUE(got.ok()) << "seq " << length << ": " << got.status();
+    ASSERT_NE(got->as_tensor(), nullptr);
+    ExpectClose(*got->as_tensor(), *want, "tiny_gpt at seq " + std::to_string(length));
+  }
+}
+
 }  // namespace
 }  // namespace kiln::frontend
