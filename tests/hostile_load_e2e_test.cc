@@ -60,6 +60,49 @@ void RaiseOwnDescriptorLimit() {
   ASSERT_GE(files.rlim_cur, 2048u) << "the test needs 1,100 descriptors and kilnd as many";
 }
 
+// Submits that send their headers and never a body (a generic stub's calls, started and left):
+// each holds what kilnd gives a call waiting for its body. Their ends are asked for at once.
+class StalledSubmits {
+ public:
+  StalledSubmits(const std::string& address, int calls)
+      : stub_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())) {
+    for (int i = 0; i < calls; ++i) {
+      auto c = std::make_unique<Call>();
+      c->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      c->call = stub_.PrepareCall(&c->context, "/kiln.v1.Kiln/SubmitCompile", &cq_);
+      c->call->StartCall(nullptr);
+      c->call->Finish(&c->status, c.get());
+      calls_.push_back(std::move(c));
+    }
+  }
+  ~StalledSubmits() {
+    for (auto& c : calls_) c->context.TryCancel();
+    cq_.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+  // The next event: *ended null for a call that started, else the status of one that ended.
+  bool Next(const grpc::Status** ended) {
+    void* tag = nullptr;
+    bool ok = false;
+    if (!cq_.Next(&tag, &ok)) return false;
+    *ended = tag == nullptr ? nullptr : &static_cast<Call*>(tag)->status;
+    return true;
+  }
+
+ private:
+  struct Call {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
+    grpc::Status status;
+  };
+  grpc::GenericStub stub_;
+  grpc::CompletionQueue cq_;
+  std::vector<std::unique_ptr<Call>> calls_;
+};
+
 using HostileLoadTest = ClusterTest;
 
 // Finding 1: about 1,100 idle connections exhausted the 1,024 descriptors a service gets, and
@@ -311,38 +354,18 @@ TEST_F(HostileLoadTest, FortyConcurrentLargeSubmits) {
 TEST_F(HostileLoadTest, SubmitBodiesThatNeverArriveAreCancelled) {
   StartWithAgents("stalled_submits", 0,
                   {"--max-receiving-requests", "4", "--receive-timeout-ms", "2000"});
-  auto channel = grpc::CreateChannel(cluster_->address(), grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::CompletionQueue cq;
-  struct Stalled {
-    grpc::ClientContext context;
-    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
-    grpc::Status status;
-  };
-  std::vector<std::unique_ptr<Stalled>> stalled;
-  for (int i = 0; i < 2; ++i) {
-    auto s = std::make_unique<Stalled>();
-    s->call = stub.PrepareCall(&s->context, "/kiln.v1.Kiln/SubmitCompile", &cq);
-    s->call->StartCall(s.get());
-    void* tag = nullptr;
-    bool ok = false;
-    ASSERT_TRUE(cq.Next(&tag, &ok));
-    ASSERT_TRUE(ok) << "call " << i << " did not start";
-    stalled.push_back(std::move(s));
+  StalledSubmits stalled(cluster_->address(), 2);
+  const grpc::Status* ended = nullptr;
+  for (int started = 0; started < 2;) {
+    ASSERT_TRUE(stalled.Next(&ended));
+    ASSERT_EQ(ended, nullptr) << "a call ended before the compile: " << ended->error_message();
+    ++started;
   }
   CompileOk(*client_, CompileRequest(kMlp));
-  for (auto& s : stalled) {
-    s->call->Finish(&s->status, s.get());
-    void* tag = nullptr;
-    bool ok = false;
-    ASSERT_TRUE(cq.Next(&tag, &ok));
-    EXPECT_EQ(static_cast<Stalled*>(tag)->status.error_code(), grpc::StatusCode::CANCELLED)
-        << static_cast<Stalled*>(tag)->status.error_message();
-  }
-  cq.Shutdown();
-  void* tag = nullptr;
-  bool ok = false;
-  while (cq.Next(&tag, &ok)) {
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(stalled.Next(&ended));
+    ASSERT_NE(ended, nullptr);
+    EXPECT_EQ(ended->error_code(), grpc::StatusCode::CANCELLED) << ended->error_message();
   }
 }
 
@@ -361,33 +384,15 @@ TEST_F(HostileLoadTest, WaitingCallsHoldABudgetOfThreads) {
     return -1;
   };
   const int threads_before = threads();
-  auto channel = grpc::CreateChannel(cluster_->address(), grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::CompletionQueue cq;
-  struct Stalled {
-    grpc::ClientContext context;
-    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
-    grpc::Status status;
-  };
   constexpr int kCalls = 200;
-  std::vector<std::unique_ptr<Stalled>> stalled;
-  for (int i = 0; i < kCalls; ++i) {
-    auto s = std::make_unique<Stalled>();
-    s->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    s->call = stub.PrepareCall(&s->context, "/kiln.v1.Kiln/SubmitCompile", &cq);
-    s->call->StartCall(nullptr);
-    s->call->Finish(&s->status, s.get());
-    stalled.push_back(std::move(s));
-  }
+  StalledSubmits stalled(cluster_->address(), kCalls);
   // The first refusal says kilnd is at its budget: count its threads then.
   int finished = 0, exhausted = 0, threads_at_budget = -1;
-  void* tag = nullptr;
-  bool ok = false;
-  while (finished < kCalls && cq.Next(&tag, &ok)) {
-    if (tag == nullptr) continue;  // a call started
+  const grpc::Status* ended = nullptr;
+  while (finished < kCalls && stalled.Next(&ended)) {
+    if (ended == nullptr) continue;  // a call started
     ++finished;
-    const grpc::Status& status = static_cast<Stalled*>(tag)->status;
-    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && exhausted++ == 0) {
+    if (ended->error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && exhausted++ == 0) {
       threads_at_budget = threads();
     }
   }
@@ -397,9 +402,6 @@ TEST_F(HostileLoadTest, WaitingCallsHoldABudgetOfThreads) {
       threads_before, threads_at_budget, exhausted, kCalls);
   EXPECT_GT(exhausted, 0);
   EXPECT_LT(threads_at_budget, threads_before + 32 + 8);
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
   CompileOk(*client_, CompileRequest(kMlp));
 }
 

@@ -93,6 +93,17 @@ class Builder {
   void Unsupported(const std::string& what) {
     if (status.ok()) status = absl::UnimplementedError(absl::StrCat("the interpreter: ", what));
   }
+  // Evaluates `value` into `var`, defined here (a let's binding: the value cannot use it).
+  StmtFn Assign(const ir::VarNode* var, const PrimExpr& value) {
+    if (var->dtype.is_float()) {
+      FloatFn v = Float(value);
+      const size_t slot = static_cast<size_t>(Define(var));
+      return [v, slot](Frame& f) { f.floats[slot] = v(f); };
+    }
+    IntFn v = Int(value);
+    const size_t slot = static_cast<size_t>(Define(var));
+    return [v, slot](Frame& f) { f.ints[slot] = v(f); };
+  }
   // A variable's slot, made when it is defined.
   int Define(const ir::VarNode* v) {
     if (v->dtype.is_float()) return float_slots_[v] = num_floats++;
@@ -498,20 +509,10 @@ IntFn Builder::Int(const PrimExpr& e) {
     return [t, x](Frame& f) { return Wrap(t, x(f)); };
   }
   if (const auto* l = e.as<ir::LetNode>()) {
-    if (l->var->dtype.is_float()) {
-      FloatFn value = Float(l->value);
-      const size_t slot = static_cast<size_t>(Define(l->var.get()));
-      IntFn body = Int(l->body);
-      return [value, slot, body](Frame& f) {
-        f.floats[slot] = value(f);
-        return body(f);
-      };
-    }
-    IntFn value = Int(l->value);
-    const size_t slot = static_cast<size_t>(Define(l->var.get()));
+    StmtFn bind = Assign(l->var.get(), l->value);
     IntFn body = Int(l->body);
-    return [value, slot, body](Frame& f) {
-      f.ints[slot] = value(f);
+    return [bind, body](Frame& f) {
+      bind(f);
       return body(f);
     };
   }
@@ -578,20 +579,10 @@ FloatFn Builder::Float(const PrimExpr& e) {
     };
   }
   if (const auto* l = e.as<ir::LetNode>()) {
-    if (l->var->dtype.is_float()) {
-      FloatFn value = Float(l->value);
-      const size_t slot = static_cast<size_t>(Define(l->var.get()));
-      FloatFn body = Float(l->body);
-      return [value, slot, body](Frame& f) {
-        f.floats[slot] = value(f);
-        return body(f);
-      };
-    }
-    IntFn value = Int(l->value);
-    const size_t slot = static_cast<size_t>(Define(l->var.get()));
+    StmtFn bind = Assign(l->var.get(), l->value);
     FloatFn body = Float(l->body);
-    return [value, slot, body](Frame& f) {
-      f.ints[slot] = value(f);
+    return [bind, body](Frame& f) {
+      bind(f);
       return body(f);
     };
   }
@@ -647,20 +638,10 @@ StmtFn Builder::Stmt(const ir::Stmt& s) {
     };
   }
   if (const auto* let = s.as<ir::LetStmtNode>()) {
-    if (let->var->dtype.is_float()) {
-      FloatFn value = Float(let->value);
-      const size_t slot = static_cast<size_t>(Define(let->var.get()));
-      StmtFn body = Stmt(let->body);
-      return [value, slot, body](Frame& f) {
-        f.floats[slot] = value(f);
-        body(f);
-      };
-    }
-    IntFn value = Int(let->value);
-    const size_t slot = static_cast<size_t>(Define(let->var.get()));
+    StmtFn bind = Assign(let->var.get(), let->value);
     StmtFn body = Stmt(let->body);
-    return [value, slot, body](Frame& f) {
-      f.ints[slot] = value(f);
+    return [bind, body](Frame& f) {
+      bind(f);
       body(f);
     };
   }

@@ -117,6 +117,25 @@ class Module:
   EXPECT_EQ(c, (std::vector<int32_t>{-2, 0, 7, 0}));
 }
 
+TEST(InterpretTest, LetsBindIntegersAndFloats) {
+  ir::PrimFunc f = Lowered(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            j: T.int64 = T.int64(3) - T.Cast("int64", i)
+            s: T.float32 = A[j] * T.float32(2)
+            B[i] = s + s
+)");
+  ASSERT_TRUE(f);
+  absl::StatusOr<InterpretedKernel> k = InterpretedKernel::Compile(f, 1000);
+  ASSERT_TRUE(k.ok()) << k.status();
+  std::vector<float> a = {1.5f, -2.0f, 0.25f, 8.0f}, b(4);
+  ASSERT_TRUE(k->Run({Buf(a), Buf(b)}).ok());
+  EXPECT_EQ(b, (std::vector<float>{32.0f, 1.0f, -8.0f, 6.0f}));
+}
+
 TEST(InterpretTest, WhatItDoesNotDoIsUnimplemented) {
   // A transcendental the compiled code approximates: its result would differ in the last bits.
   ir::PrimFunc exp = Lowered(R"(

@@ -55,6 +55,23 @@ void ExpectClose(const runtime::Tensor& got, const runtime::Tensor& want, const 
               static_cast<long long>(w.size()));
 }
 
+// `mod` built for `target` and loaded into a VM (two kernel threads).
+absl::StatusOr<std::unique_ptr<runtime::vm::VirtualMachine>> Loaded(const ir::IRModule& mod,
+                                                                    const std::string& target,
+                                                                    const std::string& name) {
+  absl::StatusOr<backend::BuiltModule> built = backend::Build(mod, target);
+  if (!built.ok()) return built.status();
+  absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
+      runtime::KernelLibrary::LoadFromMemory(built->kernels, name);
+  if (!lib.ok()) return lib.status();
+  absl::StatusOr<runtime::vm::Executable> exec =
+      runtime::vm::Executable::Deserialize(built->executable);
+  if (!exec.ok()) return exec.status();
+  return runtime::vm::VirtualMachine::Create(
+      std::make_shared<const runtime::vm::Executable>(std::move(*exec)), *lib,
+      std::make_shared<runtime::ThreadPool>(2), nullptr);
+}
+
 nlohmann::json Manifest() {
   return nlohmann::json::parse(ReadFile(std::string(kModels) + "manifest.json"));
 }
@@ -89,15 +106,8 @@ TEST_P(OnnxModelTest, MatchesReference) {
   std::string file = entry["file"];
   absl::StatusOr<ir::IRModule> mod = ImportOnnx(ReadFile(kModels + file), file);
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<backend::BuiltModule> built = backend::Build(*mod, target.target);
-  ASSERT_TRUE(built.ok()) << built.status();
-  auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, name);
-  ASSERT_TRUE(lib.ok()) << lib.status();
-  auto exec = runtime::vm::Executable::Deserialize(built->executable);
-  ASSERT_TRUE(exec.ok()) << exec.status();
-  auto vm = runtime::vm::VirtualMachine::Create(
-      std::make_shared<const runtime::vm::Executable>(std::move(*exec)), *lib,
-      std::make_shared<runtime::ThreadPool>(2), nullptr);
+  absl::StatusOr<std::unique_ptr<runtime::vm::VirtualMachine>> vm =
+      Loaded(*mod, target.target, name);
   ASSERT_TRUE(vm.ok()) << vm.status();
 
   std::vector<std::pair<std::string, nlohmann::json>> runs = {{"reference", entry}};
@@ -153,15 +163,8 @@ TEST(OnnxModels, ATinyGptCompilesOnceForEveryLength) {
   const std::string dir = "compiler/frontend/onnx/testdata/models/";
   absl::StatusOr<ir::IRModule> mod = ImportOnnx(ReadFile(dir + "tiny_gpt.onnx"), "tiny_gpt.onnx");
   ASSERT_TRUE(mod.ok()) << mod.status();
-  absl::StatusOr<backend::BuiltModule> built = backend::Build(*mod, "llvm");
-  ASSERT_TRUE(built.ok()) << built.status();
-  auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, "tiny_gpt");
-  ASSERT_TRUE(lib.ok()) << lib.status();
-  auto exec = runtime::vm::Executable::Deserialize(built->executable);
-  ASSERT_TRUE(exec.ok()) << exec.status();
-  auto vm = runtime::vm::VirtualMachine::Create(
-      std::make_shared<const runtime::vm::Executable>(std::move(*exec)), *lib,
-      std::make_shared<runtime::ThreadPool>(2), nullptr);
+  absl::StatusOr<std::unique_ptr<runtime::vm::VirtualMachine>> vm =
+      Loaded(*mod, "llvm", "tiny_gpt");
   ASSERT_TRUE(vm.ok()) << vm.status();
   for (int length : {3, 7, 12}) {
     const std::string stem = dir + "tiny_gpt.seq" + std::to_string(length);
