@@ -122,16 +122,21 @@ absl::StatusOr<std::map<std::string, runtime::Function>> LoadHostKernels(
       KILN_RETURN_IF_ERROR(to_compile.Add(entry.first, kernels->Lookup(name)));
       continue;
     }
-    runnable[name] = [kernel = *std::move(interpreted), name](
+    // The name is copied in: C++17 cannot capture a structured binding.
+    runnable[name] = [kernel = *std::move(interpreted), kernel_name = std::string(name)](
                          absl::Span<const runtime::Value> args) -> absl::StatusOr<runtime::Value> {
       std::vector<tir::InterpretedBuffer> buffers;
       for (const runtime::Value& a : args) {
         const runtime::Tensor* t = a.as_tensor();
-        if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat(name, ": not a tensor"));
+        if (t == nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat(kernel_name, ": not a tensor"));
+        }
         buffers.push_back({t->data(), static_cast<int64_t>(t->NumBytes())});
       }
       absl::Status ran = kernel.Run(buffers);
-      if (!ran.ok()) return absl::Status(ran.code(), absl::StrCat(name, ": ", ran.message()));
+      if (!ran.ok()) {
+        return absl::Status(ran.code(), absl::StrCat(kernel_name, ": ", ran.message()));
+      }
       return runtime::Value();
     };
   }
