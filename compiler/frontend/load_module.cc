@@ -1,5 +1,6 @@
 #include "compiler/frontend/load_module.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -28,7 +29,7 @@ absl::StatusOr<ir::IRModule> ParseModule(SourceForm form, absl::string_view byte
     case SourceForm::kIrProto:
       return wire::DeserializeModule(bytes);
     case SourceForm::kOnnx:
-      return ImportOnnx(bytes, name, options.max_constant_bytes);
+      return ImportOnnx(bytes, name, options.max_constant_bytes, options.external_data_dir);
   }
   return absl::InvalidArgumentError("unknown module form");
 }
@@ -71,7 +72,12 @@ absl::StatusOr<ir::IRModule> ParseModuleFile(const std::string& path, const Load
     stream << in.rdbuf();
     bytes = stream.str();
   }
-  return ParseModule(*form, bytes, path, options);
+  LoadOptions with_dir = options;
+  if (with_dir.external_data_dir.empty()) {
+    with_dir.external_data_dir = std::filesystem::path(path).parent_path().string();
+    if (with_dir.external_data_dir.empty()) with_dir.external_data_dir = ".";
+  }
+  return ParseModule(*form, bytes, path, with_dir);
 }
 
 }  // namespace kiln::frontend

@@ -22,6 +22,9 @@ struct LoadOptions {
   // The largest constant a front end computes itself (an ONNX Range of constant bounds): a
   // model of a few bytes must not make the compiler build gigabytes. Larger is refused.
   int64_t max_constant_bytes = int64_t{64} << 20;
+  // Where an ONNX model's external data files are (ParseModuleFile: the file's directory). Empty
+  // for bytes that came without a file (a kilnd submit): such a model is refused.
+  std::string external_data_dir;
 };
 
 // Parses `bytes` as `form`, as written (not normalized: `kiln check` reports what it finds).

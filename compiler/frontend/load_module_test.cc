@@ -2,9 +2,14 @@
 // and errors name the input and keep the parsers' codes.
 #include "compiler/frontend/load_module.h"
 
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/frontend/onnx/testing/onnx_builder.h"
 #include "compiler/ir/structural.h"
 #include "compiler/wire/ir_proto.h"
 #include "gmock/gmock.h"
@@ -117,6 +122,66 @@ class Module:
         return x
 )";
   EXPECT_TRUE(LoadModule(SourceForm::kTvmScript, big, "big.py").ok());
+}
+
+// ONNX external data (how models over 2 GB keep their weights): an initializer's bytes read from
+// the file its entry names beside the model, at its offset, into the same module as the model
+// with its weights inside. A name that leaves the model's directory, a short file, a length that
+// disagrees with the tensor, and bytes without a file to be beside are refused naming the tensor.
+TEST(LoadModuleTest, WeightsInExternalDataFilesBesideTheModel) {
+  const std::vector<float> w = {1, 2, 3, 4, 5, 6};
+  testing::GraphBuilder g(13);
+  g.Input("x", onnx::TensorProto::FLOAT, {2, 3})
+      .Output("y", onnx::TensorProto::FLOAT)
+      .Init(testing::FloatTensor("w", {2, 3}, w))
+      .Node("Add", {"x", "w"}, {"y"});
+  absl::StatusOr<ir::IRModule> inside = ImportOnnx(g.Serialize(), "inside.onnx");
+  ASSERT_TRUE(inside.ok()) << inside.status();
+
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::filesystem::path dir = std::filesystem::path(tmp != nullptr ? tmp : "/tmp") / "ext";
+  std::filesystem::create_directories(dir / "weights");
+  std::string data(8, 'j');  // 8 bytes before the tensor's: its offset
+  data.append(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  std::ofstream(dir / "weights" / "w.bin", std::ios::binary) << data;
+  auto write_model = [&](const std::string& name, const std::string& location,
+                         const std::string& length) {
+    onnx::ModelProto model = g.model();
+    onnx::TensorProto* t = model.mutable_graph()->mutable_initializer(0);
+    t->clear_float_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [key, value] : {std::pair<std::string, std::string>{"location", location},
+                                     {"offset", "8"},
+                                     {"length", length}}) {
+      onnx::StringStringEntryProto* e = t->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    }
+    std::ofstream(dir / name, std::ios::binary) << model.SerializeAsString();
+    return (dir / name).string();
+  };
+  const std::string good = write_model("good.onnx", "weights/w.bin", "24");
+  absl::StatusOr<ir::IRModule> outside = ParseModuleFile(good);
+  ASSERT_TRUE(outside.ok()) << outside.status();
+  EXPECT_TRUE(ir::StructuralEqual(*outside, *inside));
+
+  auto refused = [&](const std::string& path, const char* says) {
+    absl::StatusOr<ir::IRModule> m = ParseModuleFile(path);
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << path << ": " << m.status();
+    EXPECT_THAT(m.status().message(), HasSubstr("tensor 'w'")) << m.status();
+    EXPECT_THAT(m.status().message(), HasSubstr(says)) << m.status();
+  };
+  refused(write_model("up.onnx", "../ext/weights/w.bin", "24"), "not a file name relative");
+  refused(write_model("absolute.onnx", (dir / "weights" / "w.bin").string(), "24"),
+          "not a file name relative");
+  refused(write_model("length.onnx", "weights/w.bin", "20"), "24 expected");
+  std::ofstream(dir / "weights" / "short.bin", std::ios::binary) << data.substr(0, 20);
+  refused(write_model("short.onnx", "weights/short.bin", "24"), "fewer than 24 bytes");
+  refused(write_model("missing.onnx", "weights/none.bin", "24"), "cannot open");
+  // The same model as bytes alone (a kilnd submit): nothing to read its data from.
+  absl::StatusOr<ir::IRModule> bytes_only = ImportOnnx(ReadFile(good), "good.onnx");
+  EXPECT_EQ(bytes_only.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bytes_only.status().message(), HasSubstr("external file"));
 }
 
 }  // namespace

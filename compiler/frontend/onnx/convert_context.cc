@@ -3,7 +3,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/frontend/onnx/shape_math.h"
@@ -261,8 +264,11 @@ absl::StatusOr<Value> FromTensorProto(const onnx::TensorProto& t, std::string* r
   };
   absl::StatusOr<DataType> dtype = DataTypeFromOnnx(t.data_type());
   if (!dtype.ok()) return error(dtype.status().message());
-  if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    return error("external data files are not supported; save the model with its weights inside");
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    return error(
+        "its data is in an external file: compile the model from its file, with the data "
+        "files beside it (kiln compile model.onnx), or save it with its weights inside");
+  }
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   // Dimensions bounded so that the element count cannot overflow; the data must then be there.
   // Checked before each product: [2^40, 2^40] must not wrap to a small count (or to 0).
@@ -335,6 +341,63 @@ absl::StatusOr<Value> FromTensorProto(const onnx::TensorProto& t, std::string* r
 }
 
 }  // namespace
+
+absl::Status LoadExternalData(onnx::TensorProto* t, const std::string& dir) {
+  if (t->data_location() != onnx::TensorProto::EXTERNAL) return absl::OkStatus();
+  auto error = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", t->name(), "': ", what));
+  };
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto& e : t->external_data()) {
+    int64_t v = 0;
+    if (e.key() == "location") {
+      location = e.value();
+    } else if ((e.key() == "offset" || e.key() == "length") &&
+               (!absl::SimpleAtoi(e.value(), &v) || v < 0)) {
+      return error(absl::StrCat("external data ", e.key(), " '", e.value().substr(0, 32),
+                                "' is not a byte count"));
+    } else if (e.key() == "offset") {
+      offset = v;
+    } else if (e.key() == "length") {
+      length = v;
+    }
+  }
+  // A file beside the model, never one elsewhere: the path is relative and does not go up.
+  const std::filesystem::path relative(location);
+  bool escapes = location.empty() || relative.is_absolute();
+  for (const std::filesystem::path& part : relative) escapes = escapes || part == "..";
+  if (escapes) {
+    return error(absl::StrCat("external data location '", location.substr(0, 256),
+                              "' is not a file name relative to the model's directory"));
+  }
+  absl::StatusOr<DataType> dtype = DataTypeFromOnnx(t->data_type());
+  if (!dtype.ok()) return error(dtype.status().message());
+  int64_t expected = static_cast<int64_t>(ElementBytes(*dtype));
+  for (int64_t d : t->dims()) {
+    if (d < 0 || (d != 0 && expected > (int64_t{1} << 46) / d)) {
+      return error(absl::StrCat("bad dimension ", d));
+    }
+    expected *= d;
+  }
+  if (length >= 0 && length != expected) {
+    return error(absl::StrCat("external data of ", length, " bytes, ", expected, " expected"));
+  }
+  const std::string path = (std::filesystem::path(dir) / relative).string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(absl::StrCat("cannot open its external data file '", location, "'"));
+  std::string bytes(static_cast<size_t>(expected), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), expected);
+  if (!in || in.gcount() != expected) {
+    return error(absl::StrCat("its external data file '", location, "' holds fewer than ", expected,
+                              " bytes at offset ", offset));
+  }
+  t->clear_external_data();
+  t->set_data_location(onnx::TensorProto::DEFAULT);
+  *t->mutable_raw_data() = std::move(bytes);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t) {
   return FromTensorProto(t, nullptr);

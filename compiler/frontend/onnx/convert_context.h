@@ -194,6 +194,10 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type);
 absl::StatusOr<Value> ValueFromTensorProto(const onnx::TensorProto& t);
 // The same, taking the raw data out of `t` instead of copying it (an initializer of megabytes).
 absl::StatusOr<Value> ValueFromTensorProto(onnx::TensorProto&& t);
+// A tensor whose data is in an external file (ONNX's external data, for models over 2 GB): the
+// data read from the file its entry names in `dir` (the model's directory; a name that is absolute
+// or goes up is refused) into the tensor, once. Nothing for a tensor with its data inside.
+absl::Status LoadExternalData(onnx::TensorProto* t, const std::string& dir);
 
 // NumPy broadcasting of known shapes.
 absl::StatusOr<std::vector<int64_t>> BroadcastKnown(const std::vector<int64_t>& a,

@@ -52,8 +52,10 @@ absl::Status NodeError(const onnx::NodeProto& node, size_t index, int opset,
 
 class Importer {
  public:
-  Importer(std::string source, int64_t max_constant_bytes)
-      : source_(std::move(source)), max_constant_bytes_(max_constant_bytes) {}
+  Importer(std::string source, int64_t max_constant_bytes, std::string external_data_dir)
+      : source_(std::move(source)),
+        max_constant_bytes_(max_constant_bytes),
+        external_data_dir_(std::move(external_data_dir)) {}
 
   // Takes the initializers' data out of `model`.
   absl::StatusOr<ir::IRModule> Run(onnx::ModelProto& model) {
@@ -63,6 +65,11 @@ class Importer {
       return Error(absl::StatusCode::kUnimplemented, "sparse initializers are not supported");
     for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
       const std::string name = t.name();
+      if (!external_data_dir_.empty()) {
+        if (absl::Status s = LoadExternalData(&t, external_data_dir_); !s.ok()) {
+          return Error(s.code(), absl::StrCat("initializer ", s.message()));
+        }
+      }
       absl::StatusOr<Value> v = ValueFromTensorProto(std::move(t));
       if (!v.ok())
         return Error(v.status().code(), absl::StrCat("initializer ", v.status().message()));
@@ -228,12 +235,14 @@ class Importer {
   std::map<std::string, std::unique_ptr<Value>> values_;
   std::map<std::string, ir::PrimExpr> dim_vars_;
   int unnamed_dims_ = 0;
+  std::string external_data_dir_;
 };
 
 }  // namespace
 
 absl::StatusOr<ir::IRModule> ImportOnnx(absl::string_view model_bytes, absl::string_view source,
-                                        int64_t max_constant_bytes) {
+                                        int64_t max_constant_bytes,
+                                        const std::string& external_data_dir) {
   onnx::ModelProto model;
   if (model_bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) {
@@ -244,7 +253,7 @@ absl::StatusOr<ir::IRModule> ImportOnnx(absl::string_view model_bytes, absl::str
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": not an ONNX model (no graph or no opset_import)"));
   }
-  return Importer(std::string(source), max_constant_bytes).Run(model);
+  return Importer(std::string(source), max_constant_bytes, external_data_dir).Run(model);
 }
 
 absl::StatusOr<ir::relax::Expr> ReadOnnxTensor(absl::string_view tensor_bytes,

@@ -32,10 +32,12 @@ inline constexpr int kMaxOnnxOpset = 18;
 // constant bounds) larger than this is refused, whatever the few bytes of the model ask for.
 inline constexpr int64_t kDefaultMaxImportConstantBytes = int64_t{64} << 20;
 
-// Imports the bytes of an .onnx file. `source` names it in errors.
-absl::StatusOr<ir::IRModule> ImportOnnx(
-    absl::string_view model_bytes, absl::string_view source,
-    int64_t max_constant_bytes = kDefaultMaxImportConstantBytes);
+// Imports the bytes of an .onnx file. `source` names it in errors. Initializers whose data is in
+// external files are read from `external_data_dir` (the model file's directory); without one,
+// such a model is refused naming the tensor.
+absl::StatusOr<ir::IRModule> ImportOnnx(absl::string_view model_bytes, absl::string_view source,
+                                        int64_t max_constant_bytes = kDefaultMaxImportConstantBytes,
+                                        const std::string& external_data_dir = "");
 
 // The bytes of a serialized TensorProto (as ONNX's backend test data and tools write tensors) as
 // a Relax constant. `source` names it in errors.
