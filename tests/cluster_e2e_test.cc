@@ -295,6 +295,16 @@ TEST(ClusterTest, KilledInstancesLoseNoJob) {
     ASSERT_TRUE(job.ok()) << job.status();
     ASSERT_EQ(job->state(), v1::JOB_STATE_RUNNING);
     const int victim = job->instance().back() - '0';
+    // The holder answers from its memory, which its database write may not have reached yet:
+    // killed then, the job would be taken over as queued, never having run. Another instance
+    // reads the database: the kill waits until the run is there.
+    std::unique_ptr<client::KilnClient> other =
+        cluster.Client(cluster.instance((victim + 1) % 3).address());
+    absl::StatusOr<v1::Job> stored =
+        PollJob([&] { return Retry([&] { return other->GetJob(id); }); },
+                [](const v1::Job& j) { return j.attempts() >= 1; });
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    ASSERT_EQ(stored->attempts(), 1) << v1::JobState_Name(stored->state());
     cluster.instance(victim).daemon().Signal(SIGKILL);
     cluster.instance(victim).daemon().Wait();
     job = PollJob(read, Finished);
