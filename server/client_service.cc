@@ -219,6 +219,9 @@ grpc::Status KilnService::ReceiveAndSubmit(
       return UnparsableRequest(method);
     }
   }
+  // Held while the request is handled and answered.
+  std::optional<InflightBytes::Reservation> inflight;
+  if (grpc::Status s = AdmitSubmit(request, request.deadline_ms(), &inflight); !s.ok()) return s;
   v1::SubmitResponse response;
   grpc::Status status = (this->*handle)(caller, request, &response);
   if (status.ok()) streamer->Write(response);
@@ -255,8 +258,6 @@ grpc::Status KilnService::StreamedSubmitTune(
 grpc::Status KilnService::HandleCompile(const Principal& caller,
                                         const v1::SubmitCompileRequest& request,
                                         v1::SubmitResponse* response) {
-  std::optional<InflightBytes::Reservation> inflight;
-  if (grpc::Status s = AdmitSubmit(request, request.deadline_ms(), &inflight); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request.idempotency_key(), response)) return grpc::Status::OK;
   if (grpc::Status s = CheckModule(request.module()); !s.ok()) return s;
@@ -429,8 +430,6 @@ grpc::Status KilnService::EnqueueTask(const std::string& client, const std::stri
 grpc::Status KilnService::HandleProfile(const Principal& caller,
                                         const v1::SubmitProfileRequest& request,
                                         v1::SubmitResponse* response) {
-  std::optional<InflightBytes::Reservation> inflight;
-  if (grpc::Status s = AdmitSubmit(request, request.deadline_ms(), &inflight); !s.ok()) return s;
   v1::ArtifactManifest manifest;
   v1::Task task;
   const std::string& client = caller.name;
@@ -467,8 +466,6 @@ grpc::Status KilnService::HandleProfile(const Principal& caller,
 grpc::Status KilnService::HandleInference(const Principal& caller,
                                           const v1::SubmitInferenceRequest& request,
                                           v1::SubmitResponse* response) {
-  std::optional<InflightBytes::Reservation> inflight;
-  if (grpc::Status s = AdmitSubmit(request, request.deadline_ms(), &inflight); !s.ok()) return s;
   v1::ArtifactManifest manifest;
   v1::Task task;
   const std::string& client = caller.name;
@@ -491,8 +488,6 @@ grpc::Status KilnService::HandleInference(const Principal& caller,
 
 grpc::Status KilnService::HandleTune(const Principal& caller, const v1::SubmitTuneRequest& request,
                                      v1::SubmitResponse* response) {
-  std::optional<InflightBytes::Reservation> inflight;
-  if (grpc::Status s = AdmitSubmit(request, request.deadline_ms(), &inflight); !s.ok()) return s;
   const std::string& client = caller.name;
   if (Deduplicated(client, request.idempotency_key(), response)) return grpc::Status::OK;
   if (grpc::Status s = CheckModule(request.module()); !s.ok()) return s;

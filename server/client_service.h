@@ -64,8 +64,8 @@ class KilnService final : public KilnServiceBase {
                            kiln::v1::ListDevicesResponse* response) override;
 
  private:
-  // A submit's way in: the caller authorized, its body read while it holds a receive slot, then
-  // `handle`d, and the answer written.
+  // A submit's way in: the caller authorized, its body read while it holds a receive slot and
+  // admitted (AdmitSubmit), then `handle`d, and the answer written.
   template <typename Request>
   using SubmitHandler = grpc::Status (KilnService::*)(const Principal&, const Request&,
                                                       kiln::v1::SubmitResponse*);

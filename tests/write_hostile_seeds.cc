@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string kind = argv[1];
-  const Seeds seeds = kind == "parser" ? ParserSeeds()
-                      : kind == "onnx" ? OnnxSeeds()
+  const Seeds seeds = kind == "parser"     ? ParserSeeds()
+                      : kind == "onnx"     ? OnnxSeeds()
                       : kind == "ir_proto" ? IrProtoSeeds()
                                            : Seeds();
   if (seeds.empty()) {

@@ -27,7 +27,7 @@ PACKAGES=(
   libcli11-dev
   # kilnd's HTTP side: /metrics and the dashboard (event-driven, IPv4 and IPv6, keep-alive,
   # TLS through GnuTLS); cpp-httplib is the tests' HTTPS client.
-  libmicrohttpd-dev libcpp-httplib-dev
+  libmicrohttpd-dev libgnutls28-dev libcpp-httplib-dev
   # The tuner's cost model (gradient-boosted trees).
   libxgboost-dev
   # Embedded state store; PostgreSQL for a cluster's shared store (the server too: its tests

@@ -257,11 +257,27 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int elem_type) {
 
 namespace {
 
+absl::Status TensorError(const onnx::TensorProto& t, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name(), "': ", what));
+}
+
+// The tensor's element count. Dimensions are bounded so that the count cannot overflow (checked
+// before each product: [2^40, 2^40] must not wrap to a small count, or to 0); the data must then
+// be there.
+absl::StatusOr<int64_t> ElementCount(const onnx::TensorProto& t) {
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kMaxElements) return TensorError(t, absl::StrCat("bad dimension ", d));
+    if (d != 0 && n > kMaxElements / d) return TensorError(t, "too many elements");
+    n *= d;
+  }
+  return n;
+}
+
 // `raw`: t's raw data to move from, or null to copy it.
 absl::StatusOr<Value> FromTensorProto(const onnx::TensorProto& t, std::string* raw) {
-  auto error = [&](absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name(), "': ", what));
-  };
+  auto error = [&](absl::string_view what) { return TensorError(t, what); };
   absl::StatusOr<DataType> dtype = DataTypeFromOnnx(t.data_type());
   if (!dtype.ok()) return error(dtype.status().message());
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -270,15 +286,9 @@ absl::StatusOr<Value> FromTensorProto(const onnx::TensorProto& t, std::string* r
         "files beside it (kiln compile model.onnx), or save it with its weights inside");
   }
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
-  // Dimensions bounded so that the element count cannot overflow; the data must then be there.
-  // Checked before each product: [2^40, 2^40] must not wrap to a small count (or to 0).
-  constexpr int64_t kMaxElements = int64_t{1} << 40;
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || d > kMaxElements) return error(absl::StrCat("bad dimension ", d));
-    if (d != 0 && n > kMaxElements / d) return error("too many elements");
-    n *= d;
-  }
+  absl::StatusOr<int64_t> count = ElementCount(t);
+  if (!count.ok()) return count.status();
+  const int64_t n = *count;
   size_t elem = ElementBytes(*dtype);
   std::string bytes;
   if (t.has_raw_data()) {
@@ -344,9 +354,7 @@ absl::StatusOr<Value> FromTensorProto(const onnx::TensorProto& t, std::string* r
 
 absl::Status LoadExternalData(onnx::TensorProto* t, const std::string& dir) {
   if (t->data_location() != onnx::TensorProto::EXTERNAL) return absl::OkStatus();
-  auto error = [&](absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", t->name(), "': ", what));
-  };
+  auto error = [&](absl::string_view what) { return TensorError(*t, what); };
   std::string location;
   int64_t offset = 0, length = -1;
   for (const onnx::StringStringEntryProto& e : t->external_data()) {
@@ -373,25 +381,31 @@ absl::Status LoadExternalData(onnx::TensorProto* t, const std::string& dir) {
   }
   absl::StatusOr<DataType> dtype = DataTypeFromOnnx(t->data_type());
   if (!dtype.ok()) return error(dtype.status().message());
-  int64_t expected = static_cast<int64_t>(ElementBytes(*dtype));
-  for (int64_t d : t->dims()) {
-    if (d < 0 || (d != 0 && expected > (int64_t{1} << 46) / d)) {
-      return error(absl::StrCat("bad dimension ", d));
-    }
-    expected *= d;
-  }
+  absl::StatusOr<int64_t> count = ElementCount(*t);
+  if (!count.ok()) return count.status();
+  const int64_t expected = *count * static_cast<int64_t>(ElementBytes(*dtype));
   if (length >= 0 && length != expected) {
     return error(absl::StrCat("external data of ", length, " bytes, ", expected, " expected"));
   }
   const std::string path = (std::filesystem::path(dir) / relative).string();
+  std::error_code size_error;
+  const uintmax_t file_bytes = std::filesystem::file_size(path, size_error);
   std::ifstream in(path, std::ios::binary);
-  if (!in) return error(absl::StrCat("cannot open its external data file '", location, "'"));
+  if (size_error || !in) {
+    return error(absl::StrCat("cannot open its external data file '", location, "'"));
+  }
+  // Checked against the file before anything is allocated: a few bytes of model may name
+  // terabytes.
+  if (file_bytes < static_cast<uintmax_t>(offset) ||
+      file_bytes - static_cast<uintmax_t>(offset) < static_cast<uintmax_t>(expected)) {
+    return error(absl::StrCat("its external data file '", location, "' holds fewer than ", expected,
+                              " bytes at offset ", offset));
+  }
   std::string bytes(static_cast<size_t>(expected), '\0');
   in.seekg(offset);
   in.read(bytes.data(), expected);
   if (!in || in.gcount() != expected) {
-    return error(absl::StrCat("its external data file '", location, "' holds fewer than ", expected,
-                              " bytes at offset ", offset));
+    return error(absl::StrCat("cannot read its external data file '", location, "'"));
   }
   t->clear_external_data();
   t->set_data_location(onnx::TensorProto::DEFAULT);

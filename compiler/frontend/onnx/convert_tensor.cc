@@ -411,8 +411,8 @@ constexpr double kBlackman[] = {0.42, -0.5, 0.08};
 // Range(start, limit, delta) of integers whose start or limit depends on a symbolic dimension (a
 // decoder's positions: Range(0, seq), or Range(past, past + seq) with a cache): its extent is
 // that expression, max(ceil((limit - start) / delta), 0), so the positions line up with the
-// tensors of the same sequence.
-std::optional<absl::StatusOr<Outputs>> RangeOfSymbolicBounds(Context& ctx) {
+// tensors of the same sequence. Nullopt for any other Range.
+std::optional<PrimExpr> SymbolicRangeExtent(Context& ctx) {
   std::optional<std::vector<PrimExpr>> start = ctx.Elems(0);
   std::optional<std::vector<PrimExpr>> limit = ctx.Elems(1);
   absl::StatusOr<std::vector<int64_t>> delta = ctx.ConstInts(2);
@@ -424,28 +424,26 @@ std::optional<absl::StatusOr<Outputs>> RangeOfSymbolicBounds(Context& ctx) {
   const int64_t step = (*delta)[0];
   const PrimExpr span = step > 0 ? (*limit)[0] - (*start)[0] : (*start)[0] - (*limit)[0];
   const int64_t magnitude = step > 0 ? step : -step;
-  const PrimExpr count = ctx.analyzer()->Simplify(
+  return ctx.analyzer()->Simplify(
       ir::Max(ir::FloorDiv(span + I64(magnitude - 1), I64(magnitude)), I64(0)));
+}
+
+// start + k * delta for k < extent, in the start's type.
+absl::StatusOr<Outputs> RangeOfExtent(Context& ctx, const PrimExpr& extent) {
   ShapeMath m{ctx};
-  auto made = [&]() -> absl::StatusOr<Outputs> {
-    KILN_ASSIGN_OR_RETURN(Expr k, m.Iota(count));
-    KILN_ASSIGN_OR_RETURN(Expr scaled, m.Call("relax.multiply", {k, m.I(step)}));
-    KILN_ASSIGN_OR_RETURN(Expr first, m.Tensor(*start));  // int64 [1]
-    KILN_ASSIGN_OR_RETURN(first, m.Call("relax.reshape", {first, MakeShape({})}));
-    KILN_ASSIGN_OR_RETURN(Expr y, m.Call("relax.add", {scaled, first}));
-    const DataType dtype = ctx.In(0).elems_dtype;
-    if (dtype != DataType::Int(64)) {
-      KILN_ASSIGN_OR_RETURN(y, m.Call("relax.astype", {y}, {{"dtype", StrAttr(dtype.ToString())}}));
-    }
-    return One(y);
-  };
-  return made();
+  KILN_ASSIGN_OR_RETURN(Expr k, m.Iota(extent));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> delta, ctx.ConstInts(2));
+  KILN_ASSIGN_OR_RETURN(Expr scaled, m.Call("relax.multiply", {k, m.I(delta[0])}));
+  KILN_ASSIGN_OR_RETURN(Expr start, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(start, m.Int64(start));
+  KILN_ASSIGN_OR_RETURN(Expr y, m.Call("relax.add", {scaled, start}));
+  const DataType dtype = ctx.In(0).elems_dtype;
+  if (dtype == DataType::Int(64)) return One(y);
+  return OneOf(m.Call("relax.astype", {y}, {{"dtype", StrAttr(dtype.ToString())}}));
 }
 
 absl::StatusOr<Outputs> Range(Context& ctx) {
-  if (std::optional<absl::StatusOr<Outputs>> symbolic = RangeOfSymbolicBounds(ctx)) {
-    return *std::move(symbolic);
-  }
+  if (std::optional<PrimExpr> extent = SymbolicRangeExtent(ctx)) return RangeOfExtent(ctx, *extent);
   if (!ctx.ConstFloats(0).ok() || !ctx.ConstFloats(1).ok() || !ctx.ConstFloats(2).ok())
     return RangeAtRunTime(ctx);
   KILN_ASSIGN_OR_RETURN(std::vector<double> start, ctx.ConstFloats(0));
