@@ -3,7 +3,7 @@
 # line naming the CPU. With a second kiln binary, the two alternate run by run (a build from
 # before a change against today's, in the same minutes of the machine's noise).
 # usage: bash bench/cold_compile.sh [RUNS] [OTHER_KILN] -- MODEL.onnx ...
-#   bash bench/cold_compile.sh 5 -- bench/full_models/resnet18.onnx
+#   bash bench/cold_compile.sh 5 -- tests/models/mobilenet_v2.onnx
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-5}"
