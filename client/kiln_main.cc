@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "client/output_check.h"
+#include "client/quantize_command.h"
 #include "client/remote_commands.h"
 #include "client/tune_command.h"
 #include "compiler/backend/build.h"
@@ -573,6 +574,41 @@ int KilnMain(int argc, char** argv) {
                    "with --server: the device whose agents measure the candidates (a key or "
                    "attributes); its target unless --target");
   add_remote(tune, false);
+  kiln::client::QuantizeFlags quantize_flags;
+  CLI::App* quantize = app.add_subcommand(
+      "quantize", "int8 post-training quantization of an ONNX model, with its accuracy per layer");
+  quantize->add_option("MODEL", quantize_flags.model, "a float ONNX model (.onnx)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  quantize
+      ->add_option("--calibration", quantize_flags.calibration,
+                   "a folder of inputs: X.npy each (one model input) or a folder each "
+                   "holding INPUT_NAME.npy")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  quantize
+      ->add_option("--eval", quantize_flags.eval,
+                   "held-out inputs, as --calibration, the accuracy is measured on "
+                   "(default: the calibration inputs)")
+      ->check(CLI::ExistingDirectory);
+  quantize->add_option("-o,--output", quantize_flags.output, "the int8 QDQ model (.onnx)")
+      ->required();
+  quantize->add_option("--artifact", quantize_flags.artifact,
+                       "also compile the QDQ model into this .kiln artifact (for --target)");
+  quantize->add_option("--target", quantize_flags.target, "TVM-style target (default llvm)");
+  quantize->add_option("--method", quantize_flags.method,
+                       "activation ranges: minmax (default), percentile or entropy");
+  quantize
+      ->add_option("--percentile", quantize_flags.percentile,
+                   "for --method percentile: the |x| percentile kept (default 99.99)")
+      ->check(CLI::Range(50.0, 100.0));
+  quantize->add_option("--keep-float", quantize_flags.keep_float,
+                       "a layer (ONNX node name) to leave in float; repeatable");
+  quantize->add_option("--report", quantize_flags.report, "write the accuracy report as JSON");
+  quantize
+      ->add_option("--threads", quantize_flags.threads,
+                   "threads the calibration runs use (default 1)")
+      ->check(CLI::PositiveNumber);
   CLI::App* run = app.add_subcommand("run", "run a function of a .kiln artifact on .npy inputs");
   run->add_option("ARTIFACT", file, "a .kiln file")->required();
   run->add_option("--input", inputs, "NAME=X.npy, one per parameter");
@@ -734,6 +770,7 @@ int KilnMain(int argc, char** argv) {
     return Compile(file, target, output, build_options, dump_dir, time_passes, tuning_db,
                    load_options);
   }
+  if (*quantize) return kiln::client::QuantizeModel(quantize_flags);
   if (*tune) {
     if (remote_mode != !device.empty()) {
       std::fprintf(stderr, "kiln: --server and --device go together\n");
