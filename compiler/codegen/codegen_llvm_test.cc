@@ -125,6 +125,13 @@ class Module:
             E[i] = T.exp(A[i])
             H[i] = T.tanh(A[i])
             S[i] = T.sigmoid(A[i]) + T.max(A[i], T.float32(0)) * T.float32(0)
+    @T.prim_func
+    def dot4(A: T.Buffer((4,), "int32"), B: T.Buffer((4, 32), "int32"), C: T.Buffer((4, 32), "int32"), S: T.Buffer((4, 32), "int32")):
+        for i in range(4):
+            for j in T.vectorized(32):
+                C[i, j] = C[i, j] + T.dot4_u8i8(A[i], B[i, j])
+            for j in range(32):
+                S[i, j] = T.dot4_u8i8(A[i], B[i, j])
 )";
 
 class CodegenTest : public ::testing::Test {
@@ -268,6 +275,64 @@ TEST_F(CodegenTest, MathIntrinsics) {
     EXPECT_NEAR(F(h)[i], std::tanh(x), 1e-6);
     EXPECT_NEAR(F(s)[i], 1 / (1 + std::exp(-x)), 1e-6);
   }
+}
+
+// The int8 dot product of four channels per int32 word: unsigned bytes of A, signed of B.
+int32_t Dot4Reference(int32_t a, int32_t b) {
+  int32_t sum = 0;
+  for (int k = 0; k < 4; ++k) {
+    sum += static_cast<int32_t>(static_cast<uint8_t>(a >> (8 * k))) *
+           static_cast<int32_t>(static_cast<int8_t>(b >> (8 * k)));
+  }
+  return sum;
+}
+
+void CheckDot4(const Function& kernel) {
+  std::mt19937 rng(5);
+  Tensor a = *Tensor::Empty({4}, DLDataType{kDLInt, 32, 1});
+  Tensor b = *Tensor::Empty({4, 32}, DLDataType{kDLInt, 32, 1});
+  Tensor c = *Tensor::Empty({4, 32}, DLDataType{kDLInt, 32, 1});
+  Tensor s = *Tensor::Empty({4, 32}, DLDataType{kDLInt, 32, 1});
+  auto words = [](const Tensor& t) { return static_cast<int32_t*>(t.data()); };
+  for (int i = 0; i < 4; ++i) words(a)[i] = static_cast<int32_t>(rng());
+  words(a)[3] = -1;  // every byte 255: the unsigned extreme
+  for (int i = 0; i < 128; ++i) {
+    words(b)[i] = static_cast<int32_t>(rng());
+    words(c)[i] = static_cast<int32_t>(rng() % 100000) - 50000;
+  }
+  words(b)[96] = static_cast<int32_t>(0x80808080u);  // every byte -128: the signed extreme
+  std::vector<int32_t> c0(words(c), words(c) + 128);
+  ASSERT_TRUE(kernel({Value(a), Value(b), Value(c), Value(s)}).ok());
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 32; ++j) {
+      const int32_t dot = Dot4Reference(words(a)[i], words(b)[i * 32 + j]);
+      EXPECT_EQ(words(s)[i * 32 + j], dot) << i << ", " << j;
+      EXPECT_EQ(words(c)[i * 32 + j], c0[i * 32 + j] + dot) << i << ", " << j;
+    }
+  }
+}
+
+TEST_F(CodegenTest, Dot4IsVpdpbusdWithVnniAndExactEverywhere) {
+  CheckDot4(Kernel("dot4"));
+  const bool vnni = [] {
+    absl::StatusOr<LlvmTargetInfo> host = ParseTarget("llvm");
+    return host.ok() && std::count(host->device_features.begin(), host->device_features.end(),
+                                   "avx512_vnni") > 0;
+  }();
+  const std::string kernel = KernelIr("dot4");
+  EXPECT_EQ(kernel.find("@llvm.x86.avx512.vpdpbusd.512") != std::string::npos, vnni);
+
+  // Built for Haswell (AVX2, no VNNI): the portable form, the same results.
+  absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  absl::StatusOr<std::string> so = backend::BuildKernelLibrary(*mod, "llvm -mcpu=haswell");
+  ASSERT_TRUE(so.ok()) << so.status();
+  absl::StatusOr<std::shared_ptr<runtime::KernelLibrary>> lib =
+      runtime::KernelLibrary::LoadFromMemory(*so, "haswell");
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  absl::StatusOr<Function> f = (*lib)->GetFunction("dot4", nullptr);
+  ASSERT_TRUE(f.ok()) << f.status();
+  CheckDot4(*f);
 }
 
 TEST_F(CodegenTest, AStrideTwoVectorLoadIsOneLoadAndAShuffle) {

@@ -33,8 +33,9 @@ class KernelCodeGen {
  public:
   // `masked_tails`: the target loads and stores a vector's first lanes with one masked
   // instruction (AVX-512), so a vector of an odd length is one access, not a chain of them.
-  KernelCodeGen(llvm::LLVMContext& ctx, llvm::Module* module, bool masked_tails)
-      : ctx_(ctx), module_(module), b_(ctx), masked_tails_(masked_tails) {
+  // `vnni`: the target has AVX-512 VNNI (with VL): dot4_u8i8 of 4, 8 or 16 lanes is vpdpbusd.
+  KernelCodeGen(llvm::LLVMContext& ctx, llvm::Module* module, bool masked_tails, bool vnni)
+      : ctx_(ctx), module_(module), b_(ctx), masked_tails_(masked_tails), vnni_(vnni) {
     i1_ = b_.getInt1Ty();
     i8_ = b_.getInt8Ty();
     i32_ = b_.getInt32Ty();
@@ -156,6 +157,8 @@ class KernelCodeGen {
   llvm::Value* Cast(llvm::Value* v, DataType from, DataType to);
 
   llvm::Value* MathCall(const ir::CallNode& c);
+  // acc + dot4_u8i8(a, b) on `lanes` int32 lanes (acc null: 0).
+  llvm::Value* Dot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes);
 
   llvm::Value* Expr(const PrimExpr& e);
 
@@ -196,6 +199,7 @@ class KernelCodeGen {
   llvm::Module* module_;
   llvm::IRBuilder<> b_;
   const bool masked_tails_;
+  const bool vnni_;
   std::vector<llvm::Value*> heap_;        // this function's heap allocations of constant size
   std::vector<llvm::Value*> heap_slots_;  // and slots of those sized at run time
   llvm::Type *i1_, *i8_, *i32_, *i64_;

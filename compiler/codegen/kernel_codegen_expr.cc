@@ -24,6 +24,7 @@
 #include "compiler/ir/tir_functor.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/MDBuilder.h"
@@ -402,6 +403,15 @@ llvm::Value* KernelCodeGen::MathCall(const ir::CallNode& c) {
     }
     return b_.CreateAShr(args[0], amount);
   }
+  if (c.op == "dot4_u8i8") {
+    if (c.dtype.element_of() != DataType::Int(32) || args[1]->getType() != args[0]->getType() ||
+        args[0]->getType() != t) {
+      Fail(
+          absl::StrCat(name_, ": dot4_u8i8 takes and gives int32 words, not ", c.dtype.ToString()));
+      return nullptr;
+    }
+    return Dot4(nullptr, args[0], args[1], c.dtype.lanes());
+  }
   static const std::unordered_map<std::string, llvm::Intrinsic::ID> kIntrinsics = {
       {"exp", llvm::Intrinsic::exp},     {"exp2", llvm::Intrinsic::exp2},
       {"log", llvm::Intrinsic::log},     {"log2", llvm::Intrinsic::log2},
@@ -550,7 +560,82 @@ llvm::Value* KernelCodeGen::Expr(const PrimExpr& e) {
          nullptr;
 }
 
+llvm::Value* KernelCodeGen::Dot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes) {
+  llvm::Type* words = a->getType();
+  if (vnni_ && (lanes == 4 || lanes == 8 || lanes % 16 == 0)) {
+    // vpdpbusd: 16 (512-bit), 8 or 4 lanes each; wider vectors in pieces of 16.
+    const int piece = std::min(lanes, 16);
+    const llvm::Intrinsic::ID id = piece == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                   : piece == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
+                                                : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+    llvm::Function* f = llvm::Intrinsic::getDeclaration(module_, id);
+    if (acc == nullptr) acc = llvm::Constant::getNullValue(words);
+    if (piece == lanes) return b_.CreateCall(f, {acc, a, b});
+    std::vector<int> whole(lanes);
+    for (int i = 0; i < lanes; ++i) whole[i] = i;
+    std::vector<llvm::Value*> parts;
+    for (int at = 0; at < lanes; at += 16) {
+      std::vector<int> mask(whole.begin() + at, whole.begin() + at + 16);
+      parts.push_back(
+          b_.CreateCall(f, {b_.CreateShuffleVector(acc, mask), b_.CreateShuffleVector(a, mask),
+                            b_.CreateShuffleVector(b, mask)}));
+    }
+    while (parts.size() > 1) {  // concatenate pairwise
+      std::vector<llvm::Value*> joined;
+      for (size_t i = 0; i < parts.size(); i += 2) {
+        const int n = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
+        std::vector<int> mask(2 * n);
+        for (int k = 0; k < 2 * n; ++k) mask[k] = k;
+        joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], mask));
+      }
+      parts = std::move(joined);
+    }
+    return parts[0];
+  }
+  // Any other target: the bytes widened to int32, multiplied, and each word's four summed
+  // (LLVM forms pmaddwd, sdot or udot from this where it can).
+  llvm::Type* bytes = llvm::FixedVectorType::get(i8_, 4 * lanes);
+  llvm::Type* wide = llvm::FixedVectorType::get(i32_, 4 * lanes);
+  llvm::Value* products =
+      b_.CreateMul(b_.CreateZExt(b_.CreateBitCast(a, bytes), wide),
+                   b_.CreateSExt(b_.CreateBitCast(b, bytes), wide), "", false, true);
+  llvm::Value* sum = nullptr;
+  for (int k = 0; k < 4; ++k) {
+    std::vector<int> mask(lanes);
+    for (int i = 0; i < lanes; ++i) mask[i] = 4 * i + k;
+    llvm::Value* part = b_.CreateShuffleVector(products, mask);
+    sum = sum ? b_.CreateAdd(sum, part) : part;
+  }
+  if (lanes == 1) sum = b_.CreateExtractElement(sum, uint64_t{0});
+  return acc ? b_.CreateAdd(acc, sum) : sum;
+}
+
+namespace {
+
+// acc + dot4_u8i8(a, b): the accumulating form of the instruction.
+const ir::CallNode* AsDot4(const PrimExpr& e) {
+  const auto* c = e.as<ir::CallNode>();
+  return c != nullptr && c->op == "dot4_u8i8" && c->args.size() == 2 ? c : nullptr;
+}
+
+}  // namespace
+
 llvm::Value* KernelCodeGen::BinaryOp(const BinaryNode& n) {
+  if (n.kind() == NodeKind::kAdd && n.a->dtype.element_of() == DataType::Int(32)) {
+    const ir::CallNode* dot = AsDot4(n.b);
+    const PrimExpr* acc_expr = &n.a;
+    if (dot == nullptr) {
+      dot = AsDot4(n.a);
+      acc_expr = &n.b;
+    }
+    if (dot != nullptr && dot->dtype == n.a->dtype && dot->args[0]->dtype == dot->dtype &&
+        dot->args[1]->dtype == dot->dtype) {
+      llvm::Value* acc = Expr(*acc_expr);
+      llvm::Value* x = acc ? Expr(dot->args[0]) : nullptr;
+      llvm::Value* y = x ? Expr(dot->args[1]) : nullptr;
+      return y ? Dot4(acc, x, y, dot->dtype.lanes()) : nullptr;
+    }
+  }
   llvm::Value* a = Expr(n.a);
   llvm::Value* b = a ? Expr(n.b) : nullptr;
   if (!b) return nullptr;

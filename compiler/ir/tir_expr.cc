@@ -101,7 +101,7 @@ int MathIntrinsicArity(absl::string_view op) {
   for (const char* name : kUnary) {
     if (op == name) return 1;
   }
-  if (op == "pow" || op == "shift_left" || op == "shift_right") return 2;
+  if (op == "pow" || op == "shift_left" || op == "shift_right" || op == "dot4_u8i8") return 2;
   if (op == "fma") return 3;
   return 0;
 }

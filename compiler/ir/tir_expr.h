@@ -208,7 +208,9 @@ PrimExpr Call(DataType dtype, std::string op, std::vector<PrimExpr> args);
 
 // Names of the math intrinsics CallNode::op may hold (unary float unless noted: "pow" binary,
 // "fma" ternary a * b + c, rounded once; "shift_left" and "shift_right" binary on integers, the
-// right shift logical on unsigned and arithmetic on signed ones).
+// right shift logical on unsigned and arithmetic on signed ones; "dot4_u8i8" binary on int32
+// words: per word, its four bytes of `a` as unsigned times those of `b` as signed, summed — the
+// int8 dot product of VNNI's vpdpbusd and Arm's usdot, one word of each being four channels).
 bool IsMathIntrinsic(absl::string_view op);
 // How many arguments the math intrinsic `op` takes; 0 when `op` is none.
 int MathIntrinsicArity(absl::string_view op);

@@ -525,6 +525,16 @@ IntFn Builder::Int(const PrimExpr& e) {
       FloatFn x = Float(c->args[0]);
       return [x](Frame& f) -> int64_t { return std::isnan(x(f)); };
     }
+    if (c->op == "dot4_u8i8" && c->args.size() == 2) {
+      IntFn a = Int(c->args[0]), b = Int(c->args[1]);
+      return [a, b](Frame& f) -> int64_t {
+        const auto x = static_cast<uint32_t>(a(f)), y = static_cast<uint32_t>(b(f));
+        int64_t sum = 0;
+        for (int k = 0; k < 32; k += 8)
+          sum += int64_t{static_cast<uint8_t>(x >> k)} * static_cast<int8_t>(y >> k);
+        return sum;
+      };
+    }
     return Unsupported(absl::StrCat("the intrinsic '", c->op, "'")), nullptr;
   }
   return Unsupported(ir::NodeKindName(e->kind())), nullptr;

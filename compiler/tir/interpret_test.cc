@@ -117,6 +117,32 @@ class Module:
   EXPECT_EQ(c, (std::vector<int32_t>{-2, 0, 7, 0}));
 }
 
+TEST(InterpretTest, Dot4SumsFourUnsignedByFourSignedBytes) {
+  ir::PrimFunc f = Lowered(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((T.int64(3),), "int32"), B: T.Buffer((T.int64(3),), "int32"),
+          C: T.Buffer((T.int64(3),), "int32")):
+        for i in range(T.int64(3)):
+            with T.block("dot"):
+                v_i = T.axis.spatial(T.int64(3), i)
+                C[v_i] = C[v_i] + T.dot4_u8i8(A[v_i], B[v_i])
+)");
+  ASSERT_TRUE(f);
+  absl::StatusOr<InterpretedKernel> k = InterpretedKernel::Compile(f, 1000);
+  ASSERT_TRUE(k.ok()) << k.status();
+  // Bytes little end first: a = (255, 1, 0, 2), b = (-128, 127, 5, -1).
+  std::vector<int32_t> a = {static_cast<int32_t>(0x020001FFu), -1, 0x01010101};
+  std::vector<int32_t> b = {static_cast<int32_t>(0xFF057F80u), static_cast<int32_t>(0x80808080u),
+                            0x7F7F7F7F};
+  std::vector<int32_t> c = {10, 0, -3};
+  ASSERT_TRUE(k->Run({Buf(a), Buf(b), Buf(c)}).ok());
+  EXPECT_EQ(c[0], 10 + 255 * -128 + 1 * 127 + 0 * 5 + 2 * -1);
+  EXPECT_EQ(c[1], 4 * 255 * -128);
+  EXPECT_EQ(c[2], -3 + 4 * 127);
+}
+
 TEST(InterpretTest, LetsBindIntegersAndFloats) {
   ir::PrimFunc f = Lowered(R"(
 @I.ir_module
