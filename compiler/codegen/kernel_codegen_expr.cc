@@ -413,13 +413,21 @@ llvm::Value* KernelCodeGen::MathCall(const ir::CallNode& c) {
     return Dot4(nullptr, args[0], args[1], c.dtype.lanes());
   }
   static const std::unordered_map<std::string, llvm::Intrinsic::ID> kIntrinsics = {
-      {"exp", llvm::Intrinsic::exp},     {"exp2", llvm::Intrinsic::exp2},
-      {"log", llvm::Intrinsic::log},     {"log2", llvm::Intrinsic::log2},
-      {"sqrt", llvm::Intrinsic::sqrt},   {"fabs", llvm::Intrinsic::fabs},
-      {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
-      {"round", llvm::Intrinsic::round}, {"trunc", llvm::Intrinsic::trunc},
-      {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
-      {"pow", llvm::Intrinsic::pow},     {"fma", llvm::Intrinsic::fma}};
+      {"exp", llvm::Intrinsic::exp},
+      {"exp2", llvm::Intrinsic::exp2},
+      {"log", llvm::Intrinsic::log},
+      {"log2", llvm::Intrinsic::log2},
+      {"sqrt", llvm::Intrinsic::sqrt},
+      {"fabs", llvm::Intrinsic::fabs},
+      {"floor", llvm::Intrinsic::floor},
+      {"ceil", llvm::Intrinsic::ceil},
+      {"round", llvm::Intrinsic::round},
+      {"trunc", llvm::Intrinsic::trunc},
+      {"sin", llvm::Intrinsic::sin},
+      {"cos", llvm::Intrinsic::cos},
+      {"pow", llvm::Intrinsic::pow},
+      {"fma", llvm::Intrinsic::fma},
+      {"nearbyint", llvm::Intrinsic::roundeven}};
   if (!c.dtype.is_float() && c.op != "if_then_else") {
     Fail(absl::StrCat(name_, ": ", c.op, " needs a float type, not ", c.dtype.ToString()));
     return nullptr;

@@ -95,9 +95,9 @@ PrimExpr Call(DataType dtype, std::string op, std::vector<PrimExpr> args) {
 
 int MathIntrinsicArity(absl::string_view op) {
   static constexpr const char* kUnary[] = {
-      "exp",     "exp2", "log",   "log2", "log1p", "sqrt",  "rsqrt", "tanh",  "erf",
-      "sigmoid", "fabs", "floor", "ceil", "round", "trunc", "sin",   "cos",   "isnan",
-      "tan",     "asin", "acos",  "atan", "sinh",  "cosh",  "asinh", "acosh", "atanh"};
+      "exp",  "exp2",  "log",  "log2",  "log1p", "sqrt",  "rsqrt", "tanh",     "erf", "sigmoid",
+      "fabs", "floor", "ceil", "round", "trunc", "sin",   "cos",   "isnan",    "tan", "asin",
+      "acos", "atan",  "sinh", "cosh",  "asinh", "acosh", "atanh", "nearbyint"};
   for (const char* name : kUnary) {
     if (op == name) return 1;
   }

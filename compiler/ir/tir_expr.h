@@ -206,7 +206,8 @@ PrimExpr Select(PrimExpr condition, PrimExpr true_value, PrimExpr false_value);
 PrimExpr Not(PrimExpr a);
 PrimExpr Call(DataType dtype, std::string op, std::vector<PrimExpr> args);
 
-// Names of the math intrinsics CallNode::op may hold (unary float unless noted: "pow" binary,
+// Names of the math intrinsics CallNode::op may hold (unary float unless noted; "nearbyint"
+// rounds half to even, as ONNX's QuantizeLinear does; "pow" binary,
 // "fma" ternary a * b + c, rounded once; "shift_left" and "shift_right" binary on integers, the
 // right shift logical on unsigned and arithmetic on signed ones; "dot4_u8i8" binary on int32
 // words: per word, its four bytes of `a` as unsigned times those of `b` as signed, summed — the

@@ -21,6 +21,7 @@ const std::map<std::string, OpInfo, std::less<>>& Registry() {
     ops::RegisterNormAndImageOps(&ops);
     ops::RegisterManipulateOps(&ops);
     ops::RegisterIndexOps(&ops);
+    ops::RegisterQuantizedOps(&ops);
     auto* map = new std::map<std::string, OpInfo, std::less<>>();
     for (OpInfo& op : ops) {
       std::string name = op.name;

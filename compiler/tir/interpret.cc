@@ -443,6 +443,7 @@ FloatFn Builder::FloatCall(const ir::CallNode& c) {
       {"ceil", [](double v) { return std::ceil(v); }},
       {"trunc", [](double v) { return std::trunc(v); }},
       {"round", [](double v) { return std::round(v); }},
+      {"nearbyint", [](double v) { return std::nearbyint(v); }},
   };
   if (c.args.size() == 1) {
     FloatFn x = Float(c.args[0]);

@@ -1,0 +1,158 @@
+// relax.qnn.conv2d compiled and run through the VM against the integer arithmetic written out in
+// C++: every output exact (the requantization's float rounding included).
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/backend/testing/model_test_util.h"
+#include "gtest/gtest.h"
+
+namespace kiln::backend {
+namespace {
+
+using runtime::Tensor;
+
+struct QConvCase {
+  int n = 1, c = 6, h = 9, w = 9, o = 16, kh = 3, kw = 3;
+  int stride = 1, pad = 1, dilation = 1, block = 8;
+  int x_zp = 7, y_zp = 3, out_min = 3, out_max = 255;
+};
+
+Tensor Make(const std::vector<int64_t>& shape, DLDataTypeCode code, int bits) {
+  return *Tensor::Empty(shape,
+                        DLDataType{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), 1});
+}
+
+void CheckQConv(const QConvCase& q, uint32_t seed) {
+  SCOPED_TRACE(absl::StrCat("c=", q.c, " o=", q.o, " k=", q.kh, " stride=", q.stride,
+                            " pad=", q.pad, " block=", q.block));
+  std::mt19937 rng(seed);
+  const int words = (q.c + 3) / 4;
+  const int oh = (q.h + 2 * q.pad - (q.kh - 1) * q.dilation - 1) / q.stride + 1;
+  const int ow = (q.w + 2 * q.pad - (q.kw - 1) * q.dilation - 1) / q.stride + 1;
+  std::vector<uint8_t> x(q.n * q.c * q.h * q.w);
+  std::vector<int8_t> w(q.o * q.c * q.kh * q.kw);
+  std::vector<int32_t> bias(q.o);
+  std::vector<float> mult(q.o);
+  for (uint8_t& v : x) v = static_cast<uint8_t>(rng());
+  for (int8_t& v : w) v = static_cast<int8_t>(rng());
+  w[0] = -128;
+  for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 20001) - 10000;
+  for (float& v : mult) v = 0.0001f + 0.0002f * static_cast<float>(rng() % 1000) / 1000.0f;
+
+  Tensor xt = Make({q.n, q.c, q.h, q.w}, kDLUInt, 8);
+  std::copy(x.begin(), x.end(), static_cast<uint8_t*>(xt.data()));
+  // The weight's words: [O / b, words, KH, KW, b], channel 4i + k in byte k of word i.
+  Tensor wt = Make({q.o / q.block, words, q.kh, q.kw, q.block}, kDLInt, 32);
+  auto* packed = static_cast<uint32_t*>(wt.data());
+  std::fill(packed, packed + wt.NumElements(), 0u);
+  for (int o = 0; o < q.o; ++o)
+    for (int c = 0; c < q.c; ++c)
+      for (int i = 0; i < q.kh; ++i)
+        for (int j = 0; j < q.kw; ++j) {
+          const int64_t at =
+              ((((o / q.block) * words + c / 4) * q.kh + i) * q.kw + j) * q.block + o % q.block;
+          const uint8_t byte = static_cast<uint8_t>(w[((o * q.c + c) * q.kh + i) * q.kw + j]);
+          packed[at] |= uint32_t{byte} << (8 * (c % 4));
+        }
+  Tensor bt = Make({q.o}, kDLInt, 32);
+  std::copy(bias.begin(), bias.end(), static_cast<int32_t*>(bt.data()));
+  Tensor mt = Make({q.o}, kDLFloat, 32);
+  std::copy(mult.begin(), mult.end(), static_cast<float*>(mt.data()));
+
+  auto shape = [](std::vector<int> s) {
+    return absl::StrCat("(", absl::StrJoin(s, ", "), s.size() == 1 ? ",)" : ")");
+  };
+  const std::string params =
+      absl::StrCat("x: R.Tensor(", shape({q.n, q.c, q.h, q.w}), ", \"uint8\"), w: R.Tensor(",
+                   shape({q.o / q.block, words, q.kh, q.kw, q.block}), ", \"int32\"), b: R.Tensor(",
+                   shape({q.o}), ", \"int32\"), m: R.Tensor(", shape({q.o}), ", \"float32\")");
+  const std::string body = absl::StrCat(
+      "            y = R.qnn.conv2d(x, w, b, m, strides=[", q.stride, ", ", q.stride,
+      "], padding=[", q.pad, ", ", q.pad, ", ", q.pad, ", ", q.pad, "], dilation=[", q.dilation,
+      ", ", q.dilation, "], input_zero_point=", q.x_zp, ", output_zero_point=", q.y_zp,
+      ", out_min=", q.out_min, ", out_max=", q.out_max, ")\n");
+  absl::StatusOr<runtime::Value> out =
+      testing::CompileAndRun(testing::Module(params, body, "y"), {xt, wt, bt, mt});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor* y = out->as_tensor();
+  ASSERT_NE(y, nullptr);
+  ASSERT_EQ(std::vector<int64_t>(y->shape().begin(), y->shape().end()),
+            (std::vector<int64_t>{q.n, q.o, oh, ow}));
+  const auto* got = static_cast<const uint8_t*>(y->data());
+  int checked = 0;
+  for (int n = 0; n < q.n; ++n)
+    for (int o = 0; o < q.o; ++o)
+      for (int r = 0; r < oh; ++r)
+        for (int s = 0; s < ow; ++s) {
+          int32_t acc = 0;
+          for (int c = 0; c < q.c; ++c)
+            for (int i = 0; i < q.kh; ++i)
+              for (int j = 0; j < q.kw; ++j) {
+                const int hy = r * q.stride + i * q.dilation - q.pad;
+                const int wx = s * q.stride + j * q.dilation - q.pad;
+                const bool inside = hy >= 0 && hy < q.h && wx >= 0 && wx < q.w;
+                const int32_t xv = inside ? x[((n * q.c + c) * q.h + hy) * q.w + wx] : q.x_zp;
+                acc += xv * w[((o * q.c + c) * q.kh + i) * q.kw + j];
+              }
+          const float real = static_cast<float>(acc + bias[o]) * mult[o];
+          const float lo = static_cast<float>(q.out_min - q.y_zp);
+          const float hi = static_cast<float>(q.out_max - q.y_zp);
+          const int want =
+              static_cast<int>(std::nearbyint(std::min(std::max(real, lo), hi))) + q.y_zp;
+          ASSERT_EQ(got[((n * q.o + o) * oh + r) * ow + s], want)
+              << n << " " << o << " " << r << " " << s;
+          ++checked;
+        }
+  EXPECT_EQ(checked, q.n * q.o * oh * ow);
+}
+
+TEST(QuantizedOpsTest, QConv2dIsTheIntegerArithmetic) {
+  CheckQConv(QConvCase{}, 1);
+  QConvCase wide;  // 16 lanes, a stride of 2, channels a multiple of 4
+  wide.c = 32;
+  wide.o = 32;
+  wide.h = wide.w = 14;
+  wide.stride = 2;
+  wide.block = 16;
+  CheckQConv(wide, 2);
+  QConvCase pointwise;  // 1x1, no padding, ReLU6's clamp
+  pointwise.c = 3;
+  pointwise.o = 12;
+  pointwise.block = 4;
+  pointwise.kh = pointwise.kw = 1;
+  pointwise.pad = 0;
+  pointwise.out_max = 120;
+  pointwise.y_zp = 0;
+  pointwise.out_min = 0;
+  CheckQConv(pointwise, 3);
+  QConvCase dilated;
+  dilated.dilation = 2;
+  dilated.pad = 2;
+  dilated.n = 2;
+  CheckQConv(dilated, 4);
+}
+
+TEST(QuantizedOpsTest, QConv2dRefusesWhatItDoesNotTake) {
+  const std::string params =
+      "x: R.Tensor((1, 6, 9, 9), \"float32\"), w: R.Tensor((2, 2, 3, 3, 8), \"int32\"), "
+      "b: R.Tensor((16,), \"int32\"), m: R.Tensor((16,), \"float32\")";
+  absl::StatusOr<runtime::Value> out = testing::CompileAndRun(
+      testing::Module(params, "            y = R.qnn.conv2d(x, w, b, m)\n", "y"), {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("data must be uint8"), std::string::npos) << out.status();
+  const std::string wrong_words =
+      "x: R.Tensor((1, 12, 9, 9), \"uint8\"), w: R.Tensor((2, 2, 3, 3, 8), \"int32\"), "
+      "b: R.Tensor((16,), \"int32\"), m: R.Tensor((16,), \"float32\")";
+  out = testing::CompileAndRun(
+      testing::Module(wrong_words, "            y = R.qnn.conv2d(x, w, b, m)\n", "y"), {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("words of input channels"), std::string::npos)
+      << out.status();
+}
+
+}  // namespace
+}  // namespace kiln::backend

@@ -1,0 +1,202 @@
+// Quantized operators: int8 kernels whose arithmetic is the int8 dot product (dot4_u8i8: four
+// uint8 activations by four int8 weights into int32, VNNI's vpdpbusd) with the requantizing
+// epilogue fused into the store.
+//
+// relax.qnn.conv2d(data, weight, bias, multiplier) -> [N, O, OH, OW] uint8
+//   data        uint8 [N, C, H, W] (NCHW), zero point `input_zero_point`
+//   weight      int32 [O / b, ceil(C / 4), KH, KW, b]: int8 weights four input channels to a word
+//               (channel 4i + k in byte k), b output channels innermost (b = 16, 8 or 4)
+//   bias        int32 [O]: the bias at scale input × weight, minus input_zero_point × Σ weights
+//   multiplier  float32 [O]: input_scale × weight_scale / output_scale
+//   attrs       strides, padding (top, left, bottom, right), dilation, input_zero_point,
+//               output_zero_point, out_min and out_max (the range stored, an activation's clamp
+//               within uint8's)
+// y = clamp(round_half_even((Σ data·weight + bias) × multiplier) + output_zero_point, out_min,
+// out_max): padding reads the input's zero point, so a border tap adds nothing.
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/printer.h"
+#include "compiler/relax/ops/op_common.h"
+
+namespace kiln::ir::relax::ops {
+namespace {
+
+using tir::Combiner;
+using tir::Indices;
+using tir::Load;
+
+struct QConvAttrs {
+  int64_t stride[2] = {1, 1};
+  int64_t dilation[2] = {1, 1};
+  int64_t pad[4] = {0, 0, 0, 0};
+  int64_t input_zero_point = 0;
+  int64_t output_zero_point = 0;
+  int64_t out_min = 0;
+  int64_t out_max = 255;
+};
+
+absl::StatusOr<QConvAttrs> ParseQConv(const CallNode& call) {
+  QConvAttrs a;
+  auto list = [&](const char* key, int64_t* dst, size_t n, int64_t least) -> absl::Status {
+    absl::StatusOr<std::optional<std::vector<int64_t>>> v = IntListAttr(call, key);
+    if (!v.ok()) return v.status();
+    if (!v->has_value()) return absl::OkStatus();
+    if ((*v)->size() != n) return OpError(call, absl::StrCat("'", key, "' takes ", n, " values"));
+    for (size_t i = 0; i < n; ++i) {
+      if ((**v)[i] < least) return OpError(call, absl::StrCat("'", key, "' must be >= ", least));
+      dst[i] = (**v)[i];
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = list("strides", a.stride, 2, 1); !s.ok()) return s;
+  if (absl::Status s = list("dilation", a.dilation, 2, 1); !s.ok()) return s;
+  if (absl::Status s = list("padding", a.pad, 4, 0); !s.ok()) return s;
+  struct Byte {
+    const char* key;
+    int64_t* dst;
+    int64_t fallback;
+  };
+  for (const Byte& b : {Byte{"input_zero_point", &a.input_zero_point, 0},
+                        Byte{"output_zero_point", &a.output_zero_point, 0},
+                        Byte{"out_min", &a.out_min, 0}, Byte{"out_max", &a.out_max, 255}}) {
+    absl::StatusOr<int64_t> v = IntAttr(call, b.key, b.fallback);
+    if (!v.ok()) return v.status();
+    if (*v < 0 || *v > 255) return OpError(call, absl::StrCat("'", b.key, "' must be in [0, 255]"));
+    *b.dst = *v;
+  }
+  if (a.out_min > a.out_max) return OpError(call, "out_min is above out_max");
+  return a;
+}
+
+PrimExpr OutExtent(const PrimExpr& size, int64_t pad, int64_t taps, int64_t dilation,
+                   int64_t stride, arith::Analyzer* ana) {
+  return ana->Simplify(FloorDiv(size + (pad - (taps - 1) * dilation - 1), Int64(stride)) + 1);
+}
+
+absl::StatusOr<StructInfo> InferQConv2d(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<QConvAttrs> attrs = ParseQConv(call);
+  if (!attrs.ok()) return attrs.status();
+  const DataType want[4] = {DataType::UInt(8), DataType::Int(32), DataType::Int(32),
+                            DataType::Float(32)};
+  const int rank[4] = {4, 5, 1, 1};
+  const char* what[4] = {"data", "weight", "bias", "multiplier"};
+  std::vector<const std::vector<PrimExpr>*> dims(4);
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, i);
+    if (!t.ok()) return t.status();
+    if ((*t)->dtype != want[i] || ((*t)->ndim >= 0 && (*t)->ndim != rank[i])) {
+      return OpError(call,
+                     absl::StrCat(what[i], " must be ", want[i].ToString(), " of rank ", rank[i],
+                                  ", not ", (*t)->dtype.ToString(), " of rank ", (*t)->ndim));
+    }
+    dims[i] = DimsOf(**t);
+  }
+  if (dims[0] == nullptr || dims[1] == nullptr) return TensorSInfoUnknown(DataType::UInt(8), 4);
+  const std::vector<PrimExpr>& x = *dims[0];
+  const std::vector<PrimExpr>& w = *dims[1];
+  const int64_t* block = AsConstInt(w[4]);
+  const int64_t* kh = AsConstInt(w[2]);
+  const int64_t* kw = AsConstInt(w[3]);
+  if (block == nullptr || (*block != 16 && *block != 8 && *block != 4) || kh == nullptr ||
+      kw == nullptr) {
+    return OpError(call, "the weight's window and block (16, 8 or 4) must be constants");
+  }
+  const PrimExpr words = ctx.analyzer->Simplify(FloorDiv(x[1] + 3, Int64(4)));
+  if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, words, w[1]))) {
+    return OpError(
+        call, absl::StrCat("the weight holds ", DebugPrint(w[1]),
+                           " words of input channels, data has ", DebugPrint(x[1]), " channels"));
+  }
+  const PrimExpr out_c = ctx.analyzer->Simplify(w[0] * *block);
+  for (int i = 2; i < 4; ++i) {
+    if (dims[i] != nullptr && ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*dims[i])[0], out_c)))
+      return OpError(call, absl::StrCat(what[i], " must hold one value per output channel"));
+  }
+  const PrimExpr oh = OutExtent(x[2], attrs->pad[0] + attrs->pad[2], *kh, attrs->dilation[0],
+                                attrs->stride[0], ctx.analyzer);
+  const PrimExpr ow = OutExtent(x[3], attrs->pad[1] + attrs->pad[3], *kw, attrs->dilation[1],
+                                attrs->stride[1], ctx.analyzer);
+  for (const PrimExpr& o : {oh, ow}) {
+    const int64_t* c = AsConstInt(o);
+    if (c != nullptr && *c < 1) return OpError(call, "the kernel is larger than the padded input");
+  }
+  return TensorSInfo({x[0], out_c, oh, ow}, DataType::UInt(8));
+}
+
+PrimExpr Grown(const PrimExpr& dim, int64_t by) {
+  const int64_t* c = AsConstInt(dim);
+  return c != nullptr ? IntImm(dim->dtype, *c + by) : dim + by;
+}
+
+absl::Status LegalizeQConv2d(const CallNode& call, const std::vector<Buffer>& in,
+                             const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  absl::StatusOr<QConvAttrs> a = ParseQConv(call);
+  if (!a.ok()) return a.status();
+  const Buffer &x = in[0], &weight = in[1], &bias = in[2], &multiplier = in[3];
+  const DataType i32 = DataType::Int(32), u32 = DataType::UInt(32), f32 = DataType::Float(32);
+  const PrimExpr channels = x->shape[1];
+
+  // The input as words of four channels, padded with the zero point: what dot4 reads.
+  std::vector<PrimExpr> word_shape = {x->shape[0], weight->shape[1],
+                                      Grown(x->shape[2], a->pad[0] + a->pad[2]),
+                                      Grown(x->shape[3], a->pad[1] + a->pad[3])};
+  Buffer words = b.Temp("pack_words", i32, word_shape);
+  b.Compute("pack_words", words, [&](const Indices& i) {
+    PrimExpr word;
+    for (int k = 0; k < 4; ++k) {
+      PrimExpr c = i[1] * 4 + k;
+      PrimExpr h = i[2] - a->pad[0], w = i[3] - a->pad[1];
+      PrimExpr zero = IntImm(h->dtype, 0);
+      PrimExpr inside = Binary(
+          NodeKind::kAnd,
+          Binary(NodeKind::kAnd, c < channels, Binary(NodeKind::kAnd, zero <= h, h < x->shape[2])),
+          Binary(NodeKind::kAnd, zero <= w, w < x->shape[3]));
+      // A channel past the last one reads the zero point too: its weights are 0.
+      PrimExpr byte = Cast(u32, GuardedLoad(x, {i[0], c, h, w}, inside,
+                                            IntImm(DataType::UInt(8), a->input_zero_point)));
+      PrimExpr placed = k == 0 ? byte : byte * IntImm(u32, int64_t{1} << (8 * k));
+      word = k == 0 ? placed : word + placed;
+    }
+    return Cast(i32, word);
+  });
+
+  const int64_t block = *AsConstInt(weight->shape[4]);
+  const std::vector<PrimExpr>& os = out[0]->shape;
+  Buffer acc =
+      b.Temp("qconv2d_packed", i32, {os[0], weight->shape[0], os[2], os[3], weight->shape[4]});
+  b.Reduce("qconv2d", acc, {weight->shape[1], weight->shape[2], weight->shape[3]}, Combiner::kSum,
+           [&](const Indices& s, const Indices& r) {
+             Indices xi = {s[0], r[0], s[2] * a->stride[0] + r[1] * a->dilation[0],
+                           s[3] * a->stride[1] + r[2] * a->dilation[1]};
+             return Call(i32, "dot4_u8i8",
+                         {Load(words, xi), Load(weight, {s[1], r[0], r[1], r[2], s[4]})});
+           });
+  // The requantizing store, into NCHW: the schedule rules fold it into the accumulator tile's
+  // write-back, as they do a float convolution's unpacking.
+  const double low = static_cast<double>(a->out_min - a->output_zero_point);
+  const double high = static_cast<double>(a->out_max - a->output_zero_point);
+  b.ComputeOver(
+      "qconv2d_requantize", out[0], acc->shape,
+      [&](const Indices& i) -> Indices {
+        return {i[0], i[1] * block + i[4], i[2], i[3]};
+      },
+      [&](const Indices& i) {
+        PrimExpr o = i[1] * block + i[4];
+        PrimExpr real = Cast(f32, Load(acc, i) + Load(bias, {o})) * Load(multiplier, {o});
+        PrimExpr clamped = Min(Max(real, FloatImm(f32, low)), FloatImm(f32, high));
+        PrimExpr q =
+            Cast(i32, Call(f32, "nearbyint", {clamped})) + IntImm(i32, a->output_zero_point);
+        return Cast(DataType::UInt(8), q);
+      });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterQuantizedOps(std::vector<OpInfo>* ops) {
+  ops->push_back({"relax.qnn.conv2d", 4, InferQConv2d, true, OpPattern::kOutEWiseFusable,
+                  "int8 2-D convolution of uint8 NCHW data by packed int8 weights, requantized "
+                  "to uint8 (strides, padding, dilation, zero points, clamp)",
+                  LegalizeQConv2d});
+}
+
+}  // namespace kiln::ir::relax::ops
