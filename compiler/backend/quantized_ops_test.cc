@@ -136,6 +136,64 @@ TEST(QuantizedOpsTest, QConv2dIsTheIntegerArithmetic) {
   CheckQConv(dilated, 4);
 }
 
+// Depthwise: one channel per group, float32 weights holding int8 values, a float32 bias.
+void CheckQDepthwise(int c, int h, int k, int stride, int pad, uint32_t seed) {
+  SCOPED_TRACE(absl::StrCat("c=", c, " h=", h, " k=", k, " stride=", stride, " pad=", pad));
+  std::mt19937 rng(seed);
+  const int x_zp = 11, y_zp = 2;
+  const int oh = (h + 2 * pad - k) / stride + 1;
+  Tensor xt = Make({1, c, h, h}, kDLUInt, 8);
+  Tensor wt = Make({c, k, k}, kDLFloat, 32);
+  Tensor bt = Make({c}, kDLFloat, 32);
+  Tensor mt = Make({c}, kDLFloat, 32);
+  auto* x = static_cast<uint8_t*>(xt.data());
+  auto* w = static_cast<float*>(wt.data());
+  auto* b = static_cast<float*>(bt.data());
+  auto* m = static_cast<float*>(mt.data());
+  for (int64_t i = 0; i < xt.NumElements(); ++i) x[i] = static_cast<uint8_t>(rng());
+  for (int64_t i = 0; i < wt.NumElements(); ++i)
+    w[i] = static_cast<float>(static_cast<int8_t>(rng()));
+  for (int i = 0; i < c; ++i) {
+    b[i] = static_cast<float>(static_cast<int>(rng() % 4001) - 2000);
+    m[i] = 0.001f + 0.002f * static_cast<float>(rng() % 1000) / 1000.0f;
+  }
+  const std::string params =
+      absl::StrCat("x: R.Tensor((1, ", c, ", ", h, ", ", h, "), \"uint8\"), w: R.Tensor((", c, ", ",
+                   k, ", ", k, "), \"float32\"), b: R.Tensor((", c,
+                   ",), \"float32\"), m: R.Tensor((", c, ",), \"float32\")");
+  const std::string body = absl::StrCat(
+      "            y = R.qnn.depthwise_conv2d(x, w, b, m, strides=[", stride, ", ", stride,
+      "], padding=[", pad, ", ", pad, ", ", pad, ", ", pad, "], input_zero_point=", x_zp,
+      ", output_zero_point=", y_zp, ", out_min=", y_zp, ", out_max=200)\n");
+  absl::StatusOr<runtime::Value> out =
+      testing::CompileAndRun(testing::Module(params, body, "y"), {xt, wt, bt, mt});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const auto* got = static_cast<const uint8_t*>(out->as_tensor()->data());
+  for (int ch = 0; ch < c; ++ch)
+    for (int r = 0; r < oh; ++r)
+      for (int s = 0; s < oh; ++s) {
+        float acc = 0;  // exact: every partial sum is an integer below 2^24
+        for (int i = 0; i < k; ++i)
+          for (int j = 0; j < k; ++j) {
+            const int hy = r * stride + i - pad, wx = s * stride + j - pad;
+            const bool inside = hy >= 0 && hy < h && wx >= 0 && wx < h;
+            const float xv = inside ? x[(ch * h + hy) * h + wx] : x_zp;
+            acc += xv * w[(ch * k + i) * k + j];
+          }
+        const float real = (acc + b[ch]) * m[ch];
+        const float clamped = std::min(std::max(real, static_cast<float>(y_zp - y_zp)),
+                                       static_cast<float>(200 - y_zp));
+        ASSERT_EQ(got[(ch * oh + r) * oh + s], static_cast<int>(std::nearbyint(clamped)) + y_zp)
+            << ch << " " << r << " " << s;
+      }
+}
+
+TEST(QuantizedOpsTest, QDepthwiseConv2dIsTheIntegerArithmetic) {
+  CheckQDepthwise(8, 10, 3, 1, 1, 5);
+  CheckQDepthwise(24, 15, 3, 2, 1, 6);
+  CheckQDepthwise(5, 9, 5, 1, 2, 7);
+}
+
 TEST(QuantizedOpsTest, QConv2dRefusesWhatItDoesNotTake) {
   const std::string params =
       "x: R.Tensor((1, 6, 9, 9), \"float32\"), w: R.Tensor((2, 2, 3, 3, 8), \"int32\"), "

@@ -11,6 +11,7 @@
 #include "compiler/frontend/onnx/testing/onnx_builder.h"
 #include "compiler/quantize/calibration.h"
 #include "compiler/quantize/qdq_graph.h"
+#include "compiler/script/printer.h"
 #include "gtest/gtest.h"
 #include "runtime/npy.h"
 
@@ -267,6 +268,17 @@ TEST(QdqModelTest, KilnRunsTheQdqModelAsOnnxRuntimeDoes) {
   absl::StatusOr<ir::IRModule> mod = frontend::LoadModule(
       frontend::SourceForm::kOnnx, ReadFile(dir + "tiny_resnet_int8.onnx"), "tiny_resnet_int8");
   ASSERT_TRUE(mod.ok()) << mod.status();
+  // Every convolution's QDQ pattern became one int8 kernel (the Gemm stays float).
+  onnx::ModelProto qdq;
+  ASSERT_TRUE(qdq.ParseFromString(ReadFile(dir + "tiny_resnet_int8.onnx")));
+  const std::string text = script::PrintScript(*mod);
+  int qconvs = 0;
+  for (size_t at = text.find("R.qnn.conv2d("); at != std::string::npos;
+       at = text.find("R.qnn.conv2d(", at + 1)) {
+    ++qconvs;
+  }
+  EXPECT_EQ(qconvs, CountOps(qdq, "Conv"));
+  EXPECT_GT(qconvs, 0);
   for (int k = 0; k < 2; ++k) {
     const std::string stem = dir + "tiny_resnet_int8.";
     absl::StatusOr<Tensor> input =

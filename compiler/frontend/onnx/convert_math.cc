@@ -656,22 +656,9 @@ absl::StatusOr<Outputs> CastLike(Context& ctx) {
 
 }  // namespace
 
-// f = floor(x); above half f + 1, below f, at exactly half whichever of f and f + 1 is even.
+// relax.nearbyint: LLVM's roundeven, one instruction (vrndscaleps, frintn).
 absl::StatusOr<Expr> RoundHalfEven(Context& ctx, const Expr& x) {
-  DataType t = ctx.DType(x);
-  KILN_ASSIGN_OR_RETURN(Expr f, ctx.Call("relax.floor", {x}));
-  KILN_ASSIGN_OR_RETURN(Expr frac, ctx.Call("relax.subtract", {x, f}));
-  KILN_ASSIGN_OR_RETURN(Expr up, ctx.Call("relax.add", {f, ctx.Scalar(t, 1)}));
-  // parity = f - 2 * floor(f / 2): 0 or 1 (floor_mod is integer-only).
-  KILN_ASSIGN_OR_RETURN(Expr halved, ctx.Call("relax.multiply", {f, ctx.Scalar(t, 0.5)}));
-  KILN_ASSIGN_OR_RETURN(Expr half_floor, ctx.Call("relax.floor", {halved}));
-  KILN_ASSIGN_OR_RETURN(Expr twice, ctx.Call("relax.multiply", {half_floor, ctx.Scalar(t, 2)}));
-  KILN_ASSIGN_OR_RETURN(Expr parity, ctx.Call("relax.subtract", {f, twice}));
-  KILN_ASSIGN_OR_RETURN(Expr even, ctx.Call("relax.add", {f, parity}));
-  KILN_ASSIGN_OR_RETURN(Expr above, ctx.Call("relax.greater", {frac, ctx.Scalar(t, 0.5)}));
-  KILN_ASSIGN_OR_RETURN(Expr below, ctx.Call("relax.less", {frac, ctx.Scalar(t, 0.5)}));
-  KILN_ASSIGN_OR_RETURN(Expr not_above, ctx.Call("relax.where", {below, f, even}));
-  return ctx.Call("relax.where", {above, up, not_above});
+  return ctx.Call("relax.nearbyint", {x});
 }
 
 void RegisterMathConverters(ConverterTable* t) {

@@ -197,6 +197,13 @@ absl::StatusOr<Expr> ConvOf(Context& ctx, Expr x, Expr weight, const Expr& bias)
   return y;
 }
 
+absl::StatusOr<ir::Attrs> Conv2dWindowAttrs(Context& ctx, const std::vector<PrimExpr>& x_shape,
+                                            std::vector<int64_t> kernel) {
+  if (x_shape.size() != 4) return ctx.Unsupported("an int8 convolution that is not 2-D");
+  KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(ctx, x_shape, std::move(kernel)));
+  return WindowAttrs(w);
+}
+
 namespace {
 
 absl::StatusOr<Outputs> Conv(Context& ctx) {

@@ -1,6 +1,9 @@
 // Linear quantization (ONNX opsets 10 to 13): QuantizeLinear, DequantizeLinear and
 // DynamicQuantizeLinear, and the integer family MatMulInteger, QLinearMatMul, ConvInteger and
 // QLinearConv, written with Relax's elementwise ops, matmul and conv2d on int32 and float32.
+#include <cstring>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/frontend/onnx/convert_context.h"
 #include "runtime/support/status_macros.h"
@@ -190,10 +193,116 @@ absl::StatusOr<Outputs> ConvInteger(Context& ctx) {
   return OneOf(ConvOf(ctx, xi, wi, Expr()));
 }
 
+// A constant input's numbers, or nullopt when input `i` is absent or not a constant.
+std::optional<std::vector<double>> ConstNumbers(Context& ctx, size_t i) {
+  if (!ctx.Has(i)) return std::nullopt;
+  absl::StatusOr<Expr> e = ctx.Tensor(i);
+  if (!e.ok()) return std::nullopt;
+  const auto* c = e->as<ir::relax::ConstantNode>();
+  if (c == nullptr) return std::nullopt;
+  return ConstantNumbers(*c);
+}
+
+// QLinearConv as one int8 kernel, relax.qnn.conv2d (uint8 data by int8 weights with the int8 dot
+// product, the requantization in the store) or relax.qnn.depthwise_conv2d, where its form
+// allows: 2-D, one group (output channels a multiple of 4) or one channel per group, uint8 data
+// and result, constant int8 weights with zero points 0, constant scales and zero points.
+// nullopt otherwise: the general form.
+absl::StatusOr<std::optional<Expr>> Int8Conv(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr w, ctx.Tensor(3));
+  const auto* wc = w.as<ir::relax::ConstantNode>();
+  if (ctx.DType(x) != DataType::UInt(8) || wc == nullptr || wc->dtype != DataType::Int(8) ||
+      wc->shape.size() != 4) {
+    return std::nullopt;
+  }
+  const int64_t out_c = wc->shape[0], in_c = wc->shape[1], kh = wc->shape[2], kw = wc->shape[3];
+  const int64_t groups = ctx.Int("group", 1);
+  const bool depthwise = groups == out_c && in_c == 1 && groups > 1;
+  if (groups != 1 && !depthwise) return std::nullopt;
+  std::optional<std::vector<double>> x_scale = ConstNumbers(ctx, 1), w_scale = ConstNumbers(ctx, 4),
+                                     y_scale = ConstNumbers(ctx, 6);
+  std::optional<std::vector<double>> x_zp = ConstNumbers(ctx, 2), w_zp = ConstNumbers(ctx, 5),
+                                     y_zp = ConstNumbers(ctx, 7);
+  if (!x_scale || !w_scale || !y_scale || !y_zp || x_scale->size() != 1 || y_scale->size() != 1 ||
+      y_zp->size() != 1 ||
+      (w_scale->size() != 1 && static_cast<int64_t>(w_scale->size()) != out_c) ||
+      (ctx.Has(2) && (!x_zp || x_zp->size() != 1)) || (!depthwise && out_c % 4 != 0)) {
+    return std::nullopt;
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y_zp_expr, ctx.Tensor(7));
+  if (ctx.DType(y_zp_expr) != DataType::UInt(8)) return std::nullopt;
+  if (ctx.Has(5)) {
+    if (!w_zp) return std::nullopt;
+    for (double z : *w_zp)
+      if (z != 0) return std::nullopt;
+  }
+  std::optional<std::vector<double>> bias;
+  if (ctx.Has(8)) {
+    bias = ConstNumbers(ctx, 8);
+    if (!bias || static_cast<int64_t>(bias->size()) != out_c) return std::nullopt;
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() != 4) return std::nullopt;
+  const int64_t* channels = ir::AsConstInt(xs[1]);
+  if (channels == nullptr || *channels != in_c * groups) return std::nullopt;
+  KILN_ASSIGN_OR_RETURN(ir::Attrs attrs, Conv2dWindowAttrs(ctx, xs, {kh, kw}));
+  const double zx = x_zp ? (*x_zp)[0] : 0;
+  attrs.push_back({"input_zero_point", IntAttr(static_cast<int64_t>(zx))});
+  attrs.push_back({"output_zero_point", IntAttr(static_cast<int64_t>((*y_zp)[0]))});
+  const std::vector<double> wv = ConstantNumbers(*wc);
+  std::vector<double> corrected(out_c), multiplier(out_c);
+  for (int64_t o = 0; o < out_c; ++o) {
+    double sum = 0;
+    for (int64_t k = 0; k < in_c * kh * kw; ++k) sum += wv[o * in_c * kh * kw + k];
+    corrected[o] = (bias ? (*bias)[o] : 0) - zx * sum;
+    const float scale = static_cast<float>((*x_scale)[0]) *
+                        static_cast<float>((*w_scale)[w_scale->size() == 1 ? 0 : o]);
+    multiplier[o] = scale / static_cast<float>((*y_scale)[0]);
+  }
+  Expr m = MakeNumericConstant(DataType::Float(32), {out_c}, multiplier);
+  if (depthwise) {
+    // One channel per group: exact float32 arithmetic on the integers, reading uint8.
+    if (kh * kw * 255 * 128 >= (int64_t{1} << 24)) return std::nullopt;
+    Expr weight = MakeNumericConstant(DataType::Float(32), {out_c, kh, kw}, wv);
+    Expr b = MakeNumericConstant(DataType::Float(32), {out_c}, corrected);
+    KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.qnn.depthwise_conv2d", {x, weight, b, m}, attrs));
+    return y;
+  }
+
+  // The weight as words of four input channels ([O / b, ceil(I / 4), KH, KW, b], channel 4i + k
+  // in byte k of word i); the bias less the input zero point's share, Σ w · x_zp; and the
+  // multiplier x_scale × w_scale / y_scale, all per output channel.
+  const int64_t block = out_c % 16 == 0 ? 16 : out_c % 8 == 0 ? 8 : 4;
+  const int64_t words = (in_c + 3) / 4;
+  std::vector<uint32_t> packed(static_cast<size_t>(out_c * words * kh * kw), 0);
+  for (int64_t o = 0; o < out_c; ++o) {
+    for (int64_t c = 0; c < in_c; ++c) {
+      for (int64_t i = 0; i < kh; ++i) {
+        for (int64_t j = 0; j < kw; ++j) {
+          const double v = wv[((o * in_c + c) * kh + i) * kw + j];
+          const int64_t at =
+              (((o / block) * words + c / 4) * kh + i) * kw * block + j * block + o % block;
+          packed[at] |= uint32_t{static_cast<uint8_t>(static_cast<int8_t>(v))} << (8 * (c % 4));
+        }
+      }
+    }
+  }
+  std::string bytes(packed.size() * sizeof(uint32_t), '\0');
+  std::memcpy(bytes.data(), packed.data(), bytes.size());
+  Expr weight = ir::relax::MakeConstant(DataType::Int(32), {out_c / block, words, kh, kw, block},
+                                        std::move(bytes));
+  Expr b = MakeNumericConstant(DataType::Int(32), {out_c}, corrected);
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.qnn.conv2d", {x, weight, b, m}, attrs));
+  return y;
+}
+
 // QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B):
 // quantize((ConvInteger(x, w) + B) * x_scale * w_scale, y_scale, y_zp); w_scale may be one per
 // output channel.
 absl::StatusOr<Outputs> QLinearConv(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::optional<Expr> int8, Int8Conv(ctx));
+  if (int8) return One(*int8);
   KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr x_scale, ctx.Tensor(1));
   KILN_ASSIGN_OR_RETURN(Expr x_zp, ScalarZeroPoint(ctx, 2));

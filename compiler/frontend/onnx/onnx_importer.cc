@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/frontend/onnx/convert_context.h"
 #include "compiler/frontend/onnx/onnx_proto.h"
+#include "compiler/frontend/onnx/qdq_fusion.h"
 #include "compiler/relax/block_builder.h"
 #include "runtime/support/status_macros.h"
 
@@ -60,6 +61,7 @@ class Importer {
   // Takes the initializers' data out of `model`.
   absl::StatusOr<ir::IRModule> Run(onnx::ModelProto& model) {
     KILN_RETURN_IF_ERROR(ReadOpset(model));
+    onnx_import::FuseQdqConvolutions(model.mutable_graph(), opset_);
     const onnx::GraphProto& graph = model.graph();
     if (graph.sparse_initializer_size() > 0)
       return Error(absl::StatusCode::kUnimplemented, "sparse initializers are not supported");

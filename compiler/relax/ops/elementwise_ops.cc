@@ -19,7 +19,8 @@ using tir::Load;
 bool AcceptsIntegers(const std::string& name) {
   return name == "relax.negative" || name == "relax.abs" || name == "relax.nn.relu" ||
          name == "relax.clip" || name == "relax.floor" || name == "relax.ceil" ||
-         name == "relax.round" || name == "relax.square" || name == "relax.sign";
+         name == "relax.round" || name == "relax.nearbyint" || name == "relax.square" ||
+         name == "relax.sign";
 }
 
 // The scalar formula of a unary op at x (of dtype `t`).
@@ -47,7 +48,10 @@ PrimExpr UnaryFormula(const CallNode& call, const std::string& name, const PrimE
   }
   if (!t.is_float()) {
     // Rounding is the identity on integers; the rest needs floating point.
-    if (name == "relax.floor" || name == "relax.ceil" || name == "relax.round") return x;
+    if (name == "relax.floor" || name == "relax.ceil" || name == "relax.round" ||
+        name == "relax.nearbyint") {
+      return x;
+    }
     *status = OpError(call, absl::StrCat("needs a floating-point tensor, got ", t.ToString()));
     return nullptr;
   }
@@ -236,7 +240,7 @@ void RegisterElementwiseOps(std::vector<OpInfo>* ops) {
         "relax.ceil",    "relax.round", "relax.nn.relu",  "relax.nn.gelu", "relax.nn.gelu_tanh",
         "relax.nn.silu", "relax.sin",   "relax.cos",      "relax.tan",     "relax.asin",
         "relax.acos",    "relax.atan",  "relax.sinh",     "relax.cosh",    "relax.asinh",
-        "relax.acosh",   "relax.atanh", "relax.square",   "relax.sign"}) {
+        "relax.acosh",   "relax.atanh", "relax.square",   "relax.sign",    "relax.nearbyint"}) {
     ops->push_back(
         {name, 1, InferUnary, true, OpPattern::kElemWise, "elementwise unary math", LegalizeUnary});
   }

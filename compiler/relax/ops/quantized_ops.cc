@@ -13,6 +13,12 @@
 //               within uint8's)
 // y = clamp(round_half_even((Σ data·weight + bias) × multiplier) + output_zero_point, out_min,
 // out_max): padding reads the input's zero point, so a border tap adds nothing.
+//
+// relax.qnn.depthwise_conv2d(data, weight, bias, multiplier) -> [N, C, OH, OW] uint8
+//   the same for one channel per group: weight float32 [C, KH, KW] holding int8 values and bias
+//   float32 [C]. A depthwise window sums few products (KH × KW × 255 × 128 < 2^24), so float32
+//   arithmetic on the integers is exact, and it reads uint8 rather than the float32 a
+//   dequantized input would be.
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/printer.h"
 #include "compiler/relax/ops/op_common.h"
@@ -65,6 +71,16 @@ absl::StatusOr<QConvAttrs> ParseQConv(const CallNode& call) {
   }
   if (a.out_min > a.out_max) return OpError(call, "out_min is above out_max");
   return a;
+}
+
+// The uint8 a requantizing store writes for the accumulator `real` (already × multiplier).
+PrimExpr Requantize(const QConvAttrs& a, const PrimExpr& real) {
+  const DataType f32 = DataType::Float(32), i32 = DataType::Int(32);
+  const double low = static_cast<double>(a.out_min - a.output_zero_point);
+  const double high = static_cast<double>(a.out_max - a.output_zero_point);
+  PrimExpr clamped = Min(Max(real, FloatImm(f32, low)), FloatImm(f32, high));
+  PrimExpr q = Cast(i32, Call(f32, "nearbyint", {clamped})) + IntImm(i32, a.output_zero_point);
+  return Cast(DataType::UInt(8), q);
 }
 
 PrimExpr OutExtent(const PrimExpr& size, int64_t pad, int64_t taps, int64_t dilation,
@@ -172,8 +188,6 @@ absl::Status LegalizeQConv2d(const CallNode& call, const std::vector<Buffer>& in
            });
   // The requantizing store, into NCHW: the schedule rules fold it into the accumulator tile's
   // write-back, as they do a float convolution's unpacking.
-  const double low = static_cast<double>(a->out_min - a->output_zero_point);
-  const double high = static_cast<double>(a->out_max - a->output_zero_point);
   b.ComputeOver(
       "qconv2d_requantize", out[0], acc->shape,
       [&](const Indices& i) -> Indices {
@@ -181,12 +195,82 @@ absl::Status LegalizeQConv2d(const CallNode& call, const std::vector<Buffer>& in
       },
       [&](const Indices& i) {
         PrimExpr o = i[1] * block + i[4];
-        PrimExpr real = Cast(f32, Load(acc, i) + Load(bias, {o})) * Load(multiplier, {o});
-        PrimExpr clamped = Min(Max(real, FloatImm(f32, low)), FloatImm(f32, high));
-        PrimExpr q =
-            Cast(i32, Call(f32, "nearbyint", {clamped})) + IntImm(i32, a->output_zero_point);
-        return Cast(DataType::UInt(8), q);
+        return Requantize(*a, Cast(f32, Load(acc, i) + Load(bias, {o})) * Load(multiplier, {o}));
       });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StructInfo> InferQDepthwise(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<QConvAttrs> attrs = ParseQConv(call);
+  if (!attrs.ok()) return attrs.status();
+  const DataType want[4] = {DataType::UInt(8), DataType::Float(32), DataType::Float(32),
+                            DataType::Float(32)};
+  const int rank[4] = {4, 3, 1, 1};
+  const char* what[4] = {"data", "weight", "bias", "multiplier"};
+  std::vector<const std::vector<PrimExpr>*> dims(4);
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, i);
+    if (!t.ok()) return t.status();
+    if ((*t)->dtype != want[i] || ((*t)->ndim >= 0 && (*t)->ndim != rank[i])) {
+      return OpError(call,
+                     absl::StrCat(what[i], " must be ", want[i].ToString(), " of rank ", rank[i],
+                                  ", not ", (*t)->dtype.ToString(), " of rank ", (*t)->ndim));
+    }
+    dims[i] = DimsOf(**t);
+  }
+  if (dims[0] == nullptr || dims[1] == nullptr) return TensorSInfoUnknown(DataType::UInt(8), 4);
+  const std::vector<PrimExpr>& x = *dims[0];
+  const std::vector<PrimExpr>& w = *dims[1];
+  const int64_t* kh = AsConstInt(w[1]);
+  const int64_t* kw = AsConstInt(w[2]);
+  if (kh == nullptr || kw == nullptr || *kh * *kw * 255 * 128 >= (int64_t{1} << 24))
+    return OpError(call, "the window must be constant and small enough to sum exactly in float32");
+  for (int i = 1; i < 4; ++i) {
+    const PrimExpr& c = i == 1 ? w[0] : (dims[i] ? (*dims[i])[0] : x[1]);
+    if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, c, x[1])))
+      return OpError(call, absl::StrCat(what[i], " must hold one value per channel"));
+  }
+  const PrimExpr oh = OutExtent(x[2], attrs->pad[0] + attrs->pad[2], *kh, attrs->dilation[0],
+                                attrs->stride[0], ctx.analyzer);
+  const PrimExpr ow = OutExtent(x[3], attrs->pad[1] + attrs->pad[3], *kw, attrs->dilation[1],
+                                attrs->stride[1], ctx.analyzer);
+  for (const PrimExpr& o : {oh, ow}) {
+    const int64_t* c = AsConstInt(o);
+    if (c != nullptr && *c < 1) return OpError(call, "the kernel is larger than the padded input");
+  }
+  return TensorSInfo({x[0], x[1], oh, ow}, DataType::UInt(8));
+}
+
+absl::Status LegalizeQDepthwise(const CallNode& call, const std::vector<Buffer>& in,
+                                const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  absl::StatusOr<QConvAttrs> a = ParseQConv(call);
+  if (!a.ok()) return a.status();
+  const Buffer &x = in[0], &weight = in[1], &bias = in[2], &multiplier = in[3];
+  const DataType f32 = DataType::Float(32);
+  Buffer data = x;
+  if (a->pad[0] || a->pad[1] || a->pad[2] || a->pad[3]) {
+    data = b.Temp("pad_temp", x->dtype,
+                  {x->shape[0], x->shape[1], Grown(x->shape[2], a->pad[0] + a->pad[2]),
+                   Grown(x->shape[3], a->pad[1] + a->pad[3])});
+    b.Compute("pad_temp", data, [&](const Indices& i) {
+      PrimExpr h = i[2] - a->pad[0], w = i[3] - a->pad[1];
+      PrimExpr zero = IntImm(h->dtype, 0);
+      PrimExpr inside = Binary(NodeKind::kAnd, Binary(NodeKind::kAnd, zero <= h, h < x->shape[2]),
+                               Binary(NodeKind::kAnd, zero <= w, w < x->shape[3]));
+      return GuardedLoad(x, {i[0], i[1], h, w}, inside,
+                         IntImm(DataType::UInt(8), a->input_zero_point));
+    });
+  }
+  Buffer acc = b.Temp("qdepthwise_acc", f32, out[0]->shape);
+  b.Reduce("qdepthwise", acc, {weight->shape[1], weight->shape[2]}, Combiner::kSum,
+           [&](const Indices& s, const Indices& r) {
+             Indices xi = {s[0], s[1], s[2] * a->stride[0] + r[0] * a->dilation[0],
+                           s[3] * a->stride[1] + r[1] * a->dilation[1]};
+             return Cast(f32, Load(data, xi)) * Load(weight, {s[1], r[0], r[1]});
+           });
+  b.Compute("qdepthwise_requantize", out[0], [&](const Indices& i) {
+    return Requantize(*a, (Load(acc, i) + Load(bias, {i[1]})) * Load(multiplier, {i[1]}));
+  });
   return absl::OkStatus();
 }
 
@@ -197,6 +281,11 @@ void RegisterQuantizedOps(std::vector<OpInfo>* ops) {
                   "int8 2-D convolution of uint8 NCHW data by packed int8 weights, requantized "
                   "to uint8 (strides, padding, dilation, zero points, clamp)",
                   LegalizeQConv2d});
+  ops->push_back({"relax.qnn.depthwise_conv2d", 4, InferQDepthwise, true,
+                  OpPattern::kOutEWiseFusable,
+                  "int8 depthwise 2-D convolution of uint8 NCHW data, exact in float32, "
+                  "requantized to uint8 (strides, padding, dilation, zero points, clamp)",
+                  LegalizeQDepthwise});
 }
 
 }  // namespace kiln::ir::relax::ops

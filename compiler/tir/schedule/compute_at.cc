@@ -135,6 +135,36 @@ absl::StatusOr<PrimFunc> MoveUnder(const PrimFunc& f, const std::string& name, c
         absl::StrCat(what, ": the block comes ", reverse ? "before" : "after", " the loop's nest; ",
                      primitive, " moves a ", reverse ? "consumer" : "producer"));
   }
+  // Nothing between the two may link with the block: a consumer moved up past the producer of
+  // another buffer it reads would read it before it is written; a producer moved down past
+  // another consumer of what it writes, the same the other way.
+  const std::set<const BufferNode*> linked =
+      reverse ? su::LoadedBuffers(*place.block) : su::StoredBuffers(*place.block);
+  for (size_t k = std::min(block_pos, loop_pos) + 1; k < std::max(block_pos, loop_pos); ++k) {
+    // Blocks and bare stores alike (a fused function's 0-d values are stores at the root).
+    struct Accesses : StmtExprVisitor {
+      bool stores = false;
+      std::set<const BufferNode*> buffers;
+      void VisitExpr(const PrimExpr& e) override {
+        if (const auto* l = e.as<BufferLoadNode>(); l && !stores) buffers.insert(l->buffer.get());
+        DefaultVisitExpr(e);
+      }
+      void VisitStmt(const Stmt& s) override {
+        if (const auto* st = s.as<BufferStoreNode>(); st && stores)
+          buffers.insert(st->buffer.get());
+        DefaultVisitStmt(s);
+      }
+    } between;
+    between.stores = reverse;
+    between.VisitStmt(tops[k]);
+    for (const BufferNode* b : between.buffers) {
+      if (linked.count(b)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(what, ": a statement between them ", reverse ? "writes" : "reads", " '",
+                         b->name, "', which the block ", reverse ? "reads" : "writes"));
+      }
+    }
+  }
   if (!su::IsConst(place.realize->predicate, 1)) {
     return absl::FailedPreconditionError(absl::StrCat(what, ": the block has a predicate"));
   }

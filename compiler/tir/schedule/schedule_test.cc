@@ -293,6 +293,42 @@ TEST(ReverseComputeAt, RefusesAProducer) {
                 sch.ReverseComputeAt(*sch.GetBlock("add"), loops[0]), "comes before");
 }
 
+TEST(ReverseComputeAt, RefusesToMoveAConsumerAboveTheProducerOfItsOtherInput) {
+  // The epilogue reads S, which a store between the tile and the epilogue writes: moved into the
+  // tile, it would read S before it is written (a fused QLinearMatMul's zero point did).
+  ir::IRModule mod = Load(R"(
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), Z: T.Buffer((), "float32"), Y: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,), "float32")
+    S = T.alloc_buffer((), "float32")
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] * T.float32(2)
+    S[()] = Z[()] + T.float32(1)
+    for i in range(8):
+        with T.block("Y"):
+            vi = T.axis.remap("S", [i])
+            Y[vi] = B[vi] + S[()]
+)");
+  Schedule sch = Make(mod, "f");
+  std::vector<LoopRV> loops = *sch.GetLoops(*sch.GetBlock("B"));
+  ir::IRModule before = sch.mod();
+  ExpectRefused(sch, before, sch.trace().instructions_size(),
+                sch.ReverseComputeAt(*sch.GetBlock("Y"), loops[0]),
+                "a statement between them writes 'S'");
+}
+
+TEST(ComputeAt, RefusesToMoveAProducerBelowAnotherConsumer) {
+  // exp's E is read by sum before norm: computed under norm's loop, sum would read it unwritten.
+  ir::IRModule mod = Load(testing::SoftmaxScript());
+  Schedule sch = Make(mod, "softmax");
+  std::vector<LoopRV> norm = *sch.GetLoops(*sch.GetBlock("norm"));
+  ir::IRModule before = sch.mod();
+  ExpectRefused(sch, before, sch.trace().instructions_size(),
+                sch.ComputeAt(*sch.GetBlock("exp"), norm[0]), "a statement between them reads 'E'");
+}
+
 TEST(DecomposeReduction, SplitsTheInitIntoItsOwnBlock) {
   ir::IRModule mod = Load(kMatmul);
   Schedule sch = Make(mod, "matmul");

@@ -96,9 +96,9 @@ TEST(Blockize, RefusesPredicatesAndSharedNests) {
   ExpectRefused(sch, before, n, sch.Blockize(loops[0]).status(), "has a predicate");
   ir::IRModule softmax = Load(testing::SoftmaxScript());
   Schedule s = MakeSchedule(softmax, "softmax");
-  BlockRV exp = *s.GetBlock("exp");
+  BlockRV sum = *s.GetBlock("sum");
   std::vector<LoopRV> norm = *s.GetLoops(*s.GetBlock("norm"));
-  ASSERT_TRUE(s.ComputeAt(exp, norm[0]).ok());
+  ASSERT_TRUE(s.ComputeAt(sum, norm[0]).ok());
   before = s.mod();
   n = s.trace().instructions_size();
   ExpectRefused(s, before, n, s.Blockize(norm[0]).status(), "perfect nest around one block");
