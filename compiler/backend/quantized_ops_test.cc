@@ -1,5 +1,5 @@
-// relax.qnn.conv2d compiled and run through the VM against the integer arithmetic written out in
-// C++: every output exact (the requantization's float rounding included).
+// relax.qnn.conv2d_int8 compiled and run through the VM against the integer arithmetic written out
+// in C++: every output exact (the requantization's float rounding included).
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -71,7 +71,7 @@ void CheckQConv(const QConvCase& q, uint32_t seed) {
                    shape({q.o / q.block, words, q.kh, q.kw, q.block}), ", \"int32\"), b: R.Tensor(",
                    shape({q.o}), ", \"int32\"), m: R.Tensor(", shape({q.o}), ", \"float32\")");
   const std::string body = absl::StrCat(
-      "            y = R.qnn.conv2d(x, w, b, m, strides=[", q.stride, ", ", q.stride,
+      "            y = R.qnn.conv2d_int8(x, w, b, m, strides=[", q.stride, ", ", q.stride,
       "], padding=[", q.pad, ", ", q.pad, ", ", q.pad, ", ", q.pad, "], dilation=[", q.dilation,
       ", ", q.dilation, "], input_zero_point=", q.x_zp, ", output_zero_point=", q.y_zp,
       ", out_min=", q.out_min, ", out_max=", q.out_max, ")\n");
@@ -162,7 +162,7 @@ void CheckQDepthwise(int c, int h, int k, int stride, int pad, uint32_t seed) {
                    k, ", ", k, "), \"float32\"), b: R.Tensor((", c,
                    ",), \"float32\"), m: R.Tensor((", c, ",), \"float32\")");
   const std::string body = absl::StrCat(
-      "            y = R.qnn.depthwise_conv2d(x, w, b, m, strides=[", stride, ", ", stride,
+      "            y = R.qnn.depthwise_conv2d_int8(x, w, b, m, strides=[", stride, ", ", stride,
       "], padding=[", pad, ", ", pad, ", ", pad, ", ", pad, "], input_zero_point=", x_zp,
       ", output_zero_point=", y_zp, ", out_min=", y_zp, ", out_max=200)\n");
   absl::StatusOr<runtime::Value> out =
@@ -199,14 +199,14 @@ TEST(QuantizedOpsTest, QConv2dRefusesWhatItDoesNotTake) {
       "x: R.Tensor((1, 6, 9, 9), \"float32\"), w: R.Tensor((2, 2, 3, 3, 8), \"int32\"), "
       "b: R.Tensor((16,), \"int32\"), m: R.Tensor((16,), \"float32\")";
   absl::StatusOr<runtime::Value> out = testing::CompileAndRun(
-      testing::Module(params, "            y = R.qnn.conv2d(x, w, b, m)\n", "y"), {});
+      testing::Module(params, "            y = R.qnn.conv2d_int8(x, w, b, m)\n", "y"), {});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("data must be uint8"), std::string::npos) << out.status();
   const std::string wrong_words =
       "x: R.Tensor((1, 12, 9, 9), \"uint8\"), w: R.Tensor((2, 2, 3, 3, 8), \"int32\"), "
       "b: R.Tensor((16,), \"int32\"), m: R.Tensor((16,), \"float32\")";
   out = testing::CompileAndRun(
-      testing::Module(wrong_words, "            y = R.qnn.conv2d(x, w, b, m)\n", "y"), {});
+      testing::Module(wrong_words, "            y = R.qnn.conv2d_int8(x, w, b, m)\n", "y"), {});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("words of input channels"), std::string::npos)
       << out.status();

@@ -273,8 +273,8 @@ TEST(QdqModelTest, KilnRunsTheQdqModelAsOnnxRuntimeDoes) {
   ASSERT_TRUE(qdq.ParseFromString(ReadFile(dir + "tiny_resnet_int8.onnx")));
   const std::string text = script::PrintScript(*mod);
   int qconvs = 0;
-  for (size_t at = text.find("R.qnn.conv2d("); at != std::string::npos;
-       at = text.find("R.qnn.conv2d(", at + 1)) {
+  for (size_t at = text.find("R.qnn.conv2d_int8("); at != std::string::npos;
+       at = text.find("R.qnn.conv2d_int8(", at + 1)) {
     ++qconvs;
   }
   EXPECT_EQ(qconvs, CountOps(qdq, "Conv"));

@@ -25,6 +25,12 @@ class FlopCounter : public StmtExprVisitor {
     if (const auto* st = s.as<BufferStoreNode>()) {
       double ops = 0;
       PostOrderVisit(st->value, [&](const PrimExpr& e) {
+        // An int8 dot product of four pairs counts as their four multiplies and adds, so that
+        // int8 and float kernels compare in one column.
+        if (const auto* c = e.as<CallNode>(); c != nullptr && c->op == "dot4_u8i8") {
+          ops += 8.0 * e->dtype.lanes();
+          return;
+        }
         if (!e->dtype.is_float()) return;
         const double lanes = e->dtype.lanes();
         switch (e->kind()) {

@@ -8,7 +8,8 @@
 namespace kiln::tir {
 
 // Floating-point operations one call of `f` performs: for every store, the float arithmetic of
-// its value (a multiply-add is two; a math call one; each vector lane counts) times the
+// its value (a multiply-add is two; a math call one; an int8 dot4_u8i8 eight, its four
+// multiply-adds, so that int8 kernels compare with float ones; each vector lane counts) times the
 // iterations of the loops around it. 0 when a loop extent is not a constant (a symbolic batch).
 double EstimateFlops(const ir::PrimFunc& f);
 

@@ -36,6 +36,17 @@ def shift(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32")):
 )",
                                  "shift")),
             0.0);
+  // An int8 dot product of four pairs is four multiplies and four adds.
+  EXPECT_EQ(EstimateFlops(Kernel(R"(
+@T.prim_func
+def dot(A: T.Buffer((8,), "int32"), W: T.Buffer((8,), "int32"), C: T.Buffer((8,), "int32")):
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = C[vi] + T.dot4_u8i8(A[vi], W[vi])
+)",
+                                 "dot")),
+            8.0 * 8);
 }
 
 TEST(EstimateFlops, UnknownForSymbolicLoops) {

@@ -203,8 +203,8 @@ std::optional<std::vector<double>> ConstNumbers(Context& ctx, size_t i) {
   return ConstantNumbers(*c);
 }
 
-// QLinearConv as one int8 kernel, relax.qnn.conv2d (uint8 data by int8 weights with the int8 dot
-// product, the requantization in the store) or relax.qnn.depthwise_conv2d, where its form
+// QLinearConv as one int8 kernel, relax.qnn.conv2d_int8 (uint8 data by int8 weights with the int8
+// dot product, the requantization in the store) or relax.qnn.depthwise_conv2d_int8, where its form
 // allows: 2-D, one group (output channels a multiple of 4) or one channel per group, uint8 data
 // and result, constant int8 weights with zero points 0, constant scales and zero points.
 // nullopt otherwise: the general form.
@@ -266,7 +266,8 @@ absl::StatusOr<std::optional<Expr>> Int8Conv(Context& ctx) {
     if (kh * kw * 255 * 128 >= (int64_t{1} << 24)) return std::nullopt;
     Expr weight = MakeNumericConstant(DataType::Float(32), {out_c, kh, kw}, wv);
     Expr b = MakeNumericConstant(DataType::Float(32), {out_c}, corrected);
-    KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.qnn.depthwise_conv2d", {x, weight, b, m}, attrs));
+    KILN_ASSIGN_OR_RETURN(Expr y,
+                          ctx.Call("relax.qnn.depthwise_conv2d_int8", {x, weight, b, m}, attrs));
     return y;
   }
 
@@ -293,7 +294,7 @@ absl::StatusOr<std::optional<Expr>> Int8Conv(Context& ctx) {
   Expr weight = ir::relax::MakeConstant(DataType::Int(32), {out_c / block, words, kh, kw, block},
                                         std::move(bytes));
   Expr b = MakeNumericConstant(DataType::Int(32), {out_c}, corrected);
-  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.qnn.conv2d", {x, weight, b, m}, attrs));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.qnn.conv2d_int8", {x, weight, b, m}, attrs));
   return y;
 }
 

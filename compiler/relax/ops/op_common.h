@@ -71,7 +71,7 @@ void RegisterNNOps(std::vector<OpInfo>* ops);            // linear, conv2d, pool
 void RegisterNormAndImageOps(std::vector<OpInfo>* ops);  // batch_norm, layer_norm, resize2d
 void RegisterManipulateOps(std::vector<OpInfo>* ops);    // expand_dims..pad, full
 void RegisterIndexOps(std::vector<OpInfo>* ops);
-void RegisterQuantizedOps(std::vector<OpInfo>* ops);  // qnn.conv2d, qnn.depthwise_conv2d         // take, gathers, scatters
+void RegisterQuantizedOps(std::vector<OpInfo>* ops);  // qnn.conv2d_int8, qnn.depthwise_conv2d_int8         // take, gathers, scatters
 
 }  // namespace kiln::ir::relax::ops
 

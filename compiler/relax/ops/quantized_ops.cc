@@ -2,7 +2,7 @@
 // uint8 activations by four int8 weights into int32, VNNI's vpdpbusd) with the requantizing
 // epilogue fused into the store.
 //
-// relax.qnn.conv2d(data, weight, bias, multiplier) -> [N, O, OH, OW] uint8
+// relax.qnn.conv2d_int8(data, weight, bias, multiplier) -> [N, O, OH, OW] uint8
 //   data        uint8 [N, C, H, W] (NCHW), zero point `input_zero_point`
 //   weight      int32 [O / b, ceil(C / 4), KH, KW, b]: int8 weights four input channels to a word
 //               (channel 4i + k in byte k), b output channels innermost (b = 16, 8 or 4)
@@ -14,7 +14,7 @@
 // y = clamp(round_half_even((Σ data·weight + bias) × multiplier) + output_zero_point, out_min,
 // out_max): padding reads the input's zero point, so a border tap adds nothing.
 //
-// relax.qnn.depthwise_conv2d(data, weight, bias, multiplier) -> [N, C, OH, OW] uint8
+// relax.qnn.depthwise_conv2d_int8(data, weight, bias, multiplier) -> [N, C, OH, OW] uint8
 //   the same for one channel per group: weight float32 [C, KH, KW] holding int8 values and bias
 //   float32 [C]. A depthwise window sums few products (KH × KW × 255 × 128 < 2^24), so float32
 //   arithmetic on the integers is exact, and it reads uint8 rather than the float32 a
@@ -277,11 +277,11 @@ absl::Status LegalizeQDepthwise(const CallNode& call, const std::vector<Buffer>&
 }  // namespace
 
 void RegisterQuantizedOps(std::vector<OpInfo>* ops) {
-  ops->push_back({"relax.qnn.conv2d", 4, InferQConv2d, true, OpPattern::kOutEWiseFusable,
+  ops->push_back({"relax.qnn.conv2d_int8", 4, InferQConv2d, true, OpPattern::kOutEWiseFusable,
                   "int8 2-D convolution of uint8 NCHW data by packed int8 weights, requantized "
                   "to uint8 (strides, padding, dilation, zero points, clamp)",
                   LegalizeQConv2d});
-  ops->push_back({"relax.qnn.depthwise_conv2d", 4, InferQDepthwise, true,
+  ops->push_back({"relax.qnn.depthwise_conv2d_int8", 4, InferQDepthwise, true,
                   OpPattern::kOutEWiseFusable,
                   "int8 depthwise 2-D convolution of uint8 NCHW data, exact in float32, "
                   "requantized to uint8 (strides, padding, dilation, zero points, clamp)",
