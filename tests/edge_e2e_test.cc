@@ -144,6 +144,22 @@ TEST_F(EdgeTest, TheSharedModelsRunOnTheBoardAndOnTheHost) {
                   "tests/models/mlp_dynamic_batch.batch7.output.npy");
 }
 
+TEST_F(EdgeTest, AnInt8ModelRunsOnTheBoardAsOnnxRuntimeRunsIt) {
+  // kiln quantize's QDQ model (compiler/quantize/testdata): int8 kernels on both machines — the
+  // board's portable dot product, VNNI's on an x86-64 that has it — against ONNX Runtime's output.
+  const std::string base = "compiler/quantize/testdata/tiny_resnet_int8.";
+  for (const char* device : {"board", "cpu"}) {
+    SCOPED_TRACE(device);
+    v1::Job compiled = Compile(base + "onnx", device);
+    ASSERT_EQ(compiled.state(), v1::JOB_STATE_SUCCEEDED) << compiled.reason();
+    for (int k = 0; k < 2; ++k) {
+      ExpectReference(
+          Infer(compiled.artifact_digest(), device, Npy(absl::StrCat(base, "input_", k, ".npy"))),
+          absl::StrCat(base, "output_", k, ".npy"));
+    }
+  }
+}
+
 TEST_F(EdgeTest, SelectorsPickDevicesAndBoardTimingsSayEmulated) {
   v1::SubmitCompileRequest request;
   absl::StatusOr<v1::ModuleSource> source =
