@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# int8 against float32, Kiln against ONNX Runtime, in the same run: ResNet-18 (bench/full_models,
-# exported by bench/make_full_models.py) and MobileNetV2 (tests/models) quantized by
+# int8 against float32, Kiln against ONNX Runtime, in the same run: ResNet-18 (the full-size export
+# of bench/make_full_models.py) and MobileNetV2 (tests/models) quantized by
 # `kiln quantize` on 32 random calibration inputs, their accuracy on 64 held-out ones; each
 # float and QDQ model compiled by Kiln and timed with `kiln bench`, and run by ONNX Runtime
 # (which runs a QDQ model on its int8 kernels). Prints a Markdown table under a line naming the

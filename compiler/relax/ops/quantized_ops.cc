@@ -88,24 +88,35 @@ PrimExpr OutExtent(const PrimExpr& size, int64_t pad, int64_t taps, int64_t dila
   return ana->Simplify(FloorDiv(size + (pad - (taps - 1) * dilation - 1), Int64(stride)) + 1);
 }
 
-absl::StatusOr<StructInfo> InferQConv2d(const CallNode& call, const OpInferContext& ctx) {
-  absl::StatusOr<QConvAttrs> attrs = ParseQConv(call);
-  if (!attrs.ok()) return attrs.status();
-  const DataType want[4] = {DataType::UInt(8), DataType::Int(32), DataType::Int(32),
-                            DataType::Float(32)};
-  const int rank[4] = {4, 5, 1, 1};
-  const char* what[4] = {"data", "weight", "bias", "multiplier"};
+// The four operands' dims (null where unknown), after checking their dtypes and ranks.
+const char* const kOperandNames[4] = {"data", "weight", "bias", "multiplier"};
+
+absl::StatusOr<std::vector<const std::vector<PrimExpr>*>> CheckOperands(const CallNode& call,
+                                                                        const DataType (&want)[4],
+                                                                        const int (&rank)[4]) {
   std::vector<const std::vector<PrimExpr>*> dims(4);
   for (int i = 0; i < 4; ++i) {
     absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, i);
     if (!t.ok()) return t.status();
     if ((*t)->dtype != want[i] || ((*t)->ndim >= 0 && (*t)->ndim != rank[i])) {
-      return OpError(call,
-                     absl::StrCat(what[i], " must be ", want[i].ToString(), " of rank ", rank[i],
-                                  ", not ", (*t)->dtype.ToString(), " of rank ", (*t)->ndim));
+      return OpError(
+          call, absl::StrCat(kOperandNames[i], " must be ", want[i].ToString(), " of rank ",
+                             rank[i], ", not ", (*t)->dtype.ToString(), " of rank ", (*t)->ndim));
     }
     dims[i] = DimsOf(**t);
   }
+  return dims;
+}
+
+absl::StatusOr<StructInfo> InferQConv2d(const CallNode& call, const OpInferContext& ctx) {
+  absl::StatusOr<QConvAttrs> attrs = ParseQConv(call);
+  if (!attrs.ok()) return attrs.status();
+  const DataType want[4] = {DataType::UInt(8), DataType::Int(32), DataType::Int(32),
+                            DataType::Float(32)};
+  absl::StatusOr<std::vector<const std::vector<PrimExpr>*>> operands =
+      CheckOperands(call, want, {4, 5, 1, 1});
+  if (!operands.ok()) return operands.status();
+  const std::vector<const std::vector<PrimExpr>*>& dims = *operands;
   if (dims[0] == nullptr || dims[1] == nullptr) return TensorSInfoUnknown(DataType::UInt(8), 4);
   const std::vector<PrimExpr>& x = *dims[0];
   const std::vector<PrimExpr>& w = *dims[1];
@@ -125,7 +136,8 @@ absl::StatusOr<StructInfo> InferQConv2d(const CallNode& call, const OpInferConte
   const PrimExpr out_c = ctx.analyzer->Simplify(w[0] * *block);
   for (int i = 2; i < 4; ++i) {
     if (dims[i] != nullptr && ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*dims[i])[0], out_c)))
-      return OpError(call, absl::StrCat(what[i], " must hold one value per output channel"));
+      return OpError(call,
+                     absl::StrCat(kOperandNames[i], " must hold one value per output channel"));
   }
   const PrimExpr oh = OutExtent(x[2], attrs->pad[0] + attrs->pad[2], *kh, attrs->dilation[0],
                                 attrs->stride[0], ctx.analyzer);
@@ -205,19 +217,10 @@ absl::StatusOr<StructInfo> InferQDepthwise(const CallNode& call, const OpInferCo
   if (!attrs.ok()) return attrs.status();
   const DataType want[4] = {DataType::UInt(8), DataType::Float(32), DataType::Float(32),
                             DataType::Float(32)};
-  const int rank[4] = {4, 3, 1, 1};
-  const char* what[4] = {"data", "weight", "bias", "multiplier"};
-  std::vector<const std::vector<PrimExpr>*> dims(4);
-  for (int i = 0; i < 4; ++i) {
-    absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, i);
-    if (!t.ok()) return t.status();
-    if ((*t)->dtype != want[i] || ((*t)->ndim >= 0 && (*t)->ndim != rank[i])) {
-      return OpError(call,
-                     absl::StrCat(what[i], " must be ", want[i].ToString(), " of rank ", rank[i],
-                                  ", not ", (*t)->dtype.ToString(), " of rank ", (*t)->ndim));
-    }
-    dims[i] = DimsOf(**t);
-  }
+  absl::StatusOr<std::vector<const std::vector<PrimExpr>*>> operands =
+      CheckOperands(call, want, {4, 3, 1, 1});
+  if (!operands.ok()) return operands.status();
+  const std::vector<const std::vector<PrimExpr>*>& dims = *operands;
   if (dims[0] == nullptr || dims[1] == nullptr) return TensorSInfoUnknown(DataType::UInt(8), 4);
   const std::vector<PrimExpr>& x = *dims[0];
   const std::vector<PrimExpr>& w = *dims[1];
@@ -228,7 +231,7 @@ absl::StatusOr<StructInfo> InferQDepthwise(const CallNode& call, const OpInferCo
   for (int i = 1; i < 4; ++i) {
     const PrimExpr& c = i == 1 ? w[0] : (dims[i] ? (*dims[i])[0] : x[1]);
     if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, c, x[1])))
-      return OpError(call, absl::StrCat(what[i], " must hold one value per channel"));
+      return OpError(call, absl::StrCat(kOperandNames[i], " must hold one value per channel"));
   }
   const PrimExpr oh = OutExtent(x[2], attrs->pad[0] + attrs->pad[2], *kh, attrs->dilation[0],
                                 attrs->stride[0], ctx.analyzer);
