@@ -194,6 +194,40 @@ TEST(QuantizedOpsTest, QDepthwiseConv2dIsTheIntegerArithmetic) {
   CheckQDepthwise(5, 9, 5, 1, 2, 7);
 }
 
+TEST(QuantizedOpsTest, QDenseIsTheIntegerProduct) {
+  // K = 37: the last word of each row holds one value and three bytes the zero weights ignore.
+  const int m = 3, k = 37, n = 24, block = 8, words = (k + 3) / 4;
+  std::mt19937 rng(9);
+  Tensor xt = Make({m, k}, kDLUInt, 8);
+  Tensor wt = Make({n / block, words, block}, kDLInt, 32);
+  Tensor ct = Make({n}, kDLInt, 32);
+  auto* x = static_cast<uint8_t*>(xt.data());
+  auto* packed = static_cast<uint32_t*>(wt.data());
+  auto* corr = static_cast<int32_t*>(ct.data());
+  std::vector<int8_t> w(k * n);
+  for (int64_t i = 0; i < xt.NumElements(); ++i) x[i] = static_cast<uint8_t>(rng());
+  for (int8_t& v : w) v = static_cast<int8_t>(rng());
+  for (int c = 0; c < n; ++c) corr[c] = static_cast<int32_t>(rng() % 1001) - 500;
+  std::fill(packed, packed + wt.NumElements(), 0u);
+  for (int r = 0; r < k; ++r)
+    for (int c = 0; c < n; ++c)
+      packed[((c / block) * words + r / 4) * block + c % block] |=
+          uint32_t{static_cast<uint8_t>(w[r * n + c])} << (8 * (r % 4));
+  const std::string params =
+      absl::StrCat("x: R.Tensor((", m, ", ", k, "), \"uint8\"), w: R.Tensor((", n / block, ", ",
+                   words, ", ", block, "), \"int32\"), c: R.Tensor((", n, ",), \"int32\")");
+  absl::StatusOr<runtime::Value> out = testing::CompileAndRun(
+      testing::Module(params, "            y = R.qnn.dense_int8(x, w, c)\n", "y"), {xt, wt, ct});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const auto* got = static_cast<const int32_t*>(out->as_tensor()->data());
+  for (int i = 0; i < m; ++i)
+    for (int c = 0; c < n; ++c) {
+      int32_t want = corr[c];
+      for (int r = 0; r < k; ++r) want += int32_t{x[i * k + r]} * w[r * n + c];
+      ASSERT_EQ(got[i * n + c], want) << i << " " << c;
+    }
+}
+
 TEST(QuantizedOpsTest, QConv2dRefusesWhatItDoesNotTake) {
   const std::string params =
       "x: R.Tensor((1, 6, 9, 9), \"float32\"), w: R.Tensor((2, 2, 3, 3, 8), \"int32\"), "

@@ -298,6 +298,50 @@ TEST(QdqModelTest, KilnRunsTheQdqModelAsOnnxRuntimeDoes) {
   }
 }
 
+// MatMulInteger of uint8 rows by a constant int8 matrix is one int8 kernel, whatever the rank of
+// its data (the leading dimensions flattened): exact against the integers written out.
+TEST(QdqModelTest, MatMulIntegerOfAConstantInt8MatrixIsExact) {
+  const int k = 10, n = 12;
+  std::mt19937 rng(4);
+  std::vector<int64_t> w(k * n);
+  for (int64_t& v : w) v = static_cast<int8_t>(rng());
+  onnx::TensorProto wt;
+  wt.set_name("w");
+  wt.set_data_type(onnx::TensorProto::INT8);
+  wt.add_dims(k);
+  wt.add_dims(n);
+  for (int64_t v : w) wt.add_int32_data(static_cast<int32_t>(v));
+  onnx::TensorProto zp;
+  zp.set_name("zp");
+  zp.set_data_type(onnx::TensorProto::UINT8);
+  zp.add_int32_data(7);
+  GraphBuilder b(13);
+  b.Input("x", onnx::TensorProto::UINT8, {2, 3, k});
+  b.Init(wt).Init(zp);
+  b.Node("MatMulInteger", {"x", "w", "zp"}, {"y"});
+  b.Output("y", onnx::TensorProto::INT32);
+  absl::StatusOr<ir::IRModule> mod =
+      frontend::LoadModule(frontend::SourceForm::kOnnx, b.Serialize(), "matmul_integer");
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  EXPECT_NE(script::PrintScript(*mod).find("R.qnn.dense_int8("), std::string::npos);
+  Tensor x = *Tensor::Empty({2, 3, k}, DLDataType{kDLUInt, 8, 1});
+  auto* xv = static_cast<uint8_t*>(x.data());
+  for (int64_t i = 0; i < x.NumElements(); ++i) xv[i] = static_cast<uint8_t>(rng());
+  absl::StatusOr<runtime::Value> out = backend::testing::CompileModuleAndRun(*mod, {x});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor* y = out->as_tensor();
+  ASSERT_NE(y, nullptr);
+  ASSERT_EQ(std::vector<int64_t>(y->shape().begin(), y->shape().end()),
+            (std::vector<int64_t>{2, 3, n}));
+  const auto* got = static_cast<const int32_t*>(y->data());
+  for (int row = 0; row < 6; ++row)
+    for (int c = 0; c < n; ++c) {
+      int64_t want = 0;
+      for (int r = 0; r < k; ++r) want += (int64_t{xv[row * k + r]} - 7) * w[r * n + c];
+      ASSERT_EQ(got[row * n + c], want) << row << " " << c;
+    }
+}
+
 TEST(ReadSamplesTest, FoldersOfNpyFiles) {
   const fs::path dir = fs::path(::testing::TempDir()) / "samples";
   fs::remove_all(dir);

@@ -147,8 +147,77 @@ absl::StatusOr<Expr> ScalarZeroPoint(Context& ctx, size_t input) {
   return zp;
 }
 
+// A constant input's numbers, or nullopt when input `i` is absent or not a constant.
+std::optional<std::vector<double>> ConstNumbers(Context& ctx, size_t i) {
+  if (!ctx.Has(i)) return std::nullopt;
+  absl::StatusOr<Expr> e = ctx.Tensor(i);
+  if (!e.ok()) return std::nullopt;
+  const auto* c = e->as<ir::relax::ConstantNode>();
+  if (c == nullptr) return std::nullopt;
+  return ConstantNumbers(*c);
+}
+
+// MatMulInteger of uint8 data by a constant int8 matrix (zero points 0) as one int8 kernel,
+// relax.qnn.dense_int8 over the data's rows (leading dimensions flattened); nullopt otherwise.
+absl::StatusOr<std::optional<Expr>> Int8Dense(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
+  const auto* bc = b.as<ir::relax::ConstantNode>();
+  if (ctx.DType(a) != DataType::UInt(8) || bc == nullptr || bc->dtype != DataType::Int(8) ||
+      bc->shape.size() != 2 || bc->shape[1] % 4 != 0) {
+    return std::nullopt;
+  }
+  std::optional<std::vector<double>> a_zp = ConstNumbers(ctx, 2), b_zp = ConstNumbers(ctx, 3);
+  if ((ctx.Has(2) && (!a_zp || a_zp->size() != 1)) || (ctx.Has(3) && !b_zp)) return std::nullopt;
+  if (b_zp) {
+    for (double z : *b_zp)
+      if (z != 0) return std::nullopt;
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> as, ctx.Shape(a));
+  const int64_t k = bc->shape[0], n = bc->shape[1];
+  const int64_t* ak = as.empty() ? nullptr : ir::AsConstInt(as.back());
+  if (as.size() < 2 || ak == nullptr || *ak != k) return std::nullopt;
+  // [N / b, ceil(K / 4), b] words, b columns innermost; each column's share of the zero point.
+  const int64_t block = n % 16 == 0 ? 16 : n % 8 == 0 ? 8 : 4;
+  const int64_t words = (k + 3) / 4;
+  const std::vector<double> bv = ConstantNumbers(*bc);
+  const double zx = a_zp ? (*a_zp)[0] : 0;
+  std::vector<uint32_t> packed(static_cast<size_t>(n * words), 0);
+  std::vector<double> correction(n, 0.0);
+  for (int64_t r = 0; r < k; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      const double v = bv[r * n + c];
+      correction[c] -= zx * v;
+      packed[((c / block) * words + r / 4) * block + c % block] |=
+          uint32_t{static_cast<uint8_t>(static_cast<int8_t>(v))} << (8 * (r % 4));
+    }
+  }
+  std::string bytes(packed.size() * sizeof(uint32_t), '\0');
+  std::memcpy(bytes.data(), packed.data(), bytes.size());
+  Expr weight =
+      ir::relax::MakeConstant(DataType::Int(32), {n / block, words, block}, std::move(bytes));
+  Expr corr = MakeNumericConstant(DataType::Int(32), {n}, correction);
+  Expr rows = a;
+  if (as.size() > 2) {
+    PrimExpr m = as[0];
+    for (size_t d = 1; d + 1 < as.size(); ++d) m = m * as[d];
+    KILN_ASSIGN_OR_RETURN(
+        rows, ctx.Call("relax.reshape",
+                       {a, ir::relax::MakeShape({ctx.analyzer()->Simplify(m), as.back()})}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.qnn.dense_int8", {rows, weight, corr}));
+  if (as.size() > 2) {
+    std::vector<PrimExpr> shape(as.begin(), as.end() - 1);
+    shape.push_back(ir::IntImm(DataType::Int(64), n));
+    KILN_ASSIGN_OR_RETURN(y, ctx.Call("relax.reshape", {y, ir::relax::MakeShape(shape)}));
+  }
+  return y;
+}
+
 // MatMulInteger(A, B, a_zero_point, b_zero_point) -> int32
 absl::StatusOr<Outputs> MatMulInteger(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::optional<Expr> int8, Int8Dense(ctx));
+  if (int8) return One(*int8);
   KILN_ASSIGN_OR_RETURN(Expr a, ctx.Tensor(0));
   KILN_ASSIGN_OR_RETURN(Expr b, ctx.Tensor(1));
   KILN_ASSIGN_OR_RETURN(Expr a_zp, ScalarZeroPoint(ctx, 2));
@@ -191,16 +260,6 @@ absl::StatusOr<Outputs> ConvInteger(Context& ctx) {
   KILN_ASSIGN_OR_RETURN(Expr xi, Centered(ctx, x, x_zp));
   KILN_ASSIGN_OR_RETURN(Expr wi, Centered(ctx, w, w_zp));
   return OneOf(ConvOf(ctx, xi, wi, Expr()));
-}
-
-// A constant input's numbers, or nullopt when input `i` is absent or not a constant.
-std::optional<std::vector<double>> ConstNumbers(Context& ctx, size_t i) {
-  if (!ctx.Has(i)) return std::nullopt;
-  absl::StatusOr<Expr> e = ctx.Tensor(i);
-  if (!e.ok()) return std::nullopt;
-  const auto* c = e->as<ir::relax::ConstantNode>();
-  if (c == nullptr) return std::nullopt;
-  return ConstantNumbers(*c);
 }
 
 // QLinearConv as one int8 kernel, relax.qnn.conv2d_int8 (uint8 data by int8 weights with the int8

@@ -113,7 +113,9 @@ class Fusion {
   int Run() {
     int fused = 0;
     for (int i = 0; i < g_->node_size(); ++i) {
-      if (g_->node(i).op_type() == "Conv" && TryConv(i)) ++fused;
+      const std::string& op = g_->node(i).op_type();
+      if (op == "Conv" && TryConv(i)) ++fused;
+      if ((op == "Gemm" || op == "MatMul") && TryDense(i)) ++fused;
     }
     if (fused == 0) return 0;
     google::protobuf::RepeatedPtrField<NodeProto> nodes;
@@ -272,6 +274,116 @@ class Fusion {
     removed_.insert(next);
     if (act != nullptr) removed_.insert(producer_.at(act->output(0)));
     inserted_[next] = std::move(added);
+    return true;
+  }
+
+  // DequantizeLinear(x) × DequantizeLinear(int8 constant) (+ bias), a Gemm or MatMul whatever
+  // reads its float result: MatMulInteger of the quantized operands, then its int32 scaled to
+  // float per column (x_scale × w_scale) and the bias added — the converter makes the integer
+  // product one int8 kernel, and fusion applies the rest as it stores it.
+  bool TryDense(int index) {
+    const NodeProto& node = g_->node(index);
+    const bool gemm = node.op_type() == "Gemm";
+    if (node.input_size() < 2) return false;
+    if (gemm) {
+      const onnx::AttributeProto* alpha = Attr(node, "alpha");
+      const onnx::AttributeProto* beta = Attr(node, "beta");
+      const onnx::AttributeProto* trans_a = Attr(node, "transA");
+      if ((alpha && alpha->f() != 1) || (beta && beta->f() != 1) || (trans_a && trans_a->i() != 0))
+        return false;
+    }
+    const onnx::AttributeProto* trans_b_attr = gemm ? Attr(node, "transB") : nullptr;
+    const bool trans_b = trans_b_attr != nullptr && trans_b_attr->i() != 0;
+    const NodeProto* dx = Producer(node.input(0), "DequantizeLinear");
+    if (dx == nullptr || Init(dx->input(0)) != nullptr) return false;
+    std::optional<std::vector<double>> x_scale = InitNumbers(*dx, 1, TensorProto::FLOAT);
+    if (!x_scale || x_scale->size() != 1 || !ZeroPointIs(*dx, TensorProto::UINT8, false))
+      return false;
+    const NodeProto* dw = Producer(node.input(1), "DequantizeLinear");
+    if (dw == nullptr) return false;
+    const TensorProto* w = Init(dw->input(0));
+    if (w == nullptr || w->data_type() != TensorProto::INT8 || w->dims_size() != 2) return false;
+    const int64_t k = trans_b ? w->dims(1) : w->dims(0), n = trans_b ? w->dims(0) : w->dims(1);
+    std::optional<std::vector<double>> w_scale = InitNumbers(*dw, 1, TensorProto::FLOAT);
+    if (!w_scale || (w_scale->size() != 1 && static_cast<int64_t>(w_scale->size()) != n) ||
+        !ZeroPointIs(*dw, TensorProto::INT8, true))
+      return false;
+    if (w_scale->size() != 1) {  // per output column: axis 0 of [N, K], 1 of [K, N]
+      const onnx::AttributeProto* axis = Attr(*dw, "axis");
+      const int64_t a = axis == nullptr ? 1 : axis->i();
+      if (a != (trans_b ? 0 : 1) && a != (trans_b ? -2 : -1)) return false;
+    }
+    std::optional<std::vector<double>> bias;
+    if (gemm && node.input_size() > 2 && !node.input(2).empty()) {
+      bias = DequantizedBias(node.input(2), n);
+      if (!bias) return false;
+    }
+    std::optional<std::vector<double>> wv = Numbers(*w);
+    if (!wv) return false;
+
+    const std::string base = (node.name().empty() ? node.output(0) : node.name()) + "_kiln_";
+    std::string w_name = dw->input(0);
+    if (trans_b) {  // MatMulInteger takes [K, N]
+      TensorProto t;
+      t.set_name(base + "weight");
+      t.set_data_type(TensorProto::INT8);
+      t.add_dims(k);
+      t.add_dims(n);
+      std::string bytes(static_cast<size_t>(k * n), '\0');
+      for (int64_t r = 0; r < k; ++r)
+        for (int64_t c = 0; c < n; ++c)
+          bytes[r * n + c] = static_cast<char>(static_cast<int8_t>((*wv)[c * k + r]));
+      t.set_raw_data(std::move(bytes));
+      new_inits_.push_back(std::move(t));
+      w_name = base + "weight";
+    }
+    std::vector<NodeProto> added;
+    NodeProto mm;
+    mm.set_op_type("MatMulInteger");
+    mm.set_name(node.name());
+    mm.add_input(dx->input(0));
+    mm.add_input(w_name);
+    mm.add_input(ZeroPointName(*dx, TensorProto::UINT8, base + "x_zero_point"));
+    mm.add_output(base + "int32");
+    added.push_back(std::move(mm));
+    NodeProto cast;
+    cast.set_op_type("Cast");
+    cast.add_input(base + "int32");
+    cast.add_output(base + "float");
+    onnx::AttributeProto* to = cast.add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(TensorProto::FLOAT);
+    added.push_back(std::move(cast));
+    TensorProto scale;
+    scale.set_name(base + "scale");
+    scale.set_data_type(TensorProto::FLOAT);
+    if (w_scale->size() != 1) scale.add_dims(n);
+    for (double ws : *w_scale)
+      scale.add_float_data(static_cast<float>((*x_scale)[0]) * static_cast<float>(ws));
+    new_inits_.push_back(std::move(scale));
+    NodeProto mul;
+    mul.set_op_type("Mul");
+    mul.add_input(base + "float");
+    mul.add_input(base + "scale");
+    mul.add_output(bias ? base + "scaled" : node.output(0));
+    added.push_back(std::move(mul));
+    if (bias) {
+      TensorProto b;
+      b.set_name(base + "bias");
+      b.set_data_type(TensorProto::FLOAT);
+      b.add_dims(n);
+      for (double v : *bias) b.add_float_data(static_cast<float>(v));
+      new_inits_.push_back(std::move(b));
+      NodeProto add;
+      add.set_op_type("Add");
+      add.add_input(base + "scaled");
+      add.add_input(base + "bias");
+      add.add_output(node.output(0));
+      added.push_back(std::move(add));
+    }
+    removed_.insert(index);
+    inserted_[index] = std::move(added);
     return true;
   }
 

@@ -6,6 +6,10 @@
 // the activation: clamping commutes with the monotone quantization), so that the converter can emit
 // one int8 kernel. Exact: the rewrite computes what ONNX defines for the pattern, up to the float
 // rounding of the bias rescaled to the accumulator's scale.
+//
+// A Gemm or MatMul of dequantized uint8 data by a dequantized int8 constant becomes
+// MatMulInteger, a Cast to float and the scaling (and bias) that dequantize its int32 result,
+// whatever reads it: the integer product is one int8 kernel.
 #ifndef KILN_COMPILER_FRONTEND_ONNX_QDQ_FUSION_H_
 #define KILN_COMPILER_FRONTEND_ONNX_QDQ_FUSION_H_
 
@@ -15,8 +19,8 @@
 
 namespace kiln::frontend::onnx_import {
 
-// Rewrites the graph (of a model importing `opset`) in place; returns how many Conv nodes became
-// QLinearConv.
+// Rewrites the graph (of a model importing `opset`) in place; returns how many Conv, Gemm and
+// MatMul nodes it rewrote.
 int FuseQdqConvolutions(onnx::GraphProto* graph, int64_t opset);
 
 }  // namespace kiln::frontend::onnx_import

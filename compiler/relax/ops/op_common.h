@@ -70,8 +70,8 @@ void RegisterReduceOps(std::vector<OpInfo>* ops);        // sum..variance, argma
 void RegisterNNOps(std::vector<OpInfo>* ops);            // linear, conv2d, pools
 void RegisterNormAndImageOps(std::vector<OpInfo>* ops);  // batch_norm, layer_norm, resize2d
 void RegisterManipulateOps(std::vector<OpInfo>* ops);    // expand_dims..pad, full
-void RegisterIndexOps(std::vector<OpInfo>* ops);
-void RegisterQuantizedOps(std::vector<OpInfo>* ops);  // qnn.conv2d_int8, qnn.depthwise_conv2d_int8         // take, gathers, scatters
+void RegisterIndexOps(std::vector<OpInfo>* ops);         // take, gathers, scatters
+void RegisterQuantizedOps(std::vector<OpInfo>* ops);     // qnn: conv2d, depthwise, dense (int8)
 
 }  // namespace kiln::ir::relax::ops
 

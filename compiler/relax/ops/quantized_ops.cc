@@ -19,6 +19,14 @@
 //   float32 [C]. A depthwise window sums few products (KH × KW × 255 × 128 < 2^24), so float32
 //   arithmetic on the integers is exact, and it reads uint8 rather than the float32 a
 //   dequantized input would be.
+//
+// relax.qnn.dense_int8(data, weight, correction) -> [M, N] int32
+//   data        uint8 [M, K]
+//   weight      int32 [N / b, ceil(K / 4), b]: int8 weights four of K to a word, b columns
+//               innermost
+//   correction  int32 [N]: added to each column (− zero_point × Σ weights, for MatMulInteger)
+// The exact integer product, for a dequantizing or requantizing epilogue of elementwise
+// operators that fusion applies as the accumulator tile is stored.
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/printer.h"
 #include "compiler/relax/ops/op_common.h"
@@ -277,6 +285,72 @@ absl::Status LegalizeQDepthwise(const CallNode& call, const std::vector<Buffer>&
   return absl::OkStatus();
 }
 
+absl::StatusOr<StructInfo> InferQDense(const CallNode& call, const OpInferContext& ctx) {
+  std::vector<const std::vector<PrimExpr>*> dims(3);
+  const DataType want[3] = {DataType::UInt(8), DataType::Int(32), DataType::Int(32)};
+  const int rank[3] = {2, 3, 1};
+  const char* what[3] = {"data", "weight", "correction"};
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, i);
+    if (!t.ok()) return t.status();
+    if ((*t)->dtype != want[i] || ((*t)->ndim >= 0 && (*t)->ndim != rank[i])) {
+      return OpError(call,
+                     absl::StrCat(what[i], " must be ", want[i].ToString(), " of rank ", rank[i],
+                                  ", not ", (*t)->dtype.ToString(), " of rank ", (*t)->ndim));
+    }
+    dims[i] = DimsOf(**t);
+  }
+  if (dims[0] == nullptr || dims[1] == nullptr) return TensorSInfoUnknown(DataType::Int(32), 2);
+  const std::vector<PrimExpr>& x = *dims[0];
+  const std::vector<PrimExpr>& w = *dims[1];
+  const int64_t* block = AsConstInt(w[2]);
+  if (block == nullptr || (*block != 16 && *block != 8 && *block != 4))
+    return OpError(call, "the weight's block (16, 8 or 4) must be a constant");
+  const PrimExpr words = ctx.analyzer->Simplify(FloorDiv(x[1] + 3, Int64(4)));
+  if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, words, w[1]))) {
+    return OpError(call, absl::StrCat("the weight holds ", DebugPrint(w[1]),
+                                      " words of the reduction, data has ", DebugPrint(x[1])));
+  }
+  const PrimExpr n = ctx.analyzer->Simplify(w[0] * *block);
+  if (dims[2] != nullptr && ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*dims[2])[0], n)))
+    return OpError(call, "correction must hold one value per column");
+  return TensorSInfo({x[0], n}, DataType::Int(32));
+}
+
+absl::Status LegalizeQDense(const CallNode&, const std::vector<Buffer>& in,
+                            const std::vector<Buffer>& out, tir::ComputeBuilder& b) {
+  const Buffer &x = in[0], &weight = in[1], &correction = in[2];
+  const DataType i32 = DataType::Int(32), u32 = DataType::UInt(32);
+  const PrimExpr k_extent = x->shape[1];
+  Buffer words = b.Temp("pack_words", i32, {x->shape[0], weight->shape[1]});
+  b.Compute("pack_words", words, [&](const Indices& i) {
+    PrimExpr word;
+    for (int k = 0; k < 4; ++k) {
+      PrimExpr c = i[1] * 4 + k;
+      // Past the last column of the reduction the weights are 0: any byte will do.
+      PrimExpr byte =
+          Cast(u32, GuardedLoad(x, {i[0], c}, c < k_extent, IntImm(DataType::UInt(8), 0)));
+      PrimExpr placed = k == 0 ? byte : byte * IntImm(u32, int64_t{1} << (8 * k));
+      word = k == 0 ? placed : word + placed;
+    }
+    return Cast(i32, word);
+  });
+  const int64_t block = *AsConstInt(weight->shape[2]);
+  Buffer acc = b.Temp("dense_int8_packed", i32, {x->shape[0], weight->shape[0], weight->shape[2]});
+  b.Reduce("dense_int8", acc, {weight->shape[1]}, Combiner::kSum,
+           [&](const Indices& s, const Indices& r) {
+             return Call(i32, "dot4_u8i8",
+                         {Load(words, {s[0], r[0]}), Load(weight, {s[1], r[0], s[2]})});
+           });
+  b.ComputeOver(
+      "dense_int8_unpack", out[0], acc->shape,
+      [&](const Indices& i) -> Indices {
+        return {i[0], i[1] * block + i[2]};
+      },
+      [&](const Indices& i) { return Load(acc, i) + Load(correction, {i[1] * block + i[2]}); });
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterQuantizedOps(std::vector<OpInfo>* ops) {
@@ -289,6 +363,10 @@ void RegisterQuantizedOps(std::vector<OpInfo>* ops) {
                   "int8 depthwise 2-D convolution of uint8 NCHW data, exact in float32, "
                   "requantized to uint8 (strides, padding, dilation, zero points, clamp)",
                   LegalizeQDepthwise});
+  ops->push_back({"relax.qnn.dense_int8", 3, InferQDense, true, OpPattern::kOutEWiseFusable,
+                  "uint8 [M, K] by packed int8 weights into int32 [M, N], with the int8 dot "
+                  "product (MatMulInteger)",
+                  LegalizeQDense});
 }
 
 }  // namespace kiln::ir::relax::ops
