@@ -36,6 +36,7 @@ const target::CpuTarget& HostCpuTarget() {
 std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
   const target::CpuPolicy policy = target::PolicyFor(options.cpu);
   std::vector<pass::PassPtr> passes = {relax::CanonicalizeBindingsPass()};
+  if (!policy.int8_kernels) passes.push_back(relax::FallbackInt8OpsPass(policy));
   if (options.nhwc_convs) passes.push_back(relax::ConvertConvLayoutPass(policy));
   if (options.pack_weights) passes.push_back(relax::PackConstantWeightsPass(policy));
   passes.push_back(relax::LegalizeOpsPass());

@@ -36,6 +36,7 @@ CpuPolicy PolicyFor(const CpuTarget& target) {
   p.nhwc_channel_block = 2 * p.lanes;
   p.wide_row = kWideRowRegisters / target.vector_registers;
   p.split_strided_columns = target.masked_memory;
+  p.int8_kernels = target.int8_dot_product;
   return p;
 }
 
@@ -71,7 +72,8 @@ std::string CpuPolicy::ToString() const {
                       TileAccumulators(), " elements, ", tile_registers, " at most), vector tile ",
                       max_vector_tile, ", channel blocks ", channel_block, "/", nhwc_channel_block,
                       ", NHWC below ", wide_row, " columns",
-                      split_strided_columns ? ", strided depthwise columns split" : "");
+                      split_strided_columns ? ", strided depthwise columns split" : "",
+                      int8_kernels ? ", int8 kernels" : "");
 }
 
 }  // namespace kiln::target

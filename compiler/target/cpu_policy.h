@@ -44,6 +44,9 @@ struct CpuPolicy {
   // copy that deinterleaves it is one masked load per row (the target's masked memory access);
   // elsewhere the copy's edge masks cost more than the shuffles they save.
   bool split_strided_columns = false;
+  // int8 operators run on the int8 dot product (the target has one); else they are rewritten
+  // into float32 arithmetic before anything else sees them (FallbackInt8Ops).
+  bool int8_kernels = false;
 
   // Elements of the accumulator tile.
   int64_t TileAccumulators() const { return accumulator_registers * lanes; }

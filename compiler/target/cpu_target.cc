@@ -57,11 +57,11 @@ int64_t ReadCacheSize(const std::string& path) {
 int CpuTarget::Lanes(int element_bits) const { return std::max(1, vector_bits / element_bits); }
 
 std::string CpuTarget::ToString() const {
-  return absl::StrCat(arch, " ", cpu, ": ", vector_bits, "-bit vectors x ", vector_registers,
-                      " registers, ", fma_units, " FMA/cycle x ", fma_latency, " cycles, L1d ",
-                      l1d_bytes >> 10, " KiB, L2 ", l2_bytes >> 10, " KiB, L3 ", l3_bytes >> 10,
-                      " KiB, ", cores, cores == 1 ? " core" : " cores",
-                      masked_memory ? ", masked loads" : "");
+  return absl::StrCat(
+      arch, " ", cpu, ": ", vector_bits, "-bit vectors x ", vector_registers, " registers, ",
+      fma_units, " FMA/cycle x ", fma_latency, " cycles, L1d ", l1d_bytes >> 10, " KiB, L2 ",
+      l2_bytes >> 10, " KiB, L3 ", l3_bytes >> 10, " KiB, ", cores, cores == 1 ? " core" : " cores",
+      masked_memory ? ", masked loads" : "", int8_dot_product ? ", int8 dot product" : "");
 }
 
 CpuTarget DescribeCpu(absl::string_view arch, absl::string_view cpu,
@@ -81,6 +81,7 @@ CpuTarget DescribeCpu(absl::string_view arch, absl::string_view cpu,
     t.vector_bits = avx512 ? 512 : Has(features, "avx2") || Has(features, "avx") ? 256 : 128;
     t.vector_registers = avx512 ? 32 : 16;
     t.masked_memory = avx512;
+    t.int8_dot_product = Has(features, "avx512_vnni") && Has(features, "avx512vl");
     fma_bits_per_cycle = Has(features, "fma") || avx512 ? 2 * t.vector_bits : t.vector_bits;
   }
   for (const CpuFacts& facts : kKnownCpus) {
@@ -115,7 +116,8 @@ CpuTarget WithHostCaches(CpuTarget target) {
 CpuTarget Avx2Haswell() { return DescribeCpu("x86_64", "haswell", {"avx", "avx2", "fma"}); }
 
 CpuTarget Avx512Znver4() {
-  return DescribeCpu("x86_64", "znver4", {"avx", "avx2", "fma", "avx512f", "avx512bw"});
+  return DescribeCpu("x86_64", "znver4",
+                     {"avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"});
 }
 
 CpuTarget NeonCortexA72() { return DescribeCpu("aarch64", "cortex-a72", {"asimd"}); }

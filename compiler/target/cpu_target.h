@@ -28,6 +28,9 @@ struct CpuTarget {
   // Loads and stores of any lanes of a vector in one instruction, whatever its length (AVX-512's
   // mask registers): a masked access of a row's odd span costs what an aligned one does.
   bool masked_memory = false;
+  // An int8 dot product of four pairs per 32-bit lane in one instruction (AVX-512 VNNI's
+  // vpdpbusd): int8 kernels (relax.qnn.*_int8) run on it; elsewhere they run in float32.
+  bool int8_dot_product = false;
 
   // Elements of `element_bits` in one vector (16 float32 lanes for AVX-512).
   int Lanes(int element_bits = 32) const;
@@ -48,7 +51,7 @@ CpuTarget WithHostCaches(CpuTarget target);
 
 // The descriptions tests and benchmarks name.
 CpuTarget Avx2Haswell();    // x86-64 AVX2 + FMA, 16 ymm registers
-CpuTarget Avx512Znver4();   // x86-64 AVX-512, 32 zmm registers, 512-bit FMAs at half rate
+CpuTarget Avx512Znver4();   // x86-64 AVX-512 (with VNNI), 32 zmm registers, FMAs at half rate
 CpuTarget NeonCortexA72();  // aarch64 NEON, 32 128-bit registers
 
 }  // namespace kiln::target

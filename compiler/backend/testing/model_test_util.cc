@@ -99,8 +99,8 @@ absl::StatusOr<Value> CompileAndRun(const std::string& text, const std::vector<V
 }
 
 absl::StatusOr<Value> CompileModuleAndRun(const ir::IRModule& mod, const std::vector<Value>& inputs,
-                                          const BuildOptions& options) {
-  absl::StatusOr<BuiltModule> built = Build(mod, "llvm", options);
+                                          const BuildOptions& options, const std::string& target) {
+  absl::StatusOr<BuiltModule> built = Build(mod, target, options);
   if (!built.ok()) return built.status();
   auto lib = runtime::KernelLibrary::LoadFromMemory(built->kernels, "op");
   if (!lib.ok()) return lib.status();

@@ -43,7 +43,8 @@ absl::StatusOr<runtime::Value> CompileAndRun(const std::string& text,
 // The same for a module already built in memory.
 absl::StatusOr<runtime::Value> CompileModuleAndRun(const ir::IRModule& mod,
                                                    const std::vector<runtime::Value>& inputs,
-                                                   const BuildOptions& options = {});
+                                                   const BuildOptions& options = {},
+                                                   const std::string& target = "llvm");
 
 // Builds `text` with `reference` options and with the defaults, runs main on `inputs` and
 // compares the two tensor results element by element within `tolerance`: OK, or an error

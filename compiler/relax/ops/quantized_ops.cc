@@ -96,6 +96,19 @@ PrimExpr OutExtent(const PrimExpr& size, int64_t pad, int64_t taps, int64_t dila
   return ana->Simplify(FloorDiv(size + (pad - (taps - 1) * dilation - 1), Int64(stride)) + 1);
 }
 
+// A window of kh × kw taps over NCHW `x`: the uint8 [N, channels, OH, OW] it stores.
+absl::StatusOr<StructInfo> WindowResult(const CallNode& call, const QConvAttrs& a,
+                                        const std::vector<PrimExpr>& x, const PrimExpr& channels,
+                                        int64_t kh, int64_t kw, arith::Analyzer* ana) {
+  const PrimExpr oh = OutExtent(x[2], a.pad[0] + a.pad[2], kh, a.dilation[0], a.stride[0], ana);
+  const PrimExpr ow = OutExtent(x[3], a.pad[1] + a.pad[3], kw, a.dilation[1], a.stride[1], ana);
+  for (const PrimExpr& o : {oh, ow}) {
+    const int64_t* c = AsConstInt(o);
+    if (c != nullptr && *c < 1) return OpError(call, "the kernel is larger than the padded input");
+  }
+  return TensorSInfo({x[0], channels, oh, ow}, DataType::UInt(8));
+}
+
 // The four operands' dims (null where unknown), after checking their dtypes and ranks.
 const char* const kOperandNames[4] = {"data", "weight", "bias", "multiplier"};
 
@@ -147,15 +160,7 @@ absl::StatusOr<StructInfo> InferQConv2d(const CallNode& call, const OpInferConte
       return OpError(call,
                      absl::StrCat(kOperandNames[i], " must hold one value per output channel"));
   }
-  const PrimExpr oh = OutExtent(x[2], attrs->pad[0] + attrs->pad[2], *kh, attrs->dilation[0],
-                                attrs->stride[0], ctx.analyzer);
-  const PrimExpr ow = OutExtent(x[3], attrs->pad[1] + attrs->pad[3], *kw, attrs->dilation[1],
-                                attrs->stride[1], ctx.analyzer);
-  for (const PrimExpr& o : {oh, ow}) {
-    const int64_t* c = AsConstInt(o);
-    if (c != nullptr && *c < 1) return OpError(call, "the kernel is larger than the padded input");
-  }
-  return TensorSInfo({x[0], out_c, oh, ow}, DataType::UInt(8));
+  return WindowResult(call, *attrs, x, out_c, *kh, *kw, ctx.analyzer);
 }
 
 PrimExpr Grown(const PrimExpr& dim, int64_t by) {
@@ -241,15 +246,7 @@ absl::StatusOr<StructInfo> InferQDepthwise(const CallNode& call, const OpInferCo
     if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, c, x[1])))
       return OpError(call, absl::StrCat(kOperandNames[i], " must hold one value per channel"));
   }
-  const PrimExpr oh = OutExtent(x[2], attrs->pad[0] + attrs->pad[2], *kh, attrs->dilation[0],
-                                attrs->stride[0], ctx.analyzer);
-  const PrimExpr ow = OutExtent(x[3], attrs->pad[1] + attrs->pad[3], *kw, attrs->dilation[1],
-                                attrs->stride[1], ctx.analyzer);
-  for (const PrimExpr& o : {oh, ow}) {
-    const int64_t* c = AsConstInt(o);
-    if (c != nullptr && *c < 1) return OpError(call, "the kernel is larger than the padded input");
-  }
-  return TensorSInfo({x[0], x[1], oh, ow}, DataType::UInt(8));
+  return WindowResult(call, *attrs, x, x[1], *kh, *kw, ctx.analyzer);
 }
 
 absl::Status LegalizeQDepthwise(const CallNode& call, const std::vector<Buffer>& in,

@@ -20,6 +20,14 @@ namespace kiln::ir::relax {
 //   - TupleGetItem of a variable bound to a tuple literal: the field itself.
 absl::StatusOr<IRModule> CanonicalizeBindings(const IRModule& mod);
 
+// FallbackInt8Ops: where the target policy has no int8 kernels (no native int8 dot product), the
+// int8 operators become float32 arithmetic before anything else sees them: qnn.conv2d_int8 a
+// conv2d of the zero-point-centered data by the float weights, then the bias and the
+// requantization (clip, nearbyint, zero point, astype); qnn.dense_int8 a matmul, the correction
+// and nearbyint back to int32. Float32 sums of more than 2^24 / (255 × 128) products round, so a
+// result may differ from the int8 kernel's by one quantization step.
+absl::StatusOr<IRModule> FallbackInt8Ops(const IRModule& mod, const target::CpuPolicy& policy);
+
 // PackConstantWeights: float32 constant weights are repacked at compile time into blocks of b
 // output channels (columns) innermost, b the target policy's channel block (a vector and at least a
 // cache line: 16 float32 on AVX-512, AVX2 and NEON), the layout the kernels stream:
@@ -111,6 +119,7 @@ PlannedMemory PlannedMemoryOf(const FunctionNode& f);
 
 // Each pass above as a pass object (compiler/pass/pass.h), with its IR level and requirements.
 pass::PassPtr CanonicalizeBindingsPass();
+pass::PassPtr FallbackInt8OpsPass(const target::CpuPolicy& policy);
 pass::PassPtr ConvertConvLayoutPass(const target::CpuPolicy& policy);
 pass::PassPtr PackConstantWeightsPass(const target::CpuPolicy& policy);
 pass::PassPtr LegalizeOpsPass();
