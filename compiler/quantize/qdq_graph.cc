@@ -175,14 +175,16 @@ absl::StatusOr<int> FoldBatchNorms(onnx::ModelProto& model) {
   int folded = 0;
   for (int i = 0; i < g->node_size(); ++i) {
     const onnx::NodeProto& bn = g->node(i);
-    if (bn.op_type() != "BatchNormalization" || bn.input_size() != 5) continue;
+    if (bn.op_type() != "BatchNormalization" || bn.input_size() != 5 || bn.output_size() < 1)
+      continue;
     if (bn.output_size() > 1 && !bn.output(1).empty()) continue;  // training mode
     const std::string& x = bn.input(0);
     auto prod = index.producer.find(x);
     if (prod == index.producer.end() || index.Readers(x).size() != 1 || index.outputs.count(x))
       continue;
     onnx::NodeProto* conv = g->mutable_node(prod->second);
-    if (conv->op_type() != "Conv" || conv->input_size() < 2 || !index.IsInitializer(conv->input(1)))
+    if (conv->op_type() != "Conv" || conv->input_size() < 2 || conv->output_size() < 1 ||
+        !index.IsInitializer(conv->input(1)))
       continue;
     bool constant_stats = true;
     for (int k = 1; k < 5; ++k) constant_stats = constant_stats && index.IsInitializer(bn.input(k));
@@ -266,6 +268,10 @@ absl::StatusOr<QuantizationPlan> PlanQuantization(const onnx::ModelProto& model,
     const onnx::NodeProto& node = g.node(i);
     if (!IsLayerOp(node.op_type())) continue;
     const std::string name = NodeName(node, i);
+    if (node.input_size() < 2 || node.output_size() < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", name, "' (", node.op_type(), ") needs two inputs and an output"));
+    }
     matched.insert(name);
     const WeightSlot weight = WeightOf(node, index, g);
     const bool activation_pair = node.op_type() == "MatMul" && node.input_size() == 2 &&
@@ -282,7 +288,8 @@ absl::StatusOr<QuantizationPlan> PlanQuantization(const onnx::ModelProto& model,
     const std::vector<int>& readers = index.Readers(out);
     if (readers.size() == 1 && !index.outputs.count(out)) {
       const std::string& next = g.node(readers[0]).op_type();
-      if (next == "Relu" || next == "Clip") out = g.node(readers[0]).output(0);
+      if ((next == "Relu" || next == "Clip") && g.node(readers[0]).output_size() > 0)
+        out = g.node(readers[0]).output(0);
     }
     if (!index.Readers(out).empty()) add_activation(out);
     plan.layers.push_back({name, node.op_type(), out});

@@ -359,6 +359,31 @@ TEST(QdqModelTest, MatMulIntegerOfAConstantInt8MatrixIsExact) {
     }
 }
 
+// QDQ fusion reads only what a node has: a DequantizeLinear without its scale, a Conv without
+// outputs are the importer's errors to report, not reads past the end.
+TEST(QdqModelTest, MalformedQdqNodesAreErrorsNotCrashes) {
+  GraphBuilder b(13);
+  b.Input("xq", onnx::TensorProto::UINT8, {1, 4, 4, 4});
+  b.Init(FloatTensor("w", {4, 4, 1, 1}, Random(16, 3)));
+  b.Node("DequantizeLinear", {"xq"}, {"x"});
+  b.Node("Conv", {"x", "w"}, {"y"});
+  b.Node("QuantizeLinear", {"y"}, {"yq"});
+  b.Output("yq", onnx::TensorProto::UINT8);
+  absl::StatusOr<ir::IRModule> mod =
+      frontend::LoadModule(frontend::SourceForm::kOnnx, b.Serialize(), "malformed");
+  EXPECT_FALSE(mod.ok());
+  onnx::ModelProto m = b.model();
+  m.mutable_graph()->mutable_node(1)->clear_output();  // a Conv with no output
+  std::string bytes;
+  ASSERT_TRUE(m.SerializeToString(&bytes));
+  mod = frontend::LoadModule(frontend::SourceForm::kOnnx, bytes, "malformed");
+  EXPECT_FALSE(mod.ok());
+  // The quantizer refuses such a layer too, naming it.
+  absl::StatusOr<QuantizationPlan> plan = PlanQuantization(m, {});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("Conv"), std::string::npos) << plan.status();
+}
+
 TEST(ReadSamplesTest, FoldersOfNpyFiles) {
   const fs::path dir = fs::path(::testing::TempDir()) / "samples";
   fs::remove_all(dir);

@@ -135,11 +135,13 @@ class Fusion {
     auto it = inits_.find(name);
     return it == inits_.end() ? nullptr : it->second;
   }
-  // The node producing `tensor` when it is `op_type`, else null.
+  // The node producing `tensor` when it is `op_type` with its first two inputs (the
+  // DequantizeLinear's data and scale), else null: nothing here reads past a node's inputs.
   const NodeProto* Producer(const std::string& tensor, const char* op_type) const {
     auto it = producer_.find(tensor);
-    if (it == producer_.end() || g_->node(it->second).op_type() != op_type) return nullptr;
-    return &g_->node(it->second);
+    if (it == producer_.end()) return nullptr;
+    const NodeProto& n = g_->node(it->second);
+    return n.op_type() == op_type && n.input_size() >= 2 ? &n : nullptr;
   }
   // The one node reading `tensor` (which is no graph output), or -1.
   int OnlyReader(const std::string& tensor) const {
@@ -171,7 +173,7 @@ class Fusion {
 
   bool TryConv(int index) {
     const NodeProto& conv = g_->node(index);
-    if (conv.input_size() < 2) return false;
+    if (conv.input_size() < 2 || conv.output_size() < 1) return false;
     // uint8 data, dequantized per tensor.
     const NodeProto* dx = Producer(conv.input(0), "DequantizeLinear");
     if (dx == nullptr || Init(dx->input(0)) != nullptr) return false;
@@ -205,13 +207,13 @@ class Fusion {
     if (next < 0) return false;
     const NodeProto* act = nullptr;
     if (g_->node(next).op_type() == "Relu" || g_->node(next).op_type() == "Clip") {
-      if (opset_ < 12) return false;  // a uint8 Clip needs opset 12
+      if (opset_ < 12 || g_->node(next).output_size() < 1) return false;  // uint8 Clip: opset 12
       act = &g_->node(next);
       next = OnlyReader(act->output(0));
       if (next < 0) return false;
     }
     const NodeProto& q = g_->node(next);
-    if (q.op_type() != "QuantizeLinear") return false;
+    if (q.op_type() != "QuantizeLinear" || q.input_size() < 2 || q.output_size() < 1) return false;
     std::optional<std::vector<double>> y_scale = InitNumbers(q, 1, TensorProto::FLOAT);
     if (!y_scale || y_scale->size() != 1 || !ZeroPointIs(q, TensorProto::UINT8, false))
       return false;
@@ -284,7 +286,7 @@ class Fusion {
   bool TryDense(int index) {
     const NodeProto& node = g_->node(index);
     const bool gemm = node.op_type() == "Gemm";
-    if (node.input_size() < 2) return false;
+    if (node.input_size() < 2 || node.output_size() < 1) return false;
     if (gemm) {
       const onnx::AttributeProto* alpha = Attr(node, "alpha");
       const onnx::AttributeProto* beta = Attr(node, "beta");
