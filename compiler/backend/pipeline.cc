@@ -36,7 +36,9 @@ const target::CpuTarget& HostCpuTarget() {
 std::vector<pass::PassPtr> Pipeline(const BuildOptions& options) {
   const target::CpuPolicy policy = target::PolicyFor(options.cpu);
   std::vector<pass::PassPtr> passes = {relax::CanonicalizeBindingsPass()};
-  if (!policy.int8_kernels) passes.push_back(relax::FallbackInt8OpsPass(policy));
+  // Every target runs it (a no-op where the int8 kernels are), so the pass list, and what
+  // --dump-after names, is the same for all.
+  passes.push_back(relax::FallbackInt8OpsPass(policy));
   if (options.nhwc_convs) passes.push_back(relax::ConvertConvLayoutPass(policy));
   if (options.pack_weights) passes.push_back(relax::PackConstantWeightsPass(policy));
   passes.push_back(relax::LegalizeOpsPass());

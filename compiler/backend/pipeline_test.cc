@@ -61,7 +61,8 @@ TEST(PipelineTest, UnknownPassNamesAreRefusedWithTheList) {
   EXPECT_THAT(built.status().message(), HasSubstr("no pass is called 'FuseTIR'"));
   EXPECT_THAT(
       built.status().message(),
-      HasSubstr("CanonicalizeBindings, ConvertConvLayout, PackConstantWeights, LegalizeOps"));
+      HasSubstr("CanonicalizeBindings, FallbackInt8Ops, ConvertConvLayout, PackConstantWeights, "
+                "LegalizeOps"));
 }
 
 TEST(PipelineTest, EveryPassAndCodeGenerationStepIsTimedInOrder) {
@@ -72,12 +73,12 @@ TEST(PipelineTest, EveryPassAndCodeGenerationStepIsTimedInOrder) {
   std::vector<std::string> steps;
   for (const auto& e : timer.entries()) steps.push_back(e.pass);
   EXPECT_THAT(steps, ::testing::ElementsAre(
-                         "CanonicalizeBindings", "ConvertConvLayout", "PackConstantWeights",
-                         "LegalizeOps", "FoldConstant", "DeadCodeElimination", "FuseOps",
-                         "DeadCodeElimination", "DefaultSchedule", "ToNonDataflow",
-                         "CallTIRRewrite", "StaticPlanBlockMemory", "VMCodegen", "LowerInitBlock",
-                         "ConvertBlocksToLoops", "Simplify", "CompactAllocations", "FlattenBuffers",
-                         "VectorizeLoops", "Simplify", "LLVM", "Link"));
+                         "CanonicalizeBindings", "FallbackInt8Ops", "ConvertConvLayout",
+                         "PackConstantWeights", "LegalizeOps", "FoldConstant",
+                         "DeadCodeElimination", "FuseOps", "DeadCodeElimination", "DefaultSchedule",
+                         "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMCodegen",
+                         "LowerInitBlock", "ConvertBlocksToLoops", "Simplify", "CompactAllocations",
+                         "FlattenBuffers", "VectorizeLoops", "Simplify", "LLVM", "Link"));
   EXPECT_THAT(timer.Report(), HasSubstr("total"));
 }
 

@@ -196,14 +196,17 @@ class Int8Fallback : public ExprMutator {
 absl::StatusOr<IRModule> FallbackInt8Ops(const IRModule& mod, const target::CpuPolicy& policy) {
   if (policy.int8_kernels) return mod;
   IRModuleBuilder out(mod);
+  bool changed = false;
   for (const auto& [name, entry] : mod->functions) {
     const auto* f = entry.second.as<FunctionNode>();
     if (f == nullptr) continue;
     Expr body = Int8Fallback().VisitExpr(f->body);
+    if (body.get() == f->body.get()) continue;  // no int8 operator: nothing to normalize
+    changed = true;
     out.Update(entry.first,
                MakeFunction(f->params, body, f->ret_struct_info, f->is_pure, f->attrs));
   }
-  return NormalizeModule(out.Build());
+  return changed ? NormalizeModule(out.Build()) : mod;
 }
 
 }  // namespace kiln::ir::relax
