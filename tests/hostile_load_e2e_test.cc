@@ -333,7 +333,12 @@ TEST_F(HostileLoadTest, FortyConcurrentLargeSubmits) {
       ++accepted;
       (void)client_->Cancel(a->job().id(), "the test is done");
     } else {
-      EXPECT_EQ(a.status().code(), absl::StatusCode::kResourceExhausted) << a.status();
+      // Refused while it waited for a receive slot; or, on a machine too busy to run kilnd's
+      // refusal in the second before the client's deadline, ended by that deadline (a CI run
+      // beside another build saw 3 of 40). Either way nothing of it is held.
+      EXPECT_THAT(a.status().code(), ::testing::AnyOf(absl::StatusCode::kResourceExhausted,
+                                                      absl::StatusCode::kDeadlineExceeded))
+          << a.status();
       ++refused;
     }
   }
