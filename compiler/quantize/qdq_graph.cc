@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/frontend/onnx/qdq_fusion.h"
 
 namespace kiln::quantize {
 namespace {
@@ -26,15 +26,13 @@ std::string NodeName(const onnx::NodeProto& node, int index) {
 }
 
 int64_t IntAttr(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
-  for (const onnx::AttributeProto& a : node.attribute())
-    if (a.name() == name) return a.i();
-  return fallback;
+  const onnx::AttributeProto* a = frontend::onnx_import::FindAttribute(node, name);
+  return a != nullptr ? a->i() : fallback;
 }
 
 float FloatAttr(const onnx::NodeProto& node, const std::string& name, float fallback) {
-  for (const onnx::AttributeProto& a : node.attribute())
-    if (a.name() == name) return a.f();
-  return fallback;
+  const onnx::AttributeProto* a = frontend::onnx_import::FindAttribute(node, name);
+  return a != nullptr ? a->f() : fallback;
 }
 
 // The graph's tensors: who makes each, who reads it, which are initializers and outputs.
@@ -62,12 +60,6 @@ struct GraphIndex {
   bool IsInitializer(const std::string& t) const { return initializer.count(t) > 0; }
 };
 
-int64_t NumElements(const TensorProto& t) {
-  int64_t n = 1;
-  for (int64_t d : t.dims()) n *= d;
-  return n;
-}
-
 // A float32 initializer's values.
 absl::StatusOr<std::vector<float>> Floats(const TensorProto& t) {
   if (t.data_type() != TensorProto::FLOAT)
@@ -76,23 +68,12 @@ absl::StatusOr<std::vector<float>> Floats(const TensorProto& t) {
     return absl::UnimplementedError(absl::StrCat(
         "initializer '", t.name(), "' is in an external data file, which quantize does not read"));
   }
-  const int64_t n = NumElements(t);
-  std::vector<float> v(static_cast<size_t>(n));
-  if (t.has_raw_data()) {
-    if (t.raw_data().size() != static_cast<size_t>(n) * sizeof(float)) {
-      return absl::InvalidArgumentError(absl::StrCat("initializer '", t.name(), "' holds ",
-                                                     t.raw_data().size(), " bytes, not ",
-                                                     n * sizeof(float)));
-    }
-    std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
-  } else {
-    if (t.float_data_size() != n) {
-      return absl::InvalidArgumentError(absl::StrCat("initializer '", t.name(), "' holds ",
-                                                     t.float_data_size(), " values, not ", n));
-    }
-    std::copy(t.float_data().begin(), t.float_data().end(), v.begin());
+  std::optional<std::vector<double>> v = frontend::onnx_import::TensorNumbers(t);
+  if (!v) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("initializer '", t.name(), "' holds fewer or more values than its dims say"));
   }
-  return v;
+  return std::vector<float>(v->begin(), v->end());
 }
 
 template <typename T>
@@ -148,6 +129,26 @@ WeightSlot WeightOf(const onnx::NodeProto& node, const GraphIndex& index,
   }
   if (op == "MatMul" && weight_rank(1) == 2) return {1, 1};
   return {};
+}
+
+// Drops the initializers nothing reads any more, and the graph inputs that named them (models
+// before IR version 4 list initializers among the inputs).
+void DropUnreadInitializers(onnx::GraphProto* g) {
+  const GraphIndex index(*g);
+  std::set<std::string> dropped;
+  google::protobuf::RepeatedPtrField<TensorProto> inits;
+  for (TensorProto& t : *g->mutable_initializer()) {
+    if (index.Readers(t.name()).empty() && !index.outputs.count(t.name())) {
+      dropped.insert(t.name());
+    } else {
+      *inits.Add() = std::move(t);
+    }
+  }
+  g->mutable_initializer()->Swap(&inits);
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
+  for (onnx::ValueInfoProto& in : *g->mutable_input())
+    if (!dropped.count(in.name())) *inputs.Add() = std::move(in);
+  g->mutable_input()->Swap(&inputs);
 }
 
 bool IsLayerOp(const std::string& op) { return op == "Conv" || op == "Gemm" || op == "MatMul"; }
@@ -238,13 +239,7 @@ absl::StatusOr<int> FoldBatchNorms(onnx::ModelProto& model) {
   for (int i = 0; i < g->node_size(); ++i)
     if (!removed.count(i)) *kept.Add() = std::move(*g->mutable_node(i));
   g->mutable_node()->Swap(&kept);
-  // Drop the initializers nothing reads any more (the unfolded weights and statistics).
-  GraphIndex after(*g);
-  google::protobuf::RepeatedPtrField<TensorProto> inits;
-  for (TensorProto& t : *g->mutable_initializer())
-    if (!after.Readers(t.name()).empty() || after.outputs.count(t.name()))
-      *inits.Add() = std::move(t);
-  g->mutable_initializer()->Swap(&inits);
+  DropUnreadInitializers(g);  // the unfolded weights and the statistics
   return folded;
 }
 
@@ -430,19 +425,7 @@ absl::Status WriteQdqModel(onnx::ModelProto& model, const QuantizationPlan& plan
   g->mutable_node()->Swap(&nodes);
   for (TensorProto& t : new_initializers) *g->add_initializer() = std::move(t);
 
-  // The float weights nothing reads any more go; so do graph inputs that named them.
-  GraphIndex now(*g);
-  google::protobuf::RepeatedPtrField<TensorProto> inits;
-  for (TensorProto& t : *g->mutable_initializer())
-    if (!now.Readers(t.name()).empty() || now.outputs.count(t.name())) *inits.Add() = std::move(t);
-  g->mutable_initializer()->Swap(&inits);
-  GraphIndex final_index(*g);
-  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
-  for (onnx::ValueInfoProto& in : *g->mutable_input()) {
-    const bool was_initializer = index.IsInitializer(in.name());
-    if (!was_initializer || final_index.IsInitializer(in.name())) *inputs.Add() = std::move(in);
-  }
-  g->mutable_input()->Swap(&inputs);
+  DropUnreadInitializers(g);  // the float weights
   return absl::OkStatus();
 }
 

@@ -71,6 +71,16 @@ namespace ops {
 // Whether conv2d `call` legalizes to a matmul over the flattened image (a 1x1 convolution that
 // vectorizes along H * W): PackConstantWeights then leaves its weight as it is.
 bool Conv2dIsFlatPointwise(const CallNode& call);
+
+// The packed int8 weights of the int8 operators (ops/quantized_ops.cc): int32 words of four
+// int8 values along the reduction (value k in byte k % 4), `block` output columns innermost.
+// The block for `columns` output channels or columns: 16, else 8, else 4 (0: none divides).
+int64_t Int8WeightBlock(int64_t columns);
+// qnn.conv2d_int8, [O / block, words, KH, KW, block]: the word holding weight (o, i, h, w).
+int64_t Int8ConvWeightWord(int64_t o, int64_t i, int64_t h, int64_t w, int64_t words, int64_t kh,
+                           int64_t kw, int64_t block);
+// qnn.dense_int8, [N / block, words, block]: the word holding weight (k, n).
+int64_t Int8DenseWeightWord(int64_t k, int64_t n, int64_t words, int64_t block);
 }  // namespace ops
 
 // The registration entry points of the operator families (op_registry.cc calls them once).

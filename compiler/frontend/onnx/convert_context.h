@@ -184,8 +184,8 @@ absl::StatusOr<Outputs> SplitAtRunTime(Context& ctx, const Expr& x, const PrimEx
 // per channel when given: Conv's converter and ConvInteger's.
 absl::StatusOr<Expr> ConvOf(Context& ctx, Expr x, Expr weight, const Expr& bias);
 
-// The strides, dilation and padding attributes of relax.nn.conv2d (and relax.qnn.conv2d_int8) for the
-// node's 2-D window over data of `x_shape` with a `kernel` of taps.
+// The strides, dilation and padding attributes of relax.nn.conv2d (and relax.qnn.conv2d_int8) for
+// the node's 2-D window over data of `x_shape` with a `kernel` of taps.
 absl::StatusOr<ir::Attrs> Conv2dWindowAttrs(Context& ctx, const std::vector<PrimExpr>& x_shape,
                                             std::vector<int64_t> kernel);
 

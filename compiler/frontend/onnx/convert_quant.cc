@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/frontend/onnx/convert_context.h"
+#include "compiler/relax/op_registry.h"
 #include "runtime/support/status_macros.h"
 
 namespace kiln::frontend::onnx_import {
@@ -178,7 +179,7 @@ absl::StatusOr<std::optional<Expr>> Int8Dense(Context& ctx) {
   const int64_t* ak = as.empty() ? nullptr : ir::AsConstInt(as.back());
   if (as.size() < 2 || ak == nullptr || *ak != k) return std::nullopt;
   // [N / b, ceil(K / 4), b] words, b columns innermost; each column's share of the zero point.
-  const int64_t block = n % 16 == 0 ? 16 : n % 8 == 0 ? 8 : 4;
+  const int64_t block = ir::relax::ops::Int8WeightBlock(n);
   const int64_t words = (k + 3) / 4;
   const std::vector<double> bv = ConstantNumbers(*bc);
   const double zx = a_zp ? (*a_zp)[0] : 0;
@@ -188,7 +189,7 @@ absl::StatusOr<std::optional<Expr>> Int8Dense(Context& ctx) {
     for (int64_t c = 0; c < n; ++c) {
       const double v = bv[r * n + c];
       correction[c] -= zx * v;
-      packed[((c / block) * words + r / 4) * block + c % block] |=
+      packed[ir::relax::ops::Int8DenseWeightWord(r, c, words, block)] |=
           uint32_t{static_cast<uint8_t>(static_cast<int8_t>(v))} << (8 * (r % 4));
     }
   }
@@ -333,7 +334,7 @@ absl::StatusOr<std::optional<Expr>> Int8Conv(Context& ctx) {
   // The weight as words of four input channels ([O / b, ceil(I / 4), KH, KW, b], channel 4i + k
   // in byte k of word i); the bias less the input zero point's share, Σ w · x_zp; and the
   // multiplier x_scale × w_scale / y_scale, all per output channel.
-  const int64_t block = out_c % 16 == 0 ? 16 : out_c % 8 == 0 ? 8 : 4;
+  const int64_t block = ir::relax::ops::Int8WeightBlock(out_c);
   const int64_t words = (in_c + 3) / 4;
   std::vector<uint32_t> packed(static_cast<size_t>(out_c * words * kh * kw), 0);
   for (int64_t o = 0; o < out_c; ++o) {
@@ -341,9 +342,8 @@ absl::StatusOr<std::optional<Expr>> Int8Conv(Context& ctx) {
       for (int64_t i = 0; i < kh; ++i) {
         for (int64_t j = 0; j < kw; ++j) {
           const double v = wv[((o * in_c + c) * kh + i) * kw + j];
-          const int64_t at =
-              (((o / block) * words + c / 4) * kh + i) * kw * block + j * block + o % block;
-          packed[at] |= uint32_t{static_cast<uint8_t>(static_cast<int8_t>(v))} << (8 * (c % 4));
+          packed[ir::relax::ops::Int8ConvWeightWord(o, c, i, j, words, kh, kw, block)] |=
+              uint32_t{static_cast<uint8_t>(static_cast<int8_t>(v))} << (8 * (c % 4));
         }
       }
     }

@@ -12,13 +12,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace kiln::frontend::onnx_import {
-namespace {
 
 using onnx::NodeProto;
 using onnx::TensorProto;
 
-// An initializer's numbers (float32, int8, uint8 or int32), or nullopt for any other kind.
-std::optional<std::vector<double>> Numbers(const TensorProto& t) {
+std::optional<std::vector<double>> TensorNumbers(const TensorProto& t) {
   if (t.data_location() == TensorProto::EXTERNAL) return std::nullopt;
   int64_t n = 1;
   for (int64_t d : t.dims()) n *= d;
@@ -72,6 +70,14 @@ std::optional<std::vector<double>> Numbers(const TensorProto& t) {
   return v;
 }
 
+const onnx::AttributeProto* FindAttribute(const NodeProto& node, const std::string& name) {
+  for (const onnx::AttributeProto& a : node.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+namespace {
+
 TensorProto Scalar(const std::string& name, int data_type, double value) {
   TensorProto t;
   t.set_name(name);
@@ -82,12 +88,6 @@ TensorProto Scalar(const std::string& name, int data_type, double value) {
     t.add_int32_data(static_cast<int32_t>(value));
   }
   return t;
-}
-
-const onnx::AttributeProto* Attr(const NodeProto& n, const std::string& name) {
-  for (const onnx::AttributeProto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
 }
 
 class Fusion {
@@ -154,7 +154,7 @@ class Fusion {
     if (n.input_size() <= k || n.input(k).empty()) return std::nullopt;
     const TensorProto* t = Init(n.input(k));
     if (t == nullptr || t->data_type() != data_type) return std::nullopt;
-    return Numbers(*t);
+    return TensorNumbers(*t);
   }
   bool ZeroPointIs(const NodeProto& n, int data_type, bool must_be_zero) const {
     if (n.input_size() <= 2 || n.input(2).empty())
@@ -187,14 +187,14 @@ class Fusion {
     if (w == nullptr || w->data_type() != TensorProto::INT8 || w->dims_size() != 4) return false;
     const int64_t out_c = w->dims(0);
     // One group, or one channel per group (depthwise).
-    const onnx::AttributeProto* group = Attr(conv, "group");
+    const onnx::AttributeProto* group = FindAttribute(conv, "group");
     if (group != nullptr && group->i() != 1 && (group->i() != out_c || w->dims(1) != 1))
       return false;
     std::optional<std::vector<double>> w_scale = InitNumbers(*dw, 1, TensorProto::FLOAT);
     if (!w_scale || (w_scale->size() != 1 && static_cast<int64_t>(w_scale->size()) != out_c) ||
         !ZeroPointIs(*dw, TensorProto::INT8, true))
       return false;
-    const onnx::AttributeProto* w_axis = Attr(*dw, "axis");
+    const onnx::AttributeProto* w_axis = FindAttribute(*dw, "axis");
     if (w_scale->size() != 1 && (w_axis == nullptr || w_axis->i() != 0)) return false;
     // The bias: dequantized int32 or float, one per output channel.
     std::optional<std::vector<double>> bias;
@@ -288,13 +288,13 @@ class Fusion {
     const bool gemm = node.op_type() == "Gemm";
     if (node.input_size() < 2 || node.output_size() < 1) return false;
     if (gemm) {
-      const onnx::AttributeProto* alpha = Attr(node, "alpha");
-      const onnx::AttributeProto* beta = Attr(node, "beta");
-      const onnx::AttributeProto* trans_a = Attr(node, "transA");
+      const onnx::AttributeProto* alpha = FindAttribute(node, "alpha");
+      const onnx::AttributeProto* beta = FindAttribute(node, "beta");
+      const onnx::AttributeProto* trans_a = FindAttribute(node, "transA");
       if ((alpha && alpha->f() != 1) || (beta && beta->f() != 1) || (trans_a && trans_a->i() != 0))
         return false;
     }
-    const onnx::AttributeProto* trans_b_attr = gemm ? Attr(node, "transB") : nullptr;
+    const onnx::AttributeProto* trans_b_attr = gemm ? FindAttribute(node, "transB") : nullptr;
     const bool trans_b = trans_b_attr != nullptr && trans_b_attr->i() != 0;
     const NodeProto* dx = Producer(node.input(0), "DequantizeLinear");
     if (dx == nullptr || Init(dx->input(0)) != nullptr) return false;
@@ -311,7 +311,7 @@ class Fusion {
         !ZeroPointIs(*dw, TensorProto::INT8, true))
       return false;
     if (w_scale->size() != 1) {  // per output column: axis 0 of [N, K], 1 of [K, N]
-      const onnx::AttributeProto* axis = Attr(*dw, "axis");
+      const onnx::AttributeProto* axis = FindAttribute(*dw, "axis");
       const int64_t a = axis == nullptr ? 1 : axis->i();
       if (a != (trans_b ? 0 : 1) && a != (trans_b ? -2 : -1)) return false;
     }
@@ -320,7 +320,7 @@ class Fusion {
       bias = DequantizedBias(node.input(2), n);
       if (!bias) return false;
     }
-    std::optional<std::vector<double>> wv = Numbers(*w);
+    std::optional<std::vector<double>> wv = TensorNumbers(*w);
     if (!wv) return false;
 
     const std::string base = (node.name().empty() ? node.output(0) : node.name()) + "_kiln_";
@@ -394,7 +394,7 @@ class Fusion {
     if (const TensorProto* t = Init(tensor)) {
       if (t->data_type() != TensorProto::FLOAT || t->dims_size() != 1 || t->dims(0) != n)
         return std::nullopt;
-      return Numbers(*t);
+      return TensorNumbers(*t);
     }
     const NodeProto* db = Producer(tensor, "DequantizeLinear");
     if (db == nullptr) return std::nullopt;
@@ -402,7 +402,7 @@ class Fusion {
     if (b == nullptr || b->data_type() != TensorProto::INT32 || b->dims_size() != 1 ||
         b->dims(0) != n || !ZeroPointIs(*db, TensorProto::INT32, true))
       return std::nullopt;
-    std::optional<std::vector<double>> q = Numbers(*b);
+    std::optional<std::vector<double>> q = TensorNumbers(*b);
     std::optional<std::vector<double>> scale = InitNumbers(*db, 1, TensorProto::FLOAT);
     if (!q || !scale || (scale->size() != 1 && static_cast<int64_t>(scale->size()) != n))
       return std::nullopt;
@@ -439,7 +439,11 @@ class Fusion {
 }  // namespace
 
 int FuseQdqConvolutions(onnx::GraphProto* graph, int64_t opset) {
-  if (opset < 10) return 0;
+  // Every ONNX import passes here: a model without DequantizeLinear costs one scan, no index.
+  const bool qdq = std::any_of(graph->node().begin(), graph->node().end(), [](const NodeProto& n) {
+    return n.op_type() == "DequantizeLinear";
+  });
+  if (opset < 10 || !qdq) return 0;
   return Fusion(graph, opset).Run();
 }
 

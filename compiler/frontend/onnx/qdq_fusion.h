@@ -14,6 +14,9 @@
 #define KILN_COMPILER_FRONTEND_ONNX_QDQ_FUSION_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "compiler/frontend/onnx/onnx_proto.h"
 
@@ -22,6 +25,13 @@ namespace kiln::frontend::onnx_import {
 // Rewrites the graph (of a model importing `opset`) in place; returns how many Conv, Gemm and
 // MatMul nodes it rewrote.
 int FuseQdqConvolutions(onnx::GraphProto* graph, int64_t opset);
+
+// What the rewrite (and the quantizer, compiler/quantize) reads of a model:
+// an initializer's numbers — float32, int8, uint8 or int32 with its data inside the model and
+// as many values as its dims say — or nullopt;
+std::optional<std::vector<double>> TensorNumbers(const onnx::TensorProto& t);
+// a node's attribute called `name`, or null.
+const onnx::AttributeProto* FindAttribute(const onnx::NodeProto& node, const std::string& name);
 
 }  // namespace kiln::frontend::onnx_import
 

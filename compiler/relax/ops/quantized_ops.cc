@@ -109,20 +109,25 @@ absl::StatusOr<StructInfo> WindowResult(const CallNode& call, const QConvAttrs& 
   return TensorSInfo({x[0], channels, oh, ow}, DataType::UInt(8));
 }
 
-// The four operands' dims (null where unknown), after checking their dtypes and ranks.
-const char* const kOperandNames[4] = {"data", "weight", "bias", "multiplier"};
+// An operand the int8 operators check: its name in errors, dtype and rank.
+struct Operand {
+  const char* name;
+  DataType dtype;
+  int rank;
+};
 
-absl::StatusOr<std::vector<const std::vector<PrimExpr>*>> CheckOperands(const CallNode& call,
-                                                                        const DataType (&want)[4],
-                                                                        const int (&rank)[4]) {
-  std::vector<const std::vector<PrimExpr>*> dims(4);
-  for (int i = 0; i < 4; ++i) {
+// The operands' dims (null where unknown), after checking their dtypes and ranks.
+absl::StatusOr<std::vector<const std::vector<PrimExpr>*>> CheckOperands(
+    const CallNode& call, const std::vector<Operand>& operands) {
+  std::vector<const std::vector<PrimExpr>*> dims(operands.size());
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Operand& want = operands[i];
     absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, i);
     if (!t.ok()) return t.status();
-    if ((*t)->dtype != want[i] || ((*t)->ndim >= 0 && (*t)->ndim != rank[i])) {
+    if ((*t)->dtype != want.dtype || ((*t)->ndim >= 0 && (*t)->ndim != want.rank)) {
       return OpError(
-          call, absl::StrCat(kOperandNames[i], " must be ", want[i].ToString(), " of rank ",
-                             rank[i], ", not ", (*t)->dtype.ToString(), " of rank ", (*t)->ndim));
+          call, absl::StrCat(want.name, " must be ", want.dtype.ToString(), " of rank ", want.rank,
+                             ", not ", (*t)->dtype.ToString(), " of rank ", (*t)->ndim));
     }
     dims[i] = DimsOf(**t);
   }
@@ -130,12 +135,14 @@ absl::StatusOr<std::vector<const std::vector<PrimExpr>*>> CheckOperands(const Ca
 }
 
 absl::StatusOr<StructInfo> InferQConv2d(const CallNode& call, const OpInferContext& ctx) {
+  static const std::vector<Operand> operands_of_conv = {{"data", DataType::UInt(8), 4},
+                                                        {"weight", DataType::Int(32), 5},
+                                                        {"bias", DataType::Int(32), 1},
+                                                        {"multiplier", DataType::Float(32), 1}};
   absl::StatusOr<QConvAttrs> attrs = ParseQConv(call);
   if (!attrs.ok()) return attrs.status();
-  const DataType want[4] = {DataType::UInt(8), DataType::Int(32), DataType::Int(32),
-                            DataType::Float(32)};
   absl::StatusOr<std::vector<const std::vector<PrimExpr>*>> operands =
-      CheckOperands(call, want, {4, 5, 1, 1});
+      CheckOperands(call, operands_of_conv);
   if (!operands.ok()) return operands.status();
   const std::vector<const std::vector<PrimExpr>*>& dims = *operands;
   if (dims[0] == nullptr || dims[1] == nullptr) return TensorSInfoUnknown(DataType::UInt(8), 4);
@@ -157,8 +164,8 @@ absl::StatusOr<StructInfo> InferQConv2d(const CallNode& call, const OpInferConte
   const PrimExpr out_c = ctx.analyzer->Simplify(w[0] * *block);
   for (int i = 2; i < 4; ++i) {
     if (dims[i] != nullptr && ctx.analyzer->CanProve(Binary(NodeKind::kNE, (*dims[i])[0], out_c)))
-      return OpError(call,
-                     absl::StrCat(kOperandNames[i], " must hold one value per output channel"));
+      return OpError(
+          call, absl::StrCat(operands_of_conv[i].name, " must hold one value per output channel"));
   }
   return WindowResult(call, *attrs, x, out_c, *kh, *kw, ctx.analyzer);
 }
@@ -226,12 +233,15 @@ absl::Status LegalizeQConv2d(const CallNode& call, const std::vector<Buffer>& in
 }
 
 absl::StatusOr<StructInfo> InferQDepthwise(const CallNode& call, const OpInferContext& ctx) {
+  static const std::vector<Operand> operands_of_depthwise = {
+      {"data", DataType::UInt(8), 4},
+      {"weight", DataType::Float(32), 3},
+      {"bias", DataType::Float(32), 1},
+      {"multiplier", DataType::Float(32), 1}};
   absl::StatusOr<QConvAttrs> attrs = ParseQConv(call);
   if (!attrs.ok()) return attrs.status();
-  const DataType want[4] = {DataType::UInt(8), DataType::Float(32), DataType::Float(32),
-                            DataType::Float(32)};
   absl::StatusOr<std::vector<const std::vector<PrimExpr>*>> operands =
-      CheckOperands(call, want, {4, 3, 1, 1});
+      CheckOperands(call, operands_of_depthwise);
   if (!operands.ok()) return operands.status();
   const std::vector<const std::vector<PrimExpr>*>& dims = *operands;
   if (dims[0] == nullptr || dims[1] == nullptr) return TensorSInfoUnknown(DataType::UInt(8), 4);
@@ -244,7 +254,8 @@ absl::StatusOr<StructInfo> InferQDepthwise(const CallNode& call, const OpInferCo
   for (int i = 1; i < 4; ++i) {
     const PrimExpr& c = i == 1 ? w[0] : (dims[i] ? (*dims[i])[0] : x[1]);
     if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, c, x[1])))
-      return OpError(call, absl::StrCat(kOperandNames[i], " must hold one value per channel"));
+      return OpError(
+          call, absl::StrCat(operands_of_depthwise[i].name, " must hold one value per channel"));
   }
   return WindowResult(call, *attrs, x, x[1], *kh, *kw, ctx.analyzer);
 }
@@ -283,20 +294,12 @@ absl::Status LegalizeQDepthwise(const CallNode& call, const std::vector<Buffer>&
 }
 
 absl::StatusOr<StructInfo> InferQDense(const CallNode& call, const OpInferContext& ctx) {
-  std::vector<const std::vector<PrimExpr>*> dims(3);
-  const DataType want[3] = {DataType::UInt(8), DataType::Int(32), DataType::Int(32)};
-  const int rank[3] = {2, 3, 1};
-  const char* what[3] = {"data", "weight", "correction"};
-  for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<const TensorStructInfoNode*> t = TensorArg(call, i);
-    if (!t.ok()) return t.status();
-    if ((*t)->dtype != want[i] || ((*t)->ndim >= 0 && (*t)->ndim != rank[i])) {
-      return OpError(call,
-                     absl::StrCat(what[i], " must be ", want[i].ToString(), " of rank ", rank[i],
-                                  ", not ", (*t)->dtype.ToString(), " of rank ", (*t)->ndim));
-    }
-    dims[i] = DimsOf(**t);
-  }
+  absl::StatusOr<std::vector<const std::vector<PrimExpr>*>> operands =
+      CheckOperands(call, {{"data", DataType::UInt(8), 2},
+                           {"weight", DataType::Int(32), 3},
+                           {"correction", DataType::Int(32), 1}});
+  if (!operands.ok()) return operands.status();
+  const std::vector<const std::vector<PrimExpr>*>& dims = *operands;
   if (dims[0] == nullptr || dims[1] == nullptr) return TensorSInfoUnknown(DataType::Int(32), 2);
   const std::vector<PrimExpr>& x = *dims[0];
   const std::vector<PrimExpr>& w = *dims[1];
@@ -349,6 +352,21 @@ absl::Status LegalizeQDense(const CallNode&, const std::vector<Buffer>& in,
 }
 
 }  // namespace
+
+int64_t Int8WeightBlock(int64_t columns) {
+  for (int64_t block : {16, 8, 4})
+    if (columns % block == 0) return block;
+  return 0;
+}
+
+int64_t Int8ConvWeightWord(int64_t o, int64_t i, int64_t h, int64_t w, int64_t words, int64_t kh,
+                           int64_t kw, int64_t block) {
+  return ((((o / block) * words + i / 4) * kh + h) * kw + w) * block + o % block;
+}
+
+int64_t Int8DenseWeightWord(int64_t k, int64_t n, int64_t words, int64_t block) {
+  return ((n / block) * words + k / 4) * block + n % block;
+}
 
 void RegisterQuantizedOps(std::vector<OpInfo>* ops) {
   ops->push_back({"relax.qnn.conv2d_int8", 4, InferQConv2d, true, OpPattern::kOutEWiseFusable,

@@ -91,7 +91,7 @@ Expr FallbackConv(const CallNode& call) {
       for (int64_t i = 0; i < kh; ++i) {
         for (int64_t j = 0; j < kw; ++j) {
           const uint32_t word =
-              Words(*w)[((((o / block) * words + c / 4) * kh + i) * kw + j) * block + o % block];
+              Words(*w)[ops::Int8ConvWeightWord(o, c, i, j, words, kh, kw, block)];
           const float v = Byte(word, static_cast<int>(c % 4));
           weight[((o * in_c + c) * kh + i) * kw + j] = v;
           sum += v;
@@ -166,8 +166,8 @@ Expr FallbackDense(const CallNode& call) {
   std::vector<float> weight(static_cast<size_t>(k * n));
   for (int64_t r = 0; r < k; ++r) {
     for (int64_t c = 0; c < n; ++c) {
-      weight[r * n + c] = Byte(Words(*w)[((c / block) * words + r / 4) * block + c % block],
-                               static_cast<int>(r % 4));
+      weight[r * n + c] =
+          Byte(Words(*w)[ops::Int8DenseWeightWord(r, c, words, block)], static_cast<int>(r % 4));
     }
   }
   Expr acc = Op("relax.matmul", {Centered(call.args[0], 0), FloatConstant({k, n}, weight)});

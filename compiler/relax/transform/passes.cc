@@ -18,8 +18,8 @@ pass::PassPtr ConvertConvLayoutPass(const target::CpuPolicy& policy) {
 
 pass::PassPtr FallbackInt8OpsPass(const target::CpuPolicy& policy) {
   return MakeModulePass(
-      "FallbackInt8Ops", [policy](const IRModule& mod) { return FallbackInt8Ops(mod, policy); },
-      {}, IRLevel::kRelaxFunction);
+      "FallbackInt8Ops", [policy](const IRModule& mod) { return FallbackInt8Ops(mod, policy); }, {},
+      IRLevel::kRelaxFunction);
 }
 
 pass::PassPtr PackConstantWeightsPass(const target::CpuPolicy& policy) {
