@@ -130,6 +130,15 @@ absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitTune(v1::SubmitTuneRequest 
   });
 }
 
+absl::StatusOr<v1::SubmitResponse> KilnClient::SubmitQuantize(v1::SubmitQuantizeRequest request) {
+  if (request.idempotency_key().empty()) request.set_idempotency_key(NewIdempotencyKey());
+  return WithRetries<v1::SubmitResponse>([&](v1::SubmitResponse* response) {
+    grpc::ClientContext context;
+    PrepareSubmit(&context);
+    return stub_->SubmitQuantize(&context, request, response);
+  });
+}
+
 absl::StatusOr<v1::Job> KilnClient::Wait(const std::string& job_id, const EventFn& on_event) {
   grpc::ClientContext context;
   Prepare(&context);
@@ -261,6 +270,20 @@ absl::StatusOr<std::vector<v1::TensorValue>> KilnClient::DownloadOutputs(
     }
   }
   return outputs;
+}
+
+absl::StatusOr<std::string> KilnClient::DownloadQuantizedModel(const v1::Job& job) {
+  absl::StatusOr<std::vector<v1::TensorValue>> outputs = DownloadOutputs(job.id());
+  if (!outputs.ok()) return outputs.status();
+  if (outputs->size() != 1 || (*outputs)[0].name() != "quantized_model") {
+    return absl::DataLossError(absl::StrCat("job '", job.id(), "' answered no quantized model"));
+  }
+  std::string model = std::move(*(*outputs)[0].mutable_data());
+  if (runtime::Sha256Hex(model) != job.quantize().model_sha256()) {
+    return absl::DataLossError(
+        absl::StrCat("the quantized model of job '", job.id(), "' does not match its SHA-256"));
+  }
+  return model;
 }
 
 }  // namespace kiln::client

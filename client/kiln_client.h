@@ -1,6 +1,6 @@
-// The C++ client library of kilnd: submit compile, profile and inference jobs, follow them,
-// list and cancel them, list devices and download artifacts. Errors come back as absl::Status
-// with the server's gRPC code and message.
+// The C++ client library of kilnd: submit compile, profile, inference, tune and quantize jobs,
+// follow them, list and cancel them, list devices and download artifacts. Errors come back as
+// absl::Status with the server's gRPC code and message.
 //
 //   auto client = kiln::client::KilnClient::Connect({.address = "127.0.0.1:7077"});
 //   v1::SubmitCompileRequest request;
@@ -44,6 +44,7 @@ class KilnClient {
   absl::StatusOr<v1::SubmitResponse> SubmitProfile(v1::SubmitProfileRequest request);
   absl::StatusOr<v1::SubmitResponse> SubmitInference(v1::SubmitInferenceRequest request);
   absl::StatusOr<v1::SubmitResponse> SubmitTune(v1::SubmitTuneRequest request);
+  absl::StatusOr<v1::SubmitResponse> SubmitQuantize(v1::SubmitQuantizeRequest request);
 
   // Follows the job until it is done and returns it as it ended; `on_event` sees every event.
   absl::StatusOr<v1::Job> Wait(const std::string& job_id, const EventFn& on_event = nullptr);
@@ -62,6 +63,8 @@ class KilnClient {
   absl::StatusOr<std::string> DownloadArtifact(const std::string& digest);
   // A finished inference's outputs, downloaded in pieces (DownloadOutputs) and put together.
   absl::StatusOr<std::vector<v1::TensorValue>> DownloadOutputs(const std::string& job_id);
+  // A finished quantize job's QDQ ONNX model, checked against the SHA-256 the job names.
+  absl::StatusOr<std::string> DownloadQuantizedModel(const v1::Job& job);
 
   const runtime::ChannelOptions& options() const { return options_; }
 

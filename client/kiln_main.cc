@@ -609,6 +609,10 @@ int KilnMain(int argc, char** argv) {
       ->add_option("--threads", quantize_flags.threads,
                    "threads the calibration runs use (default 1)")
       ->check(CLI::PositiveNumber);
+  quantize->add_option("--device", quantize_flags.device,
+                       "with --server: compile the QDQ model for this device (a key or "
+                       "attributes); its target unless --target");
+  add_remote(quantize, false);
   CLI::App* run = app.add_subcommand("run", "run a function of a .kiln artifact on .npy inputs");
   run->add_option("ARTIFACT", file, "a .kiln file")->required();
   run->add_option("--input", inputs, "NAME=X.npy, one per parameter");
@@ -770,7 +774,10 @@ int KilnMain(int argc, char** argv) {
     return Compile(file, target, output, build_options, dump_dir, time_passes, tuning_db,
                    load_options);
   }
-  if (*quantize) return kiln::client::QuantizeModel(quantize_flags);
+  if (*quantize) {
+    quantize_flags.target_given = quantize->count("--target") > 0;
+    return kiln::client::QuantizeModel(quantize_flags, remote);
+  }
   if (*tune) {
     if (remote_mode != !device.empty()) {
       std::fprintf(stderr, "kiln: --server and --device go together\n");

@@ -1,12 +1,15 @@
-// `kiln quantize MODEL --calibration DIR [--eval DIR] -o OUT.onnx`: static post-training int8
-// quantization on this machine (compiler/quantize): writes the QDQ model, optionally compiles it,
-// and prints what the quantization costs in accuracy — for each output and each layer, the
-// layer that loses most marked — so that it can be kept in float with --keep-float.
+// `kiln quantize MODEL --calibration DIR [--eval DIR] -o OUT.onnx [--server ADDR]`: static
+// post-training int8 quantization on this machine (compiler/quantize) or as a kilnd job: writes the
+// QDQ model, optionally compiles it, and prints what the quantization costs in accuracy — for each
+// output and each layer, the layer that loses most marked — so that it can be kept in float with
+// --keep-float.
 #ifndef KILN_CLIENT_QUANTIZE_COMMAND_H_
 #define KILN_CLIENT_QUANTIZE_COMMAND_H_
 
 #include <string>
 #include <vector>
+
+#include "client/remote_commands.h"
 
 namespace kiln::client {
 
@@ -17,6 +20,8 @@ struct QuantizeFlags {
   std::string output;       // the QDQ .onnx model
   std::string artifact;     // "" or a .kiln file to compile the QDQ model into
   std::string target = "llvm";
+  bool target_given = false;  // --target was given (through kilnd, else the device's or "llvm")
+  std::string device;         // with --server: compile for this device's target
   std::string method = "minmax";
   double percentile = 99.99;
   std::vector<std::string> keep_float;
@@ -24,7 +29,9 @@ struct QuantizeFlags {
   int threads = 1;
 };
 
-int QuantizeModel(const QuantizeFlags& flags);
+// In process, or with `remote`'s --server through kilnd (a quantize job: calibration in a
+// kiln-worker, the same report, the QDQ model and artifact downloaded).
+int QuantizeModel(const QuantizeFlags& flags, const RemoteFlags& remote);
 
 }  // namespace kiln::client
 

@@ -480,6 +480,40 @@ void PrintTuneResult(const v1::TuneResult& result, bool json) {
   std::printf("curve: %s\n", TuneJson(result)["curve"].dump().c_str());
 }
 
+absl::StatusOr<v1::Job> RemoteQuantize(const RemoteFlags& flags,
+                                       const v1::SubmitQuantizeRequest& request,
+                                       const std::string& device, std::string* model,
+                                       std::string* artifact) {
+  absl::StatusOr<std::unique_ptr<KilnClient>> client = Connect(flags);
+  if (!client.ok()) return client.status();
+  v1::SubmitQuantizeRequest submit = request;
+  NameDevice(device, submit.mutable_device_key(), submit.mutable_device_selector());
+  submit.set_deadline_ms(flags.deadline_s * 1000);
+  absl::StatusOr<v1::SubmitResponse> submitted = (*client)->SubmitQuantize(std::move(submit));
+  if (!submitted.ok()) return submitted.status();
+  std::fprintf(stderr, "kiln quantize: job %s through %s\n", submitted->job().id().c_str(),
+               flags.channel.address.c_str());
+  absl::StatusOr<v1::Job> job = (*client)->Wait(submitted->job().id(), [](const v1::JobEvent& e) {
+    std::fprintf(stderr, "[quantize] %s\n", e.message().c_str());
+  });
+  if (!job.ok()) return job.status();
+  if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+    const auto code = job->error_code() != 0 ? static_cast<absl::StatusCode>(job->error_code())
+                                             : absl::StatusCode::kAborted;
+    return absl::Status(
+        code, absl::StrCat("job ", job->id(), " ", StateName(job->state()), ": ", job->reason()));
+  }
+  absl::StatusOr<std::string> downloaded = (*client)->DownloadQuantizedModel(*job);
+  if (!downloaded.ok()) return downloaded.status();
+  *model = *std::move(downloaded);
+  if (artifact != nullptr) {
+    absl::StatusOr<std::string> bytes = (*client)->DownloadArtifact(job->artifact_digest());
+    if (!bytes.ok()) return bytes.status();
+    *artifact = *std::move(bytes);
+  }
+  return job;
+}
+
 int RemoteTune(const RemoteFlags& flags, const std::string& model, const std::string& target,
                const std::string& device, int trials, int max_trials_per_task, uint64_t seed,
                double budget_s) {

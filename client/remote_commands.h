@@ -43,6 +43,13 @@ int RemoteTune(const RemoteFlags& flags, const std::string& model, const std::st
 // A tune's table per task and its curve (or, with `json`, the same as JSON): what `kiln tune`
 // prints, in process or through kilnd.
 void PrintTuneResult(const v1::TuneResult& result, bool json);
+// A quantize job: submitted, followed (each stage on stderr), and its QDQ ONNX model downloaded
+// into `*model` (checked against its SHA-256), and its artifact into `*artifact` when not null.
+// The job as it ended; a failed or cancelled job is an error with its reason.
+absl::StatusOr<v1::Job> RemoteQuantize(const RemoteFlags& flags,
+                                       const v1::SubmitQuantizeRequest& request,
+                                       const std::string& device, std::string* model,
+                                       std::string* artifact);
 int RemoteArtifactGet(const RemoteFlags& flags, const std::string& digest,
                       const std::string& output);
 

@@ -255,6 +255,13 @@ grpc::Status KilnService::StreamedSubmitTune(
   return ReceiveAndSubmit(context, streamer, "/kiln.v1.Kiln/SubmitTune", &KilnService::HandleTune);
 }
 
+grpc::Status KilnService::StreamedSubmitQuantize(
+    grpc::ServerContext* context,
+    grpc::ServerUnaryStreamer<v1::SubmitQuantizeRequest, v1::SubmitResponse>* streamer) {
+  return ReceiveAndSubmit(context, streamer, "/kiln.v1.Kiln/SubmitQuantize",
+                          &KilnService::HandleQuantize);
+}
+
 grpc::Status KilnService::HandleCompile(const Principal& caller,
                                         const v1::SubmitCompileRequest& request,
                                         v1::SubmitResponse* response) {
@@ -547,6 +554,60 @@ grpc::Status KilnService::HandleTune(const Principal& caller, const v1::SubmitTu
   return grpc::Status::OK;
 }
 
+grpc::Status KilnService::HandleQuantize(const Principal& caller,
+                                         const v1::SubmitQuantizeRequest& request,
+                                         v1::SubmitResponse* response) {
+  const std::string& client = caller.name;
+  if (Deduplicated(client, request.idempotency_key(), response)) return grpc::Status::OK;
+  // What can be checked without parsing the model (kilnd never does): its form, the samples'
+  // presence, the method. Each sample is checked against the model's inputs in the worker.
+  if (grpc::Status s = CheckModule(request.model()); !s.ok()) return s;
+  if (request.model().form_case() != v1::ModuleSource::kOnnx) {
+    return Invalid("model: quantize takes an ONNX model (ModuleSource.onnx)");
+  }
+  if (request.calibration().empty()) {
+    return Invalid("calibration: no samples (give at least one input to calibrate on)");
+  }
+  for (const auto* samples : {&request.calibration(), &request.eval()}) {
+    for (int i = 0; i < samples->size(); ++i) {
+      if ((*samples)[i].inputs().empty()) {
+        return Invalid(absl::StrCat(samples == &request.eval() ? "eval" : "calibration", " sample ",
+                                    i, ": no tensors"));
+      }
+    }
+  }
+  const std::string& method = request.method();
+  if (!method.empty() && method != "minmax" && method != "percentile" && method != "entropy") {
+    return Invalid(absl::StrCat("method '", method, "': expected minmax, percentile or entropy"));
+  }
+  if (request.percentile() != 0 && !(request.percentile() > 0 && request.percentile() <= 100)) {
+    return Invalid(absl::StrCat("percentile: ", request.percentile(), " is not in (0, 100]"));
+  }
+  std::string target = request.target();
+  v1::Device device;
+  if (!request.device_key().empty() || !request.device_selector().empty()) {
+    grpc::Status s =
+        ResolveDevice(request.device_key(), request.device_selector(), caller, &device);
+    if (!s.ok()) return s;
+    if (target.empty()) target = TargetForDevice(device.attributes(), ServerHost());
+  }
+  if (target.empty()) target = "llvm";
+  if (grpc::Status s = CheckTarget(target); !s.ok()) return s;
+  if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
+  v1::Job job;
+  job.set_kind(v1::JOB_KIND_QUANTIZE);
+  job.set_client(client);
+  job.set_idempotency_key(request.idempotency_key());
+  job.set_target(target);
+  job.set_device_key(device.key());
+  job.set_deadline_ms(ctx_->jobs->ClampDeadline(request.deadline_ms()));
+  job.set_module_name(request.model().name().empty() ? "model.onnx" : request.model().name());
+  Submitted submitted = ctx_->jobs->EnqueueQuantize(std::move(job), request);
+  *response->mutable_job() = submitted.job;
+  response->set_deduplicated(submitted.deduplicated);
+  return grpc::Status::OK;
+}
+
 grpc::Status KilnService::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
                                  v1::Job* response) {
   Principal caller;
@@ -727,9 +788,19 @@ grpc::Status KilnService::DownloadOutputs(grpc::ServerContext* context,
   if (!slot.ok()) return ToGrpc(slot.status());
   absl::StatusOr<v1::Job> job = OwnJob(caller, request->job_id());
   if (!job.ok()) return ToGrpc(job.status());
-  if (job->kind() != v1::JOB_KIND_INFERENCE || job->state() != v1::JOB_STATE_SUCCEEDED) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        absl::StrCat("job '", job->id(), "' is no succeeded inference"));
+  if (job->state() != v1::JOB_STATE_SUCCEEDED ||
+      (job->kind() != v1::JOB_KIND_INFERENCE && job->kind() != v1::JOB_KIND_QUANTIZE)) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("job '", job->id(), "' is no succeeded inference or quantize"));
+  }
+  if (job->kind() == v1::JOB_KIND_QUANTIZE) {
+    // The QDQ model, as one uint8 tensor.
+    v1::TensorValue* model = job->mutable_inference()->add_outputs();
+    model->set_name("quantized_model");
+    model->set_dtype("uint8");
+    model->add_shape(static_cast<int64_t>(job->quantize().model().size()));
+    model->set_data(std::move(*job->mutable_quantize()->mutable_model()));
   }
   for (int i = 0; i < job->inference().outputs_size(); ++i) {
     const v1::TensorValue& t = job->inference().outputs(i);

@@ -1,6 +1,6 @@
-// The client API (kiln.v1.Kiln): submissions of compile, profile, inference and tune jobs,
-// reads, watches, cancels, artifact downloads and devices. WatchJob runs on gRPC's callback API
-// (a reactor per stream, no thread per watcher); the other methods are synchronous.
+// The client API (kiln.v1.Kiln): submissions of compile, profile, inference, tune and quantize
+// jobs, reads, watches, cancels, artifact downloads and devices. WatchJob runs on gRPC's callback
+// API (a reactor per stream, no thread per watcher); the other methods are synchronous.
 #ifndef KILN_SERVER_CLIENT_SERVICE_H_
 #define KILN_SERVER_CLIENT_SERVICE_H_
 
@@ -20,7 +20,8 @@ using KilnServiceBase = kiln::v1::Kiln::WithStreamedUnaryMethod_SubmitCompile<
     kiln::v1::Kiln::WithStreamedUnaryMethod_SubmitProfile<
         kiln::v1::Kiln::WithStreamedUnaryMethod_SubmitInference<
             kiln::v1::Kiln::WithStreamedUnaryMethod_SubmitTune<
-                kiln::v1::Kiln::WithCallbackMethod_WatchJob<kiln::v1::Kiln::Service>>>>>;
+                kiln::v1::Kiln::WithStreamedUnaryMethod_SubmitQuantize<
+                    kiln::v1::Kiln::WithCallbackMethod_WatchJob<kiln::v1::Kiln::Service>>>>>>;
 
 class KilnService final : public KilnServiceBase {
  public:
@@ -45,6 +46,10 @@ class KilnService final : public KilnServiceBase {
       grpc::ServerContext* context,
       grpc::ServerUnaryStreamer<kiln::v1::SubmitTuneRequest, kiln::v1::SubmitResponse>* streamer)
       override;
+  grpc::Status StreamedSubmitQuantize(
+      grpc::ServerContext* context,
+      grpc::ServerUnaryStreamer<kiln::v1::SubmitQuantizeRequest, kiln::v1::SubmitResponse>*
+          streamer) override;
   grpc::Status GetJob(grpc::ServerContext* context, const kiln::v1::GetJobRequest* request,
                       kiln::v1::Job* response) override;
   grpc::ServerWriteReactor<kiln::v1::JobEvent>* WatchJob(
@@ -83,6 +88,9 @@ class KilnService final : public KilnServiceBase {
                                kiln::v1::SubmitResponse* response);
   grpc::Status HandleTune(const Principal& caller, const kiln::v1::SubmitTuneRequest& request,
                           kiln::v1::SubmitResponse* response);
+  grpc::Status HandleQuantize(const Principal& caller,
+                              const kiln::v1::SubmitQuantizeRequest& request,
+                              kiln::v1::SubmitResponse* response);
   // What every submit checks once its body is read: room in the budget of large requests
   // (`*inflight`, held while the handler runs), its string fields and its deadline.
   grpc::Status AdmitSubmit(const google::protobuf::Message& request, int64_t deadline_ms,

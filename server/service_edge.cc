@@ -231,6 +231,8 @@ grpc::Status CheckDeadline(int64_t deadline_ms) {
 }
 
 void OutputsForTheWire(v1::Job* job, size_t inline_bytes) {
+  // A quantized model is only ever streamed (QuantizeResult.model_size says how big).
+  if (job->has_quantize()) job->mutable_quantize()->clear_model();
   if (!job->has_inference()) return;
   v1::InferenceResult* inference = job->mutable_inference();
   size_t total = 0;

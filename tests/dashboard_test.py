@@ -10,6 +10,7 @@ import tempfile
 import urllib.error
 import urllib.request
 
+import numpy as np
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -138,6 +139,11 @@ def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):
     profile.wait()
     tune = client.submit_tune_job("tests/models/mlp_784_128_10.onnx", device="cpu", trials=8)
     tune.wait()
+    rng = np.random.default_rng(0)
+    quantize = client.submit_quantize_job(
+        "tests/models/tiny_resnet.onnx",
+        [rng.standard_normal((1, 3, 32, 32), np.float32) for _ in range(4)])
+    report = quantize.wait()
 
     # The page itself loads for anyone, then asks for the token; a wrong one is refused.
     browser.get(cluster["http"] + "/")
@@ -174,6 +180,16 @@ def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):
     assert len(tasks) == 2 and "fused_matmul" in tasks[0]
     assert _texts(browser, "tr.event")
     _shot(browser, "tune")
+
+    # The quantize job's page: the output's SQNR and every int8 layer's, the lowest marked.
+    browser.get(cluster["http"] + f"/#/job/{quantize.id}")
+    _until(browser, lambda d: _texts(d, "tr.quantize-layer"))
+    layers = _texts(browser, "tr.quantize-layer")
+    assert len(layers) == len(report["layers"]) > 3
+    assert sum("lowest" in row for row in layers) == 1
+    output = _texts(browser, "tr.quantize-output")[0]
+    assert f"{quantize.refresh().proto.quantize.outputs[0].sqnr_db:.1f}" in output, output
+    _shot(browser, "quantize")
 
     # A profile's timings; the devices page with the agent's attributes.
     browser.get(cluster["http"] + f"/#/job/{profile.id}")

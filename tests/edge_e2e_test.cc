@@ -11,6 +11,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/agent/tensor_value.h"
+#include "runtime/artifact.h"
+#include "runtime/device_info.h"
 #include "runtime/npy.h"
 #include "tests/cluster_test.h"
 #include "tests/service_cluster.h"
@@ -35,10 +37,19 @@ runtime::Tensor Npy(const std::string& path) {
   return *t;
 }
 
+// This machine has AVX-512 VNNI (its int8 kernels are vpdpbusd's).
+bool HostHasVnni() {
+  const v1::DeviceAttributes host = runtime::LocalDeviceAttributes();
+  int found = 0;
+  for (const std::string& f : host.cpu_features()) found += f == "avx512_vnni" || f == "avx512vl";
+  return found == 2;
+}
+
 class EdgeTest : public ClusterTest {
  protected:
   void SetUp() override {
-    std::string dir = Cluster::TmpPath("board");
+    board_dir_ = Cluster::TmpPath("board");
+    const std::string& dir = board_dir_;
     std::string untar =
         absl::StrCat("mkdir -p ", dir, " && tar -xzf ", g_agent_package, " -C ", dir);
     ASSERT_EQ(std::system(untar.c_str()), 0) << untar;
@@ -96,6 +107,22 @@ class EdgeTest : public ClusterTest {
     }
   }
 
+  // Whether an artifact's kernels include int8 ones (else its int8 operators run in float32).
+  bool HasInt8Kernels(const std::string& digest) {
+    absl::StatusOr<std::string> bytes = client_->DownloadArtifact(digest);
+    EXPECT_TRUE(bytes.ok()) << bytes.status();
+    absl::StatusOr<v1::ArtifactProto> artifact = runtime::ParseArtifact(bytes.value_or(""), false);
+    EXPECT_TRUE(artifact.ok()) << artifact.status();
+    if (!artifact.ok()) return false;
+    for (const v1::KernelInfo& k : artifact->manifest().kernels()) {
+      for (const std::string& op : k.fused_ops()) {
+        if (op == "relax.qnn.conv2d_int8") return true;
+      }
+    }
+    return false;
+  }
+
+  std::string board_dir_;
   std::string board_agent_;
 };
 
@@ -145,17 +172,36 @@ TEST_F(EdgeTest, TheSharedModelsRunOnTheBoardAndOnTheHost) {
 }
 
 TEST_F(EdgeTest, AnInt8ModelRunsOnTheBoardAsOnnxRuntimeRunsIt) {
-  // kiln quantize's QDQ model (compiler/quantize/testdata) on both machines — VNNI's int8 kernels
-  // on an x86-64 that has it, float32 arithmetic on the board (no int8 dot product there yet) —
-  // against ONNX Runtime's output.
+  // kiln quantize's QDQ model (compiler/quantize/testdata) on every machine — int8 kernels where
+  // the CPU has an int8 dot product (VNNI; Arm's dot product or i8mm), float32 arithmetic where it
+  // has none — against ONNX Runtime's output.
   const std::string base = "compiler/quantize/testdata/tiny_resnet_int8.";
-  for (const char* device : {"board", "cpu"}) {
-    SCOPED_TRACE(device);
-    v1::Job compiled = Compile(base + "onnx", device);
+  // A second board, emulated as qemu's "max" CPU: the Arm dot product and i8mm. Built for it,
+  // the int8 kernels are usdot's; built for a Cortex-A76 (the dot product, no i8mm), udot's.
+  setenv("QEMU_CPU", "max", 1);
+  absl::StatusOr<std::string> dot_board = cluster_->StartAgentCommand(
+      {kQemu, board_dir_ + "/kiln-agent/bin/kiln-agent"}, "board-i8mm", {"--task-launcher", kQemu});
+  setenv("QEMU_CPU", "cortex-a72", 1);
+  ASSERT_TRUE(dot_board.ok()) << dot_board.status();
+  struct Build {
+    const char* device;
+    std::string target;  // "": the device's
+    bool int8_kernels;
+  };
+  const std::vector<Build> builds = {
+      {"board", "", false},  // a Cortex-A72: no int8 dot product
+      {"board-i8mm", "", true},
+      {"board-i8mm", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76", true},
+      {"cpu", "", HostHasVnni()},
+  };
+  for (const Build& b : builds) {
+    SCOPED_TRACE(absl::StrCat(b.device, " ", b.target));
+    v1::Job compiled = Compile(base + "onnx", b.device, b.target);
     ASSERT_EQ(compiled.state(), v1::JOB_STATE_SUCCEEDED) << compiled.reason();
+    EXPECT_EQ(HasInt8Kernels(compiled.artifact_digest()), b.int8_kernels);
     for (int k = 0; k < 2; ++k) {
       ExpectReference(
-          Infer(compiled.artifact_digest(), device, Npy(absl::StrCat(base, "input_", k, ".npy"))),
+          Infer(compiled.artifact_digest(), b.device, Npy(absl::StrCat(base, "input_", k, ".npy"))),
           absl::StrCat(base, "output_", k, ".npy"));
     }
   }

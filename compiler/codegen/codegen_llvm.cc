@@ -66,11 +66,7 @@ absl::StatusOr<std::unique_ptr<llvm::Module>> BuildModule(
   module->setDataLayout(target.data_layout);
   const bool masked_tails = std::find(target.device_features.begin(), target.device_features.end(),
                                       "avx512f") != target.device_features.end();
-  auto has = [&](const char* f) {
-    return std::find(target.device_features.begin(), target.device_features.end(), f) !=
-           target.device_features.end();
-  };
-  KernelCodeGen gen(ctx, module.get(), masked_tails, has("avx512_vnni") && has("avx512vl"));
+  KernelCodeGen gen(ctx, module.get(), masked_tails, kernel::Int8DotFor(target.device_features));
   for (const auto& [name, entry] : mod->functions) {
     const auto* f = entry.second.as<PrimFuncNode>();
     if (f == nullptr) continue;

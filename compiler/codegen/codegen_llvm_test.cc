@@ -164,11 +164,11 @@ class CodegenTest : public ::testing::Test {
   }
   static const float* F(const Tensor& t) { return static_cast<const float*>(t.data()); }
   // The unoptimized LLVM IR of kernel `name` of kKernels (the whole module when empty).
-  static std::string KernelIr(const std::string& name) {
+  static std::string KernelIr(const std::string& name, const std::string& target_text = "llvm") {
     absl::StatusOr<ir::IRModule> mod = script::ParseScript(kKernels, "kernels.py");
     absl::StatusOr<ir::IRModule> lowered =
         mod.ok() ? tir::LowerTir(*mod) : absl::StatusOr<ir::IRModule>(mod.status());
-    absl::StatusOr<LlvmTargetInfo> target = ParseTarget("llvm");
+    absl::StatusOr<LlvmTargetInfo> target = ParseTarget(target_text);
     absl::StatusOr<std::string> ir = lowered.ok() && target.ok()
                                          ? EmitLlvmIr(*lowered, *target)
                                          : absl::StatusOr<std::string>(lowered.status());
@@ -333,6 +333,17 @@ TEST_F(CodegenTest, Dot4IsVpdpbusdWithVnniAndExactEverywhere) {
   absl::StatusOr<Function> f = (*lib)->GetFunction("dot4", nullptr);
   ASSERT_TRUE(f.ok()) << f.status();
   CheckDot4(*f);
+}
+
+TEST_F(CodegenTest, Dot4IsUsdotWithI8mmAndUdotWithTheArmDotProduct) {
+  // Run under qemu by tests:edge_e2e_test (an int8 model on boards with each); here, the form.
+  const std::string arm = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+  const std::string i8mm = KernelIr("dot4", arm + " -mattr=+i8mm,+dotprod");
+  EXPECT_NE(i8mm.find("@llvm.aarch64.neon.usdot.v4i32.v16i8"), std::string::npos) << i8mm;
+  EXPECT_EQ(i8mm.find("@llvm.aarch64.neon.udot"), std::string::npos);
+  const std::string dotprod = KernelIr("dot4", arm + " -mattr=+dotprod");
+  EXPECT_NE(dotprod.find("@llvm.aarch64.neon.udot.v4i32.v16i8"), std::string::npos) << dotprod;
+  EXPECT_EQ(KernelIr("dot4", arm).find("@llvm.aarch64.neon"), std::string::npos);
 }
 
 TEST_F(CodegenTest, AStrideTwoVectorLoadIsOneLoadAndAShuffle) {

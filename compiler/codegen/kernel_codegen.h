@@ -29,13 +29,24 @@ bool CountPast(const llvm::BasicBlock& block, size_t limit, size_t* count);
 
 using namespace ir;  // NOLINT: code generation reads every TIR node (this namespace only)
 
+// The instruction dot4_u8i8 (four uint8 x int8 products summed into each int32 lane) becomes.
+enum class Int8Dot {
+  kPortable,    // widened, multiplied and summed (LLVM picks what the target has)
+  kVnni,        // AVX-512 VNNI with VL: vpdpbusd, 4, 8 or 16 lanes
+  kArmI8mm,     // Armv8.6 i8mm: usdot, 4 lanes
+  kArmDotprod,  // Armv8.2 dot product: udot of the weights offset to uint8, less 128 x the
+                // activations' sum (a second udot)
+};
+
+// The form the target's features (Linux names, LlvmTargetInfo::device_features) allow.
+Int8Dot Int8DotFor(const std::vector<std::string>& features);
+
 class KernelCodeGen {
  public:
   // `masked_tails`: the target loads and stores a vector's first lanes with one masked
   // instruction (AVX-512), so a vector of an odd length is one access, not a chain of them.
-  // `vnni`: the target has AVX-512 VNNI (with VL): dot4_u8i8 of 4, 8 or 16 lanes is vpdpbusd.
-  KernelCodeGen(llvm::LLVMContext& ctx, llvm::Module* module, bool masked_tails, bool vnni)
-      : ctx_(ctx), module_(module), b_(ctx), masked_tails_(masked_tails), vnni_(vnni) {
+  KernelCodeGen(llvm::LLVMContext& ctx, llvm::Module* module, bool masked_tails, Int8Dot int8_dot)
+      : ctx_(ctx), module_(module), b_(ctx), masked_tails_(masked_tails), int8_dot_(int8_dot) {
     i1_ = b_.getInt1Ty();
     i8_ = b_.getInt8Ty();
     i32_ = b_.getInt32Ty();
@@ -159,6 +170,8 @@ class KernelCodeGen {
   llvm::Value* MathCall(const ir::CallNode& c);
   // acc + dot4_u8i8(a, b) on `lanes` int32 lanes (acc null: 0).
   llvm::Value* Dot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes);
+  // Dot4 on Arm (kArmI8mm, kArmDotprod), `lanes` a power of two from 4, in 128-bit pieces.
+  llvm::Value* ArmDot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes);
 
   llvm::Value* Expr(const PrimExpr& e);
 
@@ -199,7 +212,7 @@ class KernelCodeGen {
   llvm::Module* module_;
   llvm::IRBuilder<> b_;
   const bool masked_tails_;
-  const bool vnni_;
+  const Int8Dot int8_dot_;
   std::vector<llvm::Value*> heap_;        // this function's heap allocations of constant size
   std::vector<llvm::Value*> heap_slots_;  // and slots of those sized at run time
   llvm::Type *i1_, *i8_, *i32_, *i64_;

@@ -24,6 +24,7 @@
 #include "compiler/ir/tir_functor.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsAArch64.h"
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -568,9 +569,61 @@ llvm::Value* KernelCodeGen::Expr(const PrimExpr& e) {
          nullptr;
 }
 
+Int8Dot Int8DotFor(const std::vector<std::string>& features) {
+  auto has = [&](const char* f) {
+    return std::find(features.begin(), features.end(), f) != features.end();
+  };
+  if (has("avx512_vnni") && has("avx512vl")) return Int8Dot::kVnni;
+  if (has("i8mm")) return Int8Dot::kArmI8mm;
+  if (has("asimddp")) return Int8Dot::kArmDotprod;
+  return Int8Dot::kPortable;
+}
+
+llvm::Value* KernelCodeGen::ArmDot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes) {
+  llvm::Type* words = llvm::FixedVectorType::get(i32_, 4);
+  llvm::Type* bytes = llvm::FixedVectorType::get(i8_, 16);
+  const bool i8mm = int8_dot_ == Int8Dot::kArmI8mm;
+  llvm::Function* dot = llvm::Intrinsic::getDeclaration(
+      module_, i8mm ? llvm::Intrinsic::aarch64_neon_usdot : llvm::Intrinsic::aarch64_neon_udot,
+      {words, bytes});
+  llvm::Value* zero = llvm::Constant::getNullValue(words);
+  llvm::Value* offset = llvm::ConstantInt::get(bytes, 0x80);
+  if (acc == nullptr) acc = llvm::Constant::getNullValue(a->getType());
+  // 128-bit pieces of four lanes, joined again at the end.
+  std::vector<llvm::Value*> parts;
+  for (int at = 0; at < lanes; at += 4) {
+    std::vector<int> mask = {at, at + 1, at + 2, at + 3};
+    auto piece = [&](llvm::Value* v) { return lanes == 4 ? v : b_.CreateShuffleVector(v, mask); };
+    llvm::Value* x = b_.CreateBitCast(piece(a), bytes);
+    llvm::Value* y = b_.CreateBitCast(piece(b), bytes);
+    if (i8mm) {
+      parts.push_back(b_.CreateCall(dot, {piece(acc), x, y}));
+      continue;
+    }
+    // udot(x, y + 128) - udot(x, 128) == sum of x * y, exactly (modulo 2^32, where it fits).
+    llvm::Value* shifted = b_.CreateCall(dot, {piece(acc), x, b_.CreateXor(y, offset)});
+    parts.push_back(b_.CreateSub(shifted, b_.CreateCall(dot, {zero, x, offset})));
+  }
+  while (parts.size() > 1) {  // concatenate pairwise
+    std::vector<llvm::Value*> joined;
+    for (size_t i = 0; i < parts.size(); i += 2) {
+      const int n = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
+      std::vector<int> mask(2 * n);
+      for (int k = 0; k < 2 * n; ++k) mask[k] = k;
+      joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], mask));
+    }
+    parts = std::move(joined);
+  }
+  return parts[0];
+}
+
 llvm::Value* KernelCodeGen::Dot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes) {
   llvm::Type* words = a->getType();
-  if (vnni_ && (lanes == 4 || lanes == 8 || lanes % 16 == 0)) {
+  if ((int8_dot_ == Int8Dot::kArmI8mm || int8_dot_ == Int8Dot::kArmDotprod) && lanes % 4 == 0 &&
+      (lanes & (lanes - 1)) == 0) {
+    return ArmDot4(acc, a, b, lanes);
+  }
+  if (int8_dot_ == Int8Dot::kVnni && (lanes == 4 || lanes == 8 || lanes % 16 == 0)) {
     // vpdpbusd: 16 (512-bit), 8 or 4 lanes each; wider vectors in pieces of 16.
     const int piece = std::min(lanes, 16);
     const llvm::Intrinsic::ID id = piece == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512

@@ -81,8 +81,8 @@ absl::Status CheckSamples(const onnx::ModelProto& model, const std::vector<Sampl
   const std::vector<std::string> names = GraphInputs(model);
   for (const Sample& s : samples) {
     if (s.inputs.size() != names.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " input ", s.source, ": ",
-                                                     s.inputs.size(), " tensors for ", names.size(),
+      return absl::InvalidArgumentError(absl::StrCat(what, " ", s.source, ": ", s.inputs.size(),
+                                                     " tensors for ", names.size(),
                                                      " model inputs"));
     }
     for (size_t i = 0; i < names.size(); ++i) {
@@ -91,9 +91,8 @@ absl::Status CheckSamples(const onnx::ModelProto& model, const std::vector<Sampl
       const std::string want = DtypeOfOnnx(type.elem_type());
       const std::string got = runtime::DataTypeToString(t.dtype());
       if (!want.empty() && want != got) {
-        return absl::InvalidArgumentError(absl::StrCat(what, " input ", s.source, ": input '",
-                                                       names[i], "' is ", got, ", the model takes ",
-                                                       want));
+        return absl::InvalidArgumentError(absl::StrCat(what, " ", s.source, ": input '", names[i],
+                                                       "' is ", got, ", the model takes ", want));
       }
       bool same = type.shape().dim_size() == t.ndim();
       for (int d = 0; same && d < t.ndim(); ++d) {
@@ -105,7 +104,7 @@ absl::Status CheckSamples(const onnx::ModelProto& model, const std::vector<Sampl
         for (const auto& dim : type.shape().dim())
           dims.push_back(dim.has_dim_value() ? absl::StrCat(dim.dim_value()) : dim.dim_param());
         return absl::InvalidArgumentError(absl::StrCat(
-            what, " input ", s.source, ": input '", names[i], "' has shape ", ShapeText(t.shape()),
+            what, " ", s.source, ": input '", names[i], "' has shape ", ShapeText(t.shape()),
             ", the model takes [", absl::StrJoin(dims, ", "), "]"));
       }
     }
@@ -161,6 +160,10 @@ class CompiledModel {
 const float* Floats(const Tensor& t) {
   const DLDataType d = t.dtype();
   return d.code == kDLFloat && d.bits == 32 ? static_cast<const float*>(t.data()) : nullptr;
+}
+
+void Progress(const QuantizeOptions& options, const std::string& stage) {
+  if (options.progress) options.progress(stage);
 }
 
 std::map<std::string, int> IndexOf(const std::vector<std::string>& names) {
@@ -243,6 +246,7 @@ absl::StatusOr<QuantizedModel> QuantizeOnnxModel(absl::string_view model_bytes,
   std::vector<std::string> watched = plan.activations;
   for (const QuantizedLayer& l : plan.layers) watched.push_back(l.output);
   const std::vector<std::string> float_names = ExposeTensors(float_model, watched);
+  Progress(options, "compiling the float model");
   const int float_outputs = model.graph().output_size();
   KILN_ASSIGN_OR_RETURN(CompiledModel float_run,
                         CompiledModel::Compile(float_model, model_name, options.threads));
@@ -252,6 +256,8 @@ absl::StatusOr<QuantizedModel> QuantizeOnnxModel(absl::string_view model_bytes,
   std::vector<RangeObserver> observers(plan.activations.size());
   const int passes = observers.empty() || !observers[0].NeedsHistogram(options.method) ? 1 : 2;
   for (int pass = 0; pass < passes; ++pass) {
+    Progress(options, absl::StrCat("calibrating on ", calibration.size(), " inputs",
+                                   passes > 1 ? absl::StrCat(" (pass ", pass + 1, " of 2)") : ""));
     for (const Sample& s : calibration) {
       KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outs, float_run.Run(s));
       for (size_t a = 0; a < plan.activations.size(); ++a) {
@@ -285,12 +291,15 @@ absl::StatusOr<QuantizedModel> QuantizeOnnxModel(absl::string_view model_bytes,
   for (const QuantizedLayer& l : plan.layers)
     layer_tensors.push_back(quantized.count(l.output) ? DequantizedName(l.output) : l.output);
   const std::vector<std::string> qdq_names = ExposeTensors(qdq, layer_tensors);
+  Progress(options, "compiling the int8 model");
   KILN_ASSIGN_OR_RETURN(CompiledModel qdq_run,
                         CompiledModel::Compile(qdq, model_name + " (quantized)", options.threads));
   const std::map<std::string, int> qdq_index = IndexOf(qdq_names);
 
   std::vector<SqnrAccumulator> layer_sqnr(plan.layers.size()), output_sqnr(float_outputs);
   report.outputs.resize(float_outputs);
+  Progress(options, absl::StrCat("evaluating on ", eval.size(),
+                                 report.held_out ? " held-out inputs" : " calibration inputs"));
   for (int o = 0; o < float_outputs; ++o) report.outputs[o].name = float_names[o];
   for (const Sample& s : eval) {
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> want, float_run.Run(s));

@@ -8,6 +8,7 @@
 #ifndef KILN_COMPILER_QUANTIZE_QUANTIZE_H_
 #define KILN_COMPILER_QUANTIZE_QUANTIZE_H_
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ struct QuantizeOptions {
   double percentile = 99.99;         // for kPercentile
   std::set<std::string> keep_float;  // node names of layers to leave in float
   int threads = 1;                   // threads of the calibration and evaluation runs
+  // Called as each stage begins ("calibrating on 32 inputs"), for a job's events.
+  std::function<void(const std::string& stage)> progress;
 };
 
 // How one quantized layer's output compares with the float model's, over the evaluation inputs.

@@ -76,6 +76,7 @@ CpuTarget DescribeCpu(absl::string_view arch, absl::string_view cpu,
     // SVE code is fixed-length only where the length is known (the board said it).
     if (Has(features, "sve") && sve_vector_bits >= 128) t.vector_bits = sve_vector_bits;
     fma_bits_per_cycle = 2 * t.vector_bits;
+    t.int8_dot_product = Has(features, "asimddp") || Has(features, "i8mm");
   } else {
     const bool avx512 = Has(features, "avx512f");
     t.vector_bits = avx512 ? 512 : Has(features, "avx2") || Has(features, "avx") ? 256 : 128;

@@ -29,7 +29,8 @@ struct CpuTarget {
   // mask registers): a masked access of a row's odd span costs what an aligned one does.
   bool masked_memory = false;
   // An int8 dot product of four pairs per 32-bit lane in one instruction (AVX-512 VNNI's
-  // vpdpbusd): int8 kernels (relax.qnn.*_int8) run on it; elsewhere they run in float32.
+  // vpdpbusd, Arm's usdot with i8mm or udot with the dot product): int8 kernels
+  // (relax.qnn.*_int8) run on it; elsewhere they run in float32.
   bool int8_dot_product = false;
 
   // Elements of `element_bits` in one vector (16 float32 lanes for AVX-512).

@@ -35,6 +35,16 @@ TEST(CpuTargetTest, VectorsAndRegistersFollowTheFeatures) {
   EXPECT_EQ(DescribeCpu("aarch64", "neoverse-v1", {"asimd", "sve"}).vector_bits, 128);
   EXPECT_EQ(DescribeCpu("aarch64", "neoverse-v1", {"asimd", "sve"}, 256).vector_bits, 256);
 
+  // int8 kernels where one instruction does four products per lane: VNNI, Arm's dot product
+  // or i8mm; AVX2 and a plain NEON core run them in float32.
+  EXPECT_TRUE(avx512.int8_dot_product);
+  EXPECT_FALSE(avx2.int8_dot_product);
+  EXPECT_FALSE(neon.int8_dot_product);
+  EXPECT_TRUE(DescribeCpu("aarch64", "cortex-a76", {"asimd", "asimddp"}).int8_dot_product);
+  EXPECT_TRUE(DescribeCpu("aarch64", "neoverse-v1", {"asimd", "i8mm"}).int8_dot_product);
+  EXPECT_TRUE(PolicyFor(DescribeCpu("aarch64", "cortex-a76", {"asimd", "asimddp"})).int8_kernels);
+  EXPECT_FALSE(PolicyFor(neon).int8_kernels);
+
   // An unknown CPU gets the ISA's typical figures.
   const CpuTarget generic = DescribeCpu("x86_64", "generic", {"sse4_2"});
   EXPECT_EQ(generic.vector_bits, 128);

@@ -57,7 +57,7 @@ async function jobsView(view, params) {
                    ...['', 'queued', 'running', 'succeeded', 'failed', 'cancelled'].map(
                        s => el('option', {value: s}, s || 'every state')));
   const kind = el('select', {id: 'filter-kind'},
-                  ...['', 'compile', 'profile', 'inference', 'tune'].map(
+                  ...['', 'compile', 'profile', 'inference', 'tune', 'quantize'].map(
                       k => el('option', {value: k}, k || 'every kind')));
   state.value = params.get('state') || '';
   kind.value = params.get('kind') || '';
@@ -104,6 +104,37 @@ function curvePlot(curve) {
   label(4, 14, 'est. model ' + (ymax * 1e3).toFixed(4) + ' ms');
   label(4, h - pad + 14, (ymin * 1e3).toFixed(4) + ' ms');
   return svg;
+}
+
+// SQNR in dB, as protobuf's JSON writes a double (a number, or "Infinity" where exact).
+function db(v) {
+  const x = Number(v);
+  return isFinite(x) ? x.toFixed(1) : 'exact';
+}
+
+// A quantize job's accuracy: each output against float, then each int8 layer's output as the next
+// layer reads it (cumulative, so the lowest names where the accuracy goes).
+function quantizeReport(q) {
+  const on = q.held_out ? 'held-out inputs' : 'the calibration inputs (none held out)';
+  const parts = [el('h3', {}, 'int8 accuracy on ' + (q.eval_inputs || 0) + ' ' + on),
+                 el('p', {}, 'Calibrated with ' + q.method + ' on ' + q.calibration_inputs +
+                                 ' inputs; the int8 model is ' + (q.model_size || 0) + ' bytes.'),
+                 table(['output', 'SQNR dB', 'max error', 'top-1 agrees'],
+                       (q.outputs || []).map(o => el('tr', {class: 'quantize-output'},
+                           el('td', {}, o.name), el('td', {class: 'num'}, db(o.sqnr_db)),
+                           el('td', {class: 'num'}, Number(o.max_abs_error || 0).toPrecision(3)),
+                           el('td', {class: 'num'},
+                              o.top1_total ? (o.top1_agree || 0) + ' / ' + o.top1_total : ''))))];
+  let worst = 0;
+  q.layers.forEach((l, i) => { if (Number(l.sqnr_db) < Number(q.layers[worst].sqnr_db)) worst = i; });
+  parts.push(table(['int8 layer', 'op', 'SQNR dB', ''],
+                   q.layers.map((l, i) => el('tr', {class: 'quantize-layer'}, el('td', {}, l.name),
+                       el('td', {}, l.op_type), el('td', {class: 'num'}, db(l.sqnr_db)),
+                       el('td', {}, i === worst && q.layers.length > 1 ? 'lowest' : '')))));
+  if (q.float_layers && q.float_layers.length) {
+    parts.push(el('p', {}, 'Kept in float: ' + q.float_layers.join(', ')));
+  }
+  return parts;
 }
 
 async function jobView(view, id) {
@@ -160,6 +191,9 @@ async function jobView(view, id) {
                              // A record within 3 % of the untuned kernel is not applied.
                              : x.record_applied ? (x.default_seconds / x.best_seconds).toFixed(2) + 'x'
                              : 'default kept')))));
+  }
+  if (j.quantize && j.quantize.layers && j.quantize.layers.length) {
+    parts.push(...quantizeReport(j.quantize));
   }
   parts.push(el('h3', {}, 'Events'),
              table(['time', 'state', 'message'], data.events.map(e => el('tr', {class: 'event'},

@@ -41,8 +41,9 @@ void ClusterSync::ClaimSoon() {
 }
 
 bool ClusterSync::RunsHere(const v1::Job& job) {
-  return job.kind() == v1::JOB_KIND_COMPILE || job.device_key().empty() ||
-         runners_.agents->HasAgent(job.device_key());
+  // Compiles and quantizes need no agent (a device only gives them their target).
+  return job.kind() == v1::JOB_KIND_COMPILE || job.kind() == v1::JOB_KIND_QUANTIZE ||
+         job.device_key().empty() || runners_.agents->HasAgent(job.device_key());
 }
 
 void ClusterSync::HandOver(const v1::Job& job) {

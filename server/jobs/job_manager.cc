@@ -135,6 +135,12 @@ Submitted JobManager::EnqueueTune(v1::Job job, v1::ModuleSource source,
   return Submit(std::move(job), std::move(input), "queued for a tune worker");
 }
 
+Submitted JobManager::EnqueueQuantize(v1::Job job, v1::SubmitQuantizeRequest request) {
+  JobInput input;
+  *input.mutable_quantize() = std::move(request);
+  return Submit(std::move(job), std::move(input), "queued for a quantize worker");
+}
+
 Submitted JobManager::Submit(v1::Job job, JobInput input, const std::string& message) {
   const bool here = sharing_->RunsHere(job);
   // Serialized for the store before the table takes the input: a module of 30 MB is held once

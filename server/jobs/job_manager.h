@@ -121,6 +121,9 @@ class JobManager {
   // records are `records_owner`'s ("": published).
   Submitted EnqueueTune(v1::Job job, v1::ModuleSource source, const v1::SubmitTuneRequest& request,
                         const std::string& records_owner = "");
+  // A quantize: a kiln-worker calibrates, evaluates and builds the QDQ model for the job's
+  // target; `request` is kept whole (the model and samples) until the job ends.
+  Submitted EnqueueQuantize(v1::Job job, v1::SubmitQuantizeRequest request);
 
   absl::StatusOr<v1::Job> Get(const std::string& id);
   // The events of a job still in memory (a pruned one's are gone: NotFound).

@@ -37,7 +37,8 @@ absl::StatusOr<v1::Job> StoredJob(Store& store, const std::string& id) {
 }
 
 bool RunsInWorker(const v1::Job& job) {
-  return job.kind() == v1::JOB_KIND_COMPILE || job.kind() == v1::JOB_KIND_TUNE;
+  return job.kind() == v1::JOB_KIND_COMPILE || job.kind() == v1::JOB_KIND_TUNE ||
+         job.kind() == v1::JOB_KIND_QUANTIZE;
 }
 
 JobTable::JobTable(Store* store, std::string instance)
@@ -333,9 +334,10 @@ std::optional<HeldJob> JobTable::StartInWorker(const std::string& id) {
   if (e == nullptr || e->job.state() != v1::JOB_STATE_QUEUED) return std::nullopt;
   e->in_worker = true;
   e->job.set_attempts(e->job.attempts() + 1);
-  TransitionLocked(
-      *e, v1::JOB_STATE_RUNNING,
-      e->job.kind() == v1::JOB_KIND_TUNE ? "starting a tune worker" : "starting a compile worker");
+  TransitionLocked(*e, v1::JOB_STATE_RUNNING,
+                   e->job.kind() == v1::JOB_KIND_TUNE       ? "starting a tune worker"
+                   : e->job.kind() == v1::JOB_KIND_QUANTIZE ? "starting a quantize worker"
+                                                            : "starting a compile worker");
   return CopyLocked(*e);
 }
 

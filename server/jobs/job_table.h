@@ -33,7 +33,7 @@ namespace kiln::server {
 bool Terminal(v1::JobState state);
 // "queued", "running", ...
 std::string StateName(v1::JobState state);
-// Compiles and tunes run in kiln-worker processes; profiles and inferences on agents.
+// Compiles, tunes and quantizes run in kiln-worker processes; profiles and inferences on agents.
 bool RunsInWorker(const v1::Job& job);
 // The job as the store has it: NotFound when it has no row.
 absl::StatusOr<v1::Job> StoredJob(Store& store, const std::string& id);

@@ -112,6 +112,8 @@ void WorkerPool::CompileLoop() {
     if (job.has_value()) {
       if (job->job.kind() == v1::JOB_KIND_TUNE) {
         RunTune(*job, std::move(spare));
+      } else if (job->job.kind() == v1::JOB_KIND_QUANTIZE) {
+        RunQuantize(*job, std::move(spare));
       } else {
         RunCompile(*job, std::move(spare));
       }
@@ -342,6 +344,76 @@ void WorkerPool::RunTune(const HeldJob& job, std::unique_ptr<runtime::Child> wor
                      [&](v1::Job& j) {
                        record_time(j);
                        *j.mutable_tune() = r;
+                     });
+}
+
+void WorkerPool::RunQuantize(const HeldJob& job, std::unique_ptr<runtime::Child> worker) {
+  WorkerInput input;
+  QuantizeWork& work = *input.mutable_quantize();
+  *work.mutable_request() = job.input.quantize();
+  work.set_target(job.job.target());
+  work.set_module_name(job.job.module_name());
+  work.set_cpu_limit_seconds(options_.worker_cpu_seconds);
+  work.set_max_constant_bytes(options_.max_constant_bytes);
+  const int64_t timeout_ms = std::max<int64_t>(1, job.deadline_unix_ms - NowUnixMs());
+  // The quantize's side of the conversation: each stage becomes an event; the outcome is kept.
+  QuantizeOutcome outcome;
+  bool have_outcome = false;
+  std::string broken;
+  int pid = 0;
+  absl::StatusOr<runtime::ChildResult> ran = RunWorker(
+      job, std::move(worker), input, timeout_ms, "quantizing",
+      [&](const WorkerMessage& message) {
+        if (message.has_progress()) table_->Publish(job.job.id(), ValidUtf8(message.progress()));
+        if (message.has_quantize_outcome()) {
+          outcome = message.quantize_outcome();
+          have_outcome = true;
+        }
+        return std::string();
+      },
+      &broken, &pid);
+  if (ran.ok() && ran->outcome == runtime::ChildResult::Outcome::kCancelled) return;
+  absl::StatusCode code = absl::StatusCode::kInternal;
+  std::string failure =
+      WorkerFailure(job, ran, have_outcome, broken, pid, timeout_ms, "quantize",
+                    absl::StrCat(options_.worker_cpu_seconds, " s (--worker-cpu-s)"), &code);
+  if (failure.empty() && !outcome.ok()) {
+    failure = outcome.error();
+    code = static_cast<absl::StatusCode>(outcome.code());
+  }
+  // Only a whole outcome is kept: the QDQ model and the artifact built from it, both or neither.
+  const CompileOutcome& compiled = outcome.compiled();
+  int64_t artifact_size = 0;
+  if (failure.empty()) {
+    absl::StatusOr<int64_t> stored =
+        cache_->Insert(compiled.cache_key(), compiled.digest(), compiled.artifact(),
+                       compiled.module(), job.job.client());
+    if (!stored.ok()) {
+      failure = absl::StrCat("cannot store the artifact: ", stored.status().message());
+      code = stored.status().code();
+    } else {
+      artifact_size = *stored;
+    }
+  }
+  auto record_time = [&](v1::Job& j) {
+    if (ran.ok()) j.set_compile_seconds(ran->seconds);
+  };
+  if (!failure.empty()) {
+    Fail(job, code, failure, record_time);
+    return;
+  }
+  const v1::QuantizeResult& r = outcome.result();
+  std::string summary = absl::StrCat("quantized in ", absl::SixDigits(ran->seconds),
+                                     " s: ", r.layers_size(), " int8 layers");
+  for (const v1::QuantizedOutputAccuracy& o : r.outputs()) {
+    absl::StrAppend(&summary, ", output ", o.name(), " SQNR ", absl::SixDigits(o.sqnr_db()), " dB");
+  }
+  table_->Transition(job.job.id(), v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED, summary,
+                     [&](v1::Job& j) {
+                       record_time(j);
+                       j.set_artifact_digest(compiled.digest());
+                       j.set_artifact_size(artifact_size);
+                       *j.mutable_quantize() = r;
                      });
 }
 

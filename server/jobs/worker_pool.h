@@ -1,4 +1,4 @@
-// Compiles and tunes, each in a fresh kiln-worker process under the job's deadline, a memory
+// Compiles, tunes and quantizes, each in a fresh kiln-worker process under the job's deadline, a memory
 // limit and a CPU-time limit, at most `workers` at once; whatever kills a worker fails only its
 // job. Each compile thread keeps its next worker started and waiting for input. A job that failed
 // only because the store was unreachable is queued again a second later while its deadline
@@ -79,6 +79,7 @@ class WorkerPool {
   void CompileLoop();
   void RunCompile(const HeldJob& job, std::unique_ptr<runtime::Child> worker);
   void RunTune(const HeldJob& job, std::unique_ptr<runtime::Child> worker);
+  void RunQuantize(const HeldJob& job, std::unique_ptr<runtime::Child> worker);
   // Runs `input` in `worker` (or a fresh one when it is gone) under the job's deadline, limits and
   // cancel flag: each message the worker sends goes to `answer`, whose bytes go back to it; a
   // message that does not parse or a frame over the limit ends the conversation (`*broken`).

@@ -1,7 +1,8 @@
-// kiln-worker: loads and compiles (or tunes) one module, then exits. kilnd runs each compile in a
-// fresh worker process under the job's deadline and the configured memory and CPU-time limits
-// (runtime/support/subprocess.h), so a front end or compiler crash, hang or runaway allocation
-// costs that one job and never the daemon. The conversation with kilnd is in worker.proto.
+// kiln-worker: loads and compiles (or tunes, or quantizes) one module, then exits. kilnd runs each
+// compile in a fresh worker process under the job's deadline and the configured memory and CPU-time
+// limits (runtime/support/subprocess.h), so a front end or compiler crash, hang or runaway
+// allocation costs that one job and never the daemon. The conversation with kilnd is in
+// worker.proto.
 #include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@
 #include "runtime/support/large_stack.h"
 #include "server/worker.pb.h"
 #include "server/worker/cache_key.h"
+#include "server/worker/worker_quantize.h"
 #include "server/worker/worker_tune.h"
 #include "server/worker_frames.h"
 
@@ -61,8 +63,16 @@ void TestHooks(const std::string& module_name) {
     }
   }
 }
+// A quantize of a model named so pauses once calibration has begun (and kilnd was told): a test
+// can cancel it, let its deadline pass or kill its worker mid-calibration.
+void QuantizeStageHook(const std::string& module_name, const std::string& stage) {
+  if (module_name == "kiln-test-slow-calibration" && absl::StartsWith(stage, "calibrating")) {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+  }
+}
 #else
 void TestHooks(const std::string& /*module_name*/) {}
+void QuantizeStageHook(const std::string& /*module_name*/, const std::string& /*stage*/) {}
 #endif
 
 absl::StatusOr<frontend::SourceForm> FormOf(const v1::ModuleSource& source) {
@@ -252,15 +262,22 @@ void OnLlvmOutOfMemory(void* /*user_data*/, const char* /*reason*/, bool /*gen_c
 
 // Made before the work starts (the message names the module and the limit).
 void PrepareForOutOfMemory(const WorkerInput& work) {
-  const bool tune = work.has_tune();
+  const char* doing = work.has_tune()       ? "tuning "
+                      : work.has_quantize() ? "quantizing "
+                                            : "compiling ";
+  const std::string& name = work.has_tune()       ? work.tune().module_name()
+                            : work.has_quantize() ? work.quantize().module_name()
+                                                  : work.compile().module_name();
   absl::Status status = absl::ResourceExhaustedError(
-      absl::StrCat("out of memory: ", tune ? "tuning " : "compiling ",
-                   ValidUtf8(tune ? work.tune().module_name() : work.compile().module_name()),
+      absl::StrCat("out of memory: ", doing, ValidUtf8(name),
                    " needs more than the worker's memory limit", MemoryLimit()));
   WorkerMessage reply;
-  if (tune) {
+  if (work.has_tune()) {
     reply.mutable_tune_outcome()->set_code(static_cast<int>(status.code()));
     reply.mutable_tune_outcome()->set_error(std::string(status.message()));
+  } else if (work.has_quantize()) {
+    reply.mutable_quantize_outcome()->set_code(static_cast<int>(status.code()));
+    reply.mutable_quantize_outcome()->set_error(std::string(status.message()));
   } else {
     Fail(status, reply.mutable_outcome());
   }
@@ -287,21 +304,35 @@ void Tune(const TuneWork& work, TuneOutcome* outcome) {
   *outcome = TuneInWorker(work, *mod);
 }
 
+// A quantize: each stage goes up to kilnd as it begins, for the job's events.
+void Quantize(const QuantizeWork& work, QuantizeOutcome* outcome) {
+  TestHooks(work.module_name());
+  *outcome = QuantizeInWorker(work, [&](const std::string& stage) {
+    WorkerMessage progress;
+    progress.set_progress(stage);
+    WriteFrame(stdout, progress);
+    QuantizeStageHook(work.module_name(), stage);
+  });
+}
+
 int WorkerMain() {
   if (!InputWithin(kIdleBeforeWarmUpMs)) WarmUp();
   std::optional<std::string> input = ReadFrame(stdin);
   WorkerInput work;
   if (!input.has_value() || !work.ParseFromString(*input) ||
       work.work_case() == WorkerInput::WORK_NOT_SET) {
-    std::fprintf(stderr, "kiln-worker: no compile or tune work on stdin\n");
+    std::fprintf(stderr, "kiln-worker: no compile, tune or quantize work on stdin\n");
     return 1;
   }
-  const bool tune = work.has_tune();
-  LimitCpu(tune ? work.tune().cpu_limit_seconds() : work.compile().cpu_limit_seconds());
+  LimitCpu(work.has_tune()       ? work.tune().cpu_limit_seconds()
+           : work.has_quantize() ? work.quantize().cpu_limit_seconds()
+                                 : work.compile().cpu_limit_seconds());
   PrepareForOutOfMemory(work);
   WorkerMessage reply;
-  if (tune) {
+  if (work.has_tune()) {
     Tune(work.tune(), reply.mutable_tune_outcome());
+  } else if (work.has_quantize()) {
+    Quantize(work.quantize(), reply.mutable_quantize_outcome());
   } else {
     Compile(work.compile(), reply.mutable_outcome());
   }

@@ -1,5 +1,6 @@
 """The Python client against a real kilnd and kiln-agent on loopback (no mocks): compile from a
-path, ONNX bytes and TVMScript text; run and profile on the agent; tune; list; errors."""
+path, ONNX bytes and TVMScript text; run and profile on the agent; tune; quantize; list;
+errors."""
 import os
 import tempfile
 
@@ -117,6 +118,36 @@ def test_a_tune_job_reports_its_table(client):
     assert len(table["tasks"]) == 2
     assert all(t["default_seconds"] > 0 for t in table["tasks"])
     assert table["curve"][0]["trials"] == 0 and table["curve"][-1]["trials"] == 8
+
+
+def test_a_quantize_job_reports_its_accuracy_and_its_int8_model_runs(client, tmp_path):
+    rng = np.random.default_rng(3)
+    calibration = [rng.standard_normal((1, 3, 32, 32), np.float32) for _ in range(6)]
+    held_out = [{"input": rng.standard_normal((1, 3, 32, 32), np.float32)} for _ in range(4)]
+    job = client.submit_quantize_job(CNN, calibration, eval=held_out)
+    report = job.wait()
+    assert job.kind == "quantize"
+    assert report["calibration_inputs"] == 6 and report["eval_inputs"] == 4
+    assert report["held_out"] and report["method"] == "minmax"
+    assert report["outputs"][0]["sqnr_db"] > 25 and report["outputs"][0]["top1_total"] == 4
+    assert len(report["layers"]) > 3
+    path = job.download_quantized_model(tmp_path / "int8.onnx")
+    assert os.path.getsize(path) == report["model_size"]
+    # The int8 artifact runs on the agent and stays close to the float model.
+    x = np.load(os.path.join(MODELS, "tiny_resnet.input.npy"))
+    want = np.load(os.path.join(MODELS, "tiny_resnet.output.npy"))
+    got = client.submit_inference_job(report["artifact_digest"], {"input": x}, "cpu").wait()
+    got = got["output"]
+    sqnr = 10 * np.log10(np.sum(want ** 2) / np.sum((want - got) ** 2))
+    assert sqnr > 20, sqnr
+    # A sample of the wrong shape fails the job, naming the sample and the input.
+    bad = calibration[:1] + [np.zeros((1, 3, 16, 16), np.float32)]
+    with pytest.raises(kiln.JobFailed) as failed:
+        client.submit_quantize_job(CNN, bad).wait()
+    assert "sample 1" in failed.value.reason and "input 'input'" in failed.value.reason
+    with pytest.raises(kiln.KilnError) as refused:
+        client.submit_quantize_job(CNN, [])
+    assert refused.value.code == "INVALID_ARGUMENT"
 
 
 def test_compiling_for_a_device_takes_its_registered_target(client):

@@ -10,7 +10,7 @@ import os
 import struct
 import sys
 import uuid
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import grpc
 import numpy as np
@@ -124,6 +124,23 @@ def _to_tensor_value(name: str, array: Any) -> jobs_pb2.TensorValue:
                                 data=a.tobytes())
 
 
+# One input of a quantize job: an array (a model of one input) or {input name: array}.
+Sample = Union[Any, Mapping[str, Any]]
+
+
+def _quantize_sample(index: int, sample: Sample) -> jobs_pb2.QuantizeSample:
+    out = jobs_pb2.QuantizeSample(name=f"sample{index}")
+    if isinstance(sample, Mapping):
+        out.inputs.extend(_to_tensor_value(name, a) for name, a in sample.items())
+    else:
+        out.inputs.append(_to_tensor_value("", sample))
+    return out
+
+
+def _db(value: float) -> float:
+    return float("inf") if value == float("inf") else round(value, 2)
+
+
 def _from_tensor_value(t: jobs_pb2.TensorValue) -> np.ndarray:
     dtype = np.dtype(t.dtype).newbyteorder("<")
     return np.frombuffer(t.data, dtype=dtype).reshape(tuple(t.shape)).copy()
@@ -131,7 +148,8 @@ def _from_tensor_value(t: jobs_pb2.TensorValue) -> np.ndarray:
 
 class Job:
     """A job on kilnd. `wait()` gives its result: for a compile, the finished Job; for an
-    inference, {output name: numpy array}; for a profile, its timings; for a tune, its table."""
+    inference, {output name: numpy array}; for a profile, its timings; for a tune, its table;
+    for a quantize, its accuracy report (download_quantized_model() writes the model)."""
 
     def __init__(self, client: "Client", job: jobs_pb2.Job):
         self._client = client
@@ -224,7 +242,35 @@ class Job:
                               for x in t.tasks],
                     "curve": [{"trials": p.trials, "estimated_seconds": p.estimated_seconds,
                                "elapsed_s": p.elapsed_s} for p in t.curve]}
+        if j.kind == jobs_pb2.JOB_KIND_QUANTIZE:
+            q = j.quantize
+            return {"method": q.method, "calibration_inputs": q.calibration_inputs,
+                    "eval_inputs": q.eval_inputs, "held_out": q.held_out,
+                    "folded_batch_norms": q.folded_batch_norms,
+                    "quantized_activations": q.quantized_activations,
+                    "float_layers": list(q.float_layers), "model_size": q.model_size,
+                    "model_sha256": q.model_sha256, "artifact_digest": j.artifact_digest,
+                    "outputs": [{"name": o.name, "max_abs_error": o.max_abs_error,
+                                 "sqnr_db": _db(o.sqnr_db), "top1_agree": o.top1_agree,
+                                 "top1_total": o.top1_total} for o in q.outputs],
+                    "layers": [{"name": x.name, "op_type": x.op_type, "tensor": x.tensor,
+                                "sqnr_db": _db(x.sqnr_db)} for x in q.layers]}
         return self
+
+    def download_quantized_model(self, path: Union[str, os.PathLike]) -> str:
+        """Writes a finished quantize job's QDQ ONNX model to `path` (checked against the SHA-256
+        the job names) and returns the path."""
+        if not self._job.quantize.model_sha256:
+            self.wait()
+        outputs = self._client._download_outputs(self.id)
+        if len(outputs) != 1 or outputs[0].name != "quantized_model":
+            raise KilnError("DATA_LOSS", f"job {self.id} answered no quantized model")
+        data = outputs[0].data
+        if hashlib.sha256(data).hexdigest() != self._job.quantize.model_sha256:
+            raise KilnError("DATA_LOSS", f"job {self.id}: the model does not match its SHA-256")
+        with open(path, "wb") as f:
+            f.write(data)
+        return os.fspath(path)
 
     def cancel(self, reason: str = "") -> "Job":
         self._job = _call(self._client._stub.CancelJob,
@@ -374,6 +420,32 @@ class Client:
                                              budget_s=budget_s,
                                              deadline_ms=int(deadline_s * 1000))
         return self._submit(self._stub.SubmitTune, request)
+
+    def submit_quantize_job(self, model: Model, calibration: Sequence[Sample], *,
+                            eval: Optional[Sequence[Sample]] = None, method: str = "minmax",
+                            percentile: float = 0, keep_float: Sequence[str] = (),
+                            target: str = "", device: Optional[str] = None,
+                            example_inputs: Any = None, deadline_s: float = 0) -> Job:
+        """int8 post-training quantization of a float ONNX model (or a torch.nn.Module, exported
+        here with `example_inputs`): calibrated on `calibration` (arrays, or {input name: array}
+        for a model of several inputs) with minmax, percentile or entropy ranges; its accuracy
+        against float reported per output and per layer on `eval` (held out; the calibration
+        inputs when None); layers named in `keep_float` stay float. The QDQ model is compiled
+        for `target` (or `device`'s target, else kilnd's CPU): wait() gives the report,
+        download_quantized_model() the model, artifact_digest the compiled artifact."""
+        source = _module_source(model, example_inputs)
+        if not source.HasField("onnx"):
+            raise ValueError("quantize takes an ONNX model (a .onnx file, its bytes or a torch "
+                             "module)")
+        request = jobs_pb2.SubmitQuantizeRequest(model=source, method=method,
+                                                 percentile=percentile,
+                                                 keep_float=list(keep_float),
+                                                 target=target.encode(),
+                                                 deadline_ms=int(deadline_s * 1000),
+                                                 **_device_fields(device))
+        request.calibration.extend(_quantize_sample(i, x) for i, x in enumerate(calibration))
+        request.eval.extend(_quantize_sample(i, x) for i, x in enumerate(eval or []))
+        return self._submit(self._stub.SubmitQuantize, request)
 
     # ---- reading ----
 
