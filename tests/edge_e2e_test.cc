@@ -230,11 +230,13 @@ TEST_F(EdgeTest, SelectorsPickDevicesAndBoardTimingsSayEmulated) {
   EXPECT_GT(timed.profile().median_seconds(), 0);
 
   // Nothing matches: the error lists what there is. A selector that does not parse says why.
-  request.set_device_selector("arch=aarch64,features~sve");
+  // (Another test registers an emulated board with SVE: more cores than any has, then.)
+  request.set_device_selector("arch=aarch64,features~sve,min_cores=4096");
   absl::StatusOr<v1::SubmitResponse> none = client_->SubmitCompile(request);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(none.status().message(), HasSubstr("no device matches 'arch=aarch64,features~sve'"));
+  EXPECT_THAT(none.status().message(),
+              HasSubstr("no device matches 'arch=aarch64,features~sve,min_cores=4096'"));
   EXPECT_THAT(none.status().message(), HasSubstr("board: aarch64-unknown-linux-gnu"));
   request.set_device_selector("gpus=8");
   absl::StatusOr<v1::SubmitResponse> bad = client_->SubmitCompile(request);

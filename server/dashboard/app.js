@@ -115,8 +115,10 @@ function db(v) {
 // A quantize job's accuracy: each output against float, then each int8 layer's output as the next
 // layer reads it (cumulative, so the lowest names where the accuracy goes).
 function quantizeReport(q) {
-  const on = q.held_out ? 'held-out inputs' : 'the calibration inputs (none held out)';
-  const parts = [el('h3', {}, 'int8 accuracy on ' + (q.eval_inputs || 0) + ' ' + on),
+  const n = q.eval_inputs || 0;
+  const on = q.held_out ? n + ' held-out inputs'
+                        : 'the ' + n + ' calibration inputs (none held out)';
+  const parts = [el('h3', {}, 'int8 accuracy on ' + on),
                  el('p', {}, 'Calibrated with ' + q.method + ' on ' + q.calibration_inputs +
                                  ' inputs; the int8 model is ' + (q.model_size || 0) + ' bytes.'),
                  table(['output', 'SQNR dB', 'max error', 'top-1 agrees'],
