@@ -19,6 +19,8 @@ struct QConvCase {
   int n = 1, c = 6, h = 9, w = 9, o = 16, kh = 3, kw = 3;
   int stride = 1, pad = 1, dilation = 1, block = 8;
   int x_zp = 7, y_zp = 3, out_min = 3, out_max = 255;
+  bool nhwc = false;      // data_layout="NHWC": the data channels last
+  bool nhwc_out = false;  // out_layout="NHWC": the result channels last
 };
 
 Tensor Make(const std::vector<int64_t>& shape, DLDataTypeCode code, int bits) {
@@ -28,7 +30,8 @@ Tensor Make(const std::vector<int64_t>& shape, DLDataTypeCode code, int bits) {
 
 void CheckQConv(const QConvCase& q, uint32_t seed) {
   SCOPED_TRACE(absl::StrCat("c=", q.c, " o=", q.o, " k=", q.kh, " stride=", q.stride,
-                            " pad=", q.pad, " block=", q.block));
+                            " pad=", q.pad, " block=", q.block, q.nhwc ? " NHWC" : "",
+                            q.nhwc_out ? " into NHWC" : ""));
   std::mt19937 rng(seed);
   const int words = (q.c + 3) / 4;
   const int oh = (q.h + 2 * q.pad - (q.kh - 1) * q.dilation - 1) / q.stride + 1;
@@ -43,8 +46,15 @@ void CheckQConv(const QConvCase& q, uint32_t seed) {
   for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 20001) - 10000;
   for (float& v : mult) v = 0.0001f + 0.0002f * static_cast<float>(rng() % 1000) / 1000.0f;
 
-  Tensor xt = Make({q.n, q.c, q.h, q.w}, kDLUInt, 8);
-  std::copy(x.begin(), x.end(), static_cast<uint8_t*>(xt.data()));
+  // x is NCHW here; the operator reads it NHWC when asked.
+  Tensor xt =
+      q.nhwc ? Make({q.n, q.h, q.w, q.c}, kDLUInt, 8) : Make({q.n, q.c, q.h, q.w}, kDLUInt, 8);
+  auto* xd = static_cast<uint8_t*>(xt.data());
+  for (int n = 0; n < q.n; ++n)
+    for (int c = 0; c < q.c; ++c)
+      for (int i = 0; i < q.h * q.w; ++i)
+        xd[q.nhwc ? (n * q.h * q.w + i) * q.c + c : (n * q.c + c) * q.h * q.w + i] =
+            x[(n * q.c + c) * q.h * q.w + i];
   // The weight's words: [O / b, words, KH, KW, b], channel 4i + k in byte k of word i.
   Tensor wt = Make({q.o / q.block, words, q.kh, q.kw, q.block}, kDLInt, 32);
   auto* packed = static_cast<uint32_t*>(wt.data());
@@ -66,22 +76,25 @@ void CheckQConv(const QConvCase& q, uint32_t seed) {
   auto shape = [](std::vector<int> s) {
     return absl::StrCat("(", absl::StrJoin(s, ", "), s.size() == 1 ? ",)" : ")");
   };
-  const std::string params =
-      absl::StrCat("x: R.Tensor(", shape({q.n, q.c, q.h, q.w}), ", \"uint8\"), w: R.Tensor(",
-                   shape({q.o / q.block, words, q.kh, q.kw, q.block}), ", \"int32\"), b: R.Tensor(",
-                   shape({q.o}), ", \"int32\"), m: R.Tensor(", shape({q.o}), ", \"float32\")");
+  const std::string params = absl::StrCat(
+      "x: R.Tensor(", q.nhwc ? shape({q.n, q.h, q.w, q.c}) : shape({q.n, q.c, q.h, q.w}),
+      ", \"uint8\"), w: R.Tensor(", shape({q.o / q.block, words, q.kh, q.kw, q.block}),
+      ", \"int32\"), b: R.Tensor(", shape({q.o}), ", \"int32\"), m: R.Tensor(", shape({q.o}),
+      ", \"float32\")");
   const std::string body = absl::StrCat(
       "            y = R.qnn.conv2d_int8(x, w, b, m, strides=[", q.stride, ", ", q.stride,
       "], padding=[", q.pad, ", ", q.pad, ", ", q.pad, ", ", q.pad, "], dilation=[", q.dilation,
       ", ", q.dilation, "], input_zero_point=", q.x_zp, ", output_zero_point=", q.y_zp,
-      ", out_min=", q.out_min, ", out_max=", q.out_max, ")\n");
+      ", out_min=", q.out_min, ", out_max=", q.out_max, q.nhwc ? ", data_layout=\"NHWC\"" : "",
+      q.nhwc_out ? ", out_layout=\"NHWC\"" : "", ")\n");
   absl::StatusOr<runtime::Value> out =
       testing::CompileAndRun(testing::Module(params, body, "y"), {xt, wt, bt, mt});
   ASSERT_TRUE(out.ok()) << out.status();
   const Tensor* y = out->as_tensor();
   ASSERT_NE(y, nullptr);
   ASSERT_EQ(std::vector<int64_t>(y->shape().begin(), y->shape().end()),
-            (std::vector<int64_t>{q.n, q.o, oh, ow}));
+            q.nhwc_out ? (std::vector<int64_t>{q.n, oh, ow, q.o})
+                       : (std::vector<int64_t>{q.n, q.o, oh, ow}));
   const auto* got = static_cast<const uint8_t*>(y->data());
   int checked = 0;
   for (int n = 0; n < q.n; ++n)
@@ -103,8 +116,9 @@ void CheckQConv(const QConvCase& q, uint32_t seed) {
           const float hi = static_cast<float>(q.out_max - q.y_zp);
           const int want =
               static_cast<int>(std::nearbyint(std::min(std::max(real, lo), hi))) + q.y_zp;
-          ASSERT_EQ(got[((n * q.o + o) * oh + r) * ow + s], want)
-              << n << " " << o << " " << r << " " << s;
+          const int at =
+              q.nhwc_out ? ((n * oh + r) * ow + s) * q.o + o : ((n * q.o + o) * oh + r) * ow + s;
+          ASSERT_EQ(got[at], want) << n << " " << o << " " << r << " " << s;
           ++checked;
         }
   EXPECT_EQ(checked, q.n * q.o * oh * ow);
@@ -134,11 +148,19 @@ TEST(QuantizedOpsTest, QConv2dIsTheIntegerArithmetic) {
   dilated.pad = 2;
   dilated.n = 2;
   CheckQConv(dilated, 4);
+  // From NCHW data into an NHWC result, and NHWC throughout, as ConvertConvLayout writes them.
+  for (QConvCase q : {QConvCase{}, wide, pointwise, dilated}) {
+    q.nhwc_out = true;
+    CheckQConv(q, 5);
+    q.nhwc = true;
+    CheckQConv(q, 6);
+  }
 }
 
 // Depthwise: one channel per group, float32 weights holding int8 values, a float32 bias.
-void CheckQDepthwise(int c, int h, int k, int stride, int pad, uint32_t seed) {
-  SCOPED_TRACE(absl::StrCat("c=", c, " h=", h, " k=", k, " stride=", stride, " pad=", pad));
+void CheckQDepthwise(int c, int h, int k, int stride, int pad, uint32_t seed, bool nhwc = false) {
+  SCOPED_TRACE(absl::StrCat("c=", c, " h=", h, " k=", k, " stride=", stride, " pad=", pad,
+                            nhwc ? " NHWC" : ""));
   std::mt19937 rng(seed);
   const int x_zp = 11, y_zp = 2;
   const int oh = (h + 2 * pad - k) / stride + 1;
@@ -157,16 +179,28 @@ void CheckQDepthwise(int c, int h, int k, int stride, int pad, uint32_t seed) {
     b[i] = static_cast<float>(static_cast<int>(rng() % 4001) - 2000);
     m[i] = 0.001f + 0.002f * static_cast<float>(rng() % 1000) / 1000.0f;
   }
+  // NHWC: the data [1, H, W, C] and the weight [K, K, C], the same values.
+  Tensor xn = Make({1, h, h, c}, kDLUInt, 8);
+  Tensor wn = Make({k, k, c}, kDLFloat, 32);
+  for (int ch = 0; ch < c; ++ch) {
+    for (int i = 0; i < h * h; ++i)
+      static_cast<uint8_t*>(xn.data())[i * c + ch] = x[ch * h * h + i];
+    for (int i = 0; i < k * k; ++i) static_cast<float*>(wn.data())[i * c + ch] = w[ch * k * k + i];
+  }
   const std::string params =
-      absl::StrCat("x: R.Tensor((1, ", c, ", ", h, ", ", h, "), \"uint8\"), w: R.Tensor((", c, ", ",
-                   k, ", ", k, "), \"float32\"), b: R.Tensor((", c,
-                   ",), \"float32\"), m: R.Tensor((", c, ",), \"float32\")");
-  const std::string body = absl::StrCat(
-      "            y = R.qnn.depthwise_conv2d_int8(x, w, b, m, strides=[", stride, ", ", stride,
-      "], padding=[", pad, ", ", pad, ", ", pad, ", ", pad, "], input_zero_point=", x_zp,
-      ", output_zero_point=", y_zp, ", out_min=", y_zp, ", out_max=200)\n");
-  absl::StatusOr<runtime::Value> out =
-      testing::CompileAndRun(testing::Module(params, body, "y"), {xt, wt, bt, mt});
+      nhwc ? absl::StrCat("x: R.Tensor((1, ", h, ", ", h, ", ", c, "), \"uint8\"), w: R.Tensor((",
+                          k, ", ", k, ", ", c, "), \"float32\"), b: R.Tensor((", c,
+                          ",), \"float32\"), m: R.Tensor((", c, ",), \"float32\")")
+           : absl::StrCat("x: R.Tensor((1, ", c, ", ", h, ", ", h, "), \"uint8\"), w: R.Tensor((",
+                          c, ", ", k, ", ", k, "), \"float32\"), b: R.Tensor((", c,
+                          ",), \"float32\"), m: R.Tensor((", c, ",), \"float32\")");
+  const std::string body =
+      absl::StrCat("            y = R.qnn.depthwise_conv2d_int8(x, w, b, m, strides=[", stride,
+                   ", ", stride, "], padding=[", pad, ", ", pad, ", ", pad, ", ", pad,
+                   "], input_zero_point=", x_zp, ", output_zero_point=", y_zp, ", out_min=", y_zp,
+                   ", out_max=200", nhwc ? ", data_layout=\"NHWC\"" : "", ")\n");
+  absl::StatusOr<runtime::Value> out = testing::CompileAndRun(
+      testing::Module(params, body, "y"), {nhwc ? xn : xt, nhwc ? wn : wt, bt, mt});
   ASSERT_TRUE(out.ok()) << out.status();
   const auto* got = static_cast<const uint8_t*>(out->as_tensor()->data());
   for (int ch = 0; ch < c; ++ch)
@@ -183,7 +217,8 @@ void CheckQDepthwise(int c, int h, int k, int stride, int pad, uint32_t seed) {
         const float real = (acc + b[ch]) * m[ch];
         const float clamped = std::min(std::max(real, static_cast<float>(y_zp - y_zp)),
                                        static_cast<float>(200 - y_zp));
-        ASSERT_EQ(got[(ch * oh + r) * oh + s], static_cast<int>(std::nearbyint(clamped)) + y_zp)
+        const int at = nhwc ? (r * oh + s) * c + ch : (ch * oh + r) * oh + s;
+        ASSERT_EQ(got[at], static_cast<int>(std::nearbyint(clamped)) + y_zp)
             << ch << " " << r << " " << s;
       }
 }
@@ -192,6 +227,8 @@ TEST(QuantizedOpsTest, QDepthwiseConv2dIsTheIntegerArithmetic) {
   CheckQDepthwise(8, 10, 3, 1, 1, 5);
   CheckQDepthwise(24, 15, 3, 2, 1, 6);
   CheckQDepthwise(5, 9, 5, 1, 2, 7);
+  CheckQDepthwise(16, 10, 3, 1, 1, 8, /*nhwc=*/true);
+  CheckQDepthwise(24, 15, 3, 2, 1, 9, /*nhwc=*/true);
 }
 
 TEST(QuantizedOpsTest, QDenseIsTheIntegerProduct) {

@@ -45,6 +45,11 @@ bool ConvRunsInNhwc(const ConvDescription& conv, const CpuPolicy& policy) {
   return conv.input_nhwc || conv.groups == 1;
 }
 
+bool Int8ConvRunsInNhwc(const ConvDescription& conv, const CpuPolicy& policy) {
+  (void)policy;
+  return conv.out_width >= 0 && (conv.input_nhwc || conv.groups == 1);
+}
+
 int64_t NhwcWeightBlock(const ConvDescription& conv, const CpuPolicy& policy) {
   if (conv.groups != 1) return 0;
   const int64_t o = conv.out_channels, wide = policy.nhwc_channel_block, narrow = wide / 2;

@@ -73,6 +73,12 @@ struct ConvDescription {
 // runs in NHWC only where its input is NHWC already.
 bool ConvRunsInNhwc(const ConvDescription& conv, const CpuPolicy& policy);
 
+// Where an int8 convolution (relax.qnn.*) runs in NHWC: everywhere a float one could, whatever
+// the row's width. Its lanes are output channels in either layout (the int8 dot product sums
+// four input channels into each), so NCHW buys no row vectors; NHWC makes its input words a
+// pixel's bytes as they lie and its requantized lanes one store.
+bool Int8ConvRunsInNhwc(const ConvDescription& conv, const CpuPolicy& policy);
+
 // The output-channel block of an NHWC convolution's weight, OHWI<b>o: two vectors where they
 // divide the channels, else one; 0 (HWIO, unblocked) when neither divides or groups are not 1.
 // HWIO keeps each block's weights 4 x O bytes apart per input channel, across all the weight's

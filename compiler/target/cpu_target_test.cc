@@ -128,6 +128,17 @@ TEST(CpuPolicyTest, ConvolutionLayoutsAndBlocksFollowThePolicy) {
   // Wide rows stay NCHW; 48 columns are wide on AVX-512, narrow on AVX2 (16 registers).
   conv.out_channels = 64;
   conv.out_width = 48;
+  // An int8 convolution runs in NHWC at any width (its lanes are output channels either way);
+  // a depthwise one, where its input is NHWC already; a symbolic width, never.
+  EXPECT_FALSE(ConvRunsInNhwc(conv, avx512));
+  EXPECT_TRUE(Int8ConvRunsInNhwc(conv, avx512));
+  ConvDescription depthwise = conv;
+  depthwise.groups = 64;
+  EXPECT_FALSE(Int8ConvRunsInNhwc(depthwise, avx512));
+  depthwise.input_nhwc = true;
+  EXPECT_TRUE(Int8ConvRunsInNhwc(depthwise, avx512));
+  depthwise.out_width = -1;
+  EXPECT_FALSE(Int8ConvRunsInNhwc(depthwise, avx512));
   EXPECT_FALSE(ConvRunsInNhwc(conv, avx512));
   EXPECT_TRUE(ConvRunsInNhwc(conv, avx2));
   EXPECT_EQ(NchwWeightBlock(conv, avx512), 16);

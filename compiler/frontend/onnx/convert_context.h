@@ -173,6 +173,9 @@ void RegisterSequenceConverters(ConverterTable* table);  // SequenceConstruct an
 // The optimizers of ONNX's training domain, registered as "DOMAIN.OpType".
 inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 void RegisterTrainingConverters(ConverterTable* table);  // Adagrad, Momentum, Adam
+// ONNX Runtime's contributed operators: its quantized ones, registered as "DOMAIN.OpType" with
+// the quantization converters.
+inline constexpr const char* kMicrosoftDomain = "com.microsoft";
 
 // Split and SplitToSequence by sizes (input 1) computed at run time: part j gathers x along the
 // axis at offset_j + k, the sizes bound as shape variables and checked to be non-negative and to

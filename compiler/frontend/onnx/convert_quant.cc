@@ -1,6 +1,8 @@
 // Linear quantization (ONNX opsets 10 to 13): QuantizeLinear, DequantizeLinear and
 // DynamicQuantizeLinear, and the integer family MatMulInteger, QLinearMatMul, ConvInteger and
-// QLinearConv, written with Relax's elementwise ops, matmul and conv2d on int32 and float32.
+// QLinearConv, written with Relax's elementwise ops, matmul and conv2d on int32 and float32; and
+// ONNX Runtime's QLinearAdd, QLinearMul, QLinearGlobalAveragePool, QLinearConcat,
+// QLinearLeakyRelu and QLinearSigmoid (domain com.microsoft).
 #include <cstring>
 #include <optional>
 
@@ -395,9 +397,105 @@ absl::StatusOr<Outputs> QLinearConv(Context& ctx) {
   return OneOf(Quantize(ctx, real, y_scale, y_zp, ctx.DType(y_zp)));
 }
 
+// ---- ONNX Runtime's quantized operators (domain com.microsoft), as its quantizer writes them in
+// the QOperator format: each is its float operator between a dequantize of every input and a
+// quantize of the result, which the fusion pass makes one kernel of. ----
+
+// The real values of the quantized input at `x`, its scale and zero point following (the zero
+// point optional: 0).
+absl::StatusOr<Expr> RealOf(Context& ctx, size_t x, size_t scale, size_t zero_point) {
+  KILN_ASSIGN_OR_RETURN(Expr q, ctx.Tensor(x));
+  KILN_ASSIGN_OR_RETURN(Expr s, ctx.Tensor(scale));
+  KILN_ASSIGN_OR_RETURN(Expr real, Cast(ctx, q, kF32));
+  if (ctx.Has(zero_point)) {
+    KILN_ASSIGN_OR_RETURN(Expr zp, ctx.Tensor(zero_point));
+    KILN_ASSIGN_OR_RETURN(zp, Cast(ctx, zp, kF32));
+    KILN_ASSIGN_OR_RETURN(real, ctx.Call("relax.subtract", {real, zp}));
+  }
+  return ctx.Call("relax.multiply", {real, s});
+}
+
+// `real` quantized at the scale and zero point of inputs `scale` and `zero_point` (absent: 0 of
+// the type of input `like`).
+absl::StatusOr<Outputs> QuantizedResult(Context& ctx, const Expr& real, size_t scale,
+                                        size_t zero_point, size_t like) {
+  KILN_ASSIGN_OR_RETURN(Expr s, ctx.Tensor(scale));
+  KILN_ASSIGN_OR_RETURN(Expr x, ctx.Tensor(like));
+  Expr zp = ctx.Scalar(ctx.DType(x), 0);
+  if (ctx.Has(zero_point)) {
+    KILN_ASSIGN_OR_RETURN(zp, ctx.Tensor(zero_point));
+  }
+  return OneOf(Quantize(ctx, real, s, zp, ctx.DType(zp)));
+}
+
+// QLinearAdd / QLinearMul(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale,
+// C_zero_point), broadcasting.
+template <const char* kOp>
+absl::StatusOr<Outputs> QLinearBinary(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr a, RealOf(ctx, 0, 1, 2));
+  KILN_ASSIGN_OR_RETURN(Expr b, RealOf(ctx, 3, 4, 5));
+  KILN_ASSIGN_OR_RETURN(Expr c, ctx.Call(kOp, {a, b}));
+  return QuantizedResult(ctx, c, 6, 7, 0);
+}
+constexpr char kAdd[] = "relax.add";
+constexpr char kMultiply[] = "relax.multiply";
+
+// QLinearGlobalAveragePool(X, x_scale, x_zero_point, y_scale, y_zero_point), NCHW or
+// (channels_last) NHWC: the mean over the spatial axes, kept as 1s.
+absl::StatusOr<Outputs> QLinearGlobalAveragePool(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, RealOf(ctx, 0, 1, 2));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> xs, ctx.Shape(x));
+  if (xs.size() < 3) return ctx.Error("needs an input of rank >= 3");
+  const bool channels_last = ctx.Int("channels_last", 0) != 0;
+  std::vector<int64_t> axes;
+  for (size_t k = channels_last ? 1 : 2; k < xs.size() - (channels_last ? 1 : 0); ++k)
+    axes.push_back(static_cast<int64_t>(k));
+  KILN_ASSIGN_OR_RETURN(
+      Expr mean, ctx.Call("relax.mean", {x}, {{"axis", IntsAttr(axes)}, {"keepdims", IntAttr(1)}}));
+  return QuantizedResult(ctx, mean, 3, 4, 0);
+}
+
+// QLinearConcat(Y_scale, Y_zero_point, X1, X1_scale, X1_zero_point, X2, ...), attribute axis.
+absl::StatusOr<Outputs> QLinearConcat(Context& ctx) {
+  if (ctx.num_inputs() < 5 || (ctx.num_inputs() - 2) % 3 != 0)
+    return ctx.Error("takes Y_scale, Y_zero_point and a (X, scale, zero point) triple per input");
+  if (!ctx.HasAttr("axis")) return ctx.Error("axis is required");
+  std::vector<Expr> parts;
+  for (size_t i = 2; i < ctx.num_inputs(); i += 3) {
+    KILN_ASSIGN_OR_RETURN(Expr real, RealOf(ctx, i, i + 1, i + 2));
+    parts.push_back(real);
+  }
+  KILN_ASSIGN_OR_RETURN(Expr joined, ctx.Call("relax.concat", {ir::relax::MakeTuple(parts)},
+                                              {{"axis", IntAttr(ctx.Int("axis", 0))}}));
+  return QuantizedResult(ctx, joined, 0, 1, 2);
+}
+
+// QLinearLeakyRelu(X, X_scale, X_zero_point, Y_scale, Y_zero_point), attribute alpha.
+absl::StatusOr<Outputs> QLinearLeakyRelu(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, RealOf(ctx, 0, 1, 2));
+  KILN_ASSIGN_OR_RETURN(
+      Expr scaled, ctx.Call("relax.multiply", {x, ctx.Scalar(kF32, ctx.Float("alpha", 0.01))}));
+  KILN_ASSIGN_OR_RETURN(Expr positive, ctx.Call("relax.greater", {x, ctx.Scalar(kF32, 0)}));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.where", {positive, x, scaled}));
+  return QuantizedResult(ctx, y, 3, 4, 0);
+}
+
+// QLinearSigmoid(X, X_scale, X_zero_point, Y_scale, Y_zero_point).
+absl::StatusOr<Outputs> QLinearSigmoid(Context& ctx) {
+  KILN_ASSIGN_OR_RETURN(Expr x, RealOf(ctx, 0, 1, 2));
+  KILN_ASSIGN_OR_RETURN(Expr y, ctx.Call("relax.sigmoid", {x}));
+  return QuantizedResult(ctx, y, 3, 4, 0);
+}
+
 }  // namespace
 
 void RegisterQuantizeConverters(ConverterTable* t) {
+  (*t)["com.microsoft.QLinearAdd"] = QLinearBinary<kAdd>;
+  (*t)["com.microsoft.QLinearMul"] = QLinearBinary<kMultiply>;
+  (*t)["com.microsoft.QLinearGlobalAveragePool"] = QLinearGlobalAveragePool;
+  (*t)["com.microsoft.QLinearConcat"] = QLinearConcat;
+  (*t)["com.microsoft.QLinearLeakyRelu"] = QLinearLeakyRelu;
+  (*t)["com.microsoft.QLinearSigmoid"] = QLinearSigmoid;
   (*t)["QuantizeLinear"] = QuantizeLinear;
   (*t)["DequantizeLinear"] = DequantizeLinear;
   (*t)["DynamicQuantizeLinear"] = DynamicQuantizeLinear;

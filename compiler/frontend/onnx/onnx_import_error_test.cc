@@ -46,9 +46,13 @@ TEST(OnnxImportError, OtherDomain) {
   GraphBuilder g(13);
   g.Input("x", kF, {2}).Output("y", kF).Node("Relu", {"x"}, {"y"});
   auto model = g.model();
+  model.mutable_graph()->mutable_node(0)->set_domain("org.example");
+  ExpectError(ImportOnnx(model.SerializeAsString(), "m.onnx").status(),
+              absl::StatusCode::kUnimplemented, "domain 'org.example'");
+  // ONNX Runtime's domain: its quantized operators are converted, the others named.
   model.mutable_graph()->mutable_node(0)->set_domain("com.microsoft");
   ExpectError(ImportOnnx(model.SerializeAsString(), "m.onnx").status(),
-              absl::StatusCode::kUnimplemented, "domain 'com.microsoft'");
+              absl::StatusCode::kUnimplemented, "operator com.microsoft.Relu is not supported");
 }
 
 TEST(OnnxImportError, OpsetOutOfRange) {

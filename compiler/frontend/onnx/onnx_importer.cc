@@ -192,12 +192,14 @@ class Importer {
 
   absl::Status Convert(const onnx::NodeProto& node) {
     const bool training = node.domain() == kTrainingDomain;
-    if (!node.domain().empty() && node.domain() != "ai.onnx" && !training) {
+    // ONNX Runtime's operators: the quantized ones its quantizer writes (convert_quant.cc).
+    const bool microsoft = node.domain() == kMicrosoftDomain;
+    if (!node.domain().empty() && node.domain() != "ai.onnx" && !training && !microsoft) {
       return absl::UnimplementedError(
           absl::StrCat("operators of domain '", node.domain(), "' are not supported"));
     }
     const std::string op =
-        training ? absl::StrCat(kTrainingDomain, ".", node.op_type()) : node.op_type();
+        training || microsoft ? absl::StrCat(node.domain(), ".", node.op_type()) : node.op_type();
     auto it = Converters().find(op);
     if (it == Converters().end()) {
       return absl::UnimplementedError(absl::StrCat("operator ", op, " is not supported"));

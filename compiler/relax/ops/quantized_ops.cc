@@ -14,6 +14,10 @@
 // y = clamp(round_half_even((Σ data·weight + bias) × multiplier) + output_zero_point, out_min,
 // out_max): padding reads the input's zero point, so a border tap adds nothing.
 //
+// Both convolutions take data_layout "NHWC" too: data [N, H, W, C], the result [N, OH, OW, O],
+// the depthwise weight [KH, KW, C]; the dense one also NCHW data into an NHWC result
+// (out_layout "NHWC"). ConvertConvLayout rewrites them so.
+//
 // relax.qnn.depthwise_conv2d_int8(data, weight, bias, multiplier) -> [N, C, OH, OW] uint8
 //   the same for one channel per group: weight float32 [C, KH, KW] holding int8 values and bias
 //   float32 [C]. A depthwise window sums few products (KH × KW × 255 × 128 < 2^24), so float32
@@ -46,6 +50,10 @@ struct QConvAttrs {
   int64_t output_zero_point = 0;
   int64_t out_min = 0;
   int64_t out_max = 255;
+  // data_layout "NHWC": data [N, H, W, C]; out_layout (data_layout's by default) "NHWC": the
+  // result [N, OH, OW, O]. ConvertConvLayout chooses them; "NCHW" as documented above.
+  bool nhwc = false;
+  bool nhwc_out = false;
 };
 
 absl::StatusOr<QConvAttrs> ParseQConv(const CallNode& call) {
@@ -78,6 +86,16 @@ absl::StatusOr<QConvAttrs> ParseQConv(const CallNode& call) {
     *b.dst = *v;
   }
   if (a.out_min > a.out_max) return OpError(call, "out_min is above out_max");
+  absl::StatusOr<std::string> layout = StringAttr(call, "data_layout", "NCHW");
+  if (!layout.ok()) return layout.status();
+  if (*layout != "NCHW" && *layout != "NHWC")
+    return OpError(call, absl::StrCat("data_layout '", *layout, "': NCHW or NHWC"));
+  a.nhwc = *layout == "NHWC";
+  absl::StatusOr<std::string> out_layout = StringAttr(call, "out_layout", *layout);
+  if (!out_layout.ok()) return out_layout.status();
+  if (*out_layout != "NCHW" && *out_layout != "NHWC")
+    return OpError(call, absl::StrCat("out_layout '", *out_layout, "': NCHW or NHWC"));
+  a.nhwc_out = *out_layout == "NHWC";
   return a;
 }
 
@@ -96,16 +114,25 @@ PrimExpr OutExtent(const PrimExpr& size, int64_t pad, int64_t taps, int64_t dila
   return ana->Simplify(FloorDiv(size + (pad - (taps - 1) * dilation - 1), Int64(stride)) + 1);
 }
 
-// A window of kh × kw taps over NCHW `x`: the uint8 [N, channels, OH, OW] it stores.
+// The data's axes: channels, rows and columns.
+struct Axes {
+  int c, h, w;
+};
+Axes AxesOf(const QConvAttrs& a) { return a.nhwc ? Axes{3, 1, 2} : Axes{1, 2, 3}; }
+
+// A window of kh × kw taps over `x` (NCHW or NHWC): the uint8 [N, channels, OH, OW] (or
+// [N, OH, OW, channels]) it stores.
 absl::StatusOr<StructInfo> WindowResult(const CallNode& call, const QConvAttrs& a,
                                         const std::vector<PrimExpr>& x, const PrimExpr& channels,
                                         int64_t kh, int64_t kw, arith::Analyzer* ana) {
-  const PrimExpr oh = OutExtent(x[2], a.pad[0] + a.pad[2], kh, a.dilation[0], a.stride[0], ana);
-  const PrimExpr ow = OutExtent(x[3], a.pad[1] + a.pad[3], kw, a.dilation[1], a.stride[1], ana);
+  const Axes ax = AxesOf(a);
+  const PrimExpr oh = OutExtent(x[ax.h], a.pad[0] + a.pad[2], kh, a.dilation[0], a.stride[0], ana);
+  const PrimExpr ow = OutExtent(x[ax.w], a.pad[1] + a.pad[3], kw, a.dilation[1], a.stride[1], ana);
   for (const PrimExpr& o : {oh, ow}) {
     const int64_t* c = AsConstInt(o);
     if (c != nullptr && *c < 1) return OpError(call, "the kernel is larger than the padded input");
   }
+  if (a.nhwc_out) return TensorSInfo({x[0], oh, ow, channels}, DataType::UInt(8));
   return TensorSInfo({x[0], channels, oh, ow}, DataType::UInt(8));
 }
 
@@ -155,11 +182,12 @@ absl::StatusOr<StructInfo> InferQConv2d(const CallNode& call, const OpInferConte
       kw == nullptr) {
     return OpError(call, "the weight's window and block (16, 8 or 4) must be constants");
   }
-  const PrimExpr words = ctx.analyzer->Simplify(FloorDiv(x[1] + 3, Int64(4)));
+  const PrimExpr& in_c = x[AxesOf(*attrs).c];
+  const PrimExpr words = ctx.analyzer->Simplify(FloorDiv(in_c + 3, Int64(4)));
   if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, words, w[1]))) {
     return OpError(
         call, absl::StrCat("the weight holds ", DebugPrint(w[1]),
-                           " words of input channels, data has ", DebugPrint(x[1]), " channels"));
+                           " words of input channels, data has ", DebugPrint(in_c), " channels"));
   }
   const PrimExpr out_c = ctx.analyzer->Simplify(w[0] * *block);
   for (int i = 2; i < 4; ++i) {
@@ -181,26 +209,35 @@ absl::Status LegalizeQConv2d(const CallNode& call, const std::vector<Buffer>& in
   if (!a.ok()) return a.status();
   const Buffer &x = in[0], &weight = in[1], &bias = in[2], &multiplier = in[3];
   const DataType i32 = DataType::Int(32), u32 = DataType::UInt(32), f32 = DataType::Float(32);
-  const PrimExpr channels = x->shape[1];
+  const Axes ax = AxesOf(*a);
+  const PrimExpr channels = x->shape[ax.c];
 
-  // The input as words of four channels, padded with the zero point: what dot4 reads.
-  std::vector<PrimExpr> word_shape = {x->shape[0], weight->shape[1],
-                                      Grown(x->shape[2], a->pad[0] + a->pad[2]),
-                                      Grown(x->shape[3], a->pad[1] + a->pad[3])};
+  // The input as words of four channels, padded with the zero point: what dot4 reads, [N, C / 4,
+  // H, W] for NCHW throughout, else [N, H, W, C / 4], each pixel's words together (from NHWC
+  // data, its bytes as they lie; from NCHW, four channel planes interleaved).
+  const bool pixel_words = a->nhwc || a->nhwc_out;
+  const PrimExpr rows = Grown(x->shape[ax.h], a->pad[0] + a->pad[2]);
+  const PrimExpr cols = Grown(x->shape[ax.w], a->pad[1] + a->pad[3]);
+  std::vector<PrimExpr> word_shape =
+      pixel_words ? std::vector<PrimExpr>{x->shape[0], rows, cols, weight->shape[1]}
+                  : std::vector<PrimExpr>{x->shape[0], weight->shape[1], rows, cols};
   Buffer words = b.Temp("pack_words", i32, word_shape);
   b.Compute("pack_words", words, [&](const Indices& i) {
+    const PrimExpr& word_index = pixel_words ? i[3] : i[1];
+    PrimExpr h = (pixel_words ? i[1] : i[2]) - a->pad[0];
+    PrimExpr w = (pixel_words ? i[2] : i[3]) - a->pad[1];
     PrimExpr word;
     for (int k = 0; k < 4; ++k) {
-      PrimExpr c = i[1] * 4 + k;
-      PrimExpr h = i[2] - a->pad[0], w = i[3] - a->pad[1];
+      PrimExpr c = word_index * 4 + k;
       PrimExpr zero = IntImm(h->dtype, 0);
-      PrimExpr inside = Binary(
-          NodeKind::kAnd,
-          Binary(NodeKind::kAnd, c < channels, Binary(NodeKind::kAnd, zero <= h, h < x->shape[2])),
-          Binary(NodeKind::kAnd, zero <= w, w < x->shape[3]));
+      PrimExpr inside = Binary(NodeKind::kAnd,
+                               Binary(NodeKind::kAnd, c < channels,
+                                      Binary(NodeKind::kAnd, zero <= h, h < x->shape[ax.h])),
+                               Binary(NodeKind::kAnd, zero <= w, w < x->shape[ax.w]));
       // A channel past the last one reads the zero point too: its weights are 0.
-      PrimExpr byte = Cast(u32, GuardedLoad(x, {i[0], c, h, w}, inside,
-                                            IntImm(DataType::UInt(8), a->input_zero_point)));
+      Indices at = a->nhwc ? Indices{i[0], h, w, c} : Indices{i[0], c, h, w};
+      PrimExpr byte =
+          Cast(u32, GuardedLoad(x, at, inside, IntImm(DataType::UInt(8), a->input_zero_point)));
       PrimExpr placed = k == 0 ? byte : byte * IntImm(u32, int64_t{1} << (8 * k));
       word = k == 0 ? placed : word + placed;
     }
@@ -209,20 +246,25 @@ absl::Status LegalizeQConv2d(const CallNode& call, const std::vector<Buffer>& in
 
   const int64_t block = *AsConstInt(weight->shape[4]);
   const std::vector<PrimExpr>& os = out[0]->shape;
-  Buffer acc =
-      b.Temp("qconv2d_packed", i32, {os[0], weight->shape[0], os[2], os[3], weight->shape[4]});
+  const PrimExpr &oh = os[a->nhwc_out ? 1 : 2], &ow = os[a->nhwc_out ? 2 : 3];
+  // The accumulators [N, O / b, OH, OW, b] in either layout: b output channels are the lanes.
+  Buffer acc = b.Temp("qconv2d_packed", i32, {os[0], weight->shape[0], oh, ow, weight->shape[4]});
   b.Reduce("qconv2d", acc, {weight->shape[1], weight->shape[2], weight->shape[3]}, Combiner::kSum,
            [&](const Indices& s, const Indices& r) {
-             Indices xi = {s[0], r[0], s[2] * a->stride[0] + r[1] * a->dilation[0],
-                           s[3] * a->stride[1] + r[2] * a->dilation[1]};
+             PrimExpr h = s[2] * a->stride[0] + r[1] * a->dilation[0];
+             PrimExpr w = s[3] * a->stride[1] + r[2] * a->dilation[1];
+             Indices xi = pixel_words ? Indices{s[0], h, w, r[0]} : Indices{s[0], r[0], h, w};
              return Call(i32, "dot4_u8i8",
                          {Load(words, xi), Load(weight, {s[1], r[0], r[1], r[2], s[4]})});
            });
-  // The requantizing store, into NCHW: the schedule rules fold it into the accumulator tile's
-  // write-back, as they do a float convolution's unpacking.
+  // The requantizing store, into NCHW (a channel plane per lane) or NHWC (the lanes' bytes side
+  // by side): the schedule rules fold it into the accumulator tile's write-back, as they do a
+  // float convolution's unpacking.
+  const bool nhwc = a->nhwc_out;
   b.ComputeOver(
       "qconv2d_requantize", out[0], acc->shape,
       [&](const Indices& i) -> Indices {
+        if (nhwc) return {i[0], i[2], i[3], i[1] * block + i[4]};
         return {i[0], i[1] * block + i[4], i[2], i[3]};
       },
       [&](const Indices& i) {
@@ -247,17 +289,21 @@ absl::StatusOr<StructInfo> InferQDepthwise(const CallNode& call, const OpInferCo
   if (dims[0] == nullptr || dims[1] == nullptr) return TensorSInfoUnknown(DataType::UInt(8), 4);
   const std::vector<PrimExpr>& x = *dims[0];
   const std::vector<PrimExpr>& w = *dims[1];
-  const int64_t* kh = AsConstInt(w[1]);
-  const int64_t* kw = AsConstInt(w[2]);
+  // The weight is [C, KH, KW], or [KH, KW, C] with NHWC data.
+  const bool nhwc = attrs->nhwc;
+  if (attrs->nhwc_out != nhwc) return OpError(call, "out_layout must be the data's");
+  const int64_t* kh = AsConstInt(w[nhwc ? 0 : 1]);
+  const int64_t* kw = AsConstInt(w[nhwc ? 1 : 2]);
   if (kh == nullptr || kw == nullptr || *kh * *kw * 255 * 128 >= (int64_t{1} << 24))
     return OpError(call, "the window must be constant and small enough to sum exactly in float32");
+  const PrimExpr& channels = x[AxesOf(*attrs).c];
   for (int i = 1; i < 4; ++i) {
-    const PrimExpr& c = i == 1 ? w[0] : (dims[i] ? (*dims[i])[0] : x[1]);
-    if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, c, x[1])))
+    const PrimExpr& c = i == 1 ? w[nhwc ? 2 : 0] : (dims[i] ? (*dims[i])[0] : channels);
+    if (ctx.analyzer->CanProve(Binary(NodeKind::kNE, c, channels)))
       return OpError(
           call, absl::StrCat(operands_of_depthwise[i].name, " must hold one value per channel"));
   }
-  return WindowResult(call, *attrs, x, x[1], *kh, *kw, ctx.analyzer);
+  return WindowResult(call, *attrs, x, channels, *kh, *kw, ctx.analyzer);
 }
 
 absl::Status LegalizeQDepthwise(const CallNode& call, const std::vector<Buffer>& in,
@@ -266,29 +312,38 @@ absl::Status LegalizeQDepthwise(const CallNode& call, const std::vector<Buffer>&
   if (!a.ok()) return a.status();
   const Buffer &x = in[0], &weight = in[1], &bias = in[2], &multiplier = in[3];
   const DataType f32 = DataType::Float(32);
+  const Axes ax = AxesOf(*a);
+  const bool nhwc = a->nhwc;
   Buffer data = x;
   if (a->pad[0] || a->pad[1] || a->pad[2] || a->pad[3]) {
-    data = b.Temp("pad_temp", x->dtype,
-                  {x->shape[0], x->shape[1], Grown(x->shape[2], a->pad[0] + a->pad[2]),
-                   Grown(x->shape[3], a->pad[1] + a->pad[3])});
+    std::vector<PrimExpr> shape = x->shape;
+    shape[ax.h] = Grown(x->shape[ax.h], a->pad[0] + a->pad[2]);
+    shape[ax.w] = Grown(x->shape[ax.w], a->pad[1] + a->pad[3]);
+    data = b.Temp("pad_temp", x->dtype, shape);
     b.Compute("pad_temp", data, [&](const Indices& i) {
-      PrimExpr h = i[2] - a->pad[0], w = i[3] - a->pad[1];
+      PrimExpr h = i[ax.h] - a->pad[0], w = i[ax.w] - a->pad[1];
       PrimExpr zero = IntImm(h->dtype, 0);
-      PrimExpr inside = Binary(NodeKind::kAnd, Binary(NodeKind::kAnd, zero <= h, h < x->shape[2]),
-                               Binary(NodeKind::kAnd, zero <= w, w < x->shape[3]));
-      return GuardedLoad(x, {i[0], i[1], h, w}, inside,
-                         IntImm(DataType::UInt(8), a->input_zero_point));
+      PrimExpr inside =
+          Binary(NodeKind::kAnd, Binary(NodeKind::kAnd, zero <= h, h < x->shape[ax.h]),
+                 Binary(NodeKind::kAnd, zero <= w, w < x->shape[ax.w]));
+      Indices at = i;
+      at[ax.h] = h;
+      at[ax.w] = w;
+      return GuardedLoad(x, at, inside, IntImm(DataType::UInt(8), a->input_zero_point));
     });
   }
   Buffer acc = b.Temp("qdepthwise_acc", f32, out[0]->shape);
-  b.Reduce("qdepthwise", acc, {weight->shape[1], weight->shape[2]}, Combiner::kSum,
+  const int taps_h = nhwc ? 0 : 1;
+  b.Reduce("qdepthwise", acc, {weight->shape[taps_h], weight->shape[taps_h + 1]}, Combiner::kSum,
            [&](const Indices& s, const Indices& r) {
-             Indices xi = {s[0], s[1], s[2] * a->stride[0] + r[0] * a->dilation[0],
-                           s[3] * a->stride[1] + r[1] * a->dilation[1]};
-             return Cast(f32, Load(data, xi)) * Load(weight, {s[1], r[0], r[1]});
+             Indices xi = s;
+             xi[ax.h] = s[ax.h] * a->stride[0] + r[0] * a->dilation[0];
+             xi[ax.w] = s[ax.w] * a->stride[1] + r[1] * a->dilation[1];
+             Indices wi = nhwc ? Indices{r[0], r[1], s[ax.c]} : Indices{s[ax.c], r[0], r[1]};
+             return Cast(f32, Load(data, xi)) * Load(weight, wi);
            });
   b.Compute("qdepthwise_requantize", out[0], [&](const Indices& i) {
-    return Requantize(*a, (Load(acc, i) + Load(bias, {i[1]})) * Load(multiplier, {i[1]}));
+    return Requantize(*a, (Load(acc, i) + Load(bias, {i[ax.c]})) * Load(multiplier, {i[ax.c]}));
   });
   return absl::OkStatus();
 }

@@ -122,6 +122,8 @@ class LayoutRewriter {
     Var twin;
     if (op == "relax.nn.conv2d") {
       twin = ConvertConv(*call, var);
+    } else if (op == "relax.qnn.conv2d_int8" || op == "relax.qnn.depthwise_conv2d_int8") {
+      twin = ConvertInt8Conv(*call, var, op == "relax.qnn.depthwise_conv2d_int8");
     } else if (op == "relax.mean") {
       return ConvertMean(var, *call);
     } else if (const OpInfo* info = LookupOp(op);
@@ -184,6 +186,48 @@ class LayoutRewriter {
     attrs = WithAttr(attrs, "kernel_layout", Make<ir::StringImmNode>(layout));
     attrs = WithAttr(attrs, "out_layout", Make<ir::StringImmNode>("NHWC"));
     return Emit(MakeCall(call.op, {x, weight}, call.sinfo_args, attrs), var->name_hint + "_nhwc");
+  }
+
+  // var = qnn.conv2d_int8(x, W, bias, multiplier) or qnn.depthwise_conv2d_int8, NCHW, where the
+  // policy runs it in NHWC (target::Int8ConvRunsInNhwc) -> the same operator in NHWC on x's
+  // twin: a pixel's channels side by
+  // side, so that the packed input words are its bytes as they lie and the requantized lanes are
+  // stored as one vector; NCHW data a dense one reads as it is, into an NHWC result. The dense
+  // weight is packed by output channel either way; the depthwise one becomes [KH, KW, C].
+  Var ConvertInt8Conv(const CallNode& call, const Var& var, bool depthwise) {
+    if (call.args.size() != 4 || StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
+        StringAttrOr(call.attrs, "out_layout", "NCHW") != "NCHW")
+      return Var();
+    const std::vector<int64_t> in = StaticShape(call.args[0]), out = StaticShape(var);
+    const auto* v = call.args[0].as<VarNode>();
+    if (in.size() != 4 || out.size() != 4 || v == nullptr) return Var();
+    auto twin = nhwc_.find(v);
+    target::ConvDescription conv;
+    conv.out_channels = out[1];
+    conv.groups = depthwise ? in[1] : 1;
+    conv.out_width = out[3];
+    conv.input_nhwc = twin != nhwc_.end();
+    std::vector<int64_t> strides;
+    conv.max_stride = IntsOf(call.attrs, "strides", &strides) && !strides.empty()
+                          ? *std::max_element(strides.begin(), strides.end())
+                          : 1;
+    if (!target::Int8ConvRunsInNhwc(conv, policy_)) return Var();
+    Expr weight = call.args[1];
+    if (depthwise) {
+      const ConstantNode* w = ConstantOf(call.args[1]);
+      if (w == nullptr || w->shape.size() != 3 ||
+          w->bytes->size() != w->dtype.bytes() * static_cast<size_t>(Elements(w->shape)))
+        return Var();
+      weight = MakeConstant(w->dtype, {w->shape[1], w->shape[2], w->shape[0]},
+                            Permute(*w->bytes, w->shape, {1, 2, 0}, w->dtype.bytes()));
+    }
+    // NCHW data is packed into pixel-major words as it is read: no transpose.
+    Expr x = conv.input_nhwc ? Expr(twin->second) : call.args[0];
+    Attrs attrs = WithAttr(call.attrs, "data_layout",
+                           Make<ir::StringImmNode>(conv.input_nhwc ? "NHWC" : "NCHW"));
+    attrs = WithAttr(attrs, "out_layout", Make<ir::StringImmNode>("NHWC"));
+    return Emit(MakeCall(call.op, {x, weight, call.args[2], call.args[3]}, call.sinfo_args, attrs),
+                var->name_hint + "_nhwc");
   }
 
   // conv2d(x, W) as it stays in NCHW, marked split_columns where the policy has a depthwise

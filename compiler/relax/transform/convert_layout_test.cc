@@ -1,5 +1,6 @@
 // ConvertConvLayout: narrow-row convolutions and the code between them run in NHWC, with the
 // same results as in NCHW.
+#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -144,6 +145,56 @@ class Module:
   EXPECT_THAT(printed, HasSubstr("split_columns=T.bool(True)"));
   // (Its numbers: nn_ops_test's Conv2dLayoutsStridesPaddingDilationGroups.)
   EXPECT_THAT(Converted(text, target::Avx2Haswell()), Not(HasSubstr("split_columns")));
+}
+
+// Integers of [lo, hi] at random: int8 weights held in float32, packed words, biases.
+Array Integers(const std::vector<int64_t>& shape, uint32_t seed, int64_t lo, int64_t hi) {
+  Array a = Random(shape, seed, static_cast<double>(lo), static_cast<double>(hi) + 0.999);
+  for (double& v : a.data) v = std::floor(v);
+  return a;
+}
+
+TEST(ConvertConvLayoutTest, Int8ConvolutionsRunInNhwcWhateverTheWidth) {
+  // An int8 MobileNetV2 block on 40-wide rows (a float one stays NCHW there): the first 1x1 reads
+  // the NCHW input as it is into an NHWC result, the depthwise and the projection run in NHWC,
+  // and only the result is transposed back.
+  const Array expand = Integers({2, 2, 1, 1, 16}, 11, -99999, 99999);
+  const Array depthwise = Integers({32, 3, 3}, 12, -127, 127);
+  const Array project = Integers({1, 8, 1, 1, 16}, 13, -99999, 99999);
+  const Array bias = Integers({32}, 14, -500, 500), small_bias = Integers({16}, 15, -500, 500);
+  const Array scale = Random({32}, 16, 0.00001, 0.00002),
+              small_scale = Random({16}, 17, 0.00001, 0.00002);
+  const std::string text = absl::StrCat(
+      R"(
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 8, 40, 40), dtype="uint8")):
+        with R.dataflow():
+            e = R.qnn.conv2d_int8(x, R.const()",
+      Literal(expand), R"(, "int32"), R.const()", Literal(bias), R"(, "int32"), R.const()",
+      Literal(scale), R"(, "float32"), input_zero_point=3, output_zero_point=5)
+            d = R.qnn.depthwise_conv2d_int8(e, R.const()",
+      Literal(depthwise), R"(, "float32"), R.const()", Literal(bias), R"(, "float32"), R.const()",
+      Literal(Random({32}, 18, 0.001, 0.002)),
+      R"(, "float32"), padding=[1, 1, 1, 1], input_zero_point=5, output_zero_point=7)
+            gv = R.qnn.conv2d_int8(d, R.const()",
+      Literal(project), R"(, "int32"), R.const()", Literal(small_bias), R"(, "int32"), R.const()",
+      Literal(small_scale), R"(, "float32"), input_zero_point=7, output_zero_point=9)
+            R.output(gv)
+        return gv
+)");
+  const std::string printed = Converted(text);
+  EXPECT_THAT(printed, HasSubstr("R.qnn.conv2d_int8(x, "));
+  EXPECT_THAT(printed, HasSubstr("data_layout=\"NCHW\", input_zero_point=3, out_layout=\"NHWC\""));
+  EXPECT_THAT(printed, HasSubstr("R.qnn.depthwise_conv2d_int8(e_nhwc"));
+  EXPECT_THAT(printed, HasSubstr("R.qnn.conv2d_int8(d_nhwc"));
+  // The depthwise weight is [KH, KW, C] now: the same numbers as NCHW, exactly.
+  backend::BuildOptions nchw;
+  nchw.nhwc_convs = false;
+  absl::Status same = backend::testing::SameResultsAs(
+      text, {ToTensor(Integers({1, 8, 40, 40}, 19, 0, 255), "uint8")}, nchw, 0);
+  EXPECT_TRUE(same.ok()) << same;
 }
 
 }  // namespace

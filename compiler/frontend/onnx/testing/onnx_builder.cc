@@ -123,6 +123,33 @@ GraphBuilder& GraphBuilder::Node(const std::string& op_type, const std::vector<s
   return *this;
 }
 
+GraphBuilder& GraphBuilder::DomainNode(const std::string& domain, const std::string& op_type,
+                                       const std::vector<std::string>& inputs,
+                                       const std::vector<std::string>& outputs,
+                                       const std::vector<onnx::AttributeProto>& attrs) {
+  bool imported = false;
+  for (const onnx::OperatorSetIdProto& id : model_.opset_import())
+    imported = imported || id.domain() == domain;
+  if (!imported) {
+    onnx::OperatorSetIdProto* id = model_.add_opset_import();
+    id->set_domain(domain);
+    id->set_version(1);
+  }
+  Node(op_type, inputs, outputs, attrs);
+  model_.mutable_graph()->mutable_node(model_.graph().node_size() - 1)->set_domain(domain);
+  return *this;
+}
+
+onnx::TensorProto Uint8Tensor(const std::string& name, const std::vector<int64_t>& dims,
+                              const std::vector<uint8_t>& values) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::UINT8);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(std::string(values.begin(), values.end()));
+  return t;
+}
+
 std::string GraphBuilder::Serialize() const {
   std::string bytes;
   model_.SerializeToString(&bytes);

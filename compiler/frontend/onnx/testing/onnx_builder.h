@@ -22,6 +22,9 @@ onnx::TensorProto FloatTensor(const std::string& name, const std::vector<int64_t
                               const std::vector<float>& values);
 onnx::TensorProto IntTensor(const std::string& name, const std::vector<int64_t>& dims,
                             const std::vector<int64_t>& values);
+// A uint8 tensor (raw data).
+onnx::TensorProto Uint8Tensor(const std::string& name, const std::vector<int64_t>& dims,
+                              const std::vector<uint8_t>& values);
 
 class GraphBuilder {
  public:
@@ -35,6 +38,11 @@ class GraphBuilder {
   GraphBuilder& Node(const std::string& op_type, const std::vector<std::string>& inputs,
                      const std::vector<std::string>& outputs,
                      const std::vector<onnx::AttributeProto>& attrs = {});
+  // A node of another domain ("com.microsoft"), whose opset 1 the model then imports.
+  GraphBuilder& DomainNode(const std::string& domain, const std::string& op_type,
+                           const std::vector<std::string>& inputs,
+                           const std::vector<std::string>& outputs,
+                           const std::vector<onnx::AttributeProto>& attrs = {});
 
   const onnx::ModelProto& model() const { return model_; }
   std::string Serialize() const;

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "compiler/backend/testing/model_test_util.h"
 
 namespace kiln::frontend::testing {
@@ -613,6 +615,68 @@ void AddResizeCases(std::vector<OpCase>* cases) {
                            AttrString("coordinate_transformation_mode", "pytorch_half_pixel")}));
 }
 
+// ONNX Runtime's quantized operators (com.microsoft) on uint8 inputs, as its quantizer writes them
+// in the QOperator format.
+void AddMicrosoftQuantizedCases(std::vector<OpCase>* cases) {
+  constexpr int kU8 = onnx::TensorProto::UINT8;
+  auto bytes = [](const Dims& shape) {
+    Array a = Values(shape, 0, 255.99);
+    for (double& v : a.data) v = std::floor(v);
+    return ToTensor(a, "uint8");
+  };
+  // Scale and zero point initializers "NAME_scale", "NAME_zp".
+  auto params = [](OpCase& c, const std::string& name, float scale, uint8_t zero_point) {
+    c.graph.Init(Scalar(name + "_scale", scale)).Init(Uint8Tensor(name + "_zp", {}, {zero_point}));
+  };
+  for (const char* op : {"QLinearAdd", "QLinearMul"}) {
+    OpCase c = Case(absl::StrCat("qlinear_", absl::AsciiStrToLower(op + 7), "_broadcast"), 13);
+    c.graph.Input("a", kU8, {2, 3, 4}).Input("b", kU8, {3, 1}).Output("c", kU8);
+    params(c, "a", 0.05f, 120);
+    params(c, "b", 0.031f, 131);
+    params(c, "c", 0.07f, 125);
+    c.graph.DomainNode("com.microsoft", op,
+                       {"a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "c_scale", "c_zp"}, {"c"});
+    c.inputs = {bytes({2, 3, 4}), bytes({3, 1})};
+    cases->push_back(std::move(c));
+  }
+  {
+    OpCase c = Case("qlinear_global_average_pool", 13);
+    c.graph.Input("x", kU8, {1, 5, 4, 4}).Output("y", kU8);
+    params(c, "x", 0.02f, 100);
+    params(c, "y", 0.01f, 90);
+    c.graph.DomainNode("com.microsoft", "QLinearGlobalAveragePool",
+                       {"x", "x_scale", "x_zp", "y_scale", "y_zp"}, {"y"},
+                       {AttrInt("channels_last", 0)});
+    c.inputs = {bytes({1, 5, 4, 4})};
+    cases->push_back(std::move(c));
+  }
+  {
+    OpCase c = Case("qlinear_concat", 13);
+    c.graph.Input("a", kU8, {1, 2, 3}).Input("b", kU8, {1, 4, 3}).Output("y", kU8);
+    params(c, "a", 0.04f, 128);
+    params(c, "b", 0.06f, 110);
+    params(c, "y", 0.05f, 120);
+    c.graph.DomainNode("com.microsoft", "QLinearConcat",
+                       {"y_scale", "y_zp", "a", "a_scale", "a_zp", "b", "b_scale", "b_zp"}, {"y"},
+                       {AttrInt("axis", 1)});
+    c.inputs = {bytes({1, 2, 3}), bytes({1, 4, 3})};
+    cases->push_back(std::move(c));
+  }
+  for (const char* op : {"QLinearLeakyRelu", "QLinearSigmoid"}) {
+    const bool leaky = std::string(op) == "QLinearLeakyRelu";
+    OpCase c = Case(leaky ? "qlinear_leaky_relu" : "qlinear_sigmoid", 13);
+    c.graph.Input("x", kU8, {2, 8}).Output("y", kU8);
+    params(c, "x", 0.05f, 128);
+    params(c, "y", 0.02f, 60);
+    A attrs;
+    if (leaky) attrs.push_back(AttrFloat("alpha", 0.1f));
+    c.graph.DomainNode("com.microsoft", op, {"x", "x_scale", "x_zp", "y_scale", "y_zp"}, {"y"},
+                       attrs);
+    c.inputs = {bytes({2, 8})};
+    cases->push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 std::vector<OpCase> AllOpCases() {
@@ -626,6 +690,7 @@ std::vector<OpCase> AllOpCases() {
   AddShapeCases(&cases);
   AddResizeCases(&cases);
   AddConv3dCases(&cases);
+  AddMicrosoftQuantizedCases(&cases);
   return cases;
 }
 
