@@ -132,13 +132,13 @@ TEST(CpuPolicyTest, ConvolutionLayoutsAndBlocksFollowThePolicy) {
   // a depthwise one, where its input is NHWC already; a symbolic width, never.
   EXPECT_FALSE(ConvRunsInNhwc(conv, avx512));
   EXPECT_TRUE(Int8ConvRunsInNhwc(conv, avx512));
-  ConvDescription depthwise = conv;
-  depthwise.groups = 64;
-  EXPECT_FALSE(Int8ConvRunsInNhwc(depthwise, avx512));
-  depthwise.input_nhwc = true;
-  EXPECT_TRUE(Int8ConvRunsInNhwc(depthwise, avx512));
-  depthwise.out_width = -1;
-  EXPECT_FALSE(Int8ConvRunsInNhwc(depthwise, avx512));
+  ConvDescription int8_depthwise = conv;
+  int8_depthwise.groups = 64;
+  EXPECT_FALSE(Int8ConvRunsInNhwc(int8_depthwise, avx512));
+  int8_depthwise.input_nhwc = true;
+  EXPECT_TRUE(Int8ConvRunsInNhwc(int8_depthwise, avx512));
+  int8_depthwise.out_width = -1;
+  EXPECT_FALSE(Int8ConvRunsInNhwc(int8_depthwise, avx512));
   EXPECT_FALSE(ConvRunsInNhwc(conv, avx512));
   EXPECT_TRUE(ConvRunsInNhwc(conv, avx2));
   EXPECT_EQ(NchwWeightBlock(conv, avx512), 16);
