@@ -1,5 +1,6 @@
 #include "compiler/quantize/quantize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -382,6 +383,56 @@ TEST(QdqModelTest, MalformedQdqNodesAreErrorsNotCrashes) {
   absl::StatusOr<QuantizationPlan> plan = PlanQuantization(m, {});
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("Conv"), std::string::npos) << plan.status();
+}
+
+// DequantizeLinear -> MaxPool -> QuantizeLinear at one scale and zero point is the MaxPool of the
+// uint8 data (a ResNet's, after its first convolution): no float in the kernel, the same bytes
+// as the float arithmetic, padding included.
+TEST(QdqModelTest, AMaxPoolBetweenTheSameQuantizationRunsOnTheBytes) {
+  auto graph = [](float out_scale) {
+    GraphBuilder b(13);
+    b.Input("xq", onnx::TensorProto::UINT8, {1, 3, 9, 9});
+    b.Init(FloatTensor("s", {}, {0.05f})).Init(FloatTensor("s2", {}, {out_scale}));
+    b.Init(frontend::testing::Uint8Tensor("zp", {}, {17}));
+    b.Node("DequantizeLinear", {"xq", "s", "zp"}, {"x"});
+    b.Node("MaxPool", {"x"}, {"y"},
+           {frontend::testing::AttrInts("kernel_shape", {3, 3}),
+            frontend::testing::AttrInts("strides", {2, 2}),
+            frontend::testing::AttrInts("pads", {1, 1, 1, 1})});
+    b.Node("QuantizeLinear", {"y", out_scale == 0.05f ? "s" : "s2", "zp"}, {"yq"});
+    b.Output("yq", onnx::TensorProto::UINT8);
+    return b.Serialize();
+  };
+  Tensor x = *Tensor::Empty({1, 3, 9, 9}, DLDataType{kDLUInt, 8, 1});
+  std::mt19937 rng(4);
+  for (int64_t i = 0; i < x.NumElements(); ++i)
+    static_cast<uint8_t*>(x.data())[i] = static_cast<uint8_t>(rng());
+  for (float out_scale : {0.05f, 0.07f}) {
+    absl::StatusOr<ir::IRModule> mod =
+        frontend::LoadModule(frontend::SourceForm::kOnnx, graph(out_scale), "pool");
+    ASSERT_TRUE(mod.ok()) << mod.status();
+    const std::string text = script::PrintScript(*mod);
+    // Fused only at the same scale: then the pool reads the bytes (the unread dequantize goes
+    // with dead code elimination).
+    EXPECT_EQ(text.find("R.nn.max_pool2d(xq") != std::string::npos, out_scale == 0.05f) << text;
+    absl::StatusOr<runtime::Value> out = backend::testing::CompileModuleAndRun(*mod, {x});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const auto* got = static_cast<const uint8_t*>(out->as_tensor()->data());
+    const auto* xv = static_cast<const uint8_t*>(x.data());
+    for (int c = 0; c < 3; ++c)
+      for (int r = 0; r < 5; ++r)
+        for (int q = 0; q < 5; ++q) {
+          float best = -INFINITY;
+          for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+              const int h = r * 2 + i - 1, w = q * 2 + j - 1;
+              if (h < 0 || h >= 9 || w < 0 || w >= 9) continue;
+              best = std::max(best, (static_cast<float>(xv[(c * 9 + h) * 9 + w]) - 17) * 0.05f);
+            }
+          const float want = std::clamp(std::nearbyint(best / out_scale) + 17, 0.0f, 255.0f);
+          ASSERT_EQ(got[(c * 5 + r) * 5 + q], want) << out_scale << " " << c << " " << r;
+        }
+  }
 }
 
 TEST(ReadSamplesTest, FoldersOfNpyFiles) {

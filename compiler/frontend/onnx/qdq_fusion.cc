@@ -116,6 +116,7 @@ class Fusion {
       const std::string& op = g_->node(i).op_type();
       if (op == "Conv" && TryConv(i)) ++fused;
       if ((op == "Gemm" || op == "MatMul") && TryDense(i)) ++fused;
+      if (op == "MaxPool" && TryMaxPool(i)) ++fused;
     }
     if (fused == 0) return 0;
     google::protobuf::RepeatedPtrField<NodeProto> nodes;
@@ -276,6 +277,38 @@ class Fusion {
     removed_.insert(next);
     if (act != nullptr) removed_.insert(producer_.at(act->output(0)));
     inserted_[next] = std::move(added);
+    return true;
+  }
+
+  // DequantizeLinear(x) -> MaxPool -> QuantizeLinear at the same scale and zero point: a MaxPool
+  // of the uint8 x. The maximum commutes with the monotone dequantization; a padded tap, which
+  // reads -inf in float, reads 0 in uint8, which no tap's maximum is below; and requantizing a
+  // dequantized value at its own scale gives the value back.
+  bool TryMaxPool(int index) {
+    const NodeProto& pool = g_->node(index);
+    if (pool.input_size() != 1 || pool.output_size() != 1) return false;  // no Indices output
+    const NodeProto* dx = Producer(pool.input(0), "DequantizeLinear");
+    if (dx == nullptr || Init(dx->input(0)) != nullptr) return false;
+    std::optional<std::vector<double>> x_scale = InitNumbers(*dx, 1, TensorProto::FLOAT);
+    if (!x_scale || x_scale->size() != 1 || !ZeroPointIs(*dx, TensorProto::UINT8, false))
+      return false;
+    const int next = OnlyReader(pool.output(0));
+    if (next < 0) return false;
+    const NodeProto& q = g_->node(next);
+    if (q.op_type() != "QuantizeLinear" || q.input_size() < 2) return false;
+    std::optional<std::vector<double>> y_scale = InitNumbers(q, 1, TensorProto::FLOAT);
+    auto zero_point = [&](const NodeProto& n) -> std::optional<std::vector<double>> {
+      if (n.input_size() <= 2 || n.input(2).empty()) return std::vector<double>{0};
+      return InitNumbers(n, 2, TensorProto::UINT8);
+    };
+    const std::optional<std::vector<double>> x_zp = zero_point(*dx), y_zp = zero_point(q);
+    if (!y_scale || *y_scale != *x_scale || !x_zp || !y_zp || *x_zp != *y_zp) return false;
+    NodeProto pooled = pool;
+    pooled.set_input(0, dx->input(0));
+    pooled.set_output(0, q.output(0));
+    removed_.insert(index);
+    removed_.insert(next);
+    inserted_[next] = {std::move(pooled)};
     return true;
   }
 

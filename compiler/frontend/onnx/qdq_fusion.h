@@ -10,6 +10,9 @@
 // A Gemm or MatMul of dequantized uint8 data by a dequantized int8 constant becomes
 // MatMulInteger, a Cast to float and the scaling (and bias) that dequantize its int32 result,
 // whatever reads it: the integer product is one int8 kernel.
+//
+// A MaxPool between a DequantizeLinear and a QuantizeLinear of the same scale and zero point
+// becomes the MaxPool of the uint8 data.
 #ifndef KILN_COMPILER_FRONTEND_ONNX_QDQ_FUSION_H_
 #define KILN_COMPILER_FRONTEND_ONNX_QDQ_FUSION_H_
 
@@ -22,8 +25,8 @@
 
 namespace kiln::frontend::onnx_import {
 
-// Rewrites the graph (of a model importing `opset`) in place; returns how many Conv, Gemm and
-// MatMul nodes it rewrote.
+// Rewrites the graph (of a model importing `opset`) in place; returns how many Conv, Gemm,
+// MatMul and MaxPool nodes it rewrote.
 int FuseQdqConvolutions(onnx::GraphProto* graph, int64_t opset);
 
 // What the rewrite (and the quantizer, compiler/quantize) reads of a model:

@@ -126,6 +126,8 @@ class LayoutRewriter {
       twin = ConvertInt8Conv(*call, var, op == "relax.qnn.depthwise_conv2d_int8");
     } else if (op == "relax.mean") {
       return ConvertMean(var, *call);
+    } else if (op == "relax.nn.max_pool2d" || op == "relax.nn.avg_pool2d") {
+      twin = ConvertPool(*call, var);
     } else if (const OpInfo* info = LookupOp(op);
                info != nullptr && info->pattern <= OpPattern::kBroadcast) {
       twin = ConvertElementwise(*call, var);
@@ -317,6 +319,16 @@ class LayoutRewriter {
 
   static Expr Transpose(const Expr& x, const std::vector<int64_t>& axes = kToNhwc) {
     return MakeCall(GetOp("relax.permute_dims"), {x}, {}, {{"axes", IntList(axes)}});
+  }
+
+  // A pooling of an NHWC twin (a ResNet's max pool after its first convolution): the same
+  // pooling in NHWC, rather than the twin transposed back for it.
+  Var ConvertPool(const CallNode& call, const Var& var) {
+    const auto* v = call.args.size() == 1 ? call.args[0].as<VarNode>() : nullptr;
+    auto it = v != nullptr ? nhwc_.find(v) : nhwc_.end();
+    if (it == nhwc_.end() || StringAttrOr(call.attrs, "layout", "NCHW") != "NCHW") return Var();
+    Attrs attrs = WithAttr(call.attrs, "layout", Make<ir::StringImmNode>("NHWC"));
+    return Emit(MakeCall(call.op, {it->second}, call.sinfo_args, attrs), var->name_hint + "_nhwc");
   }
 
   // mean(x, axis=[2, 3]) of an NHWC twin: mean over [1, 2], reshaped to the NCHW result (its
