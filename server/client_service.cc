@@ -269,16 +269,13 @@ grpc::Status KilnService::HandleCompile(const Principal& caller,
   if (Deduplicated(client, request.idempotency_key(), response)) return grpc::Status::OK;
   if (grpc::Status s = CheckModule(request.module()); !s.ok()) return s;
   if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
-  std::string target = request.target();
+  std::string target;
   v1::Device device;
-  if (!request.device_key().empty() || !request.device_selector().empty()) {
-    grpc::Status s =
-        ResolveDevice(request.device_key(), request.device_selector(), caller, &device);
-    if (!s.ok()) return s;
-    if (target.empty()) target = TargetForDevice(device.attributes(), ServerHost());
+  if (grpc::Status s = BuildTarget(request.target(), request.device_key(),
+                                   request.device_selector(), caller, &device, &target);
+      !s.ok()) {
+    return s;
   }
-  if (target.empty()) target = "llvm";
-  if (grpc::Status s = CheckTarget(target); !s.ok()) return s;
   v1::Job job;
   job.set_kind(v1::JOB_KIND_COMPILE);
   job.set_client(client);
@@ -354,6 +351,18 @@ grpc::Status KilnService::ResolveDevice(const std::string& key, const std::strin
   return grpc::Status(grpc::StatusCode::NOT_FOUND,
                       absl::StrCat("unknown device key '", key, "' (known: ",
                                    known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+}
+
+grpc::Status KilnService::BuildTarget(const std::string& given, const std::string& key,
+                                      const std::string& selector, const Principal& caller,
+                                      v1::Device* device, std::string* target) const {
+  *target = given;
+  if (!key.empty() || !selector.empty()) {
+    if (grpc::Status s = ResolveDevice(key, selector, caller, device); !s.ok()) return s;
+    if (target->empty()) *target = TargetForDevice(device->attributes(), ServerHost());
+  }
+  if (target->empty()) *target = "llvm";
+  return CheckTarget(*target);
 }
 
 grpc::Status KilnService::PrepareTask(const v1::ArtifactRef& ref, const Principal& caller,
@@ -583,16 +592,13 @@ grpc::Status KilnService::HandleQuantize(const Principal& caller,
   if (request.percentile() != 0 && !(request.percentile() > 0 && request.percentile() <= 100)) {
     return Invalid(absl::StrCat("percentile: ", request.percentile(), " is not in (0, 100]"));
   }
-  std::string target = request.target();
+  std::string target;
   v1::Device device;
-  if (!request.device_key().empty() || !request.device_selector().empty()) {
-    grpc::Status s =
-        ResolveDevice(request.device_key(), request.device_selector(), caller, &device);
-    if (!s.ok()) return s;
-    if (target.empty()) target = TargetForDevice(device.attributes(), ServerHost());
+  if (grpc::Status s = BuildTarget(request.target(), request.device_key(),
+                                   request.device_selector(), caller, &device, &target);
+      !s.ok()) {
+    return s;
   }
-  if (target.empty()) target = "llvm";
-  if (grpc::Status s = CheckTarget(target); !s.ok()) return s;
   if (absl::Status s = ctx_->jobs->Admit(client); !s.ok()) return ToGrpc(s);
   v1::Job job;
   job.set_kind(v1::JOB_KIND_QUANTIZE);

@@ -105,6 +105,11 @@ class KilnService final : public KilnServiceBase {
   // NotFound when no such registered device is, or matches, it.
   grpc::Status ResolveDevice(const std::string& key, const std::string& selector,
                              const Principal& caller, kiln::v1::Device* device) const;
+  // The target a compile or quantize builds for: `given` when set, else the device's (by key or
+  // selector, resolved into `*device`), else this server's ("llvm"); one LLVM accepts.
+  grpc::Status BuildTarget(const std::string& given, const std::string& key,
+                           const std::string& selector, const Principal& caller,
+                           kiln::v1::Device* device, std::string* target) const;
   // Shared by profile and inference (the caller is authorized, the device resolved): the
   // artifact, checked (a digest must be one of the caller's artifacts), and stored.
   grpc::Status PrepareTask(const kiln::v1::ArtifactRef& ref, const Principal& caller,

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "compiler/ir/tir_stmt.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -170,8 +171,11 @@ class KernelCodeGen {
   llvm::Value* MathCall(const ir::CallNode& c);
   // acc + dot4_u8i8(a, b) on `lanes` int32 lanes (acc null: 0).
   llvm::Value* Dot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes);
-  // Dot4 on Arm (kArmI8mm, kArmDotprod), `lanes` a power of two from 4, in 128-bit pieces.
-  llvm::Value* ArmDot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes);
+  // acc + dot4 over `lanes` lanes by `one` on `piece` lanes at a time (an instruction's width),
+  // the pieces joined again; acc null: 0.
+  llvm::Value* Dot4InPieces(
+      llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes, int piece,
+      llvm::function_ref<llvm::Value*(llvm::Value*, llvm::Value*, llvm::Value*)> one);
 
   llvm::Value* Expr(const PrimExpr& e);
 

@@ -579,37 +579,24 @@ Int8Dot Int8DotFor(const std::vector<std::string>& features) {
   return Int8Dot::kPortable;
 }
 
-llvm::Value* KernelCodeGen::ArmDot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes) {
-  llvm::Type* words = llvm::FixedVectorType::get(i32_, 4);
-  llvm::Type* bytes = llvm::FixedVectorType::get(i8_, 16);
-  const bool i8mm = int8_dot_ == Int8Dot::kArmI8mm;
-  llvm::Function* dot = llvm::Intrinsic::getDeclaration(
-      module_, i8mm ? llvm::Intrinsic::aarch64_neon_usdot : llvm::Intrinsic::aarch64_neon_udot,
-      {words, bytes});
-  llvm::Value* zero = llvm::Constant::getNullValue(words);
-  llvm::Value* offset = llvm::ConstantInt::get(bytes, 0x80);
+llvm::Value* KernelCodeGen::Dot4InPieces(
+    llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes, int piece,
+    llvm::function_ref<llvm::Value*(llvm::Value*, llvm::Value*, llvm::Value*)> one) {
   if (acc == nullptr) acc = llvm::Constant::getNullValue(a->getType());
-  // 128-bit pieces of four lanes, joined again at the end.
+  if (piece == lanes) return one(acc, a, b);
   std::vector<llvm::Value*> parts;
-  for (int at = 0; at < lanes; at += 4) {
-    std::vector<int> mask = {at, at + 1, at + 2, at + 3};
-    auto piece = [&](llvm::Value* v) { return lanes == 4 ? v : b_.CreateShuffleVector(v, mask); };
-    llvm::Value* x = b_.CreateBitCast(piece(a), bytes);
-    llvm::Value* y = b_.CreateBitCast(piece(b), bytes);
-    if (i8mm) {
-      parts.push_back(b_.CreateCall(dot, {piece(acc), x, y}));
-      continue;
-    }
-    // udot(x, y + 128) - udot(x, 128) == sum of x * y, exactly (modulo 2^32, where it fits).
-    llvm::Value* shifted = b_.CreateCall(dot, {piece(acc), x, b_.CreateXor(y, offset)});
-    parts.push_back(b_.CreateSub(shifted, b_.CreateCall(dot, {zero, x, offset})));
+  for (int at = 0; at < lanes; at += piece) {
+    std::vector<int> mask(piece);
+    std::iota(mask.begin(), mask.end(), at);
+    parts.push_back(one(b_.CreateShuffleVector(acc, mask), b_.CreateShuffleVector(a, mask),
+                        b_.CreateShuffleVector(b, mask)));
   }
   while (parts.size() > 1) {  // concatenate pairwise
     std::vector<llvm::Value*> joined;
     for (size_t i = 0; i < parts.size(); i += 2) {
       const int n = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
       std::vector<int> mask(2 * n);
-      for (int k = 0; k < 2 * n; ++k) mask[k] = k;
+      std::iota(mask.begin(), mask.end(), 0);
       joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], mask));
     }
     parts = std::move(joined);
@@ -618,10 +605,25 @@ llvm::Value* KernelCodeGen::ArmDot4(llvm::Value* acc, llvm::Value* a, llvm::Valu
 }
 
 llvm::Value* KernelCodeGen::Dot4(llvm::Value* acc, llvm::Value* a, llvm::Value* b, int lanes) {
-  llvm::Type* words = a->getType();
-  if ((int8_dot_ == Int8Dot::kArmI8mm || int8_dot_ == Int8Dot::kArmDotprod) && lanes % 4 == 0 &&
-      (lanes & (lanes - 1)) == 0) {
-    return ArmDot4(acc, a, b, lanes);
+  const bool arm = int8_dot_ == Int8Dot::kArmI8mm || int8_dot_ == Int8Dot::kArmDotprod;
+  if (arm && lanes % 4 == 0 && (lanes & (lanes - 1)) == 0) {
+    // usdot, or udot of the weights offset to uint8 less 128 x the activations' sums: both
+    // exact, on 128-bit pieces of four lanes.
+    llvm::Type* words = llvm::FixedVectorType::get(i32_, 4);
+    llvm::Type* bytes = llvm::FixedVectorType::get(i8_, 16);
+    const bool i8mm = int8_dot_ == Int8Dot::kArmI8mm;
+    llvm::Function* dot = llvm::Intrinsic::getDeclaration(
+        module_, i8mm ? llvm::Intrinsic::aarch64_neon_usdot : llvm::Intrinsic::aarch64_neon_udot,
+        {words, bytes});
+    llvm::Value* offset = llvm::ConstantInt::get(bytes, 0x80);
+    return Dot4InPieces(acc, a, b, lanes, 4, [&](llvm::Value* s, llvm::Value* x, llvm::Value* y) {
+      x = b_.CreateBitCast(x, bytes);
+      y = b_.CreateBitCast(y, bytes);
+      if (i8mm) return static_cast<llvm::Value*>(b_.CreateCall(dot, {s, x, y}));
+      llvm::Value* shifted = b_.CreateCall(dot, {s, x, b_.CreateXor(y, offset)});
+      return b_.CreateSub(shifted,
+                          b_.CreateCall(dot, {llvm::Constant::getNullValue(words), x, offset}));
+    });
   }
   if (int8_dot_ == Int8Dot::kVnni && (lanes == 4 || lanes == 8 || lanes % 16 == 0)) {
     // vpdpbusd: 16 (512-bit), 8 or 4 lanes each; wider vectors in pieces of 16.
@@ -630,28 +632,10 @@ llvm::Value* KernelCodeGen::Dot4(llvm::Value* acc, llvm::Value* a, llvm::Value* 
                                    : piece == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
                                                 : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
     llvm::Function* f = llvm::Intrinsic::getDeclaration(module_, id);
-    if (acc == nullptr) acc = llvm::Constant::getNullValue(words);
-    if (piece == lanes) return b_.CreateCall(f, {acc, a, b});
-    std::vector<int> whole(lanes);
-    for (int i = 0; i < lanes; ++i) whole[i] = i;
-    std::vector<llvm::Value*> parts;
-    for (int at = 0; at < lanes; at += 16) {
-      std::vector<int> mask(whole.begin() + at, whole.begin() + at + 16);
-      parts.push_back(
-          b_.CreateCall(f, {b_.CreateShuffleVector(acc, mask), b_.CreateShuffleVector(a, mask),
-                            b_.CreateShuffleVector(b, mask)}));
-    }
-    while (parts.size() > 1) {  // concatenate pairwise
-      std::vector<llvm::Value*> joined;
-      for (size_t i = 0; i < parts.size(); i += 2) {
-        const int n = llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements();
-        std::vector<int> mask(2 * n);
-        for (int k = 0; k < 2 * n; ++k) mask[k] = k;
-        joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], mask));
-      }
-      parts = std::move(joined);
-    }
-    return parts[0];
+    return Dot4InPieces(acc, a, b, lanes, piece,
+                        [&](llvm::Value* s, llvm::Value* x, llvm::Value* y) {
+                          return static_cast<llvm::Value*>(b_.CreateCall(f, {s, x, y}));
+                        });
   }
   // Any other target: the bytes widened to int32, multiplied, and each word's four summed
   // (LLVM forms pmaddwd, sdot or udot from this where it can).
