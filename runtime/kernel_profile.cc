@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -64,15 +65,34 @@ absl::Status ProfileKernels(const vm::VirtualMachine& vm, const std::string& fun
   return absl::OkStatus();
 }
 
+bool IsInt8Kernel(const kiln::v1::KernelProfile& kernel) {
+  for (const std::string& op : kernel.fused_ops()) {
+    if (absl::StartsWith(op, "relax.qnn.")) return true;
+  }
+  return false;
+}
+
 std::string FormatKernelProfile(const kiln::v1::ProfileResult& p) {
-  std::string text = absl::StrFormat("%-40s %5s %11s %6s %9s  %s\n", "kernel", "calls", "median us",
-                                     "share", "GFLOP/s", "operators");
+  std::string text = absl::StrFormat("%-40s %5s %11s %6s %9s %5s  %s\n", "kernel", "calls",
+                                     "median us", "share", "GFLOP/s", "arith", "operators");
+  int int8_kernels = 0;
+  double int8_share = 0;
   for (const kiln::v1::KernelProfile& k : p.kernels()) {
     std::string rate =
         k.flops() > 0 ? absl::StrFormat("%9.2f", k.gflops_per_second()) : "        -";
-    absl::StrAppend(&text, absl::StrFormat("%-40s %5d %11.2f %5.1f%% %s  %s\n", k.name(), k.calls(),
-                                           k.median_seconds() * 1e6, k.share() * 100, rate,
-                                           absl::StrJoin(k.fused_ops(), " ")));
+    const bool int8 = IsInt8Kernel(k);
+    int8_kernels += int8;
+    if (int8) int8_share += k.share();
+    absl::StrAppend(&text,
+                    absl::StrFormat("%-40s %5d %11.2f %5.1f%% %s %5s  %s\n", k.name(), k.calls(),
+                                    k.median_seconds() * 1e6, k.share() * 100, rate,
+                                    int8 ? "int8" : "float", absl::StrJoin(k.fused_ops(), " ")));
+  }
+  if (int8_kernels > 0) {
+    // An int8 kernel's rate counts its int8 operations (a dot4_u8i8 as eight).
+    absl::StrAppend(&text, absl::StrFormat("int8 kernels: %d of %d, %.1f%% of each call; their "
+                                           "GFLOP/s count int8 operations\n",
+                                           int8_kernels, p.kernels_size(), int8_share * 100));
   }
   absl::StrAppend(
       &text, absl::StrFormat("kernels: %.1f%% of %.2f us per call; the rest is the VM "

@@ -23,6 +23,8 @@ absl::Status ProfileKernels(const vm::VirtualMachine& vm, const std::string& fun
 
 // The per-kernel table as `kiln bench --per-kernel` prints it.
 std::string FormatKernelProfile(const kiln::v1::ProfileResult& profile);
+// A kernel of the int8 operators (relax.qnn.*): its arithmetic is int8, its rate int8 operations.
+bool IsInt8Kernel(const kiln::v1::KernelProfile& kernel);
 
 }  // namespace kiln::runtime
 

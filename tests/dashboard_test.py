@@ -199,6 +199,7 @@ def test_pages_follow_jobs_tunes_and_devices(cluster, client, browser):
     _until(browser, lambda d: _texts(d, "tr.kernel"))
     kernels = _texts(browser, "tr.kernel")
     assert any("relax.matmul" in k for k in kernels), kernels
+    assert all("float" in k for k in kernels), kernels  # a float model: no int8 kernel
     _shot(browser, "profile")
     browser.get(cluster["http"] + "/#/devices")
     _until(browser, lambda d: _texts(d, "tr.device[data-key='cpu']"))

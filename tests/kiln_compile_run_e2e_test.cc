@@ -18,6 +18,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string kiln_binary;  // argv[1]
 
@@ -204,9 +205,29 @@ TEST(KilnCompileRunTest, PerKernelProfileCoversTheModel) {
 
   Result text = Kiln("bench " + Tmp("mobilenet.kiln") + " --per-kernel --repeat 2");
   ASSERT_EQ(text.rc, 0) << text.err;
-  EXPECT_THAT(text.out, HasSubstr("GFLOP/s  operators"));
+  EXPECT_THAT(text.out, HasSubstr("GFLOP/s arith  operators"));
+  EXPECT_THAT(text.out, HasSubstr("float  relax.nn.conv2d"));
+  EXPECT_THAT(text.out, Not(HasSubstr("int8 kernels:")));  // a float model
   EXPECT_THAT(text.out, HasSubstr("relax.nn.conv2d relax.add"));
   EXPECT_THAT(text.out, HasSubstr("the rest is the VM"));
+
+  // kiln quantize's QDQ model: int8 kernels beside the float ones where this CPU has an int8 dot
+  // product (AVX-512 VNNI); all float where it has none (FallbackInt8Ops).
+  const std::string qdq = "compiler/quantize/testdata/tiny_resnet_int8.onnx";
+  ASSERT_EQ(Kiln("compile " + qdq + " -o " + Tmp("int8.kiln")).rc, 0);
+  Result int8 = Kiln("bench " + Tmp("int8.kiln") + " --per-kernel --repeat 2");
+  ASSERT_EQ(int8.rc, 0) << int8.err;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::stringstream flags;
+  flags << cpuinfo.rdbuf();
+  const bool vnni = flags.str().find(" avx512_vnni") != std::string::npos &&
+                    flags.str().find(" avx512vl") != std::string::npos;
+  if (vnni) {
+    EXPECT_THAT(int8.out, HasSubstr(" int8  relax.qnn.conv2d_int8"));
+    EXPECT_THAT(int8.out, HasSubstr("int8 kernels: "));
+  } else {
+    EXPECT_THAT(int8.out, Not(HasSubstr("int8 kernels:")));
+  }
 }
 
 }  // namespace

@@ -170,13 +170,17 @@ async function jobView(view, id) {
     if (p.kernels && p.kernels.length) {
       parts.push(el('h3', {}, 'Per kernel: ' + (100 * (p.kernel_coverage || 0)).toFixed(1) +
                                   ' % of each call'),
-                 table(['kernel', 'calls', 'median ms', 'share', 'GFLOP/s', 'operators'],
+                 table(['kernel', 'calls', 'median ms', 'share', 'GFLOP/s', 'arith', 'operators'],
                        p.kernels.map(k => el('tr', {class: 'kernel'}, el('td', {}, k.name),
                            el('td', {class: 'num'}, k.calls),
                            el('td', {class: 'num'}, ms(k.median_seconds)),
                            el('td', {class: 'num'}, (100 * (k.share || 0)).toFixed(1) + ' %'),
                            el('td', {class: 'num'},
                               k.gflops_per_second ? k.gflops_per_second.toFixed(2) : ''),
+                           // int8 kernels (relax.qnn.*) beside float ones; their rate counts
+                           // int8 operations.
+                           el('td', {}, (k.fused_ops || []).some(o => o.startsWith('relax.qnn.'))
+                                            ? 'int8' : 'float'),
                            el('td', {}, (k.fused_ops || []).join(' '))))));
     }
   }
