@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/build_info.h"
 #include "compiler/codegen/llvm_target.h"
+#include "compiler/quantize/calibration.h"
 #include "compiler/version.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -585,12 +586,12 @@ grpc::Status KilnService::HandleQuantize(const Principal& caller,
       }
     }
   }
-  const std::string& method = request.method();
-  if (!method.empty() && method != "minmax" && method != "percentile" && method != "entropy") {
-    return Invalid(absl::StrCat("method '", method, "': expected minmax, percentile or entropy"));
+  if (!request.method().empty()) {
+    if (absl::Status s = quantize::ParseCalibrationMethod(request.method()).status(); !s.ok())
+      return ToGrpc(s);
   }
-  if (request.percentile() != 0 && !(request.percentile() > 0 && request.percentile() <= 100)) {
-    return Invalid(absl::StrCat("percentile: ", request.percentile(), " is not in (0, 100]"));
+  if (request.percentile() != 0) {  // 0: the default
+    if (absl::Status s = quantize::CheckPercentile(request.percentile()); !s.ok()) return ToGrpc(s);
   }
   std::string target;
   v1::Device device;

@@ -6,22 +6,18 @@
 // Arguments: kilnd, kiln-agent, kiln, kiln-worker-test-hooks.
 #include <signal.h>
 
-#include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <random>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/quantize/calibration.h"
 #include "compiler/quantize/quantize.h"
 #include "compiler/quantize/quantize_proto.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/agent/tensor_value.h"
-#include "runtime/npy.h"
-#include "tests/cluster_test.h"
-#include "tests/service_cluster.h"
+#include "tests/service_test_util.h"
 
 namespace kiln::testing {
 namespace {
@@ -59,23 +55,10 @@ v1::SubmitQuantizeRequest Request(const std::vector<quantize::Sample>& calibrati
   return request;
 }
 
-double SqnrDb(const runtime::Tensor& want, const runtime::Tensor& got) {
-  const float* w = static_cast<const float*>(want.data());
-  const float* g = static_cast<const float*>(got.data());
-  double signal = 0, noise = 0;
-  for (int64_t i = 0; i < want.NumElements(); ++i) {
-    signal += double{w[i]} * w[i];
-    noise += (double{w[i]} - g[i]) * (double{w[i]} - g[i]);
-  }
-  return 10 * std::log10(signal / std::max(noise, 1e-30));
-}
-
 class QuantizeServiceTest : public ClusterTest {
  protected:
   void Start(const std::string& name) {
-    StartWithAgents(
-        name, 1,
-        {"--worker", std::filesystem::absolute(TestBinaries().worker_with_test_hooks).string()});
+    StartWithAgents(name, 1, {"--worker", WorkerWithTestHooks()});
   }
 
   std::string Submit(const v1::SubmitQuantizeRequest& request) {
@@ -149,19 +132,20 @@ TEST_F(QuantizeServiceTest, QuantizesAsKilnQuantizeDoesAndTheArtifactRunsOnAnAge
   v1::SubmitInferenceRequest run;
   run.mutable_artifact()->set_digest(job.artifact_digest());
   run.set_device_key("cpu");
-  absl::StatusOr<runtime::Tensor> input = runtime::ReadNpy(ReadFileBytes(kCnnInput), kCnnInput);
-  ASSERT_TRUE(input.ok());
-  runtime::TensorToProto(*input, "input", run.add_inputs());
+  runtime::TensorToProto(Npy(kCnnInput), "input", run.add_inputs());
   absl::StatusOr<v1::SubmitResponse> submitted = client_->SubmitInference(run);
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   absl::StatusOr<v1::Job> ran = client_->Wait(submitted->job().id());
   ASSERT_TRUE(ran.ok()) << ran.status();
   ASSERT_EQ(ran->state(), v1::JOB_STATE_SUCCEEDED) << ran->reason();
   absl::StatusOr<runtime::Tensor> got = runtime::TensorFromProto(ran->inference().outputs(0));
-  absl::StatusOr<runtime::Tensor> want = runtime::ReadNpy(ReadFileBytes(kCnnOutput), kCnnOutput);
-  ASSERT_TRUE(got.ok() && want.ok());
-  ASSERT_EQ(got->NumElements(), want->NumElements());
-  EXPECT_GT(SqnrDb(*want, *got), 20);
+  const runtime::Tensor want = Npy(kCnnOutput);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->NumElements(), want.NumElements());
+  quantize::SqnrAccumulator sqnr;
+  sqnr.Add(static_cast<const float*>(want.data()), static_cast<const float*>(got->data()),
+           want.NumElements());
+  EXPECT_GT(sqnr.Db(), 20);
 
   // A listing and GetJob name the model's size, never its bytes.
   absl::StatusOr<v1::Job> listed = client_->GetJob(job.id());
@@ -270,13 +254,3 @@ TEST_F(QuantizeServiceTest, CancelDeadlineAndAKilledWorkerMidCalibrationLeaveNot
 
 }  // namespace
 }  // namespace kiln::testing
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (argc < 5) {
-    std::fprintf(stderr, "usage: quantize_service_e2e_test KILND KILN_AGENT KILN WORKER_HOOKS\n");
-    return 2;
-  }
-  kiln::testing::TestBinaries() = {argv[1], argv[2], argv[3], argv[4]};
-  return RUN_ALL_TESTS();
-}

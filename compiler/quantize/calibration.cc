@@ -17,6 +17,12 @@ absl::StatusOr<CalibrationMethod> ParseCalibrationMethod(absl::string_view name)
       absl::StrCat("calibration method '", name, "': expected minmax, percentile or entropy"));
 }
 
+absl::Status CheckPercentile(double percentile) {
+  if (std::isfinite(percentile) && percentile > 0 && percentile <= 100) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("percentile: ", percentile, " is not in (0, 100]"));
+}
+
 const char* CalibrationMethodName(CalibrationMethod method) {
   switch (method) {
     case CalibrationMethod::kMinMax:

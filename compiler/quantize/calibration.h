@@ -19,6 +19,8 @@ enum class CalibrationMethod { kMinMax, kPercentile, kEntropy };
 
 absl::StatusOr<CalibrationMethod> ParseCalibrationMethod(absl::string_view name);
 const char* CalibrationMethodName(CalibrationMethod method);
+// The |x| percentile kPercentile keeps must lie in (0, 100]: InvalidArgument otherwise.
+absl::Status CheckPercentile(double percentile);
 
 // One tensor's values over all calibration inputs, in two passes: ObserveRange over every input,
 // then (for percentile and entropy) ObserveHistogram over every input again.

@@ -116,12 +116,13 @@ absl::Status CheckSamples(const onnx::ModelProto& model, const std::vector<Sampl
 class CompiledModel {
  public:
   static absl::StatusOr<CompiledModel> Compile(const onnx::ModelProto& model,
-                                               const std::string& name, int threads) {
+                                               const std::string& name,
+                                               const QuantizeOptions& options) {
     std::string bytes;
     if (!model.SerializeToString(&bytes))
       return absl::InternalError(absl::StrCat(name, ": the model does not serialize"));
-    KILN_ASSIGN_OR_RETURN(ir::IRModule mod,
-                          frontend::LoadModule(frontend::SourceForm::kOnnx, bytes, name));
+    KILN_ASSIGN_OR_RETURN(ir::IRModule mod, frontend::LoadModule(frontend::SourceForm::kOnnx, bytes,
+                                                                 name, options.load));
     KILN_ASSIGN_OR_RETURN(backend::BuiltModule built, backend::Build(mod, "llvm"));
     CompiledModel m;
     KILN_ASSIGN_OR_RETURN(auto lib, runtime::KernelLibrary::LoadFromMemory(built.kernels, name));
@@ -130,7 +131,7 @@ class CompiledModel {
     KILN_ASSIGN_OR_RETURN(m.vm_,
                           runtime::vm::VirtualMachine::Create(
                               std::make_shared<const runtime::vm::Executable>(std::move(exec)), lib,
-                              std::make_shared<runtime::ThreadPool>(threads), nullptr));
+                              std::make_shared<runtime::ThreadPool>(options.threads), nullptr));
     return m;
   }
 
@@ -249,7 +250,7 @@ absl::StatusOr<QuantizedModel> QuantizeOnnxModel(absl::string_view model_bytes,
   Progress(options, "compiling the float model");
   const int float_outputs = model.graph().output_size();
   KILN_ASSIGN_OR_RETURN(CompiledModel float_run,
-                        CompiledModel::Compile(float_model, model_name, options.threads));
+                        CompiledModel::Compile(float_model, model_name, options));
   const std::map<std::string, int> float_index = IndexOf(float_names);
 
   // Calibration: ranges, then (percentile, entropy) histograms, one run per input per pass.
@@ -293,7 +294,7 @@ absl::StatusOr<QuantizedModel> QuantizeOnnxModel(absl::string_view model_bytes,
   const std::vector<std::string> qdq_names = ExposeTensors(qdq, layer_tensors);
   Progress(options, "compiling the int8 model");
   KILN_ASSIGN_OR_RETURN(CompiledModel qdq_run,
-                        CompiledModel::Compile(qdq, model_name + " (quantized)", options.threads));
+                        CompiledModel::Compile(qdq, model_name + " (quantized)", options));
   const std::map<std::string, int> qdq_index = IndexOf(qdq_names);
 
   std::vector<SqnrAccumulator> layer_sqnr(plan.layers.size()), output_sqnr(float_outputs);

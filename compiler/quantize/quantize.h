@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "compiler/frontend/load_module.h"
 #include "compiler/quantize/calibration.h"
 #include "runtime/tensor.h"
 
@@ -41,6 +42,7 @@ struct QuantizeOptions {
   double percentile = 99.99;         // for kPercentile
   std::set<std::string> keep_float;  // node names of layers to leave in float
   int threads = 1;                   // threads of the calibration and evaluation runs
+  frontend::LoadOptions load;        // how the float and int8 models are imported (kilnd's limits)
   // Called as each stage begins ("calibrating on 32 inputs"), for a job's events.
   std::function<void(const std::string& stage)> progress;
 };

@@ -1,7 +1,6 @@
 #include "compiler/quantize/quantize_proto.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -73,12 +72,8 @@ absl::StatusOr<QuantizeOptions> OptionsFromProto(const v1::SubmitQuantizeRequest
     if (!method.ok()) return method.status();
     options.method = *method;
   }
-  if (request.percentile() != 0) {
-    if (!std::isfinite(request.percentile()) || request.percentile() <= 0 ||
-        request.percentile() > 100) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("percentile: ", request.percentile(), " is not in (0, 100]"));
-    }
+  if (request.percentile() != 0) {  // 0: the default
+    if (absl::Status s = CheckPercentile(request.percentile()); !s.ok()) return s;
     options.percentile = request.percentile();
   }
   options.keep_float.insert(request.keep_float().begin(), request.keep_float().end());

@@ -45,8 +45,7 @@ bool ConvRunsInNhwc(const ConvDescription& conv, const CpuPolicy& policy) {
   return conv.input_nhwc || conv.groups == 1;
 }
 
-bool Int8ConvRunsInNhwc(const ConvDescription& conv, const CpuPolicy& policy) {
-  (void)policy;
+bool Int8ConvRunsInNhwc(const ConvDescription& conv, const CpuPolicy& /*policy*/) {
   return conv.out_width >= 0 && (conv.input_nhwc || conv.groups == 1);
 }
 

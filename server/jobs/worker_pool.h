@@ -1,7 +1,7 @@
-// Compiles, tunes and quantizes, each in a fresh kiln-worker process under the job's deadline, a memory
-// limit and a CPU-time limit, at most `workers` at once; whatever kills a worker fails only its
-// job. Each compile thread keeps its next worker started and waiting for input. A job that failed
-// only because the store was unreachable is queued again a second later while its deadline
+// Compiles, tunes and quantizes, each in a fresh kiln-worker process under the job's deadline, a
+// memory limit and a CPU-time limit, at most `workers` at once; whatever kills a worker fails only
+// its job. Each compile thread keeps its next worker started and waiting for input. A job that
+// failed only because the store was unreachable is queued again a second later while its deadline
 // allows. A tune's candidates are measured through the agent dispatcher.
 //
 // Lock order: the pool's lock is never held while calling the table, the dispatcher or a worker.

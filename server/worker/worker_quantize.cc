@@ -54,6 +54,7 @@ QuantizeOutcome QuantizeInWorker(const QuantizeWork& work,
     }
   }
   options->progress = on_stage;
+  if (work.max_constant_bytes() > 0) options->load.max_constant_bytes = work.max_constant_bytes();
   absl::StatusOr<quantize::QuantizedModel> quantized =
       quantize::QuantizeOnnxModel(model, name, *calibration, *eval, *options);
   if (!quantized.ok()) {
@@ -66,8 +67,8 @@ QuantizeOutcome QuantizeInWorker(const QuantizeWork& work,
   // The QDQ model, built for the target as a compile of it would be (default schedules).
   on_stage(absl::StrCat("building the int8 model for ", work.target()));
   const std::string qdq_name = absl::StrCat(name, " (int8)");
-  absl::StatusOr<ir::IRModule> mod =
-      frontend::LoadModule(frontend::SourceForm::kOnnx, quantized->qdq_model, qdq_name);
+  absl::StatusOr<ir::IRModule> mod = frontend::LoadModule(
+      frontend::SourceForm::kOnnx, quantized->qdq_model, qdq_name, options->load);
   absl::StatusOr<std::string> artifact =
       mod.ok() ? backend::BuildArtifact(*mod, work.target()) : mod.status();
   if (!artifact.ok()) {

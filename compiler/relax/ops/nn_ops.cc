@@ -84,11 +84,9 @@ struct Window {
 
 absl::StatusOr<Window> ParseWindow(const CallNode& call, const char* layout_key) {
   Window w;
-  absl::StatusOr<std::string> layout = StringAttr(call, layout_key, "NCHW");
-  if (!layout.ok()) return layout.status();
-  if (*layout != "NCHW" && *layout != "NHWC")
-    return OpError(call, absl::StrCat("layout \"", *layout, "\" is not supported (NCHW, NHWC)"));
-  w.nhwc = *layout == "NHWC";
+  absl::StatusOr<bool> nhwc = NhwcAttr(call, layout_key, false);
+  if (!nhwc.ok()) return nhwc.status();
+  w.nhwc = *nhwc;
   auto pair = [&](const char* key, int64_t* dst) -> absl::Status {
     absl::StatusOr<std::optional<std::vector<int64_t>>> v = IntListAttr(call, key);
     if (!v.ok()) return v.status();
@@ -239,14 +237,9 @@ absl::StatusOr<ConvShape> ParseConv(const CallNode& call) {
   if ((c.o_block || c.w_block) && c.groups != 1)
     return OpError(call, "a blocked kernel_layout needs groups=1");
   if (c.window.ceil_mode) return OpError(call, "ceil_mode is for pooling");
-  absl::StatusOr<std::string> out_layout =
-      StringAttr(call, "out_layout", c.window.nhwc ? "NHWC" : "NCHW");
-  if (!out_layout.ok()) return out_layout.status();
-  if (*out_layout != "NCHW" && *out_layout != "NHWC") {
-    return OpError(call,
-                   absl::StrCat("out_layout \"", *out_layout, "\" is not supported (NCHW, NHWC)"));
-  }
-  c.out_nhwc = *out_layout == "NHWC";
+  absl::StatusOr<bool> out_nhwc = NhwcAttr(call, "out_layout", c.window.nhwc);
+  if (!out_nhwc.ok()) return out_nhwc.status();
+  c.out_nhwc = *out_nhwc;
   if (c.o_block && c.out_nhwc) return OpError(call, "kernel_layout \"OIHW<b>o\" writes NCHW");
   absl::StatusOr<bool> split = BoolAttr(call, "split_columns", false);
   if (!split.ok()) return split.status();

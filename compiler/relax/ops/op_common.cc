@@ -123,6 +123,15 @@ absl::StatusOr<std::string> StringAttr(const CallNode& call, const char* key,
   return s->value;
 }
 
+absl::StatusOr<bool> NhwcAttr(const CallNode& call, const char* key, bool fallback) {
+  absl::StatusOr<std::string> layout = StringAttr(call, key, fallback ? "NHWC" : "NCHW");
+  if (!layout.ok()) return layout.status();
+  if (*layout != "NCHW" && *layout != "NHWC") {
+    return OpError(call, absl::StrCat(key, " \"", *layout, "\" is not supported (NCHW, NHWC)"));
+  }
+  return *layout == "NHWC";
+}
+
 absl::StatusOr<std::optional<std::vector<int64_t>>> IntListAttr(const CallNode& call,
                                                                 const char* key) {
   ObjectRef v = GetAttr(call.attrs, key);

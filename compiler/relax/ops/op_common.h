@@ -34,6 +34,9 @@ absl::StatusOr<double> FloatAttr(const CallNode& call, const char* key, double f
 absl::StatusOr<bool> BoolAttr(const CallNode& call, const char* key, bool fallback);
 absl::StatusOr<std::string> StringAttr(const CallNode& call, const char* key,
                                        const std::string& fallback);
+// A layout attribute, "NCHW" or "NHWC" (anything else is an error naming it): whether it is
+// NHWC; `fallback` when absent.
+absl::StatusOr<bool> NhwcAttr(const CallNode& call, const char* key, bool fallback);
 // A list of integers; a single integer is a list of one. nullopt when absent or None.
 absl::StatusOr<std::optional<std::vector<int64_t>>> IntListAttr(const CallNode& call,
                                                                 const char* key);

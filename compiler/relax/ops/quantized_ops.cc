@@ -86,16 +86,12 @@ absl::StatusOr<QConvAttrs> ParseQConv(const CallNode& call) {
     *b.dst = *v;
   }
   if (a.out_min > a.out_max) return OpError(call, "out_min is above out_max");
-  absl::StatusOr<std::string> layout = StringAttr(call, "data_layout", "NCHW");
-  if (!layout.ok()) return layout.status();
-  if (*layout != "NCHW" && *layout != "NHWC")
-    return OpError(call, absl::StrCat("data_layout '", *layout, "': NCHW or NHWC"));
-  a.nhwc = *layout == "NHWC";
-  absl::StatusOr<std::string> out_layout = StringAttr(call, "out_layout", *layout);
-  if (!out_layout.ok()) return out_layout.status();
-  if (*out_layout != "NCHW" && *out_layout != "NHWC")
-    return OpError(call, absl::StrCat("out_layout '", *out_layout, "': NCHW or NHWC"));
-  a.nhwc_out = *out_layout == "NHWC";
+  absl::StatusOr<bool> nhwc = NhwcAttr(call, "data_layout", false);
+  if (!nhwc.ok()) return nhwc.status();
+  absl::StatusOr<bool> nhwc_out = NhwcAttr(call, "out_layout", *nhwc);
+  if (!nhwc_out.ok()) return nhwc_out.status();
+  a.nhwc = *nhwc;
+  a.nhwc_out = *nhwc_out;
   return a;
 }
 

@@ -191,11 +191,11 @@ class LayoutRewriter {
   }
 
   // var = qnn.conv2d_int8(x, W, bias, multiplier) or qnn.depthwise_conv2d_int8, NCHW, where the
-  // policy runs it in NHWC (target::Int8ConvRunsInNhwc) -> the same operator in NHWC on x's
-  // twin: a pixel's channels side by
-  // side, so that the packed input words are its bytes as they lie and the requantized lanes are
-  // stored as one vector; NCHW data a dense one reads as it is, into an NHWC result. The dense
-  // weight is packed by output channel either way; the depthwise one becomes [KH, KW, C].
+  // policy runs it in NHWC (target::Int8ConvRunsInNhwc) -> the same operator in NHWC on x's twin:
+  // a pixel's channels side by side, so that the packed input words are its bytes as they lie and
+  // the requantized lanes are stored as one vector; NCHW data a dense one reads as it is, into an
+  // NHWC result. The dense weight is packed by output channel either way; the depthwise one
+  // becomes [KH, KW, C].
   Var ConvertInt8Conv(const CallNode& call, const Var& var, bool depthwise) {
     if (call.args.size() != 4 || StringAttrOr(call.attrs, "data_layout", "NCHW") != "NCHW" ||
         StringAttrOr(call.attrs, "out_layout", "NCHW") != "NCHW")
@@ -209,10 +209,6 @@ class LayoutRewriter {
     conv.groups = depthwise ? in[1] : 1;
     conv.out_width = out[3];
     conv.input_nhwc = twin != nhwc_.end();
-    std::vector<int64_t> strides;
-    conv.max_stride = IntsOf(call.attrs, "strides", &strides) && !strides.empty()
-                          ? *std::max_element(strides.begin(), strides.end())
-                          : 1;
     if (!target::Int8ConvRunsInNhwc(conv, policy_)) return Var();
     Expr weight = call.args[1];
     if (depthwise) {
